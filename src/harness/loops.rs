@@ -1,0 +1,61 @@
+//! `bpfbench loops`: measures the candidate loop constructs for the timing
+//! loop on the running kernel, so the choice in bench_timing.bpf.h stays a
+//! measured one.
+
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+
+use anyhow::{Context, Result};
+use libbpf_rs::MapHandle;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+use super::system::libbpf_log_tail;
+use super::timing::{RestoreMode, TimedXdpProgram};
+use crate::stats::Summary;
+
+mod skel {
+    #![allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
+    include!(concat!(env!("OUT_DIR"), "/loop_probe.skel.rs"));
+}
+
+/// One candidate's cost per iteration (empty body, global-function call included).
+#[derive(Debug, Clone)]
+pub struct LoopCost {
+    pub construct: &'static str,
+    pub iters: u32,
+    pub summary: Summary,
+}
+
+/// Times each construct over `samples` batches of `iters` iterations.
+pub fn measure_loop_constructs(cpu: usize, iters: u32, samples: usize) -> Result<Vec<LoopCost>> {
+    let mut storage = MaybeUninit::uninit();
+    let skel = skel::LoopProbeSkelBuilder::default()
+        .open(&mut storage)
+        .context("opening the loop probe")?
+        .load()
+        .map_err(|e| anyhow::anyhow!("the kernel refused the loop probe ({e}):\n{}", libbpf_log_tail(20)))?;
+    let packet = [0u8; 64];
+    let p = &skel.progs;
+    let candidates = [
+        ("may_goto (can_loop)", &p.loop_may_goto),
+        ("bpf_for (open-coded iterator)", &p.loop_bpf_for),
+        ("bpf_loop (callback)", &p.loop_bpf_loop),
+        ("may_goto, unrolled x4", &p.loop_unroll4),
+    ];
+    let mut out = Vec::new();
+    for (name, prog) in candidates {
+        let mut timed = TimedXdpProgram::new(
+            prog.as_fd().try_clone_to_owned()?,
+            MapHandle::try_from(&skel.maps.bench_ctl)?,
+            MapHandle::try_from(&skel.maps.bench_result)?,
+        )?;
+        let mut ns = Vec::with_capacity(samples);
+        timed.run_batch(&packet, iters, RestoreMode::None, cpu)?; // warm-up
+        for _ in 0..samples {
+            let (t, _) = timed.run_batch(&packet, iters, RestoreMode::None, cpu)?;
+            ns.push(t.ns_per_op());
+        }
+        out.push(LoopCost { construct: name, iters, summary: Summary::of(&ns).context("no samples")? });
+    }
+    Ok(out)
+}

@@ -1,0 +1,165 @@
+//! Host side of the in-BPF timing library (src/bpf/bench_timing.bpf.h).
+//!
+//! Every timed program carries the maps `bench_ctl` (batch size, enable flag,
+//! restore mode) and `bench_result` (per-CPU: the last batch's elapsed time
+//! and iteration count). `TimedXdpProgram` sets the first, runs the program,
+//! and reads the second.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use anyhow::{Context, Result, bail, ensure};
+use bytemuck::{Pod, Zeroable};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use super::test_run::{XdpRunOutput, run_xdp};
+
+/// Mirror of `struct bench_ctl`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, Pod, Zeroable, PartialEq, Eq)]
+pub struct BenchCtl {
+    pub enabled: u32,
+    pub batch_iters: u32,
+    pub restore_mode: u32,
+    pub _pad: u32,
+}
+
+/// Mirror of `struct bench_result`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, Pod, Zeroable)]
+pub struct BenchResult {
+    pub elapsed_ns: u64,
+    pub iters: u64,
+    pub invocations: u64,
+    pub status: i64,
+}
+
+/// `enum bench_restore_mode`: how the loop undoes the body's packet changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum RestoreMode {
+    None = 0,
+    OnResize = 1,
+    Always = 2,
+}
+
+/// One timed batch, as measured inside BPF.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchTiming {
+    pub elapsed_ns: u64,
+    /// Iterations the loop really ran (may_goto can end a loop early).
+    pub iters: u64,
+}
+
+impl BatchTiming {
+    pub fn ns_per_op(&self) -> f64 {
+        self.elapsed_ns as f64 / self.iters.max(1) as f64
+    }
+}
+
+/// An XDP program built with BENCH_TIMED_LOOP, with the maps that drive it.
+pub struct TimedXdpProgram {
+    prog: OwnedFd,
+    ctl_map: MapHandle,
+    result_map: MapHandle,
+    ctl: BenchCtl,
+}
+
+const KEY0: [u8; 4] = 0u32.to_ne_bytes();
+
+impl TimedXdpProgram {
+    /// `prog` must be a program of the object that owns `ctl_map` and `result_map`.
+    pub fn new(prog: OwnedFd, ctl_map: MapHandle, result_map: MapHandle) -> Result<Self> {
+        ensure!(
+            ctl_map.value_size() as usize == size_of::<BenchCtl>()
+                && result_map.value_size() as usize == size_of::<BenchResult>(),
+            "bench_ctl/bench_result layout differs between BPF and host"
+        );
+        let mut p = Self {
+            prog,
+            ctl_map,
+            result_map,
+            ctl: BenchCtl::default(),
+        };
+        p.write_ctl(BenchCtl::default())?;
+        Ok(p)
+    }
+
+    pub fn prog_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.prog.as_fd()
+    }
+
+    fn write_ctl(&mut self, ctl: BenchCtl) -> Result<()> {
+        self.ctl_map
+            .update(&KEY0, bytemuck::bytes_of(&ctl), MapFlags::ANY)
+            .context("writing bench_ctl")?;
+        self.ctl = ctl;
+        Ok(())
+    }
+
+    fn set_ctl(&mut self, enabled: bool, iters: u32, restore: RestoreMode) -> Result<()> {
+        let want = BenchCtl {
+            enabled: enabled as u32,
+            batch_iters: iters,
+            restore_mode: restore as u32,
+            _pad: 0,
+        };
+        if want != self.ctl {
+            self.write_ctl(want)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the program once, untimed, exactly as in production.
+    pub fn run_once(&mut self, packet: &[u8]) -> Result<XdpRunOutput> {
+        self.set_ctl(false, 0, RestoreMode::None)?;
+        run_xdp(self.prog.as_fd(), packet)
+    }
+
+    /// Runs one timed batch of `iters` iterations plus the untimed validation
+    /// iteration, on the calling thread's CPU (`cpu`).
+    pub fn run_batch(
+        &mut self,
+        packet: &[u8],
+        iters: u32,
+        restore: RestoreMode,
+        cpu: usize,
+    ) -> Result<(BatchTiming, XdpRunOutput)> {
+        ensure!(iters > 0, "a timed batch needs at least one iteration");
+        self.set_ctl(true, iters, restore)?;
+        let before = self.read_result(cpu)?;
+        let out = run_xdp(self.prog.as_fd(), packet)?;
+        let after = self.read_result(cpu)?;
+        if after.invocations == before.invocations {
+            bail!(
+                "no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early"
+            );
+        }
+        match after.status {
+            0 => {}
+            -22 => bail!(
+                "packet shorter than the {} header bytes the timing loop saves",
+                64
+            ),
+            s => bail!("the reset block failed inside the timed loop (status {s})"),
+        }
+        Ok((
+            BatchTiming {
+                elapsed_ns: after.elapsed_ns,
+                iters: after.iters,
+            },
+            out,
+        ))
+    }
+
+    fn read_result(&self, cpu: usize) -> Result<BenchResult> {
+        let per_cpu = self
+            .result_map
+            .lookup_percpu(&KEY0, MapFlags::ANY)
+            .context("reading bench_result")?
+            .context("bench_result has no slot 0")?;
+        let raw = per_cpu
+            .get(cpu)
+            .with_context(|| format!("bench_result has no slot for CPU {cpu}"))?;
+        Ok(bytemuck::pod_read_unaligned(raw))
+    }
+}

@@ -1,0 +1,193 @@
+//! bpfbench: accurate in-kernel benchmarks of eBPF programs.
+
+mod cli;
+mod harness;
+mod report;
+mod stats;
+mod workloads;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+
+use cli::{Cli, Command, RunArgs};
+use harness::runner::{RunOptions, Runner};
+use harness::{ScenarioInfo, Workload, groups, system};
+use report::model::{RunOptionsRecord, RunReport, SCHEMA};
+
+fn find_workload(name: &str) -> Result<Box<dyn Workload>> {
+    workloads::all()
+        .into_iter()
+        .find(|w| w.name() == name)
+        .with_context(|| format!("unknown workload '{name}'; valid workloads: {}", workloads::names().join(", ")))
+}
+
+fn list(workload: Option<String>) -> Result<()> {
+    let ws = match workload {
+        Some(name) => vec![find_workload(&name)?],
+        None => workloads::all(),
+    };
+    for w in ws {
+        println!("{}", w.name());
+        for g in groups(w.scenarios()) {
+            println!("  {g}");
+            for s in w.scenarios().iter().filter(|s| s.group == g) {
+                println!("    {:<24} {}", s.name, s.description);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The scenarios named by --scenario/--group (all when neither is given).
+fn select(w: &dyn Workload, args: &RunArgs) -> Result<Vec<ScenarioInfo>> {
+    let all = w.scenarios();
+    for name in &args.scenarios {
+        if !all.iter().any(|s| s.name == name) {
+            let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+            bail!("unknown scenario '{name}' for {}; valid scenarios: {}", w.name(), names.join(", "));
+        }
+    }
+    let gs = groups(all);
+    for g in &args.groups {
+        if !gs.iter().any(|x| x.eq_ignore_ascii_case(g)) {
+            bail!("unknown group '{g}' for {}; valid groups: {}", w.name(), gs.iter().map(|g| format!("'{g}'")).collect::<Vec<_>>().join(", "));
+        }
+    }
+    Ok(all
+        .iter()
+        .filter(|s| {
+            (args.scenarios.is_empty() && args.groups.is_empty())
+                || args.scenarios.iter().any(|n| n == s.name)
+                || args.groups.iter().any(|g| g.eq_ignore_ascii_case(s.group))
+        })
+        .copied()
+        .collect())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())))
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+fn positive(name: &str, v: f64) -> Result<f64> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        bail!("--{name} must be a positive number of seconds/milliseconds, got {v}")
+    }
+}
+
+/// Prepares the process for timing: privileges, kernel, pinning, logging.
+fn prepare(cpu: Option<usize>) -> Result<usize> {
+    system::check_privileges()?;
+    system::check_kernel()?;
+    let cpu = match cpu {
+        Some(c) => c,
+        None => system::default_cpu()?,
+    };
+    system::pin_to_cpu(cpu)?;
+    system::capture_libbpf_log();
+    system::install_interrupt_handler();
+    Ok(cpu)
+}
+
+fn run(args: RunArgs) -> Result<ExitCode> {
+    let mut w = find_workload(args.workload.as_deref().unwrap_or("xdp-lb"))?;
+    let selected = select(w.as_ref(), &args)?;
+    let opts = RunOptions {
+        samples: args.samples as usize,
+        batch_ms: positive("batch-ms", args.batch_ms)?,
+        warmup: Duration::from_secs_f64(if args.warmup == 0.0 { 0.0 } else { positive("warmup", args.warmup)? }),
+        max_scenario_time: Duration::from_secs_f64(positive("max-time", args.max_time)?),
+        baseline_samples: (args.samples as usize / 4).max(20),
+        progress: std::io::stderr().is_terminal(),
+    };
+    let cpu = prepare(args.cpu)?;
+    w.setup(cpu)?;
+
+    let mut runner = Runner::new(opts.clone());
+    let mut results = Vec::new();
+    for (i, s) in selected.iter().enumerate() {
+        if system::interrupted() {
+            break;
+        }
+        if opts.progress {
+            eprintln!("[{}/{}] {}", i + 1, selected.len(), s.name);
+        }
+        results.push(runner.run_scenario(w.as_mut(), s));
+    }
+    let interrupted = system::interrupted();
+    if interrupted {
+        // A scenario cut short by Ctrl-C is not a result.
+        results.retain(|r| r.error.as_deref().is_none_or(|e| !e.contains("interrupted")));
+    }
+    let failed = results.iter().filter(|r| r.measurement.is_none()).count();
+    let report = RunReport {
+        schema: SCHEMA.into(),
+        bpfbench_version: env!("CARGO_PKG_VERSION").into(),
+        kernel: system::kernel_release(),
+        cpu_model: cpu_model(),
+        cpu,
+        started_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        options: RunOptionsRecord {
+            samples: opts.samples,
+            batch_ms: opts.batch_ms,
+            warmup_s: opts.warmup.as_secs_f64(),
+            max_scenario_s: opts.max_scenario_time.as_secs_f64(),
+        },
+        results,
+        interrupted,
+    };
+    print!("{}", report::render(&report, args.format, args.verbose)?);
+    if interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    if failed > 0 {
+        eprintln!("bpfbench: {failed} scenario(s) failed; see above");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
+    let cpu = prepare(cpu)?;
+    let costs = harness::loops::measure_loop_constructs(cpu, iters, samples)?;
+    println!("Loop constructs, empty global-function body, {iters} iterations/batch, CPU {cpu}:");
+    for c in &costs {
+        println!(
+            "  {:<32} median {:>6.3} ns/iter  (p90 {:.3}, CV {:.2}%, n={})",
+            c.construct,
+            c.summary.median,
+            c.summary.p90,
+            c.summary.cv * 100.0,
+            c.summary.n
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => run(RunArgs::default_suite()),
+        Some(Command::List { workload }) => list(workload).map(|_| ExitCode::SUCCESS),
+        Some(Command::Run(args)) => run(args),
+        Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bpfbench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Text output: one table per scenario group, as the selftests' run script
+//! prints them, with the loop's own cost beside every result; `-v` adds
+//! validation, calibration and a histogram per scenario.
+
+use std::fmt::Write as _;
+
+use super::model::{RunReport, ScenarioRecord};
+use crate::stats::render_histogram;
+
+const NAME_W: usize = 34;
+const COLS: [(&str, usize); 9] = [
+    ("n", 6),
+    ("p50", 10),
+    ("stddev", 9),
+    ("CV", 8),
+    ("min", 10),
+    ("p90", 10),
+    ("p99", 10),
+    ("max", 10),
+    ("loop p50", 10),
+];
+
+fn rule() -> String {
+    let mut s = format!("+{}", "-".repeat(NAME_W));
+    for (_, w) in COLS {
+        s.push('+');
+        s.push_str(&"-".repeat(w));
+    }
+    s + "+\n"
+}
+
+fn row(name: &str, cells: &[String]) -> String {
+    let mut s = format!("| {:<w$} ", name, w = NAME_W - 2);
+    for ((_, w), c) in COLS.iter().zip(cells) {
+        let _ = write!(s, "| {:>w$} ", c, w = w - 2);
+    }
+    s + "|\n"
+}
+
+fn scenario_row(r: &ScenarioRecord) -> String {
+    match &r.measurement {
+        Some(m) => {
+            let s = &m.summary;
+            let f = |v: f64| format!("{v:.2}");
+            row(
+                &r.name,
+                &[
+                    s.n.to_string(),
+                    f(s.p50),
+                    f(s.stddev),
+                    format!("{:.2}%", s.cv * 100.0),
+                    f(s.min),
+                    f(s.p90),
+                    f(s.p99),
+                    f(s.max),
+                    f(m.overhead.summary.p50),
+                ],
+            )
+        }
+        None => {
+            let why = if r.validated { "MEASUREMENT FAILED" } else { "VALIDATION FAILED" };
+            let mut s = format!("| {:<w$} ", r.name, w = NAME_W - 2);
+            let width: usize = COLS.iter().map(|(_, w)| w + 1).sum::<usize>() - 1;
+            let _ = write!(s, "| {:<w$} ", why, w = width - 2);
+            s + "|\n"
+        }
+    }
+}
+
+fn details(r: &ScenarioRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\nScenario: {} - {}", r.name, r.description);
+    if r.validated {
+        let _ = writeln!(out, "  Validation: PASS ({})", r.verdict.as_deref().unwrap_or("?"));
+        for c in &r.checks {
+            let _ = writeln!(out, "    {c}");
+        }
+        for n in &r.notes {
+            let _ = writeln!(out, "  {n}");
+        }
+    }
+    if let Some(m) = &r.measurement {
+        let s = &m.summary;
+        let _ = writeln!(
+            out,
+            "  Calibration: {:.1} ns/op, batch_iters={} (~{:.1} ms/batch)",
+            m.calibration.estimate_ns_per_op,
+            m.batch_iters,
+            m.calibration.estimate_ns_per_op * m.batch_iters as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "  Proportionality check: 2N/N ratio={:.4} ({})",
+            m.calibration.proportionality_ratio,
+            if m.calibration.proportional { "ok" } else { "OFF" }
+        );
+        let _ = writeln!(out, "  In-BPF timing: {} samples, {} ops/batch", s.n, m.batch_iters);
+        let _ = writeln!(
+            out,
+            "    median {:.2} ns/op (95% CI {:.2}..{:.2}), stddev {:.2}, CV {:.2}% [min {:.2}, max {:.2}]",
+            s.median, s.median_ci95.0, s.median_ci95.1, s.stddev, s.cv * 100.0, s.min, s.max
+        );
+        let _ = writeln!(out, "    p50 {:.2}, p75 {:.2}, p90 {:.2}, p95 {:.2}, p99 {:.2}", s.p50, s.p75, s.p90, s.p95, s.p99);
+        if s.outliers_low + s.outliers_high > 0 {
+            let _ = writeln!(out, "    outliers (kept): {} low, {} high", s.outliers_low, s.outliers_high);
+        }
+        if let Some(note) = s.skew_note() {
+            let _ = writeln!(out, "    NOTE: {note}");
+        }
+        let b = &m.overhead;
+        let _ = writeln!(
+            out,
+            "  Loop overhead [{}]: median {:.2} ns/op, CV {:.2}%, {} samples of {} iterations (included above, not subtracted)",
+            b.key,
+            b.summary.median,
+            b.summary.cv * 100.0,
+            b.summary.n,
+            b.batch_iters
+        );
+        let _ = writeln!(out, "\n  Distribution (ns/op):");
+        out.push_str(&render_histogram(&m.samples_ns));
+    }
+    out
+}
+
+/// The whole run as text.
+pub fn render_run(report: &RunReport, verbose: bool) -> String {
+    let mut out = String::new();
+    let mut groups: Vec<&str> = Vec::new();
+    for r in &report.results {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    if verbose {
+        for r in &report.results {
+            out.push_str(&details(r));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "bpfbench {} on {} (kernel {}), CPU {}; ns/op measured inside BPF",
+        report.bpfbench_version, report.cpu_model, report.kernel, report.cpu
+    );
+    for g in &groups {
+        out.push_str(&rule());
+        out.push_str(&row(g, &COLS.map(|(n, _)| n.to_string())));
+        out.push_str(&rule());
+        for r in report.results.iter().filter(|r| r.group == *g) {
+            out.push_str(&scenario_row(r));
+        }
+    }
+    if !groups.is_empty() {
+        out.push_str(&rule());
+    }
+    out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
+    for r in &report.results {
+        if let Some(e) = &r.error {
+            let _ = writeln!(out, "\n{}: {}", r.name, e);
+        }
+        if let Some(m) = &r.measurement {
+            for w in &m.warnings {
+                let _ = writeln!(out, "warning: {}: {w}", r.name);
+            }
+        }
+    }
+    if report.interrupted {
+        out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
+    }
+    out
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Definitions of the Katran-model load balancer's maps. Every struct here is
+ * mirrored by a #[repr(C)] struct in maps.rs; keep the two in step.
+ */
+#ifndef LB_COMMON_H
+#define LB_COMMON_H
+
+#include <linux/types.h>
+
+#define LB_MAX_VIPS		16
+#define LB_MAX_REALS		128
+#define LB_MAX_CPUS		128
+/* Katran's default Maglev ring size: a prime, so every skip value is a generator. */
+#define LB_RING_SIZE		65537
+#define LB_LRU_SIZE		16384
+
+/* vip_meta.flags */
+#define LB_VIP_LRU_BYPASS	(1u << 1)	/* consistent hashing only, as Katran's F_LRU_BYPASS */
+
+/* real_definition.flags */
+#define LB_REAL_IPV6		(1u << 0)
+
+/* Outer source addresses (Katran's rules): IPv4 172.16.0.0/16, IPv6 0100::/64. */
+#define LB_IPIP_V4_PREFIX_BE	0x000010acu	/* 172.16.0.0 as a little-endian load of network bytes */
+#define LB_ENCAP_TTL		64
+
+enum lb_counter {
+	LB_CNT_LRU_HIT = 0,
+	LB_CNT_LRU_MISS_TCP_SYN,	/* SYN: LRU skipped, consistent hash used */
+	LB_CNT_LRU_MISS_TCP_NONSYN,	/* non-SYN TCP not in the LRU */
+	LB_CNT_LRU_MISS_UDP,		/* UDP not in the LRU, or its entry expired */
+	LB_CNT_LRU_UDP_EXPIRED,		/* subset of the UDP misses: entry too old */
+	LB_CNT_LRU_INSERT,		/* LRU updates after a consistent-hash pick */
+	LB_CNT_CH_LOOKUP,		/* consistent-hash ring lookups */
+	LB_CNT_XDP_ABORTED,
+	LB_CNT_XDP_DROP,
+	LB_CNT_XDP_PASS,
+	LB_CNT_XDP_TX,
+	LB_CNT_MAX,
+};
+
+struct lb_flow_key {
+	union {
+		__be32 src;
+		__be32 srcv6[4];
+	};
+	union {
+		__be32 dst;
+		__be32 dstv6[4];
+	};
+	union {
+		__u32 ports;
+		__u16 port16[2];
+	};
+	__u8 proto;
+	__u8 _pad[3];
+};
+
+struct lb_vip_key {
+	union {
+		__be32 vip;
+		__be32 vipv6[4];
+	};
+	__u16 port;	/* network order; 0 matches any port */
+	__u8 proto;
+	__u8 _pad;
+};
+
+struct lb_vip_meta {
+	__u32 flags;
+	__u32 vip_num;
+};
+
+struct lb_real {
+	union {
+		__be32 dst;
+		__be32 dstv6[4];
+	};
+	__u8 flags;
+	__u8 _pad[3];
+};
+
+struct lb_real_pos_lru {
+	__u32 pos;
+	__u32 _pad;
+	__u64 atime;	/* last use, UDP only (ns, bpf_ktime_get_ns) */
+};
+
+struct lb_ctl {
+	__u8 default_mac[6];	/* next hop: the Ethernet destination of every encapsulated packet */
+	__u8 _pad[2];
+	__u64 udp_lru_timeout_ns;
+};
+
+struct lb_stat {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/*
+ * Flow generator, driven by the reset block between iterations: packet k of a
+ * batch carries flow index (seq / repeat) & mask, written into the 32-bit source
+ * address word at addr_off as base ^ htonl(index), with checksums fixed up.
+ */
+struct lb_flowgen {
+	__u32 enabled;
+	__u32 mask;		/* flow space - 1: 4095 (diverse) or 0xffffff (16M) */
+	__u32 repeat;		/* packets per flow: 1, or 2 for the warm-up pairs */
+	__u16 addr_off;		/* offset of the varied source address word */
+	__u16 l3_csum_off;	/* IPv4 header checksum offset, 0 for IPv6 */
+	__u16 l4_csum_off;	/* TCP/UDP checksum offset */
+	__u16 l4_is_udp;	/* UDP: a zero checksum is sent as 0xffff */
+	__be32 base_addr;	/* the address word of flow 0 */
+	__u16 base_l3_csum;	/* flow 0's checksums, as raw memory words: each packet's */
+	__u16 base_l4_csum;	/* are derived from these, whatever the packet holds now */
+	__u32 _pad;
+	__u64 seq;		/* running packet counter; persists across batches (cold LRU) */
+};
+
+#endif /* LB_COMMON_H */
