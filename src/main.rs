@@ -158,7 +158,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
 fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
     let cpu = prepare(cpu)?;
     let costs = harness::loops::measure_loop_constructs(cpu, iters, samples)?;
-    println!("Loop constructs, empty global-function body, {iters} iterations/batch, CPU {cpu}:");
+    println!("Loop constructs around an empty body, {iters} iterations/batch, CPU {cpu}:");
     for c in &costs {
         println!(
             "  {:<32} median {:>6.3} ns/iter  (p90 {:.3}, CV {:.2}%, n={})",

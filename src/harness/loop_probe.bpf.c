@@ -13,8 +13,15 @@ struct bpf_iter_num {
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Global (not inlined) like a workload's body, so every candidate pays the same call. */
-__noinline int probe_empty_body(struct xdp_md *ctx)
+/* An empty body the compiler cannot drop: the loop construct's own cost shows. */
+static __always_inline int probe_empty_body(struct xdp_md *ctx)
+{
+	asm volatile("" ::: "memory");
+	return XDP_PASS;
+}
+
+/* The same body behind a BPF-to-BPF call, to show what a call costs here. */
+__noinline int probe_called_body(struct xdp_md *ctx)
 {
 	asm volatile("" ::: "memory");
 	return ctx ? XDP_PASS : XDP_ABORTED;
@@ -58,6 +65,19 @@ struct probe_loop_ctx {
 	struct xdp_md *xdp;
 	int ret;
 };
+
+SEC("xdp")
+int loop_may_goto_call(struct xdp_md *ctx)
+{
+	__u32 n = probe_iters();
+	__u64 i, t0 = bpf_ktime_get_ns();
+	int ret = 0;
+
+	for (i = 0; i < n && can_loop; i++)
+		ret = probe_called_body(ctx);
+	bench_record(bpf_ktime_get_ns() - t0, i, 0);
+	return ret ? ret : XDP_PASS;
+}
 
 static long probe_loop_cb(__u64 i, void *data)
 {

@@ -18,7 +18,7 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/loop_probe.skel.rs"));
 }
 
-/// One candidate's cost per iteration (empty body, global-function call included).
+/// One candidate's cost per iteration around an empty inlined body.
 #[derive(Debug, Clone)]
 pub struct LoopCost {
     pub construct: &'static str,
@@ -41,6 +41,7 @@ pub fn measure_loop_constructs(cpu: usize, iters: u32, samples: usize) -> Result
         ("bpf_for (open-coded iterator)", &p.loop_bpf_for),
         ("bpf_loop (callback)", &p.loop_bpf_loop),
         ("may_goto, unrolled x4", &p.loop_unroll4),
+        ("may_goto, body behind a call", &p.loop_may_goto_call),
     ];
     let mut out = Vec::new();
     for (name, prog) in candidates {

@@ -155,7 +155,7 @@ impl Runner {
         if !proportional {
             warnings.push(format!(
                 "proportionality check failed: a 2N batch took {ratio:.3}x an N batch (want 2 ± {:.0}%)",
-                PROPORTIONALITY_TOLERANCE * 100.0 * 2.0
+                PROPORTIONALITY_TOLERANCE * 100.0
             ));
         }
         if samples.len() < self.opts.samples {

@@ -492,7 +492,14 @@ static __always_inline int lb_process(struct xdp_md *ctx)
 	return lb_encap_ipip(ctx, &p, real, ctl);
 }
 
-/* The datapath, as the timed body: a global function, verified once on its own. */
+/*
+ * The timed body, as a global function the verifier checks once on its own.
+ * Inlined into the may_goto loop, the datapath's many paths leave states that
+ * never converge at the loop head and the program is rejected. The price is a
+ * BPF-to-BPF call per iteration, which the baseline below pays too; on kernels
+ * with return thunks (AMD Safe-RET) that call is the bulk of the loop's cost
+ * (`bpfbench loops` measures it).
+ */
 __noinline int lb_body(struct xdp_md *ctx)
 {
 	if (!ctx)
@@ -526,7 +533,7 @@ static __always_inline __u16 lb_csum_replace4(__u16 check, __be32 from, __be32 t
  * previous iteration (or the header restore) left in the packet.
  * Returns non-zero if the packet cannot be written.
  */
-__noinline int lb_flowgen_apply(struct xdp_md *ctx)
+static __always_inline int lb_flowgen_apply(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
