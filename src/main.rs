@@ -1,10 +1,4 @@
-//! bpfbench: accurate in-kernel benchmarks of eBPF programs.
-
-mod cli;
-mod harness;
-mod report;
-mod stats;
-mod workloads;
+//! The `bpfbench` command.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -13,10 +7,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use cli::{Cli, Command, RunArgs};
-use harness::runner::{RunOptions, Runner};
-use harness::{ScenarioInfo, Workload, groups, system};
-use report::model::{RunOptionsRecord, RunReport, SCHEMA};
+use bpfbench::cli::{Cli, Command, RunArgs};
+use bpfbench::harness::runner::{RunOptions, Runner};
+use bpfbench::harness::{self, ScenarioInfo, Workload, groups, system};
+use bpfbench::report::{self, model::{RunOptionsRecord, RunReport, SCHEMA}};
+use bpfbench::workloads;
 
 fn find_workload(name: &str) -> Result<Box<dyn Workload>> {
     workloads::all()

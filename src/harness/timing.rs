@@ -65,6 +65,10 @@ pub struct TimedXdpProgram {
 }
 
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
+/// BENCH_SAVE_BYTES in bench_timing.bpf.h.
+pub const BENCH_SAVE_BYTES: usize = 64;
+/// bench_result.status when the packet cannot hold the saved header (-EINVAL).
+const STATUS_PACKET_TOO_SHORT: i64 = -22;
 
 impl TimedXdpProgram {
     /// `prog` must be a program of the object that owns `ctl_map` and `result_map`.
@@ -82,10 +86,6 @@ impl TimedXdpProgram {
         };
         p.write_ctl(BenchCtl::default())?;
         Ok(p)
-    }
-
-    pub fn prog_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.prog.as_fd()
     }
 
     fn write_ctl(&mut self, ctl: BenchCtl) -> Result<()> {
@@ -136,9 +136,8 @@ impl TimedXdpProgram {
         }
         match after.status {
             0 => {}
-            -22 => bail!(
-                "packet shorter than the {} header bytes the timing loop saves",
-                64
+            STATUS_PACKET_TOO_SHORT => bail!(
+                "packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves"
             ),
             s => bail!("the reset block failed inside the timed loop (status {s})"),
         }

@@ -95,14 +95,6 @@ impl Summary {
         })
     }
 
-    /// Half-width of the median's confidence interval relative to the median.
-    pub fn median_ci_rel_halfwidth(&self) -> f64 {
-        if self.median == 0.0 {
-            return 0.0;
-        }
-        (self.median_ci95.1 - self.median_ci95.0) / 2.0 / self.median
-    }
-
     /// A one-line note on a long tail, e.g. "right-skewed distribution (tail 3.6x the body)".
     pub fn skew_note(&self) -> Option<String> {
         self.skew.map(|s| {

@@ -22,8 +22,12 @@ mod skel {
 }
 use skel::{XdpLbSkelBuilder, types};
 
+/// Sizes from lb_common.h.
 pub const RING_SIZE: u32 = 65537;
 pub const LRU_SIZE: u32 = 16384;
+pub const MAX_VIPS: u32 = 16;
+pub const MAX_REALS: u32 = 128;
+pub const MAX_CPUS: usize = 128;
 pub const VIP_LRU_BYPASS: u32 = 1 << 1;
 pub const REAL_IPV6: u8 = 1;
 
@@ -238,7 +242,7 @@ impl LoadedLb {
             sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
             ..Default::default()
         };
-        for cpu in 0..system::possible_cpus()?.min(128) {
+        for cpu in 0..system::possible_cpus()?.min(MAX_CPUS) {
             let lru = MapHandle::create(
                 MapType::LruHash,
                 Some("lb_lru"),
@@ -263,8 +267,8 @@ impl LoadedLb {
         let cpus = system::possible_cpus()?;
         for (map, entries, size) in [
             (&self.counters, COUNTER_COUNT, 8usize),
-            (&self.vip_stats, 16, size_of::<Stat>()),
-            (&self.real_stats, 128, size_of::<Stat>()),
+            (&self.vip_stats, MAX_VIPS, size_of::<Stat>()),
+            (&self.real_stats, MAX_REALS, size_of::<Stat>()),
         ] {
             let zeros = vec![vec![0u8; size]; cpus];
             for k in 0..entries {

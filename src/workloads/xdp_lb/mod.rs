@@ -23,7 +23,7 @@ use crate::harness::{BatchTiming, ScenarioInfo, Validation, Variant, Workload};
 use maps::{Counter, FlowGen, LoadedLb};
 use packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use scenarios::{Flows, LbScenario, Path, SCENARIOS, flow_source};
-use topology::{IPPROTO_UDP, Pool, Vip, real_at, reals};
+use topology::{Pool, Vip, real_at, reals};
 
 pub use maps::Ctl;
 
@@ -143,6 +143,7 @@ fn expected_counters(s: &LbScenario, n: u32) -> Vec<(Counter, u64, &'static str)
     if !matches!(s.path, Path::Pass | Path::Drop) {
         out.push((Counter::XdpTx, n, "XDP_TX verdicts"));
     }
+    out.push((Counter::XdpAborted, 0, "XDP_ABORTED verdicts"));
     if s.packet.l4 == L4::Udp {
         out.push((Counter::LruUdpExpired, 0, "expired UDP entries"));
     }
@@ -290,7 +291,6 @@ impl Workload for XdpLb {
         if s.vip.is_some_and(|v| v.pool == Pool::V6) && s.packet.src.is_ipv4() {
             notes.push("Cross-family: IPv4 client to IPv6 reals".into());
         }
-        let _ = IPPROTO_UDP;
         self.prepared = Some(Prepared { scenario: s, packet, verdict });
         Ok(Validation { verdict: xdp_action_name(verdict), checks, notes })
     }

@@ -271,7 +271,7 @@ mod tests {
         let p = SlicedPacket::from_ethernet(&bytes).unwrap();
         let Some(NetSlice::Ipv4(ip)) = p.net else { panic!("no IPv4") };
         assert_eq!(ip.header().source_addr(), CLIENT_V4);
-        assert_eq!(ip.header().dscp().value(), CLIENT_TOS >> 2);
+        assert_eq!(ip.header().dcp().value(), CLIENT_TOS >> 2);
         let Some(TransportSlice::Tcp(tcp)) = p.transport else { panic!("no TCP") };
         assert!(tcp.ack() && !tcp.syn());
         assert_eq!(tcp.source_port(), CLIENT_PORT);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what bpfbench needs when it is missing, builds it, then runs either
+# the default benchmark suite (no argument) or the test suite (`test`).
+# Run as root: it installs Debian packages and loads BPF programs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-bench}
+case "$mode" in
+  bench|test) ;;
+  *) echo "usage: $0 [test]   (no argument: build and run the default suite)" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: run as root (sudo $0 $*): it installs packages and loads BPF programs" >&2
+  exit 1
+fi
+
+# clang-19 compiles the BPF C; libelf/zlib/pkg-config build the bundled libbpf;
+# util-linux provides setpriv for the unprivileged-user test.
+packages=(clang-19 libelf-dev zlib1g-dev pkg-config util-linux)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup.sh: Rust is missing: install a stable toolchain with rustup, then rerun" >&2
+  exit 1
+fi
+rust_minor=$(rustc --version | awk '{split($2, v, "."); print v[2]}')
+if [ "${rust_minor:-0}" -lt 85 ]; then
+  echo "setup.sh: Rust $(rustc --version | awk '{print $2}') is too old: bpfbench needs 1.85 or newer (rustup update stable)" >&2
+  exit 1
+fi
+
+cargo build --release --locked
+if [ "$mode" = test ]; then
+  # One test thread: timed kernel tests must not share the two CPUs with each other.
+  cargo test --release --locked -- --test-threads=1
+else
+  ./target/release/bpfbench run
+fi

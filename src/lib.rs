@@ -1,0 +1,11 @@
+//! bpfbench: accurate in-kernel benchmarks of eBPF programs.
+//!
+//! Layout: `harness` (workload trait, in-BPF timing, runner) drives
+//! `workloads` (each with its BPF C beside it); `stats` and `report` know
+//! nothing of BPF.
+
+pub mod cli;
+pub mod harness;
+pub mod report;
+pub mod stats;
+pub mod workloads;

@@ -1,0 +1,94 @@
+//! The `bpfbench` command as a user runs it: listing, bad input, JSON output,
+//! privileges, and no BPF object left behind afterwards.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::loaded_prog_names;
+
+fn bpfbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().expect("running bpfbench")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn list_shows_every_scenario_with_its_description() {
+    let o = bpfbench(&["list"]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    for name in ["tcp-v4-lru-hit", "tcp-v4v6-lru-hit", "udp-v4-lru-diverse", "tcp-v4-lru-warmup", "drop-v6-frag"] {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    let scenario_lines = text.lines().filter(|l| l.starts_with("    ")).count();
+    assert_eq!(scenario_lines, 24);
+}
+
+#[test]
+fn unknown_names_get_one_line_naming_the_valid_ones() {
+    for (args, needle) in [
+        (vec!["run", "--scenario", "tcp-v9"], "unknown scenario 'tcp-v9'"),
+        (vec!["run", "--group", "nope"], "unknown group 'nope'"),
+        (vec!["run", "nope"], "unknown workload 'nope'"),
+    ] {
+        let o = bpfbench(&args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = stderr(&o);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: more than one line: {err}");
+        assert!(err.contains("tcp-v4-lru-hit") || err.contains("xdp-lb") || err.contains("Early exits"), "{err}");
+    }
+}
+
+#[test]
+fn unprivileged_user_is_told_what_is_needed() {
+    // setpriv (util-linux) drops to nobody with no capabilities.
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .arg(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["run", "--scenario", "tcp-v4-lru-hit", "--samples", "2"])
+        .output()
+        .expect("setpriv is part of util-linux");
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("needs root, or the capabilities CAP_BPF and CAP_NET_ADMIN"), "{err}");
+}
+
+#[test]
+fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded() {
+    let o = bpfbench(&[
+        "run", "--scenario", "tcp-v4-lru-hit", "--scenario", "pass-non-ip", "--samples", "6", "--batch-ms", "2",
+        "--format", "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(doc["schema"], "bpfbench.run/1");
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["validated"], true, "{r}");
+        let m = &r["measurement"];
+        assert!(m["batch_iters"].as_u64().unwrap() >= 64);
+        assert_eq!(m["samples_ns"].as_array().unwrap().len(), 6);
+        assert_eq!(m["summary"]["n"], 6);
+        assert!(m["summary"]["median"].as_f64().unwrap() > 0.0);
+        assert!(m["overhead"]["summary"]["median"].as_f64().unwrap() > 0.0);
+    }
+    // The process has exited: its programs must be gone from the kernel.
+    let left: Vec<String> = loaded_prog_names().into_iter().filter(|n| n.starts_with("xdp_lb")).collect();
+    assert!(left.is_empty(), "programs left loaded: {left:?}");
+    assert!(std::fs::read_dir("/sys/fs/bpf").map(|d| d.count()).unwrap_or(0) == 0, "something is pinned");
+}
+
+#[test]
+fn verbose_table_shows_calibration_and_histogram() {
+    let o = bpfbench(&["run", "-s", "drop-v4-frag", "--samples", "8", "--batch-ms", "2", "-v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in ["Validation: PASS (XDP_DROP)", "Proportionality check: 2N/N ratio=", "Distribution (ns/op):", "| Early exits", "drop-v4-frag", "loop p50"] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
