@@ -81,6 +81,10 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
     let left: Vec<String> = loaded_prog_names().into_iter().filter(|n| n.starts_with("xdp_lb")).collect();
     assert!(left.is_empty(), "programs left loaded: {left:?}");
     assert!(std::fs::read_dir("/sys/fs/bpf").map(|d| d.count()).unwrap_or(0) == 0, "something is pinned");
+    // The check above must be able to see our programs at all: load them here and look.
+    let lb = common::loaded_lb();
+    assert!(loaded_prog_names().iter().any(|n| n.starts_with("xdp_lb")), "program enumeration sees nothing");
+    drop(lb);
 }
 
 #[test]

@@ -196,8 +196,7 @@ impl LoadedLb {
     }
 
     fn configure(&mut self) -> Result<()> {
-        let ctl = Ctl { default_mac: NEXT_HOP_MAC, udp_lru_timeout_ns: UDP_LRU_TIMEOUT_NS, ..Default::default() };
-        self.set_ctl(ctl)?;
+        self.set_udp_timeout(UDP_LRU_TIMEOUT_NS)?;
         for pool in [Pool::V4, Pool::V6] {
             for r in reals(pool) {
                 let def = RealDef {
@@ -227,7 +226,9 @@ impl LoadedLb {
         self.reset_lru()
     }
 
-    pub fn set_ctl(&self, ctl: Ctl) -> Result<()> {
+    /// Writes the control map: the next-hop MAC and the UDP LRU timeout.
+    pub fn set_udp_timeout(&self, udp_lru_timeout_ns: u64) -> Result<()> {
+        let ctl = Ctl { default_mac: NEXT_HOP_MAC, udp_lru_timeout_ns, ..Default::default() };
         self.ctl_array.update(&key(0), bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing ctl_array")
     }
 

@@ -25,8 +25,6 @@ use packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use scenarios::{Flows, LbScenario, Path, SCENARIOS, flow_source};
 use topology::{Pool, Vip, real_at, reals};
 
-pub use maps::Ctl;
-
 const XDP_DROP: u32 = 1;
 const XDP_PASS: u32 = 2;
 const XDP_TX: u32 = 3;
@@ -229,11 +227,7 @@ impl Workload for XdpLb {
         };
         let cpu = self.cpu;
         let lb = self.lb.as_mut().context("xdp-lb used before setup")?;
-        let mut ctl = Ctl { default_mac: topology::NEXT_HOP_MAC, udp_lru_timeout_ns: topology::UDP_LRU_TIMEOUT_NS, ..Default::default() };
-        if let Some(t) = self.udp_timeout_ns {
-            ctl.udp_lru_timeout_ns = t;
-        }
-        lb.set_ctl(ctl)?;
+        lb.set_udp_timeout(self.udp_timeout_ns.unwrap_or(topology::UDP_LRU_TIMEOUT_NS))?;
         lb.reset_lru()?;
         lb.set_flowgen(flowgen_for(&s.packet, &packet, s.flows)?)?;
         if s.path == Path::LruHit {
