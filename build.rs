@@ -10,6 +10,8 @@ use libbpf_cargo::SkeletonBuilder;
 const PROGRAMS: &[(&str, &str)] = &[
     ("src/workloads/xdp_lb/xdp_lb.bpf.c", "xdp_lb"),
     ("src/harness/loop_probe.bpf.c", "loop_probe"),
+    ("src/workloads/maps/map_ops.bpf.c", "map_ops"),
+    ("src/workloads/maps/free_probe.bpf.c", "free_probe"),
 ];
 
 fn main() {
@@ -36,6 +38,7 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=src/bpf");
     println!("cargo:rerun-if-changed=src/workloads/xdp_lb/lb_common.h");
+    println!("cargo:rerun-if-changed=src/workloads/maps/map_ops.h");
     println!("cargo:rerun-if-env-changed=BPF_EXTRA_CFLAGS");
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
 }

@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 
 use crate::report::Format;
+use crate::workloads::maps::{MapKind, MapOp};
 
 #[derive(Debug, Parser)]
 #[command(name = "bpfbench", version, about = "Benchmarks eBPF programs inside the kernel with BPF_PROG_TEST_RUN and in-BPF batch timing")]
@@ -62,6 +63,53 @@ pub struct RunArgs {
     pub verbose: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    #[command(flatten)]
+    pub maps: MapArgs,
+}
+
+/// Options of the map workloads (`lpm-trie`, `maps`).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Map benchmarks (lpm-trie, maps)")]
+pub struct MapArgs {
+    /// Operations to time, comma-separated (default: all for lpm-trie;
+    /// lookup,update,insert,delete for maps).
+    #[arg(long = "op", value_enum, value_delimiter = ',')]
+    pub ops: Vec<MapOp>,
+    /// Map types, comma-separated (maps only; default: all six).
+    #[arg(long = "map", value_enum, value_delimiter = ',')]
+    pub maps: Vec<MapKind>,
+    /// Map sizes, comma-separated; several make a size sweep (default 10000).
+    #[arg(long, value_delimiter = ',')]
+    pub entries: Vec<u32>,
+    /// LPM prefix length in bits, 1-32 (default 32).
+    #[arg(long)]
+    pub prefix_len: Option<u32>,
+    /// Key size of hash maps in bytes (arrays use 4, lpm_trie 8; default 4).
+    #[arg(long)]
+    pub key_size: Option<u32>,
+    /// Value size in bytes (default 8).
+    #[arg(long)]
+    pub value_size: Option<u32>,
+    /// Random keys instead of sequential ones (baseline, lookup, update only).
+    #[arg(long)]
+    pub random: bool,
+    /// Threads running the op at once, each pinned to its own CPU.
+    #[arg(long)]
+    pub producers: Option<usize>,
+}
+
+impl MapArgs {
+    /// Whether any map option was given (they mean nothing to other workloads).
+    pub fn any(&self) -> bool {
+        !self.ops.is_empty()
+            || !self.maps.is_empty()
+            || !self.entries.is_empty()
+            || self.prefix_len.is_some()
+            || self.key_size.is_some()
+            || self.value_size.is_some()
+            || self.random
+            || self.producers.is_some()
+    }
 }
 
 impl RunArgs {

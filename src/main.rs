@@ -12,12 +12,49 @@ use bpfbench::harness::runner::{RunOptions, Runner};
 use bpfbench::harness::{self, ScenarioInfo, Workload, groups, system};
 use bpfbench::report::{self, model::{RunOptionsRecord, RunReport, SCHEMA}};
 use bpfbench::workloads;
+use bpfbench::workloads::maps::{MapBench, MapKind, MapParams, Suite};
 
 fn find_workload(name: &str) -> Result<Box<dyn Workload>> {
     workloads::all()
         .into_iter()
         .find(|w| w.name() == name)
         .with_context(|| format!("unknown workload '{name}'; valid workloads: {}", workloads::names().join(", ")))
+}
+
+/// The workload `args` names, configured by its options.
+fn configured_workload(args: &RunArgs) -> Result<Box<dyn Workload>> {
+    let name = args.workload.as_deref().unwrap_or("xdp-lb");
+    let suite = match name {
+        "lpm-trie" => Suite::LpmTrie,
+        "maps" => Suite::Maps,
+        _ => {
+            if args.maps.any() {
+                bail!("--op, --map, --entries, --prefix-len, --key-size, --value-size, --random and --producers apply to the lpm-trie and maps workloads, not to {name}");
+            }
+            return find_workload(name);
+        }
+    };
+    let m = &args.maps;
+    if suite == Suite::LpmTrie && m.maps.iter().any(|&k| k != MapKind::LpmTrie) {
+        bail!("the lpm-trie workload runs on lpm_trie maps only; use 'bpfbench run maps --map ...' for other types");
+    }
+    let mut p = MapParams::defaults(suite);
+    if !m.ops.is_empty() {
+        p.ops = m.ops.clone();
+        p.ops_explicit = true;
+    }
+    if !m.maps.is_empty() {
+        p.maps = m.maps.clone();
+    }
+    if !m.entries.is_empty() {
+        p.entries = m.entries.clone();
+    }
+    p.prefix_len = m.prefix_len.unwrap_or(p.prefix_len);
+    p.key_size = m.key_size.unwrap_or(p.key_size);
+    p.value_size = m.value_size.unwrap_or(p.value_size);
+    p.random = m.random;
+    p.producers = m.producers.unwrap_or(p.producers);
+    Ok(Box::new(MapBench::new(suite, p)?))
 }
 
 fn list(workload: Option<String>) -> Result<()> {
@@ -41,8 +78,8 @@ fn list(workload: Option<String>) -> Result<()> {
 fn select(w: &dyn Workload, args: &RunArgs) -> Result<Vec<ScenarioInfo>> {
     let all = w.scenarios();
     for name in &args.scenarios {
-        if !all.iter().any(|s| s.name == name) {
-            let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        if !all.iter().any(|s| s.name == name.as_str()) {
+            let names: Vec<&str> = all.iter().map(|s| s.name.as_ref()).collect();
             bail!("unknown scenario '{name}' for {}; valid scenarios: {}", w.name(), names.join(", "));
         }
     }
@@ -56,10 +93,10 @@ fn select(w: &dyn Workload, args: &RunArgs) -> Result<Vec<ScenarioInfo>> {
         .iter()
         .filter(|s| {
             (args.scenarios.is_empty() && args.groups.is_empty())
-                || args.scenarios.iter().any(|n| n == s.name)
-                || args.groups.iter().any(|g| g.eq_ignore_ascii_case(s.group))
+                || args.scenarios.iter().any(|n| *n == s.name)
+                || args.groups.iter().any(|g| g.eq_ignore_ascii_case(&s.group))
         })
-        .copied()
+        .cloned()
         .collect())
 }
 
@@ -93,7 +130,7 @@ fn prepare(cpu: Option<usize>) -> Result<usize> {
 }
 
 fn run(args: RunArgs) -> Result<ExitCode> {
-    let mut w = find_workload(args.workload.as_deref().unwrap_or("xdp-lb"))?;
+    let mut w = configured_workload(&args)?;
     let selected = select(w.as_ref(), &args)?;
     let opts = RunOptions {
         samples: args.samples as usize,
@@ -122,7 +159,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         // A scenario cut short by Ctrl-C is not a result.
         results.retain(|r| r.error.as_deref().is_none_or(|e| !e.contains("interrupted")));
     }
-    let failed = results.iter().filter(|r| r.measurement.is_none()).count();
+    let failed = results.iter().filter(|r| r.measurement.is_none() && r.unavailable.is_none()).count();
     let report = RunReport {
         schema: SCHEMA.into(),
         bpfbench_version: env!("CARGO_PKG_VERSION").into(),

@@ -139,15 +139,16 @@ static __always_inline void bench_record(__u64 elapsed_ns, __u64 iters, __s64 st
 }
 
 /*
- * BENCH_TIMED_LOOP(ctx, ret, BODY, RESET)
+ * BENCH_TIMED_BATCH(ctx, ret, BODY, RESET)
  *   ret:   an int lvalue receiving BODY's value
  *   BODY:  expression evaluated once per iteration (the work under test)
  *   RESET: int expression run after each timed iteration, inside the timed
  *          region; non-zero aborts the batch (status is then recorded as -2)
- * Before the batch the packet head is saved; after each iteration it is restored
- * per ctl->restore_mode, then RESET runs. Then one untimed iteration runs.
+ * When the host enabled timing, saves the packet head, runs `batch_iters`
+ * timed iterations (restoring the packet per ctl->restore_mode, then RESET,
+ * after each) and records the result. Does nothing when timing is disabled.
  */
-#define BENCH_TIMED_LOOP(ctx, ret, BODY, RESET)						\
+#define BENCH_TIMED_BATCH(ctx, ret, BODY, RESET)					\
 	do {										\
 		struct bench_ctl *__ctl = bench_ctl_get();				\
 		struct bench_saved_hdr __saved = {};					\
@@ -177,6 +178,17 @@ static __always_inline void bench_record(__u64 elapsed_ns, __u64 iters, __s64 st
 			__t1 = bpf_ktime_get_ns();					\
 			bench_record(__t1 - __t0, __i, __status);			\
 		}									\
+	} while (0)
+
+/*
+ * BENCH_TIMED_LOOP(ctx, ret, BODY, RESET): BENCH_TIMED_BATCH, then one
+ * untimed iteration whose verdict and packet the host validates. Packet
+ * workloads use this; workloads whose every iteration changes state (map
+ * inserts) use BENCH_TIMED_BATCH alone.
+ */
+#define BENCH_TIMED_LOOP(ctx, ret, BODY, RESET)						\
+	do {										\
+		BENCH_TIMED_BATCH(ctx, ret, BODY, RESET);				\
 		ret = BODY;								\
 	} while (0)
 

@@ -12,16 +12,25 @@ pub mod system;
 pub mod test_run;
 pub mod timing;
 
+use std::borrow::Cow;
+
 use anyhow::Result;
 
 pub use timing::BatchTiming;
 
-/// A scenario as users see it in `bpfbench list`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A scenario as users see it in `bpfbench list`. Fixed suites name their
+/// scenarios statically; parameterised ones (map type x op x size) build names.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioInfo {
-    pub name: &'static str,
-    pub group: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub group: Cow<'static, str>,
+    pub description: Cow<'static, str>,
+}
+
+impl ScenarioInfo {
+    pub const fn fixed(name: &'static str, group: &'static str, description: &'static str) -> Self {
+        Self { name: Cow::Borrowed(name), group: Cow::Borrowed(group), description: Cow::Borrowed(description) }
+    }
 }
 
 /// What validation established before a scenario was timed.
@@ -48,7 +57,7 @@ pub trait Workload {
     /// Name on the command line, e.g. "xdp-lb".
     fn name(&self) -> &'static str;
     /// Every scenario, grouped and in display order.
-    fn scenarios(&self) -> &'static [ScenarioInfo];
+    fn scenarios(&self) -> &[ScenarioInfo];
     /// Loads BPF objects and fills maps; `cpu` is where batches will run.
     fn setup(&mut self, cpu: usize) -> Result<()>;
     /// Configures `scenario` and checks that it does what it claims: return
@@ -60,14 +69,23 @@ pub trait Workload {
     /// Scenarios with the same key share one overhead baseline in a run
     /// (same loop, same reset block, same packet shape).
     fn baseline_key(&self, scenario: &ScenarioInfo) -> String;
+    /// Why `scenario` cannot run here (a kernel feature is missing), if it
+    /// cannot. Reported as "N/A (reason)", which is not a failure.
+    fn unavailable(&mut self, _scenario: &ScenarioInfo) -> Option<String> {
+        None
+    }
+    /// The scenario's parameters, recorded with its result.
+    fn params(&self, _scenario: &ScenarioInfo) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// Distinct groups of `scenarios`, in first-seen order.
-pub fn groups(scenarios: &[ScenarioInfo]) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+pub fn groups(scenarios: &[ScenarioInfo]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
     for s in scenarios {
-        if !out.contains(&s.group) {
-            out.push(s.group);
+        if !out.contains(&s.group.as_ref()) {
+            out.push(&s.group);
         }
     }
     out

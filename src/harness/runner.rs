@@ -146,7 +146,7 @@ impl Runner {
         let ratio = proportionality(w, iters)?;
         let proportional = (ratio / 2.0 - 1.0).abs() <= PROPORTIONALITY_TOLERANCE;
         self.warm_up(w, Variant::Body, iters)?;
-        let samples = self.sample(w, Variant::Body, iters, self.opts.samples, s.name)?;
+        let samples = self.sample(w, Variant::Body, iters, self.opts.samples, &s.name)?;
         let summary = Summary::of(&samples).context("no samples collected")?;
         let key = w.baseline_key(s);
         let overhead = self.baseline(w, &key)?;
@@ -191,6 +191,8 @@ impl Runner {
             name: s.name.to_string(),
             group: s.group.to_string(),
             description: s.description.to_string(),
+            params: w.params(s).into_iter().collect(),
+            unavailable: None,
             validated: false,
             verdict: None,
             checks: Vec::new(),
@@ -198,6 +200,10 @@ impl Runner {
             error: None,
             measurement: None,
         };
+        if let Some(why) = w.unavailable(s) {
+            rec.unavailable = Some(why);
+            return rec;
+        }
         match w.validate(s) {
             Ok(v) => {
                 rec.validated = true;

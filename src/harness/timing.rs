@@ -126,39 +126,63 @@ impl TimedXdpProgram {
     ) -> Result<(BatchTiming, XdpRunOutput)> {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
         self.set_ctl(true, iters, restore)?;
-        let before = self.read_result(cpu)?;
+        let before = self.read_results()?;
         let out = run_xdp(self.prog.as_fd(), packet)?;
-        let after = self.read_result(cpu)?;
-        if after.invocations == before.invocations {
-            bail!(
-                "no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early"
-            );
-        }
-        match after.status {
-            0 => {}
-            STATUS_PACKET_TOO_SHORT => bail!(
-                "packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves"
-            ),
-            s => bail!("the reset block failed inside the timed loop (status {s})"),
-        }
-        Ok((
-            BatchTiming {
-                elapsed_ns: after.elapsed_ns,
-                iters: after.iters,
-            },
-            out,
-        ))
+        let after = self.read_results()?;
+        Ok((fresh_sample(&before, &after, cpu)?, out))
     }
 
-    fn read_result(&self, cpu: usize) -> Result<BenchResult> {
+    /// Runs the same batch at once on every CPU of `cpus`, one pinned thread
+    /// per CPU (the selftests bench's "producers"); one timing per CPU.
+    pub fn run_batch_parallel(&mut self, packet: &[u8], iters: u32, cpus: &[usize]) -> Result<Vec<BatchTiming>> {
+        ensure!(iters > 0, "a timed batch needs at least one iteration");
+        self.set_ctl(true, iters, RestoreMode::None)?;
+        let before = self.read_results()?;
+        let prog = self.prog.as_fd();
+        std::thread::scope(|scope| -> Result<()> {
+            let handles: Vec<_> = cpus
+                .iter()
+                .map(|&cpu| {
+                    scope.spawn(move || -> Result<()> {
+                        super::system::pin_to_cpu(cpu)?;
+                        run_xdp(prog, packet).map(|_| ())
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().map_err(|_| anyhow::anyhow!("a producer thread panicked"))??;
+            }
+            Ok(())
+        })?;
+        let after = self.read_results()?;
+        cpus.iter().map(|&cpu| fresh_sample(&before, &after, cpu)).collect()
+    }
+
+    /// This program's bench_result, one entry per possible CPU.
+    fn read_results(&self) -> Result<Vec<BenchResult>> {
         let per_cpu = self
             .result_map
             .lookup_percpu(&KEY0, MapFlags::ANY)
             .context("reading bench_result")?
             .context("bench_result has no slot 0")?;
-        let raw = per_cpu
-            .get(cpu)
-            .with_context(|| format!("bench_result has no slot for CPU {cpu}"))?;
-        Ok(bytemuck::pod_read_unaligned(raw))
+        Ok(per_cpu.iter().map(|raw| bytemuck::pod_read_unaligned(raw)).collect())
     }
+}
+
+/// The batch `cpu` ran between the two reads of bench_result.
+fn fresh_sample(before: &[BenchResult], after: &[BenchResult], cpu: usize) -> Result<BatchTiming> {
+    let (Some(b), Some(a)) = (before.get(cpu), after.get(cpu)) else {
+        bail!("bench_result has no slot for CPU {cpu}");
+    };
+    if a.invocations == b.invocations {
+        bail!(
+            "no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early"
+        );
+    }
+    match a.status {
+        0 => {}
+        STATUS_PACKET_TOO_SHORT => bail!("packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves"),
+        s => bail!("the reset block failed inside the timed loop (status {s})"),
+    }
+    Ok(BatchTiming { elapsed_ns: a.elapsed_ns, iters: a.iters })
 }

@@ -1,5 +1,6 @@
 //! Rendering results for people (tables) and machines (JSON).
 
+pub mod map_table;
 pub mod model;
 pub mod table;
 
@@ -15,6 +16,9 @@ pub enum Format {
 
 pub fn render(report: &RunReport, format: Format, verbose: bool) -> Result<String> {
     Ok(match format {
+        Format::Table if report.results.iter().all(|r| r.params.contains_key("map")) && !report.results.is_empty() => {
+            map_table::render_map_run(report, verbose)
+        }
         Format::Table => table::render_run(report, verbose),
         Format::Json => serde_json::to_string_pretty(report)? + "\n",
     })

@@ -37,6 +37,12 @@ pub struct ScenarioRecord {
     pub name: String,
     pub group: String,
     pub description: String,
+    /// The scenario's parameters (map type, entries, ...), as the workload names them.
+    #[serde(default)]
+    pub params: std::collections::BTreeMap<String, String>,
+    /// Why the scenario could not run on this machine ("N/A"); not a failure.
+    #[serde(default)]
+    pub unavailable: Option<String>,
     /// Return code, output packet and counters all matched before timing.
     pub validated: bool,
     pub verdict: Option<String>,

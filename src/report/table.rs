@@ -58,7 +58,11 @@ fn scenario_row(r: &ScenarioRecord) -> String {
             )
         }
         None => {
-            let why = if r.validated { "MEASUREMENT FAILED" } else { "VALIDATION FAILED" };
+            let why = match &r.unavailable {
+                Some(_) => "N/A (see below)",
+                None if r.validated => "MEASUREMENT FAILED",
+                None => "VALIDATION FAILED",
+            };
             let mut s = format!("| {:<w$} ", r.name, w = NAME_W - 2);
             let width: usize = COLS.iter().map(|(_, w)| w + 1).sum::<usize>() - 1;
             let _ = write!(s, "| {:<w$} ", why, w = width - 2);
@@ -67,10 +71,12 @@ fn scenario_row(r: &ScenarioRecord) -> String {
     }
 }
 
-fn details(r: &ScenarioRecord) -> String {
+pub(crate) fn details(r: &ScenarioRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\nScenario: {} - {}", r.name, r.description);
-    if r.validated {
+    if let Some(why) = &r.unavailable {
+        let _ = writeln!(out, "  N/A: {why}");
+    } else if r.validated {
         let _ = writeln!(out, "  Validation: PASS ({})", r.verdict.as_deref().unwrap_or("?"));
         for c in &r.checks {
             let _ = writeln!(out, "    {c}");
@@ -156,6 +162,9 @@ pub fn render_run(report: &RunReport, verbose: bool) -> String {
     }
     out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
     for r in &report.results {
+        if let Some(why) = &r.unavailable {
+            let _ = writeln!(out, "\n{}: N/A ({why})", r.name);
+        }
         if let Some(e) = &r.error {
             let _ = writeln!(out, "\n{}: {}", r.name, e);
         }

@@ -33,7 +33,7 @@ const XDP_TX: u32 = 3;
 /// two full passes over the 4096 diverse flows.
 pub const VALIDATION_ITERS: u32 = 8191;
 
-static INFOS: LazyLock<Vec<ScenarioInfo>> = LazyLock::new(|| SCENARIOS.iter().map(|s| s.info).collect());
+static INFOS: LazyLock<Vec<ScenarioInfo>> = LazyLock::new(|| SCENARIOS.iter().map(|s| s.info.clone()).collect());
 
 /// The scenario currently configured in the maps.
 struct Prepared {
@@ -204,7 +204,7 @@ impl Workload for XdpLb {
         "xdp-lb"
     }
 
-    fn scenarios(&self) -> &'static [ScenarioInfo] {
+    fn scenarios(&self) -> &[ScenarioInfo] {
         &INFOS
     }
 
@@ -217,7 +217,7 @@ impl Workload for XdpLb {
     }
 
     fn validate(&mut self, info: &ScenarioInfo) -> Result<Validation> {
-        let s = scenarios::find(info.name).with_context(|| format!("unknown xdp-lb scenario {}", info.name))?;
+        let s = scenarios::find(&info.name).with_context(|| format!("unknown xdp-lb scenario {}", info.name))?;
         self.prepared = None;
         let packet = build_client_packet(&s.packet)?;
         let verdict = match s.path {
@@ -310,7 +310,7 @@ impl Workload for XdpLb {
     }
 
     fn baseline_key(&self, info: &ScenarioInfo) -> String {
-        let Some(s) = scenarios::find(info.name) else {
+        let Some(s) = scenarios::find(&info.name) else {
             return info.name.to_string();
         };
         match s.flows {

@@ -53,7 +53,7 @@ pub enum Path {
     Drop,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LbScenario {
     pub info: ScenarioInfo,
     pub packet: ClientPacket,
@@ -82,7 +82,7 @@ const fn to_vip(client: IpAddr, vip: Vip, l4: L4) -> ClientPacket {
 
 const fn lb(name: &'static str, group: &'static str, description: &'static str, vip: Vip, client: IpAddr, l4: L4, flows: Flows, path: Path) -> LbScenario {
     LbScenario {
-        info: ScenarioInfo { name, group, description },
+        info: ScenarioInfo::fixed(name, group, description),
         packet: to_vip(client, vip, l4),
         vip: Some(vip),
         flows,
@@ -92,7 +92,7 @@ const fn lb(name: &'static str, group: &'static str, description: &'static str, 
 
 const fn exit(name: &'static str, description: &'static str, packet: ClientPacket, path: Path) -> LbScenario {
     LbScenario {
-        info: ScenarioInfo { name, group: EXITS, description },
+        info: ScenarioInfo::fixed(name, EXITS, description),
         packet,
         vip: None,
         flows: Flows::Single,
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn matrix_has_the_seed_groups_and_counts() {
-        let infos: Vec<ScenarioInfo> = SCENARIOS.iter().map(|s| s.info).collect();
+        let infos: Vec<ScenarioInfo> = SCENARIOS.iter().map(|s| s.info.clone()).collect();
         let gs = groups(&infos);
         assert_eq!(gs, vec![SINGLE, DIVERSE, FLAGS, STRESS, EXITS]);
         let count = |g: &str| infos.iter().filter(|i| i.group == g).count();

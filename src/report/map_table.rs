@@ -1,0 +1,176 @@
+//! Text output of the map workloads: one line per operation in the shape of
+//! the kernel selftests' LPM-trie bench ("throughput X ± Y M ops/s (Z M
+//! ops/prod), latency W ns/op"), then, for the `maps` workload, a matrix
+//! (map type x op) per size and a size sweep per op.
+
+use std::fmt::Write as _;
+
+use super::model::{RunReport, ScenarioRecord};
+
+fn param<'a>(r: &'a ScenarioRecord, key: &str) -> Option<&'a str> {
+    r.params.get(key).map(String::as_str)
+}
+
+fn param_f64(r: &ScenarioRecord, key: &str, default: f64) -> f64 {
+    param(r, key).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// `ops_per_s` in the largest unit that keeps it at or above 1.
+fn rate(ops_per_s: f64) -> (f64, &'static str) {
+    if ops_per_s >= 1e6 {
+        (ops_per_s / 1e6, "M")
+    } else if ops_per_s >= 1e3 {
+        (ops_per_s / 1e3, "K")
+    } else {
+        (ops_per_s, " ")
+    }
+}
+
+fn duration(ns: f64) -> (f64, &'static str) {
+    if ns >= 1e6 {
+        (ns / 1e6, "ms")
+    } else if ns >= 1e3 {
+        (ns / 1e3, "us")
+    } else {
+        (ns, "ns")
+    }
+}
+
+/// Sample mean and standard deviation.
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, var.sqrt())
+}
+
+/// One line in the selftests' shape. Throughput is total over producers;
+/// `drain` counts whole maps drained (its samples are per deleted key).
+fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
+    let label = format!("{:>label_w$}", r.name);
+    if let Some(why) = &r.unavailable {
+        return format!("{label}: N/A ({why})\n");
+    }
+    let Some(m) = &r.measurement else {
+        let why = r.error.as_deref().unwrap_or("no result");
+        return format!("{label}: FAILED ({why})\n");
+    };
+    let producers = param_f64(r, "producers", 1.0);
+    let (per, unit) = if param(r, "op") == Some("drain") {
+        (param_f64(r, "entries", 1.0), "map")
+    } else {
+        (1.0, "op")
+    };
+    // Throughput per sample, so its spread is the spread of throughput.
+    let tput: Vec<f64> = m.samples_ns.iter().map(|ns| producers * 1e9 / (ns * per)).collect();
+    let (_, sd) = mean_sd(&tput);
+    let total = producers * 1e9 / (m.summary.median * per);
+    let (t, tu) = rate(total);
+    let (p, pu) = rate(total / producers);
+    let (lat, lu) = duration(m.summary.median * per);
+    format!(
+        "{label}: throughput {t:8.3} ± {:.3} {tu} ops/s ({p:7.3}{pu} ops/prod), latency {lat:8.3} {lu}/{unit}\n",
+        sd / (total / t)
+    )
+}
+
+fn cell(r: Option<&&ScenarioRecord>) -> String {
+    match r {
+        None => "-".into(),
+        Some(r) if r.unavailable.is_some() => "n/a".into(),
+        Some(r) => match &r.measurement {
+            Some(m) => format!("{:.1}", m.summary.median),
+            None => "FAILED".into(),
+        },
+    }
+}
+
+fn grid(out: &mut String, title: &str, rows: &[String], cols: &[String], get: impl Fn(&str, &str) -> String) {
+    let w0 = rows.iter().map(String::len).chain([title.len()]).max().unwrap_or(8) + 2;
+    let cw = cols.iter().map(String::len).max().unwrap_or(8).max(9) + 2;
+    let _ = write!(out, "{title:<w0$}");
+    for c in cols {
+        let _ = write!(out, "{c:>cw$}");
+    }
+    out.push('\n');
+    for r in rows {
+        let _ = write!(out, "{r:<w0$}");
+        for c in cols {
+            let _ = write!(out, "{:>cw$}", get(r, c));
+        }
+        out.push('\n');
+    }
+}
+
+fn distinct<'a>(rs: &[&'a ScenarioRecord], key: &str) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for r in rs {
+        if let Some(x) = param(r, key)
+            && !v.contains(&x)
+        {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// Matrix (map type x op) per size, then latency against size per op.
+fn matrices(out: &mut String, rs: &[&ScenarioRecord]) {
+    let maps = distinct(rs, "map");
+    let ops = distinct(rs, "op");
+    let sizes = distinct(rs, "entries");
+    let find = |map: &str, op: &str, e: &str| {
+        rs.iter().find(|r| param(r, "map") == Some(map) && param(r, "op") == Some(op) && param(r, "entries") == Some(e))
+    };
+    let rows: Vec<String> = maps.iter().map(|s| s.to_string()).collect();
+    for e in &sizes {
+        let _ = writeln!(out, "\nMedian latency, ns/op, {e} entries (map type x operation):");
+        let cols: Vec<String> = ops.iter().map(|s| s.to_string()).collect();
+        grid(out, "map", &rows, &cols, |m, o| cell(find(m, o, e)));
+    }
+    if sizes.len() > 1 {
+        for op in &ops {
+            let _ = writeln!(out, "\nMedian {op} latency, ns/op, by entries:");
+            let cols: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+            grid(out, "map", &rows, &cols, |m, e| cell(find(m, op, e)));
+        }
+    }
+}
+
+pub fn render_map_run(report: &RunReport, verbose: bool) -> String {
+    let mut out = String::new();
+    if verbose {
+        for r in &report.results {
+            out.push_str(&super::table::details(r));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "bpfbench {} on {} (kernel {}), CPU {}; time measured inside BPF",
+        report.bpfbench_version, report.cpu_model, report.kernel, report.cpu
+    );
+    let rs: Vec<&ScenarioRecord> = report.results.iter().collect();
+    let label_w = rs.iter().map(|r| r.name.len()).max().unwrap_or(9).max(9);
+    for r in &rs {
+        out.push_str(&seed_line(r, label_w));
+    }
+    if rs.iter().any(|r| r.workload == "maps") || distinct(&rs, "entries").len() > 1 {
+        matrices(&mut out, &rs);
+    }
+    if let Some(loop_ns) = rs.iter().find_map(|r| r.measurement.as_ref().map(|m| m.overhead.summary.median)) {
+        let _ = writeln!(out, "\nHarness loop alone (empty call): {loop_ns:.2} ns/op, included in every latency above (noop shows it too).");
+    }
+    for r in &rs {
+        if let (Some(e), None) = (&r.error, &r.unavailable) {
+            let _ = writeln!(out, "{}: {e}", r.name);
+        }
+        for w in r.measurement.iter().flat_map(|m| &m.warnings) {
+            let _ = writeln!(out, "warning: {}: {w}", r.name);
+        }
+    }
+    if report.interrupted {
+        out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
+    }
+    out
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Times the freeing of one map: fentry/fexit on bpf_map_free_deferred(), the
+ * workqueue function that runs a map's ->map_free() (trie_free() for an LPM
+ * trie) once its last reference is gone. The kernel bench uses the same hook
+ * because lpm_trie.c itself cannot be traced. Kernels that refuse tracing
+ * programs refuse to load this object; the host then reports `free` as N/A.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+/* Just the fields we read; CO-RE finds their offsets in the kernel's BTF. */
+struct work_struct {
+	long data;
+} __attribute__((preserve_access_index));
+
+struct bpf_map___probe {
+	__u32 id;
+	struct work_struct work;
+} __attribute__((preserve_access_index));
+
+__u32 target_map_id;	/* set by the host before it drops the map */
+__u64 started_ns;
+__u64 free_ns;		/* duration of the target's free, once done */
+__u32 freed;		/* 1 when free_ns is valid */
+
+static __always_inline __u32 map_id_of(void *work)
+{
+	struct bpf_map___probe *map;
+	__u32 id = 0;
+
+	map = (void *)((char *)work - bpf_core_field_offset(struct bpf_map___probe, work));
+	bpf_probe_read_kernel(&id, sizeof(id), (char *)map + bpf_core_field_offset(struct bpf_map___probe, id));
+	return id;
+}
+
+SEC("fentry/bpf_map_free_deferred")
+int on_free_enter(unsigned long long *ctx)
+{
+	if (target_map_id && map_id_of((void *)ctx[0]) == target_map_id)
+		started_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("fexit/bpf_map_free_deferred")
+int on_free_exit(unsigned long long *ctx)
+{
+	/* The map is gone by now: match on the start we recorded instead. */
+	if (started_ns && !freed) {
+		free_ns = bpf_ktime_get_ns() - started_ns;
+		freed = 1;
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

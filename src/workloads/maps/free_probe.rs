@@ -1,0 +1,66 @@
+//! Times map freeing with fentry/fexit on bpf_map_free_deferred
+//! (free_probe.bpf.c), where the kernel allows tracing programs.
+
+use std::mem::MaybeUninit;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::{Link, MapCore};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+mod skel {
+    #![allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
+    include!(concat!(env!("OUT_DIR"), "/free_probe.skel.rs"));
+}
+use skel::{FreeProbeSkel, FreeProbeSkelBuilder};
+
+/// The kernel frees maps from a workqueue; give it this long.
+const FREE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct FreeProbe {
+    skel: FreeProbeSkel<'static>,
+    _links: Vec<Link>,
+}
+
+impl FreeProbe {
+    /// Loads and attaches the probe, or says in one line why this kernel
+    /// cannot (e.g. tracing programs refused with EPERM).
+    pub fn attach() -> std::result::Result<FreeProbe, String> {
+        let refused = |what: &str, e: &dyn std::fmt::Display| format!("fentry/fexit on bpf_map_free_deferred {what}: {e}");
+        // The skeleton borrows its storage for as long as it lives; the probe
+        // is created at most once per run, so the few bytes are leaked.
+        let storage = Box::leak(Box::new(MaybeUninit::uninit()));
+        let open = FreeProbeSkelBuilder::default().open(storage).map_err(|e| refused("cannot be opened", &e))?;
+        let skel = open.load().map_err(|e| refused("refused by the kernel", &e))?;
+        let links = [&skel.progs.on_free_enter, &skel.progs.on_free_exit]
+            .iter()
+            .map(|p| p.attach())
+            .collect::<libbpf_rs::Result<Vec<_>>>()
+            .map_err(|e| refused("cannot be attached", &e))?;
+        Ok(FreeProbe { skel, _links: links })
+    }
+
+    /// Drops `map` (its last reference) and returns how long the kernel took
+    /// to free it, as fentry/fexit saw it.
+    pub fn time_free(&mut self, map: libbpf_rs::MapHandle) -> Result<Duration> {
+        let id = map.info().context("reading the map's id")?.info.id;
+        let bss = self.skel.maps.bss_data.as_deref_mut().context("free_probe has no .bss")?;
+        bss.freed = 0;
+        bss.started_ns = 0;
+        bss.free_ns = 0;
+        bss.target_map_id = id;
+        drop(map);
+        let start = Instant::now();
+        loop {
+            let bss = self.skel.maps.bss_data.as_deref().context("free_probe has no .bss")?;
+            // SAFETY: the field lives in the BPF-shared mmap; BPF writes it, so read it volatile.
+            if unsafe { std::ptr::read_volatile(&bss.freed) } != 0 {
+                return Ok(Duration::from_nanos(unsafe { std::ptr::read_volatile(&bss.free_ns) }));
+            }
+            if start.elapsed() > FREE_TIMEOUT {
+                bail!("map {id} was not freed within {FREE_TIMEOUT:?} of dropping its last reference");
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}

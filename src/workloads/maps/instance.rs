@@ -1,0 +1,241 @@
+//! One loaded map benchmark: map_ops.bpf.c with its map shaped and its
+//! operation fixed before load, plus the host-side operations the harness
+//! needs on it (fill, empty, count, read and rewind the per-CPU key cursors).
+
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use anyhow::{Context, Result, bail, ensure};
+use bytemuck::{Pod, Zeroable};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
+
+use super::ops::{KeyLayout, MapKind, MapOp};
+use crate::harness::system::{self, libbpf_log_tail};
+use crate::harness::timing::TimedXdpProgram;
+
+mod skel {
+    #![allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
+    include!(concat!(env!("OUT_DIR"), "/map_ops.skel.rs"));
+}
+use skel::{MapOpsSkelBuilder, types};
+
+/// Limits from map_ops.h.
+pub const MAX_KEY_SIZE: u32 = 64;
+pub const MAX_VALUE_SIZE: u32 = 4096;
+/// Byte every inserted or updated value is filled with; the fill writes zeros,
+/// so validation can tell which values an operation wrote.
+pub const WRITTEN_BYTE: u8 = 0xa5;
+const KEY_INDEX: u32 = 0;
+const KEY_LPM: u32 = 1;
+/// Keys per BPF_MAP_*_BATCH syscall when filling or emptying.
+const SYSCALL_BATCH: usize = 8192;
+
+/// Mirror of `struct map_op_state`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, Pod, Zeroable)]
+pub struct OpState {
+    pub cursor: u64,
+    pub failures: u64,
+    pub ops: u64,
+}
+
+const _: () = assert!(size_of::<OpState>() == size_of::<types::map_op_state>());
+
+/// What one instance benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapConfig {
+    pub kind: MapKind,
+    pub op: MapOp,
+    pub entries: u32,
+    pub key: KeyLayout,
+    pub value_size: u32,
+    pub random: bool,
+    /// Test hook: added to every key BPF uses, so lookups miss on purpose.
+    pub key_offset: u32,
+}
+
+pub struct LoadedMapBench {
+    pub config: MapConfig,
+    pub body: TimedXdpProgram,
+    pub empty: TimedXdpProgram,
+    map: MapHandle,
+    state: MapHandle,
+    ncpus: usize,
+}
+
+fn handle<T: std::fmt::Debug>(map: &libbpf_rs::MapImpl<'_, T>) -> Result<MapHandle> {
+    MapHandle::try_from(map).with_context(|| format!("duplicating map {:?}", map.name()))
+}
+
+fn prog_fd(p: &libbpf_rs::Program<'_>) -> Result<OwnedFd> {
+    p.as_fd().try_clone_to_owned().context("duplicating program fd")
+}
+
+/// Per-CPU values are laid out 8-byte aligned in syscalls.
+fn percpu_stride(value_size: u32) -> usize {
+    (value_size as usize).div_ceil(8) * 8
+}
+
+impl LoadedMapBench {
+    pub fn load(config: MapConfig) -> Result<LoadedMapBench> {
+        let MapConfig { kind, op, entries, key, value_size, random, key_offset } = config;
+        ensure!(entries > 0, "--entries must be at least 1");
+        ensure!(
+            key.size >= 4 && key.size <= MAX_KEY_SIZE,
+            "--key-size must be between 4 and {MAX_KEY_SIZE} bytes, got {}",
+            key.size
+        );
+        ensure!(
+            value_size >= 1 && value_size <= MAX_VALUE_SIZE,
+            "--value-size must be between 1 and {MAX_VALUE_SIZE} bytes, got {value_size}"
+        );
+        system::take_libbpf_log();
+        let mut storage = MaybeUninit::uninit();
+        let mut open = MapOpsSkelBuilder::default().open(&mut storage).context("opening the map_ops BPF object")?;
+        let m = &mut open.maps;
+        m.bench_map.set_type(kind.map_type())?;
+        m.bench_map.set_key_size(key.size)?;
+        m.bench_map.set_value_size(value_size)?;
+        m.bench_map.set_max_entries(entries)?;
+        if kind == MapKind::LpmTrie {
+            // The kernel requires LPM tries to allocate on demand.
+            m.bench_map.set_map_flags(libbpf_sys::BPF_F_NO_PREALLOC)?;
+        }
+        let ro = m.rodata_data.as_deref_mut().context("map_ops has no .rodata")?;
+        ro.cfg_op = op.bpf_code();
+        ro.cfg_key_kind = if key.lpm_prefix.is_some() { KEY_LPM } else { KEY_INDEX };
+        ro.cfg_entries = entries;
+        ro.cfg_random = random as u32;
+        ro.cfg_prefix_len = key.lpm_prefix.unwrap_or(32);
+        ro.cfg_key_offset = key_offset;
+        m.bss_data.as_deref_mut().context("map_ops has no .bss")?.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize];
+
+        let skel = open.load().map_err(|e| {
+            anyhow::anyhow!(
+                "the kernel refused the {kind} {op} benchmark ({e}); verifier log tail:\n{}",
+                libbpf_log_tail(25)
+            )
+        })?;
+        let (m, p) = (&skel.maps, &skel.progs);
+        let bench = LoadedMapBench {
+            config,
+            body: TimedXdpProgram::new(prog_fd(&p.map_bench)?, handle(&m.bench_ctl)?, handle(&m.bench_result)?)?,
+            empty: TimedXdpProgram::new(prog_fd(&p.map_bench_empty)?, handle(&m.bench_ctl)?, handle(&m.bench_result)?)?,
+            map: handle(&m.bench_map)?,
+            state: handle(&m.op_state)?,
+            ncpus: system::possible_cpus()?,
+        };
+        Ok(bench)
+    }
+
+    pub fn map(&self) -> &MapHandle {
+        &self.map
+    }
+
+    /// The map's kernel id (for the free probe).
+    pub fn map_id(&self) -> Result<u32> {
+        Ok(self.map.info().context("reading the map's info")?.info.id)
+    }
+
+    /// Inserts keys [from, to) with zeroed values.
+    pub fn fill(&self, from: u32, to: u32) -> Result<()> {
+        fill_map(&self.map, &self.config, self.ncpus, from, to)
+    }
+
+    /// Deletes keys [from, to), which must all be present.
+    pub fn empty(&self, from: u32, to: u32) -> Result<()> {
+        let idx: Vec<u32> = (from..to).collect();
+        let mut keys = Vec::new();
+        for chunk in idx.chunks(SYSCALL_BATCH) {
+            keys.clear();
+            for &i in chunk {
+                self.config.key.encode(i, &mut keys);
+            }
+            self.map
+                .delete_batch(&keys, chunk.len() as u32, MapFlags::ANY, MapFlags::ANY)
+                .with_context(|| format!("emptying the {} map", self.config.kind))?;
+        }
+        Ok(())
+    }
+
+    /// Elements in the map, counted by walking its keys.
+    pub fn count(&self) -> usize {
+        self.map.keys().count()
+    }
+
+    pub fn contains(&self, idx: u32) -> Result<bool> {
+        let key = self.config.key.key(idx);
+        Ok(if self.config.kind.is_percpu() {
+            self.map.lookup_percpu(&key, MapFlags::ANY)?.is_some()
+        } else {
+            self.map.lookup(&key, MapFlags::ANY)?.is_some()
+        })
+    }
+
+    /// The value of key `idx` as `cpu` sees it.
+    pub fn value(&self, idx: u32, cpu: usize) -> Result<Option<Vec<u8>>> {
+        let key = self.config.key.key(idx);
+        Ok(if self.config.kind.is_percpu() {
+            self.map.lookup_percpu(&key, MapFlags::ANY)?.and_then(|v| v.into_iter().nth(cpu))
+        } else {
+            self.map.lookup(&key, MapFlags::ANY)?
+        })
+    }
+
+    /// Every CPU's op_state.
+    pub fn states(&self) -> Result<Vec<OpState>> {
+        let per_cpu = self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("op_state slot missing")?;
+        Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned(v)).collect())
+    }
+
+    /// Rewrites every CPU's op_state.
+    pub fn set_states(&self, states: &[OpState]) -> Result<()> {
+        let values: Vec<Vec<u8>> = states.iter().map(|s| bytemuck::bytes_of(s).to_vec()).collect();
+        self.state.update_percpu(&0u32.to_ne_bytes(), &values, MapFlags::ANY).context("writing op_state")
+    }
+
+    pub fn possible_cpus(&self) -> usize {
+        self.ncpus
+    }
+}
+
+/// A map shaped as `config` says, outside any program: one whose last
+/// reference the host holds (to time its freeing).
+pub fn create_bare_map(config: &MapConfig) -> Result<MapHandle> {
+    let opts = libbpf_sys::bpf_map_create_opts {
+        sz: size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        map_flags: if config.kind == MapKind::LpmTrie { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 },
+        ..Default::default()
+    };
+    MapHandle::create(config.kind.map_type(), Some("bench_free"), config.key.size, config.value_size, config.entries, &opts)
+        .with_context(|| format!("creating a {} map of {} entries", config.kind, config.entries))
+}
+
+/// Inserts keys [from, to) of `config`'s layout with zeroed values, in batches.
+pub fn fill_map(map: &MapHandle, config: &MapConfig, ncpus: usize, from: u32, to: u32) -> Result<()> {
+    let stride = if config.kind.is_percpu() { percpu_stride(config.value_size) * ncpus } else { config.value_size as usize };
+    let mut keys = Vec::new();
+    let idx: Vec<u32> = (from..to).collect();
+    for chunk in idx.chunks(SYSCALL_BATCH) {
+        keys.clear();
+        for &i in chunk {
+            config.key.encode(i, &mut keys);
+        }
+        let values = vec![0u8; stride * chunk.len()];
+        let mut count = chunk.len() as u32;
+        let opts = libbpf_sys::bpf_map_batch_opts {
+            sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+            ..Default::default()
+        };
+        // SAFETY: `keys` holds `count` keys and `values` `count` values of the map's sizes
+        // (per-CPU values: one 8-byte-aligned slot per possible CPU).
+        let rc = unsafe {
+            libbpf_sys::bpf_map_update_batch(map.as_fd().as_raw_fd(), keys.as_ptr().cast(), values.as_ptr().cast(), &mut count, &opts)
+        };
+        if rc != 0 {
+            bail!("filling the {} map: {}", config.kind, std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
