@@ -17,7 +17,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn list_shows_every_scenario_with_its_description() {
-    let o = bpfbench(&["list"]);
+    let o = bpfbench(&["list", "xdp-lb"]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
     for name in ["tcp-v4-lru-hit", "tcp-v4v6-lru-hit", "udp-v4-lru-diverse", "tcp-v4-lru-warmup", "drop-v6-frag"] {
@@ -95,4 +95,26 @@ fn verbose_table_shows_calibration_and_histogram() {
     for needle in ["Validation: PASS (XDP_DROP)", "Proportionality check: 2N/N ratio=", "Distribution (ns/op):", "| Early exits", "drop-v4-frag", "loop p50"] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
+}
+
+#[test]
+fn random_keys_with_insert_are_refused_before_anything_loads() {
+    let o = bpfbench(&["run", "lpm-trie", "--op", "insert", "--random"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("--random cannot be used with --op insert"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
+    let o = bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}{}", out, stderr(&o));
+    for op in ["noop", "lookup"] {
+        let line = out.lines().find(|l| l.trim_start().starts_with(&format!("{op}:"))).unwrap_or_else(|| panic!("no {op} line:\n{out}"));
+        assert!(line.contains("throughput") && line.contains("M ops/s") && line.contains("ops/prod), latency") && line.ends_with("ns/op"), "{line}");
+    }
+    let free = out.lines().find(|l| l.trim_start().starts_with("free:")).expect("free line");
+    assert!(free.contains("N/A (fentry") || free.contains("ms/op") || free.contains("us/op"), "{free}");
 }

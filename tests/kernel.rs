@@ -11,7 +11,7 @@ use bpfbench::harness::{ScenarioInfo, Workload};
 use common::loaded_lb;
 
 fn scenario(w: &dyn Workload, name: &str) -> ScenarioInfo {
-    *w.scenarios().iter().find(|s| s.name == name).unwrap()
+    w.scenarios().iter().find(|s| s.name == name).unwrap().clone()
 }
 
 #[test]
@@ -19,8 +19,8 @@ fn all_24_scenarios_validate_in_the_kernel() {
     let mut lb = loaded_lb();
     assert_eq!(lb.scenarios().len(), 24);
     let mut failures = Vec::new();
-    for s in lb.scenarios() {
-        match lb.validate(s) {
+    for s in lb.scenarios().to_vec() {
+        match lb.validate(&s) {
             Ok(v) => assert!(v.checks.len() >= 5, "{}: too few checks: {:?}", s.name, v.checks),
             Err(e) => failures.push(format!("{}: {e:#}", s.name)),
         }

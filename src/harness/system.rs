@@ -64,8 +64,18 @@ pub fn check_kernel() -> Result<()> {
     }
 }
 
-/// CPUs this process may run on.
+/// CPUs this process may run on, as they were before any thread was
+/// pinned: producers pin threads to CPUs other than the run's own.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
+    static AT_START: std::sync::OnceLock<std::result::Result<Vec<usize>, String>> = std::sync::OnceLock::new();
+    AT_START
+        .get_or_init(|| current_affinity().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(anyhow::Error::msg)
+}
+
+/// The calling thread's CPU mask.
+fn current_affinity() -> Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };

@@ -394,6 +394,10 @@ impl MapBench {
             self.rewind(plan)?;
         }
         let mut notes = vec![format!("{kind}: {e} entries, key {} B, value {} B", self.params.key_layout(kind).size, self.params.value_size)];
+        if kind == MapKind::LruHash {
+            let cap = instance::capacity(kind, e, self.active()?.possible_cpus());
+            notes.push(format!("max_entries {cap}: headroom for the LRU's per-CPU free lists, so no key is evicted"));
+        }
         if random {
             notes.push("keys: bpf_get_prandom_u32() % entries".into());
         }

@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(gs, vec![SINGLE, DIVERSE, FLAGS, STRESS, EXITS]);
         let count = |g: &str| infos.iter().filter(|i| i.group == g).count();
         assert_eq!([count(SINGLE), count(DIVERSE), count(FLAGS), count(STRESS), count(EXITS)], [7, 5, 2, 3, 7]);
-        let mut names: Vec<_> = infos.iter().map(|i| i.name).collect();
+        let mut names: Vec<_> = infos.iter().map(|i| i.name.clone()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 24, "scenario names are unique");
