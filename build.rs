@@ -39,6 +39,30 @@ fn main() {
     println!("cargo:rerun-if-changed=src/bpf");
     println!("cargo:rerun-if-changed=src/workloads/xdp_lb/lb_common.h");
     println!("cargo:rerun-if-changed=src/workloads/maps/map_ops.h");
+    record_build_facts(&clang, &extra_cflags);
     println!("cargo:rerun-if-env-changed=BPF_EXTRA_CFLAGS");
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
+}
+
+/// Facts a result records about its build: git commit, clang, BPF flags.
+fn record_build_facts(clang: &str, extra_cflags: &str) {
+    let run = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+    };
+    let commit = run("git", &["describe", "--always", "--dirty", "--abbrev=12"]).unwrap_or_else(|| "unknown".into());
+    let clang_version = run(clang, &["--version"]).and_then(|v| v.lines().next().map(str::to_string)).unwrap_or_default();
+    println!("cargo:rustc-env=BPFBENCH_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=BPFBENCH_CLANG_VERSION={clang_version}");
+    println!("cargo:rustc-env=BPFBENCH_BPF_CFLAGS={extra_cflags}");
+    // A new commit or a change of the working tree changes the recorded commit.
+    if std::path::Path::new(".git/HEAD").exists() {
+        println!("cargo:rerun-if-changed=.git/HEAD");
+        println!("cargo:rerun-if-changed=.git/index");
+    }
 }

@@ -21,6 +21,43 @@ pub enum Command {
     },
     /// Validate and time scenarios (the default suite when no workload is named).
     Run(RunArgs),
+    /// List stored runs, newest first (with one benchmark's median via --scenario).
+    History {
+        /// Show this benchmark's median per run ("xdp-lb/tcp-v4-lru-hit" or just the scenario name).
+        #[arg(long, short = 's')]
+        scenario: Option<String>,
+        /// How many runs to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Print a stored run again (by id or tag), in any output format.
+    Show {
+        /// Run id or tag (the newest run with that tag).
+        run: String,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write the output to this file instead of standard output.
+        #[arg(long)]
+        output: Option<std::path::PathBuf>,
+        #[arg(short, long)]
+        verbose: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Compare two runs (run ids, tags or JSON files): B against A.
+    Compare {
+        a: String,
+        b: String,
+        #[command(flatten)]
+        gate: GateArgs,
+        /// table, or json for machines.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+        format: CompareFormat,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Measure the candidate loop constructs for the in-BPF timing loop.
     Loops {
         #[arg(long)]
@@ -63,8 +100,60 @@ pub struct RunArgs {
     pub verbose: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<std::path::PathBuf>,
+    /// Name this run in the history (e.g. a branch or commit).
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Do not store this run in the history.
+    #[arg(long)]
+    pub no_store: bool,
+    /// After the run, compare it against the newest stored run with this tag.
+    #[arg(long, value_name = "TAG")]
+    pub compare_to: Option<String>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
     #[command(flatten)]
     pub maps: MapArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct DbArgs {
+    /// History database (default: $XDG_DATA_HOME/bpfbench/history.sqlite or ~/.local/share/...).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+}
+
+impl DbArgs {
+    pub fn path(&self) -> std::path::PathBuf {
+        self.db.clone().unwrap_or_else(crate::history::default_path)
+    }
+}
+
+/// Settings of an A/B comparison.
+#[derive(Debug, Args, Clone)]
+pub struct GateArgs {
+    /// Changes smaller than this many percent count as noise.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub threshold: f64,
+    /// Exit with status 1 when any benchmark is confidently slower by more than PCT percent.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+}
+
+impl Default for GateArgs {
+    fn default() -> Self {
+        Self { threshold: 2.0, fail_on_regression: None }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Json,
 }
 
 /// Options of the map workloads (`lpm-trie`, `maps`).

@@ -59,17 +59,33 @@ fn unprivileged_user_is_told_what_is_needed() {
 
 #[test]
 fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded() {
+    let dir = std::env::temp_dir().join(format!("bpfbench-cli-{}", std::process::id()));
+    let db = dir.join("h.sqlite");
+    let db = db.to_str().unwrap();
     let o = bpfbench(&[
         "run", "--scenario", "tcp-v4-lru-hit", "--scenario", "pass-non-ip", "--samples", "6", "--batch-ms", "2",
-        "--format", "json",
+        "--format", "json", "--db", db, "--tag", "cli-test",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stored as run 1"), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
-    assert_eq!(doc["schema"], "bpfbench.run/1");
+    assert_eq!(doc["schema"], "bpfbench.run/2");
+    let env = &doc["environment"];
+    for field in ["kernel", "cpu_model", "git_commit", "clang_version", "host"] {
+        assert!(!env[field].as_str().unwrap_or("").is_empty(), "environment.{field} missing: {env}");
+    }
+    assert_eq!(env["jit"]["enable"], 1, "{env}");
+    assert!(env["loadavg"].as_array().unwrap().len() == 3);
+    // The stored run reprints identically.
+    let shown = bpfbench(&["show", "cli-test", "--db", db, "--format", "json"]);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&shown.stdout).unwrap(), doc);
+    let _ = std::fs::remove_dir_all(&dir);
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     for r in results {
         assert_eq!(r["validated"], true, "{r}");
+        let p = &r["program"];
+        assert!(p["tag"].as_str().unwrap().len() == 16 && p["jited_bytes"].as_u64().unwrap() > 0, "{p}");
         let m = &r["measurement"];
         assert!(m["batch_iters"].as_u64().unwrap() >= 64);
         assert_eq!(m["samples_ns"].as_array().unwrap().len(), 6);
@@ -89,7 +105,7 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
 
 #[test]
 fn verbose_table_shows_calibration_and_histogram() {
-    let o = bpfbench(&["run", "-s", "drop-v4-frag", "--samples", "8", "--batch-ms", "2", "-v"]);
+    let o = bpfbench(&["run", "-s", "drop-v4-frag", "--samples", "8", "--batch-ms", "2", "-v", "--no-store"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     for needle in ["Validation: PASS (XDP_DROP)", "Proportionality check: 2N/N ratio=", "Distribution (ns/op):", "| Early exits", "drop-v4-frag", "loop p50"] {
@@ -108,7 +124,7 @@ fn random_keys_with_insert_are_refused_before_anything_loads() {
 
 #[test]
 fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
-    let o = bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2"]);
+    let o = bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2", "--no-store"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}{}", out, stderr(&o));
     for op in ["noop", "lookup"] {

@@ -7,6 +7,7 @@
 
 pub mod loops;
 pub mod packet_diff;
+pub mod prog_info;
 pub mod runner;
 pub mod system;
 pub mod test_run;
@@ -72,6 +73,10 @@ pub trait Workload {
     /// Why `scenario` cannot run here (a kernel feature is missing), if it
     /// cannot. Reported as "N/A (reason)", which is not a failure.
     fn unavailable(&mut self, _scenario: &ScenarioInfo) -> Option<String> {
+        None
+    }
+    /// The program a validated scenario times, to record its tag and sizes.
+    fn body_program(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
     }
     /// The scenario's parameters, recorded with its result.

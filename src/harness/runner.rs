@@ -198,6 +198,7 @@ impl Runner {
             checks: Vec::new(),
             notes: Vec::new(),
             error: None,
+            program: None,
             measurement: None,
         };
         if let Some(why) = w.unavailable(s) {
@@ -216,6 +217,7 @@ impl Runner {
                 return rec;
             }
         }
+        rec.program = w.body_program().and_then(|fd| super::prog_info::program_record(fd).ok());
         match self.measure(w, s) {
             Ok(m) => rec.measurement = Some(m),
             Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),

@@ -109,6 +109,10 @@ impl TimedXdpProgram {
         Ok(())
     }
 
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.prog.as_fd()
+    }
+
     /// Runs the program once, untimed, exactly as in production.
     pub fn run_once(&mut self, packet: &[u8]) -> Result<XdpRunOutput> {
         self.set_ctl(false, 0, RestoreMode::None)?;

@@ -148,7 +148,7 @@ pub fn render_map_run(report: &RunReport, verbose: bool) -> String {
     let _ = writeln!(
         out,
         "bpfbench {} on {} (kernel {}), CPU {}; time measured inside BPF",
-        report.bpfbench_version, report.cpu_model, report.kernel, report.cpu
+        report.environment.bpfbench_version, report.environment.cpu_model, report.environment.kernel, report.environment.cpu
     );
     let rs: Vec<&ScenarioRecord> = report.results.iter().collect();
     let label_w = rs.iter().map(|r| r.name.len()).max().unwrap_or(9).max(9);

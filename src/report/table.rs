@@ -147,7 +147,7 @@ pub fn render_run(report: &RunReport, verbose: bool) -> String {
     let _ = writeln!(
         out,
         "bpfbench {} on {} (kernel {}), CPU {}; ns/op measured inside BPF",
-        report.bpfbench_version, report.cpu_model, report.kernel, report.cpu
+        report.environment.bpfbench_version, report.environment.cpu_model, report.environment.kernel, report.environment.cpu
     );
     for g in &groups {
         out.push_str(&rule());

@@ -500,6 +500,10 @@ impl Workload for MapBench {
         }
     }
 
+    fn body_program(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.active.as_ref().map(|a| a.body.fd())
+    }
+
     fn baseline_key(&self, _s: &ScenarioInfo) -> String {
         // Every scenario runs the same empty loop.
         "map-ops empty loop".into()

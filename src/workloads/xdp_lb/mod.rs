@@ -309,6 +309,10 @@ impl Workload for XdpLb {
         Ok(timing)
     }
 
+    fn body_program(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.lb.as_ref().map(|lb| lb.body.fd())
+    }
+
     fn baseline_key(&self, info: &ScenarioInfo) -> String {
         let Some(s) = scenarios::find(&info.name) else {
             return info.name.to_string();

@@ -1,18 +1,23 @@
-//! The `bpfbench` command.
+//! `bpfbench run` and `list`: choose a workload and its scenarios, time
+//! them, print, store and (with --compare-to) compare the result.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
 
-use bpfbench::cli::{Cli, Command, RunArgs};
+use bpfbench::cli::RunArgs;
+use bpfbench::compare::compare_runs;
 use bpfbench::harness::runner::{RunOptions, Runner};
-use bpfbench::harness::{self, ScenarioInfo, Workload, groups, system};
-use bpfbench::report::{self, model::{RunOptionsRecord, RunReport, SCHEMA}};
+use bpfbench::harness::{ScenarioInfo, Workload, groups, system};
+use bpfbench::history::History;
+use bpfbench::report::model::{Environment, RunOptionsRecord, RunReport, schema};
+use bpfbench::report::{self, Format};
 use bpfbench::workloads;
 use bpfbench::workloads::maps::{MapBench, MapKind, MapParams, Suite};
+
+use crate::stored::{emit, gate_fails};
 
 fn find_workload(name: &str) -> Result<Box<dyn Workload>> {
     workloads::all()
@@ -57,7 +62,7 @@ fn configured_workload(args: &RunArgs) -> Result<Box<dyn Workload>> {
     Ok(Box::new(MapBench::new(suite, p)?))
 }
 
-fn list(workload: Option<String>) -> Result<()> {
+pub fn list(workload: Option<String>) -> Result<()> {
     let ws = match workload {
         Some(name) => vec![find_workload(&name)?],
         None => workloads::all(),
@@ -100,13 +105,6 @@ fn select(w: &dyn Workload, args: &RunArgs) -> Result<Vec<ScenarioInfo>> {
         .collect())
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())))
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 fn positive(name: &str, v: f64) -> Result<f64> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
@@ -116,7 +114,7 @@ fn positive(name: &str, v: f64) -> Result<f64> {
 }
 
 /// Prepares the process for timing: privileges, kernel, pinning, logging.
-fn prepare(cpu: Option<usize>) -> Result<usize> {
+pub fn prepare(cpu: Option<usize>) -> Result<usize> {
     system::check_privileges()?;
     system::check_kernel()?;
     let cpu = match cpu {
@@ -129,7 +127,7 @@ fn prepare(cpu: Option<usize>) -> Result<usize> {
     Ok(cpu)
 }
 
-fn run(args: RunArgs) -> Result<ExitCode> {
+pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut w = configured_workload(&args)?;
     let selected = select(w.as_ref(), &args)?;
     let opts = RunOptions {
@@ -140,7 +138,21 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         baseline_samples: (args.samples as usize / 4).max(20),
         progress: std::io::stderr().is_terminal(),
     };
+    system::check_privileges()?;
+    // Open the history and find the baseline before spending minutes measuring.
+    let mut history = if args.no_store && args.compare_to.is_none() { None } else { Some(History::open(&args.db.path())?) };
+    let baseline = match (&args.compare_to, &history) {
+        (Some(tag), Some(h)) => {
+            let id = h.latest_with_tag(tag)?.with_context(|| format!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", h.path().display()))?;
+            Some((id, h.load(id)?))
+        }
+        _ => None,
+    };
+    if args.no_store {
+        history = None;
+    }
     let cpu = prepare(args.cpu)?;
+    let environment = Environment::capture(cpu);
     w.setup(cpu)?;
 
     let mut runner = Runner::new(opts.clone());
@@ -161,12 +173,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let failed = results.iter().filter(|r| r.measurement.is_none() && r.unavailable.is_none()).count();
     let report = RunReport {
-        schema: SCHEMA.into(),
-        bpfbench_version: env!("CARGO_PKG_VERSION").into(),
-        kernel: system::kernel_release(),
-        cpu_model: cpu_model(),
-        cpu,
-        started_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        schema: schema(),
+        tag: args.tag.clone(),
+        environment,
         options: RunOptionsRecord {
             samples: opts.samples,
             batch_ms: opts.batch_ms,
@@ -176,50 +185,28 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         results,
         interrupted,
     };
-    print!("{}", report::render(&report, args.format, args.verbose)?);
+    emit(&report::render(&report, args.format, args.verbose)?, args.output.as_deref())?;
     if interrupted {
         return Ok(ExitCode::from(130));
+    }
+    let mut code = ExitCode::SUCCESS;
+    if let Some(h) = history.as_mut() {
+        let id = h.store(&report)?;
+        eprintln!("bpfbench: stored as run {id} in {}", h.path().display());
+    }
+    if let (Some((base_id, base)), Some(tag)) = (baseline, &args.compare_to) {
+        let cmp = compare_runs(&base, &format!("run {base_id} (tag {tag})"), &report, "this run", args.gate.threshold / 100.0);
+        let text = cmp.render();
+        // Keep standard output machine-readable when a format other than table was asked for.
+        if args.format == Format::Table && args.output.is_none() { print!("\n{text}") } else { eprint!("{text}") }
+        if gate_fails(&cmp, &args.gate) {
+            code = ExitCode::FAILURE;
+        }
     }
     if failed > 0 {
         eprintln!("bpfbench: {failed} scenario(s) failed; see above");
         return Ok(ExitCode::FAILURE);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
-fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
-    let cpu = prepare(cpu)?;
-    let costs = harness::loops::measure_loop_constructs(cpu, iters, samples)?;
-    println!("Loop constructs around an empty body, {iters} iterations/batch, CPU {cpu}:");
-    for c in &costs {
-        println!(
-            "  {:<32} median {:>6.3} ns/iter  (p90 {:.3}, CV {:.2}%, n={})",
-            c.construct,
-            c.summary.median,
-            c.summary.p90,
-            c.summary.cv * 100.0,
-            c.summary.n
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn main() -> ExitCode {
-    // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
-    let result = match cli.command {
-        None => run(RunArgs::default_suite()),
-        Some(Command::List { workload }) => list(workload).map(|_| ExitCode::SUCCESS),
-        Some(Command::Run(args)) => run(args),
-        Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("bpfbench: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}

@@ -1,0 +1,173 @@
+//! The history store: every run in an embedded SQLite database.
+//!
+//! A run is stored as its full JSON document (what `show` and `compare` read
+//! back) plus one row per benchmark with its median (what `history` lists),
+//! in one transaction: a run killed mid-write leaves nothing half-stored.
+//! WAL mode and a busy timeout let concurrent runs store side by side.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::report::model::{RunReport, parse_report};
+
+/// Version of the tables below; a database from a newer bpfbench is refused.
+pub const DB_SCHEMA_VERSION: i64 = 1;
+
+pub struct History {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// One stored run, as `history` lists it.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub id: i64,
+    pub tag: Option<String>,
+    pub started_at: u64,
+    pub git_commit: String,
+    pub kernel: String,
+    pub benchmarks: usize,
+    /// The median of the scenario asked for, if the run has it.
+    pub median_ns: Option<f64>,
+}
+
+/// `$XDG_DATA_HOME/bpfbench/history.sqlite`, else `~/.local/share/...`.
+pub fn default_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("bpfbench").join("history.sqlite")
+}
+
+const TABLES: &str = "
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tag TEXT,
+        started_at INTEGER NOT NULL,
+        git_commit TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        report_json TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS results (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        benchmark TEXT NOT NULL,
+        median_ns REAL,
+        PRIMARY KEY (run_id, benchmark)
+    );
+    CREATE INDEX IF NOT EXISTS runs_by_tag ON runs(tag);
+";
+
+impl History {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<History> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let conn = Connection::open(path).with_context(|| format!("opening the history database {}", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        let not_db = |e: rusqlite::Error| anyhow::anyhow!("{} is not a bpfbench history database ({e}); choose another --db", path.display());
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(not_db)?;
+        let h = History { conn, path: path.to_path_buf() };
+        h.migrate()?;
+        Ok(h)
+    }
+
+    fn migrate(&self) -> Result<()> {
+        let found: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .or_else(|e| match e {
+                // A fresh database has no meta table yet.
+                rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.starts_with("no such table") => Ok(None),
+                e => Err(e),
+            })
+            .with_context(|| format!("reading the schema of {}", self.path.display()))?;
+        match found.map(|v| v.parse::<i64>()) {
+            Some(Ok(v)) if v > DB_SCHEMA_VERSION => bail!(
+                "{} was written by a newer bpfbench (history schema {v}, this one knows {DB_SCHEMA_VERSION}); upgrade bpfbench or use --db with another path",
+                self.path.display()
+            ),
+            Some(Ok(_)) => Ok(()),
+            Some(Err(_)) => bail!("{} has an unreadable schema version; use --db with another path", self.path.display()),
+            None => {
+                self.conn.execute_batch(&format!(
+                    "BEGIN IMMEDIATE; {TABLES} INSERT OR IGNORE INTO meta VALUES ('schema_version', '{DB_SCHEMA_VERSION}'); COMMIT;"
+                ))?;
+                Ok(())
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stores a run; returns its id.
+    pub fn store(&mut self, report: &RunReport) -> Result<i64> {
+        let json = serde_json::to_string(report)?;
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO runs (tag, started_at, git_commit, kernel, report_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![report.tag, report.environment.started_at as i64, report.environment.git_commit, report.environment.kernel, json],
+        )?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut ins = tx.prepare("INSERT OR REPLACE INTO results (run_id, benchmark, median_ns) VALUES (?1, ?2, ?3)")?;
+            for r in &report.results {
+                ins.execute(params![id, r.benchmark_name(), r.measurement.as_ref().map(|m| m.summary.median)])?;
+            }
+        }
+        tx.commit().with_context(|| format!("storing the run in {}", self.path.display()))?;
+        Ok(id)
+    }
+
+    /// The run with this id.
+    pub fn load(&self, id: i64) -> Result<RunReport> {
+        let json: String = self
+            .conn
+            .query_row("SELECT report_json FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .with_context(|| format!("no run {id} in {}; see 'bpfbench history'", self.path.display()))?;
+        parse_report(&json).with_context(|| format!("run {id} in {}", self.path.display()))
+    }
+
+    /// The newest run with this tag.
+    pub fn latest_with_tag(&self, tag: &str) -> Result<Option<i64>> {
+        Ok(self.conn.query_row("SELECT max(id) FROM runs WHERE tag = ?1", [tag], |r| r.get(0))?)
+    }
+
+    /// Runs, newest first, with the median of `benchmark` where given.
+    pub fn list(&self, benchmark: Option<&str>, limit: usize) -> Result<Vec<RunSummary>> {
+        let mut q = self.conn.prepare(
+            "SELECT r.id, r.tag, r.started_at, r.git_commit, r.kernel,
+                    (SELECT count(*) FROM results x WHERE x.run_id = r.id),
+                    (SELECT median_ns FROM results x WHERE x.run_id = r.id AND x.benchmark = ?1)
+             FROM runs r ORDER BY r.id DESC LIMIT ?2",
+        )?;
+        let rows = q.query_map(params![benchmark.unwrap_or(""), limit as i64], |r| {
+            Ok(RunSummary {
+                id: r.get(0)?,
+                tag: r.get(1)?,
+                started_at: r.get::<_, i64>(2)? as u64,
+                git_commit: r.get(3)?,
+                kernel: r.get(4)?,
+                benchmarks: r.get::<_, i64>(5)? as usize,
+                median_ns: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Benchmark names that match `pattern` exactly or by scenario name.
+    pub fn benchmarks_named(&self, pattern: &str) -> Result<Vec<String>> {
+        let mut q = self.conn.prepare("SELECT DISTINCT benchmark FROM results WHERE benchmark = ?1 OR benchmark LIKE '%/' || ?1 ORDER BY benchmark")?;
+        let rows = q.query_map([pattern], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}

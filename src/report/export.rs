@@ -1,0 +1,137 @@
+//! Exports other tools read: Bencher Metric Format (BMF) JSON, Go benchmark
+//! lines for benchstat, and CSV.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::model::{RunReport, ScenarioRecord};
+
+/// One BMF measure: Bencher's `{value, lower_value, upper_value}`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct BmfMeasure {
+    pub value: f64,
+    pub lower_value: f64,
+    pub upper_value: f64,
+}
+
+fn producers(r: &ScenarioRecord) -> f64 {
+    r.params.get("producers").and_then(|p| p.parse().ok()).unwrap_or(1.0)
+}
+
+/// benchmark name -> measure name -> measure. `latency` is the median ns/op
+/// with the bounds of its 95% confidence interval; `throughput` is ops/s
+/// over all producers, with the same interval inverted.
+pub fn bmf(report: &RunReport) -> BTreeMap<String, BTreeMap<String, BmfMeasure>> {
+    let mut out = BTreeMap::new();
+    for r in &report.results {
+        let Some(m) = &r.measurement else { continue };
+        let s = &m.summary;
+        let (lo, hi) = s.median_ci95;
+        let p = producers(r);
+        let mut measures = BTreeMap::new();
+        measures.insert("latency".to_string(), BmfMeasure { value: s.median, lower_value: lo, upper_value: hi });
+        measures.insert(
+            "throughput".to_string(),
+            BmfMeasure { value: p * 1e9 / s.median, lower_value: p * 1e9 / hi, upper_value: p * 1e9 / lo },
+        );
+        out.insert(r.benchmark_name(), measures);
+    }
+    out
+}
+
+/// "xdp-lb" -> "XdpLb": Go benchmark names start with an upper-case letter.
+fn go_name(workload: &str) -> String {
+    workload
+        .split(['-', '_'])
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+        })
+        .collect()
+}
+
+/// One line per sample, so benchstat sees the samples (not only a summary):
+/// `BenchmarkXdpLb/tcp-v4-lru-hit  <iterations>  <ns> ns/op`.
+pub fn gobench(report: &RunReport) -> String {
+    let env = &report.environment;
+    let mut out = String::new();
+    let _ = writeln!(out, "goos: linux\ngoarch: {}\npkg: bpfbench\ncpu: {}", std::env::consts::ARCH, env.cpu_model);
+    let _ = writeln!(out, "kernel: {}\ncommit: {}", env.kernel, env.git_commit);
+    for r in &report.results {
+        let Some(m) = &r.measurement else { continue };
+        let name = format!("Benchmark{}/{}", go_name(&r.workload), r.name.replace(char::is_whitespace, "_"));
+        for ns in &m.samples_ns {
+            let _ = writeln!(out, "{name}\t{}\t{ns:.3} ns/op", m.batch_iters);
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    workload: &'a str,
+    scenario: &'a str,
+    params: String,
+    validated: bool,
+    unavailable: &'a str,
+    error: &'a str,
+    n: Option<usize>,
+    median_ns: Option<f64>,
+    ci95_low_ns: Option<f64>,
+    ci95_high_ns: Option<f64>,
+    mean_ns: Option<f64>,
+    stddev_ns: Option<f64>,
+    cv: Option<f64>,
+    min_ns: Option<f64>,
+    p90_ns: Option<f64>,
+    p99_ns: Option<f64>,
+    max_ns: Option<f64>,
+    loop_median_ns: Option<f64>,
+    batch_iters: Option<u32>,
+}
+
+/// One row per scenario with its summary statistics.
+pub fn csv(report: &RunReport) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in &report.results {
+        let m = r.measurement.as_ref();
+        let s = m.map(|m| &m.summary);
+        w.serialize(CsvRow {
+            workload: &r.workload,
+            scenario: &r.name,
+            params: r.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            validated: r.validated,
+            unavailable: r.unavailable.as_deref().unwrap_or(""),
+            error: r.error.as_deref().unwrap_or(""),
+            n: s.map(|s| s.n),
+            median_ns: s.map(|s| s.median),
+            ci95_low_ns: s.map(|s| s.median_ci95.0),
+            ci95_high_ns: s.map(|s| s.median_ci95.1),
+            mean_ns: s.map(|s| s.mean),
+            stddev_ns: s.map(|s| s.stddev),
+            cv: s.map(|s| s.cv),
+            min_ns: s.map(|s| s.min),
+            p90_ns: s.map(|s| s.p90),
+            p99_ns: s.map(|s| s.p99),
+            max_ns: s.map(|s| s.max),
+            loop_median_ns: m.map(|m| m.overhead.summary.median),
+            batch_iters: m.map(|m| m.batch_iters),
+        })?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::go_name;
+
+    #[test]
+    fn go_names_are_capitalised_words() {
+        assert_eq!(go_name("xdp-lb"), "XdpLb");
+        assert_eq!(go_name("lpm-trie"), "LpmTrie");
+        assert_eq!(go_name("maps"), "Maps");
+    }
+}

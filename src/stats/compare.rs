@@ -1,0 +1,255 @@
+//! A/B comparison of two sample sets: ratio of medians with a bootstrap
+//! confidence interval, the Mann-Whitney U test, Holm's correction across
+//! benchmarks, and a verdict that needs both significance and an effect
+//! outside the noise threshold. Knows nothing of BPF.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal};
+
+use super::percentile_sorted;
+
+/// Bootstrap resamples per comparison; the interval's ends move by well
+/// under 0.1% between seeds at this count.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+/// Family-wise error rate the Holm-corrected p-values are held to.
+pub const ALPHA: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    Same,
+    Uncertain,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Same => "same",
+            Verdict::Uncertain => "uncertain",
+        }
+    }
+}
+
+/// B against A for one benchmark (ratio > 1: B takes longer).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    pub median_a: f64,
+    pub median_b: f64,
+    pub ratio: f64,
+    /// Bootstrap 95% interval of median(B) / median(A).
+    pub ratio_ci95: (f64, f64),
+    /// Two-sided Mann-Whitney U p-value, before correction.
+    pub p_value: f64,
+    /// After Holm's correction over the benchmarks compared together.
+    pub p_adjusted: f64,
+    pub verdict: Verdict,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile_sorted(v, 50.0)
+}
+
+/// Percentile bootstrap of the ratio of medians, resampling A and B
+/// independently. Seeded from the data, so a comparison is reproducible.
+pub fn ratio_ci(a: &[f64], b: &[f64], resamples: usize, level: f64) -> (f64, f64) {
+    let seed = a.iter().chain(b).fold(0x9e37_79b9_7f4a_7c15u64, |h, x| (h ^ x.to_bits()).wrapping_mul(0x0100_0000_01b3));
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut ra = vec![0.0; a.len()];
+    let mut rb = vec![0.0; b.len()];
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for x in ra.iter_mut() {
+            *x = a[rng.random_range(0..a.len())];
+        }
+        for x in rb.iter_mut() {
+            *x = b[rng.random_range(0..b.len())];
+        }
+        ratios.push(median(&mut rb) / median(&mut ra));
+    }
+    ratios.sort_by(f64::total_cmp);
+    let tail = (1.0 - level) / 2.0 * 100.0;
+    (percentile_sorted(&ratios, tail), percentile_sorted(&ratios, 100.0 - tail))
+}
+
+/// Two-sided Mann-Whitney U test, normal approximation with tie and
+/// continuity corrections (sound for the n >= 10 the runner collects).
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    if a.is_empty() || b.is_empty() {
+        return 1.0;
+    }
+    let mut all: Vec<(f64, bool)> = a.iter().map(|&x| (x, true)).chain(b.iter().map(|&x| (x, false))).collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    let (mut rank_sum_a, mut tie_term) = (0.0, 0.0);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        rank_sum_a += all[i..=j].iter().filter(|x| x.1).count() as f64 * rank;
+        i = j + 1;
+    }
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let mean = n1 * n2 / 2.0;
+    let nn = n1 + n2;
+    let var = n1 * n2 / 12.0 * ((nn + 1.0) - tie_term / (nn * (nn - 1.0)));
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    let normal = Normal::new(0.0, 1.0).expect("standard normal");
+    (2.0 * (1.0 - normal.cdf(z))).min(1.0)
+}
+
+/// Holm's step-down adjustment: controls the family-wise error rate.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (k, &i) in order.iter().enumerate() {
+        running = running.max(((m - k) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// faster/slower need a significant difference AND an interval wholly
+/// beyond the threshold; same needs the interval wholly within it.
+pub fn verdict(p_adjusted: f64, ci: (f64, f64), threshold: f64) -> Verdict {
+    let significant = p_adjusted < ALPHA;
+    if significant && ci.0 > 1.0 + threshold {
+        Verdict::Slower
+    } else if significant && ci.1 < 1.0 - threshold {
+        Verdict::Faster
+    } else if ci.0 >= 1.0 - threshold && ci.1 <= 1.0 + threshold {
+        Verdict::Same
+    } else {
+        Verdict::Uncertain
+    }
+}
+
+/// Compares each (A, B) pair, correcting p-values across all of them.
+pub fn compare_all(pairs: &[(&[f64], &[f64])], threshold: f64) -> Vec<Comparison> {
+    let raw: Vec<f64> = pairs.iter().map(|(a, b)| mann_whitney_p(a, b)).collect();
+    let adjusted = holm(&raw);
+    pairs
+        .iter()
+        .zip(raw.iter().zip(&adjusted))
+        .map(|((a, b), (&p, &pa))| {
+            let (ma, mb) = (median(&mut a.to_vec()), median(&mut b.to_vec()));
+            let ci = ratio_ci(a, b, BOOTSTRAP_RESAMPLES, 0.95);
+            Comparison {
+                median_a: ma,
+                median_b: mb,
+                ratio: mb / ma,
+                ratio_ci95: ci,
+                p_value: p,
+                p_adjusted: pa,
+                verdict: verdict(pa, ci, threshold),
+            }
+        })
+        .collect()
+}
+
+/// Geometric mean of the ratios: one number for "the suite got x% slower".
+pub fn geomean(ratios: &[f64]) -> Option<f64> {
+    (!ratios.is_empty()).then(|| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_distr_free::lognormal_noise;
+
+    /// Log-normal noise without another crate: Box-Muller on SmallRng.
+    mod rand_distr_free {
+        use rand::Rng;
+
+        pub fn lognormal_noise(rng: &mut impl Rng, n: usize, center: f64, cv: f64) -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    let (u1, u2): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
+                    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                    center * (cv * z).exp()
+                })
+                .collect()
+        }
+    }
+
+    fn noisy(seed: u64, n: usize) -> Vec<f64> {
+        lognormal_noise(&mut SmallRng::seed_from_u64(seed), n, 100.0, 0.05)
+    }
+
+    #[test]
+    fn identical_sample_sets_are_the_same() {
+        let a = noisy(1, 200);
+        let c = &compare_all(&[(&a, &a)], 0.02)[0];
+        assert_eq!(c.verdict, Verdict::Same, "{c:?}");
+        assert!((c.ratio - 1.0).abs() < 1e-12 && c.p_value > 0.9, "{c:?}");
+    }
+
+    #[test]
+    fn a_ten_percent_slowdown_is_slower_with_an_interval_containing_it() {
+        let a = noisy(2, 200);
+        let b: Vec<f64> = a.iter().map(|x| x * 1.10).collect();
+        let c = &compare_all(&[(&a, &b)], 0.02)[0];
+        assert_eq!(c.verdict, Verdict::Slower, "{c:?}");
+        assert!(c.ratio_ci95.0 <= 1.10 && 1.10 <= c.ratio_ci95.1, "{c:?}");
+        let f = &compare_all(&[(&b, &a)], 0.02)[0];
+        assert_eq!(f.verdict, Verdict::Faster, "{f:?}");
+    }
+
+    /// The false-alarm rate: A and B from the same distribution, n = 200.
+    #[test]
+    fn pure_noise_is_flagged_in_fewer_than_5_percent_of_trials() {
+        let trials = 400;
+        let mut flagged = 0;
+        for t in 0..trials {
+            let a = noisy(1000 + 2 * t, 200);
+            let b = noisy(1001 + 2 * t, 200);
+            let c = &compare_all(&[(&a, &b)], 0.02)[0];
+            if matches!(c.verdict, Verdict::Faster | Verdict::Slower) {
+                flagged += 1;
+            }
+        }
+        let rate = flagged as f64 / trials as f64;
+        eprintln!("false alarms: {flagged} of {trials} ({:.2}%)", rate * 100.0);
+        assert!(rate < 0.05, "false-alarm rate {rate}");
+    }
+
+    #[test]
+    fn mann_whitney_matches_a_known_value() {
+        // scipy.stats.mannwhitneyu([1,2,3,4,5],[6,7,8,9,10], method="asymptotic") -> p = 0.01167
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!((p - 0.01167).abs() < 5e-4, "{p}");
+    }
+
+    #[test]
+    fn holm_adjusts_step_down_and_keeps_order() {
+        let adj = holm(&[0.01, 0.04, 0.03, 0.5]);
+        assert_eq!(adj, vec![0.04, 0.09, 0.09, 0.5]);
+    }
+
+    #[test]
+    fn verdicts_need_significance_and_an_effect_beyond_the_threshold() {
+        assert_eq!(verdict(0.001, (1.05, 1.08), 0.02), Verdict::Slower);
+        assert_eq!(verdict(0.2, (1.05, 1.08), 0.02), Verdict::Uncertain);
+        assert_eq!(verdict(0.001, (1.01, 1.03), 0.02), Verdict::Uncertain);
+        assert_eq!(verdict(0.001, (1.001, 1.01), 0.02), Verdict::Same);
+        assert_eq!(verdict(0.001, (0.90, 0.95), 0.02), Verdict::Faster);
+    }
+}

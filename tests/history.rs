@@ -1,0 +1,213 @@
+//! The continuous-benchmarking layer: history store, exports and compare,
+//! on synthetic runs (no BPF needed) and through the command line.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use bpfbench::compare::compare_runs;
+use bpfbench::history::{DB_SCHEMA_VERSION, History};
+use bpfbench::report::export::{BmfMeasure, bmf};
+use bpfbench::report::model::{Baseline, Calibration, Environment, Measurement, RunOptionsRecord, RunReport, ScenarioRecord, parse_report, schema};
+use bpfbench::stats::Summary;
+use bpfbench::stats::compare::Verdict;
+
+fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bpfbench-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("history.sqlite")
+}
+
+fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
+    let summary = Summary::of(&samples).unwrap();
+    ScenarioRecord {
+        workload: "xdp-lb".into(),
+        name: name.into(),
+        group: "g".into(),
+        description: "d".into(),
+        params: BTreeMap::new(),
+        unavailable: None,
+        validated: true,
+        verdict: Some("XDP_TX".into()),
+        checks: vec![],
+        notes: vec![],
+        error: None,
+        program: None,
+        measurement: Some(Measurement {
+            batch_iters: 1000,
+            calibration: Calibration { estimate_ns_per_op: 10.0, proportionality_ratio: 2.0, proportional: true },
+            overhead: Baseline { key: "k".into(), batch_iters: 1000, samples_ns: samples.clone(), summary: summary.clone() },
+            samples_ns: samples,
+            summary,
+            warnings: vec![],
+        }),
+    }
+}
+
+/// Deterministic noise around `center` (CV about 3%).
+fn samples(center: f64, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..200)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            center * (1.0 + ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.1)
+        })
+        .collect()
+}
+
+fn run(tag: Option<&str>, scale: f64) -> RunReport {
+    RunReport {
+        schema: schema(),
+        tag: tag.map(String::from),
+        environment: Environment { kernel: "6.18".into(), git_commit: "abc".into(), ..Default::default() },
+        options: RunOptionsRecord { samples: 200, batch_ms: 10.0, warmup_s: 0.1, max_scenario_s: 10.0 },
+        results: vec![record("tcp-v4-lru-hit", samples(50.0 * scale, 1)), record("tcp-v4-lru-miss", samples(300.0 * scale, 2))],
+        interrupted: false,
+    }
+}
+
+#[test]
+fn json_round_trip_keeps_every_field() {
+    let r = run(Some("main"), 1.0);
+    let text = serde_json::to_string(&r).unwrap();
+    let back = parse_report(&text).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&r).unwrap());
+}
+
+#[test]
+fn corrupt_foreign_and_newer_json_get_errors_naming_the_problem() {
+    let err = |t: &str| parse_report(t).unwrap_err().to_string();
+    assert!(err("{not json").contains("not valid JSON"), "{}", err("{not json"));
+    assert!(err(r#"{"hello": 1}"#).contains("not a bpfbench result"));
+    assert!(err(r#"{"schema": "bpfbench.run/99"}"#).contains("newer bpfbench"));
+    assert!(err(r#"{"schema": "bpfbench.run/2", "results": 3}"#).contains("missing or malformed field"));
+}
+
+#[test]
+fn bmf_has_benchmark_measure_value_and_bounds() {
+    let doc = serde_json::to_value(bmf(&run(None, 1.0))).unwrap();
+    let obj = doc.as_object().unwrap();
+    assert_eq!(obj.len(), 2);
+    for (name, measures) in obj {
+        assert!(name.starts_with("xdp-lb/"), "{name}");
+        let measures = measures.as_object().unwrap();
+        assert_eq!(measures.keys().collect::<Vec<_>>(), ["latency", "throughput"]);
+        for m in measures.values() {
+            let m: BmfMeasure = serde_json::from_value(m.clone()).unwrap();
+            assert!(m.lower_value <= m.value && m.value <= m.upper_value, "{m:?}");
+        }
+    }
+}
+
+#[test]
+fn stored_runs_come_back_and_tags_find_the_newest() {
+    let path = temp_path("store");
+    let mut h = History::open(&path).unwrap();
+    let a = h.store(&run(Some("main"), 1.0)).unwrap();
+    let b = h.store(&run(Some("main"), 1.1)).unwrap();
+    assert_eq!(h.latest_with_tag("main").unwrap(), Some(b));
+    let back = h.load(a).unwrap();
+    assert_eq!(back.results[0].measurement.as_ref().unwrap().samples_ns, samples(50.0, 1));
+    let listed = h.list(Some("xdp-lb/tcp-v4-lru-hit"), 10).unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap());
+    let cmp = compare_runs(&h.load(a).unwrap(), "a", &h.load(b).unwrap(), "b", 0.02);
+    assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", cmp.render());
+    assert_eq!(cmp.regressions(5.0).len(), 2);
+    assert!(cmp.regressions(15.0).is_empty());
+}
+
+#[test]
+fn concurrent_writers_are_both_stored() {
+    let path = temp_path("concurrent");
+    History::open(&path).unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                // Each writer has its own connection, as separate processes would.
+                let mut h = History::open(&path).unwrap();
+                (0..10).map(|_| h.store(&run(Some(&format!("w{i}")), 1.0)).unwrap()).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut ids: Vec<i64> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 40);
+    assert_eq!(History::open(&path).unwrap().list(None, 100).unwrap().len(), 40);
+}
+
+/// Set in the child process of the test below: the database to half-write.
+const HALF_WRITER_ENV: &str = "BPFBENCH_TEST_HALF_WRITE_DB";
+
+#[test]
+fn a_writer_killed_mid_write_leaves_the_database_consistent() {
+    if let Some(db) = std::env::var_os(HALF_WRITER_ENV) {
+        // Child: write inside a transaction, say so, and wait to be killed.
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO runs (tag, started_at, git_commit, kernel, report_json) VALUES ('half', 0, 'x', 'y', '{');").unwrap();
+        std::fs::write(PathBuf::from(&db).with_extension("ready"), b"").unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        return;
+    }
+    let path = temp_path("killed");
+    let mut h = History::open(&path).unwrap();
+    h.store(&run(Some("before"), 1.0)).unwrap();
+    drop(h);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_writer_killed_mid_write_leaves_the_database_consistent", "--nocapture"])
+        .env(HALF_WRITER_ENV, &path)
+        .spawn()
+        .unwrap();
+    let ready = path.with_extension("ready");
+    let start = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(start.elapsed().as_secs() < 30, "the child never started writing");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL in the middle of the transaction
+    child.wait().unwrap();
+    let mut h = History::open(&path).unwrap();
+    let runs = h.list(None, 10).unwrap();
+    assert_eq!(runs.len(), 1, "only the committed run is visible");
+    assert_eq!(runs[0].tag.as_deref(), Some("before"));
+    assert!(h.load(runs[0].id).is_ok());
+    // And the database takes new runs again (no lock left behind).
+    h.store(&run(Some("after"), 1.0)).unwrap();
+}
+
+#[test]
+fn a_database_from_a_newer_bpfbench_is_refused_clearly() {
+    let path = temp_path("newer");
+    History::open(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [(DB_SCHEMA_VERSION + 1).to_string()]).unwrap();
+    drop(conn);
+    let err = format!("{:#}", History::open(&path).err().expect("refused"));
+    assert!(err.contains("written by a newer bpfbench"), "{err}");
+}
+
+#[test]
+fn compare_cli_reads_files_gates_regressions_and_names_bad_input() {
+    let dir = temp_path("cli").parent().unwrap().to_path_buf();
+    let a = dir.join("a.json");
+    let b = dir.join("b.json");
+    std::fs::write(&a, serde_json::to_string(&run(None, 1.0)).unwrap()).unwrap();
+    std::fs::write(&b, serde_json::to_string(&run(None, 1.10)).unwrap()).unwrap();
+    let bpfbench = |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().unwrap();
+    let o = bpfbench(&[ "compare".as_ref(), a.as_os_str(), b.as_os_str(), "--fail-on-regression".as_ref(), "5".as_ref()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("slower") && out.contains("geomean"), "{out}");
+    let o = bpfbench(&["compare".as_ref(), a.as_os_str(), a.as_os_str(), "--fail-on-regression".as_ref(), "5".as_ref()]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 same"));
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"schema\": \"bpfbench.run/2\", ").unwrap();
+    let o = bpfbench(&["compare".as_ref(), bad.as_os_str(), a.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("bad.json cannot be compared: not valid JSON") && err.lines().count() == 1, "{err}");
+}
