@@ -9,6 +9,7 @@ pub mod loops;
 pub mod packet_diff;
 pub mod prog_info;
 pub mod runner;
+pub mod skel_fds;
 pub mod system;
 pub mod test_run;
 pub mod timing;

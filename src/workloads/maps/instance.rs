@@ -3,7 +3,7 @@
 //! needs on it (fill, empty, count, read and rewind the per-CPU key cursors).
 
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result, bail, ensure};
 use bytemuck::{Pod, Zeroable};
@@ -12,6 +12,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
 
 use super::ops::{KeyLayout, MapKind, MapOp};
 use crate::harness::system::{self, libbpf_log_tail};
+use crate::harness::skel_fds::{map_handle, prog_fd};
 use crate::harness::timing::TimedXdpProgram;
 
 mod skel {
@@ -67,14 +68,6 @@ pub struct LoadedMapBench {
     map: MapHandle,
     state: MapHandle,
     ncpus: usize,
-}
-
-fn handle<T: std::fmt::Debug>(map: &libbpf_rs::MapImpl<'_, T>) -> Result<MapHandle> {
-    MapHandle::try_from(map).with_context(|| format!("duplicating map {:?}", map.name()))
-}
-
-fn prog_fd(p: &libbpf_rs::Program<'_>) -> Result<OwnedFd> {
-    p.as_fd().try_clone_to_owned().context("duplicating program fd")
 }
 
 /// max_entries for a map meant to hold `entries` keys.
@@ -135,10 +128,10 @@ impl LoadedMapBench {
         let (m, p) = (&skel.maps, &skel.progs);
         let bench = LoadedMapBench {
             config,
-            body: TimedXdpProgram::new(prog_fd(&p.map_bench)?, handle(&m.bench_ctl)?, handle(&m.bench_result)?)?,
-            empty: TimedXdpProgram::new(prog_fd(&p.map_bench_empty)?, handle(&m.bench_ctl)?, handle(&m.bench_result)?)?,
-            map: handle(&m.bench_map)?,
-            state: handle(&m.op_state)?,
+            body: TimedXdpProgram::new(prog_fd(&p.map_bench)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            empty: TimedXdpProgram::new(prog_fd(&p.map_bench_empty)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            map: map_handle(&m.bench_map)?,
+            state: map_handle(&m.op_state)?,
             ncpus,
         };
         Ok(bench)

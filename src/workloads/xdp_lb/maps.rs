@@ -4,7 +4,7 @@
 
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result};
 use bytemuck::{Pod, Zeroable};
@@ -14,6 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use super::maglev::{RingMember, build_ring};
 use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use crate::harness::system::{self, libbpf_log_tail};
+use crate::harness::skel_fds::{map_handle, prog_fd};
 use crate::harness::timing::TimedXdpProgram;
 
 mod skel {
@@ -149,15 +150,6 @@ pub struct LoadedLb {
     rings: Vec<Vec<u32>>,
 }
 
-/// Duplicates a skeleton map's descriptor, so the map outlives the skeleton.
-fn handle<T: std::fmt::Debug>(map: &libbpf_rs::MapImpl<'_, T>) -> Result<MapHandle> {
-    MapHandle::try_from(map).with_context(|| format!("duplicating map {:?}", map.name()))
-}
-
-fn prog_fd(p: &libbpf_rs::Program<'_>) -> Result<OwnedFd> {
-    p.as_fd().try_clone_to_owned().context("duplicating program fd")
-}
-
 impl LoadedLb {
     /// Loads the object, fills VIPs, reals, rings and per-CPU LRUs.
     pub fn load() -> Result<LoadedLb> {
@@ -175,18 +167,18 @@ impl LoadedLb {
         let m = &skel.maps;
         let p = &skel.progs;
         let lb = LoadedLb {
-            body: TimedXdpProgram::new(prog_fd(&p.xdp_lb)?, handle(&m.bench_ctl)?, handle(&m.bench_result)?)?,
-            baseline: TimedXdpProgram::new(prog_fd(&p.xdp_lb_overhead)?, handle(&m.bench_ctl)?, handle(&m.bench_result)?)?,
-            vip_map: handle(&m.vip_map)?,
-            reals: handle(&m.reals)?,
-            ch_rings: handle(&m.ch_rings)?,
-            lru_mapping: handle(&m.lru_mapping)?,
-            fallback_lru: handle(&m.fallback_lru)?,
-            ctl_array: handle(&m.ctl_array)?,
-            vip_stats: handle(&m.vip_stats)?,
-            real_stats: handle(&m.real_stats)?,
-            counters: handle(&m.lb_counters)?,
-            flowgen: handle(&m.flowgen)?,
+            body: TimedXdpProgram::new(prog_fd(&p.xdp_lb)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            baseline: TimedXdpProgram::new(prog_fd(&p.xdp_lb_overhead)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            vip_map: map_handle(&m.vip_map)?,
+            reals: map_handle(&m.reals)?,
+            ch_rings: map_handle(&m.ch_rings)?,
+            lru_mapping: map_handle(&m.lru_mapping)?,
+            fallback_lru: map_handle(&m.fallback_lru)?,
+            ctl_array: map_handle(&m.ctl_array)?,
+            vip_stats: map_handle(&m.vip_stats)?,
+            real_stats: map_handle(&m.real_stats)?,
+            counters: map_handle(&m.lb_counters)?,
+            flowgen: map_handle(&m.flowgen)?,
             rings: Vec::new(),
         };
         drop(skel);

@@ -458,8 +458,13 @@ static __always_inline int lb_process(struct xdp_md *ctx)
 	if (!ctl)
 		return XDP_ABORTED;
 #ifdef LB_EXTRA_WORK
-	if (lb_extra_work(&p) == 0xdeadbeef)
-		p.tos ^= 0;
+	{
+		/* An empty asm that consumes the hash keeps clang from deleting the
+		 * work (a result compared and then unused is dead code). */
+		__u32 extra = lb_extra_work(&p);
+
+		asm volatile("" : : "r"(extra));
+	}
 #endif
 
 	if (!(vip->flags & LB_VIP_LRU_BYPASS)) {
