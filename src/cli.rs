@@ -109,9 +109,13 @@ pub struct RunArgs {
     /// Do not store this run in the history.
     #[arg(long)]
     pub no_store: bool,
-    /// After the run, compare it against the newest stored run with this tag.
+    /// After the run, compare it against the stored runs with this tag.
     #[arg(long, value_name = "TAG")]
     pub compare_to: Option<String>,
+    /// Measure the selection N times over (each round stored as a run);
+    /// comparisons then work on per-run medians. The output shows the last round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub repeat: u64,
     #[command(flatten)]
     pub gate: GateArgs,
     #[command(flatten)]
@@ -142,11 +146,18 @@ pub struct GateArgs {
     /// Exit with status 1 when any benchmark is confidently slower by more than PCT percent.
     #[arg(long, value_name = "PCT")]
     pub fail_on_regression: Option<f64>,
+    /// A tag stands for up to this many of its newest runs.
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tag_runs: u64,
+    /// With `run --compare-to`: re-measure a suspected regression up to N
+    /// times and fail only if every re-measurement confirms it.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub confirm: u32,
 }
 
 impl Default for GateArgs {
     fn default() -> Self {
-        Self { threshold: 2.0, fail_on_regression: None }
+        Self { threshold: 2.0, fail_on_regression: None, tag_runs: 10, confirm: 2 }
     }
 }
 

@@ -112,10 +112,62 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     let listed = h.list(Some("xdp-lb/tcp-v4-lru-hit"), 10).unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap());
-    let cmp = compare_runs(&h.load(a).unwrap(), "a", &h.load(b).unwrap(), "b", 0.02);
+    let cmp = compare_runs(&[h.load(a).unwrap()], "a", &[h.load(b).unwrap()], "b", 0.02, &Default::default());
     assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", cmp.render());
     assert_eq!(cmp.regressions(5.0).len(), 2);
     assert!(cmp.regressions(15.0).is_empty());
+}
+
+#[test]
+fn run_to_run_noise_of_identical_code_widens_the_comparison() {
+    use bpfbench::compare::run_noise_from_history;
+    use bpfbench::report::model::ProgramRecord;
+    let with_program = |scale: f64, tag: &str| {
+        let mut r = run(None, scale);
+        for s in &mut r.results {
+            s.program = Some(ProgramRecord { name: "xdp_lb".into(), tag: tag.into(), xlated_bytes: 1, jited_bytes: 1 });
+        }
+        r
+    };
+    let path = temp_path("noise");
+    let mut h = History::open(&path).unwrap();
+    // Runs of the same code whose medians differ by a few percent.
+    for scale in [0.98, 1.0, 1.02] {
+        h.store(&with_program(scale, "aaaa")).unwrap();
+    }
+    let a = with_program(1.0, "aaaa");
+    let b = with_program(1.05, "bbbb");
+    let noise = run_noise_from_history(&h, &a).unwrap();
+    let (cv, runs) = noise["xdp-lb/tcp-v4-lru-hit"];
+    assert_eq!(runs, 3);
+    assert!((cv - 0.0297).abs() < 0.003, "{cv}");
+    // Within-run noise alone calls a 5% shift slower; with 3% run-to-run noise it is uncertain.
+    let bare = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &Default::default());
+    assert!(bare.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", bare.render());
+    let widened = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &noise);
+    assert!(widened.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3), "{}", widened.render());
+    // Code with no stored history gets no estimate, and the table says so.
+    let other = with_program(1.0, "cccc");
+    assert!(run_noise_from_history(&h, &other).unwrap().is_empty());
+    assert!(bare.render().contains("run noise ?: unknown for 2 benchmark(s)"));
+}
+
+#[test]
+fn several_runs_a_side_are_compared_by_their_medians() {
+    // Run levels that wander by about 2% between runs, as on a shared VM.
+    let levels = [1.0, 1.02, 0.99, 1.01, 0.98];
+    let a: Vec<RunReport> = levels.iter().map(|&l| run(None, l)).collect();
+    let b_slow: Vec<RunReport> = levels.iter().map(|&l| run(None, l * 1.10)).collect();
+    let b_same: Vec<RunReport> = levels.iter().rev().map(|&l| run(None, l)).collect();
+    let slow = compare_runs(&a, "a", &b_slow, "b", 0.02, &Default::default());
+    for c in &slow.benchmarks {
+        assert_eq!((c.method.as_str(), c.n_a, c.n_b), ("runs", 5, 5));
+        assert_eq!(c.result.verdict, Verdict::Slower, "{}", slow.render());
+        assert!(c.result.ratio_ci95.0 <= 1.10 && 1.10 <= c.result.ratio_ci95.1 + 0.02, "{}", slow.render());
+    }
+    let same = compare_runs(&a, "a", &b_same, "b", 0.02, &Default::default());
+    assert!(same.benchmarks.iter().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)), "{}", same.render());
+    assert!(slow.render().contains("5v5 runs"));
 }
 
 #[test]
@@ -147,7 +199,7 @@ fn a_writer_killed_mid_write_leaves_the_database_consistent() {
     if let Some(db) = std::env::var_os(HALF_WRITER_ENV) {
         // Child: write inside a transaction, say so, and wait to be killed.
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO runs (tag, started_at, git_commit, kernel, report_json) VALUES ('half', 0, 'x', 'y', '{');").unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES ('half', 0, 'x', 'y', 'z', '{');").unwrap();
         std::fs::write(PathBuf::from(&db).with_extension("ready"), b"").unwrap();
         std::thread::sleep(std::time::Duration::from_secs(60));
         return;

@@ -51,12 +51,15 @@ const TABLES: &str = "
         started_at INTEGER NOT NULL,
         git_commit TEXT NOT NULL,
         kernel TEXT NOT NULL,
+        cpu_model TEXT NOT NULL,
         report_json TEXT NOT NULL
     );
     CREATE TABLE IF NOT EXISTS results (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         benchmark TEXT NOT NULL,
         median_ns REAL,
+        -- kernel tag of the timed program: equal tags mean identical BPF code
+        program_tag TEXT,
         PRIMARY KEY (run_id, benchmark)
     );
     CREATE INDEX IF NOT EXISTS runs_by_tag ON runs(tag);
@@ -113,14 +116,27 @@ impl History {
         let json = serde_json::to_string(report)?;
         let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute(
-            "INSERT INTO runs (tag, started_at, git_commit, kernel, report_json) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![report.tag, report.environment.started_at as i64, report.environment.git_commit, report.environment.kernel, json],
+            "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                report.tag,
+                report.environment.started_at as i64,
+                report.environment.git_commit,
+                report.environment.kernel,
+                report.environment.cpu_model,
+                json
+            ],
         )?;
         let id = tx.last_insert_rowid();
         {
-            let mut ins = tx.prepare("INSERT OR REPLACE INTO results (run_id, benchmark, median_ns) VALUES (?1, ?2, ?3)")?;
+            let mut ins =
+                tx.prepare("INSERT OR REPLACE INTO results (run_id, benchmark, median_ns, program_tag) VALUES (?1, ?2, ?3, ?4)")?;
             for r in &report.results {
-                ins.execute(params![id, r.benchmark_name(), r.measurement.as_ref().map(|m| m.summary.median)])?;
+                ins.execute(params![
+                    id,
+                    r.benchmark_name(),
+                    r.measurement.as_ref().map(|m| m.summary.median),
+                    r.program.as_ref().map(|p| p.tag.clone())
+                ])?;
             }
         }
         tx.commit().with_context(|| format!("storing the run in {}", self.path.display()))?;
@@ -135,6 +151,13 @@ impl History {
             .optional()?
             .with_context(|| format!("no run {id} in {}; see 'bpfbench history'", self.path.display()))?;
         parse_report(&json).with_context(|| format!("run {id} in {}", self.path.display()))
+    }
+
+    /// Up to `limit` runs with this tag, newest first.
+    pub fn runs_with_tag(&self, tag: &str, limit: usize) -> Result<Vec<i64>> {
+        let mut q = self.conn.prepare("SELECT id FROM runs WHERE tag = ?1 ORDER BY id DESC LIMIT ?2")?;
+        let rows = q.query_map(params![tag, limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The newest run with this tag.
@@ -162,6 +185,19 @@ impl History {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// How much the median of `benchmark` varies between stored runs of
+    /// identical code (same program tag) on the same kernel and CPU model:
+    /// the noise a single run's own samples cannot show. Returns the
+    /// coefficient of variation of those medians and how many runs it rests on.
+    pub fn run_to_run_noise(&self, benchmark: &str, program_tag: &str, kernel: &str, cpu_model: &str) -> Result<Option<(f64, usize)>> {
+        let mut q = self.conn.prepare(
+            "SELECT x.median_ns FROM results x JOIN runs r ON r.id = x.run_id
+             WHERE x.benchmark = ?1 AND x.program_tag = ?2 AND r.kernel = ?3 AND r.cpu_model = ?4 AND x.median_ns IS NOT NULL",
+        )?;
+        let medians: Vec<f64> = q.query_map(params![benchmark, program_tag, kernel, cpu_model], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        Ok(crate::stats::compare::spread_of_medians(&medians).map(|cv| (cv, medians.len())))
     }
 
     /// Benchmark names that match `pattern` exactly or by scenario name.

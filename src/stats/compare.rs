@@ -48,6 +48,10 @@ pub struct Comparison {
     pub p_value: f64,
     /// After Holm's correction over the benchmarks compared together.
     pub p_adjusted: f64,
+    /// Run-to-run CV of this benchmark's median (from stored runs of the
+    /// same code), already folded into `ratio_ci95`; None when unknown.
+    #[serde(default)]
+    pub run_noise_cv: Option<f64>,
     pub verdict: Verdict,
 }
 
@@ -142,6 +146,48 @@ pub fn verdict(p_adjusted: f64, ci: (f64, f64), threshold: f64) -> Verdict {
     }
 }
 
+/// Stored runs of identical code needed before their spread is trusted.
+pub const MIN_RUNS_FOR_NOISE: usize = 3;
+
+/// Robust coefficient of variation of per-run medians (1.4826 x MAD over
+/// the median, which equals the CV for normal data but ignores the odd run
+/// a noisy neighbour ruined), or None with too few runs.
+pub fn spread_of_medians(medians: &[f64]) -> Option<f64> {
+    if medians.len() < MIN_RUNS_FOR_NOISE {
+        return None;
+    }
+    let mut v = medians.to_vec();
+    let center = median(&mut v);
+    let mut dev: Vec<f64> = medians.iter().map(|m| (m - center).abs()).collect();
+    Some(1.4826 * median(&mut dev) / center)
+}
+
+/// Widens a ratio interval by run-to-run noise. Within-run samples say
+/// nothing about how a whole run's level shifts (a VM neighbour, frequency,
+/// cache placement); two runs each carry that shift once, so the ratio's
+/// log-scale standard error gains sqrt(2) * cv, added in quadrature to the
+/// bootstrap's half-widths.
+pub fn widen_for_run_noise(ratio: f64, ci: (f64, f64), run_cv: f64) -> (f64, f64) {
+    let extra = 1.959_964 * std::f64::consts::SQRT_2 * run_cv;
+    let lo = (ratio / ci.0).ln().max(0.0);
+    let hi = (ci.1 / ratio).ln().max(0.0);
+    (ratio * (-(lo.hypot(extra))).exp(), ratio * hi.hypot(extra).exp())
+}
+
+/// Compares each (A, B) pair, correcting p-values across all of them.
+/// `run_noise[i]`, where known, is the run-to-run CV of pair i's benchmark.
+pub fn compare_all_with_noise(pairs: &[(&[f64], &[f64])], run_noise: &[Option<f64>], threshold: f64) -> Vec<Comparison> {
+    let mut out = compare_all(pairs, threshold);
+    for (c, noise) in out.iter_mut().zip(run_noise) {
+        if let Some(cv) = *noise {
+            c.ratio_ci95 = widen_for_run_noise(c.ratio, c.ratio_ci95, cv);
+            c.run_noise_cv = Some(cv);
+            c.verdict = verdict(c.p_adjusted, c.ratio_ci95, threshold);
+        }
+    }
+    out
+}
+
 /// Compares each (A, B) pair, correcting p-values across all of them.
 pub fn compare_all(pairs: &[(&[f64], &[f64])], threshold: f64) -> Vec<Comparison> {
     let raw: Vec<f64> = pairs.iter().map(|(a, b)| mann_whitney_p(a, b)).collect();
@@ -159,6 +205,7 @@ pub fn compare_all(pairs: &[(&[f64], &[f64])], threshold: f64) -> Vec<Comparison
                 ratio_ci95: ci,
                 p_value: p,
                 p_adjusted: pa,
+                run_noise_cv: None,
                 verdict: verdict(pa, ci, threshold),
             }
         })
@@ -240,6 +287,30 @@ mod tests {
         assert!((p - 0.01219).abs() < 2e-4, "{p}");
         // Ties: identical sets give p = 1.
         assert_eq!(mann_whitney_p(&[3.0, 3.0, 4.0], &[3.0, 3.0, 4.0]), 1.0);
+    }
+
+    #[test]
+    fn run_noise_widens_the_interval_and_can_turn_a_verdict_uncertain() {
+        let (lo, hi) = widen_for_run_noise(1.05, (1.04, 1.06), 0.03);
+        assert!(lo < 1.0 && hi > 1.12, "({lo}, {hi})");
+        // Zero noise changes nothing.
+        let (lo, hi) = widen_for_run_noise(1.05, (1.04, 1.06), 0.0);
+        assert!((lo - 1.04).abs() < 1e-12 && (hi - 1.06).abs() < 1e-12);
+        let a = noisy(7, 200);
+        let b: Vec<f64> = a.iter().map(|x| x * 1.05).collect();
+        assert_eq!(compare_all(&[(&a, &b)], 0.02)[0].verdict, Verdict::Slower);
+        assert_eq!(compare_all_with_noise(&[(&a, &b)], &[Some(0.03)], 0.02)[0].verdict, Verdict::Uncertain);
+        assert_eq!(compare_all_with_noise(&[(&a, &b)], &[Some(0.005)], 0.02)[0].verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn spread_needs_three_runs() {
+        assert_eq!(spread_of_medians(&[1.0, 2.0]), None);
+        let cv = spread_of_medians(&[99.0, 100.0, 101.0]).unwrap();
+        assert!((cv - 0.014826).abs() < 1e-9, "{cv}");
+        // One ruined run does not set the noise level.
+        let cv = spread_of_medians(&[99.0, 100.0, 101.0, 100.0, 140.0]).unwrap();
+        assert!(cv < 0.015, "{cv}");
     }
 
     #[test]

@@ -8,16 +8,16 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use bpfbench::cli::RunArgs;
-use bpfbench::compare::compare_runs;
+use bpfbench::compare::{CompareReport, RunNoise, compare_runs, run_noise_from_history};
 use bpfbench::harness::runner::{RunOptions, Runner};
 use bpfbench::harness::{ScenarioInfo, Workload, groups, system};
 use bpfbench::history::History;
-use bpfbench::report::model::{Environment, RunOptionsRecord, RunReport, schema};
+use bpfbench::report::model::{Environment, RunOptionsRecord, RunReport, ScenarioRecord, schema};
 use bpfbench::report::{self, Format};
 use bpfbench::workloads;
 use bpfbench::workloads::maps::{MapBench, MapKind, MapParams, Suite};
 
-use crate::stored::{emit, gate_fails};
+use crate::stored::emit;
 
 fn find_workload(name: &str) -> Result<Box<dyn Workload>> {
     workloads::all()
@@ -143,66 +143,62 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let mut history = if args.no_store && args.compare_to.is_none() { None } else { Some(History::open(&args.db.path())?) };
     let baseline = match (&args.compare_to, &history) {
         (Some(tag), Some(h)) => {
-            let id = h.latest_with_tag(tag)?.with_context(|| format!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", h.path().display()))?;
-            Some((id, h.load(id)?))
+            let ids = h.runs_with_tag(tag, args.gate.tag_runs as usize)?;
+            if ids.is_empty() {
+                bail!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", h.path().display());
+            }
+            let label = format!("tag {tag} ({} run{})", ids.len(), if ids.len() == 1 { "" } else { "s" });
+            Some((label, ids.iter().map(|&id| h.load(id)).collect::<Result<Vec<_>>>()?))
         }
         _ => None,
     };
-    if args.no_store {
-        history = None;
-    }
     let cpu = prepare(args.cpu)?;
-    let environment = Environment::capture(cpu);
     w.setup(cpu)?;
 
     let mut runner = Runner::new(opts.clone());
-    let mut results = Vec::new();
-    for (i, s) in selected.iter().enumerate() {
+    let options = RunOptionsRecord {
+        samples: opts.samples,
+        batch_ms: opts.batch_ms,
+        warmup_s: opts.warmup.as_secs_f64(),
+        max_scenario_s: opts.max_scenario_time.as_secs_f64(),
+    };
+    // Rounds, newest first (the order comparisons take).
+    let mut rounds: Vec<RunReport> = Vec::new();
+    for round in 1..=args.repeat {
+        if args.repeat > 1 && opts.progress {
+            eprintln!("round {round} of {}", args.repeat);
+        }
+        let environment = Environment::capture(cpu);
+        let results = measure(&mut runner, w.as_mut(), &selected, opts.progress);
+        let report = RunReport { schema: schema(), tag: args.tag.clone(), environment, options: options.clone(), results, interrupted: system::interrupted() };
+        if !report.interrupted
+            && let Some(h) = history.as_mut().filter(|_| !args.no_store)
+        {
+            let id = h.store(&report)?;
+            eprintln!("bpfbench: stored as run {id} in {}", h.path().display());
+        }
+        rounds.insert(0, report);
         if system::interrupted() {
             break;
         }
-        if opts.progress {
-            eprintln!("[{}/{}] {}", i + 1, selected.len(), s.name);
-        }
-        results.push(runner.run_scenario(w.as_mut(), s));
     }
-    let interrupted = system::interrupted();
-    if interrupted {
-        // A scenario cut short by Ctrl-C is not a result.
-        results.retain(|r| r.error.as_deref().is_none_or(|e| !e.contains("interrupted")));
-    }
-    let failed = results.iter().filter(|r| r.measurement.is_none() && r.unavailable.is_none()).count();
-    let report = RunReport {
-        schema: schema(),
-        tag: args.tag.clone(),
-        environment,
-        options: RunOptionsRecord {
-            samples: opts.samples,
-            batch_ms: opts.batch_ms,
-            warmup_s: opts.warmup.as_secs_f64(),
-            max_scenario_s: opts.max_scenario_time.as_secs_f64(),
-        },
-        results,
-        interrupted,
-    };
-    emit(&report::render(&report, args.format, args.verbose)?, args.output.as_deref())?;
-    if interrupted {
+    let report = &rounds[0];
+    emit(&report::render(report, args.format, args.verbose)?, args.output.as_deref())?;
+    if report.interrupted {
         return Ok(ExitCode::from(130));
     }
     let mut code = ExitCode::SUCCESS;
-    if let Some(h) = history.as_mut() {
-        let id = h.store(&report)?;
-        eprintln!("bpfbench: stored as run {id} in {}", h.path().display());
-    }
-    if let (Some((base_id, base)), Some(tag)) = (baseline, &args.compare_to) {
-        let cmp = compare_runs(&base, &format!("run {base_id} (tag {tag})"), &report, "this run", args.gate.threshold / 100.0);
-        let text = cmp.render();
-        // Keep standard output machine-readable when a format other than table was asked for.
-        if args.format == Format::Table && args.output.is_none() { print!("\n{text}") } else { eprint!("{text}") }
-        if gate_fails(&cmp, &args.gate) {
+    if let Some((label, base)) = baseline {
+        let noise = match &history {
+            Some(h) => run_noise_from_history(h, &base[0])?,
+            None => Default::default(),
+        };
+        let gate = Gate { args: &args, base: &base, base_label: &label, noise: &noise };
+        if gate.fails(&rounds, &mut runner, w.as_mut(), &selected)? {
             code = ExitCode::FAILURE;
         }
     }
+    let failed = report.results.iter().filter(|r| r.measurement.is_none() && r.unavailable.is_none()).count();
     if failed > 0 {
         eprintln!("bpfbench: {failed} scenario(s) failed; see above");
         return Ok(ExitCode::FAILURE);
@@ -210,3 +206,82 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(code)
 }
 
+/// Validates and times every selected scenario once; what Ctrl-C cut short
+/// is left out.
+fn measure(runner: &mut Runner, w: &mut dyn Workload, selected: &[ScenarioInfo], progress: bool) -> Vec<ScenarioRecord> {
+    let mut results = Vec::new();
+    for (i, s) in selected.iter().enumerate() {
+        if system::interrupted() {
+            break;
+        }
+        if progress {
+            eprintln!("[{}/{}] {}", i + 1, selected.len(), s.name);
+        }
+        results.push(runner.run_scenario(w, s));
+    }
+    if system::interrupted() {
+        results.retain(|r| r.error.as_deref().is_none_or(|e| !e.contains("interrupted")));
+    }
+    results
+}
+
+/// The CI gate of `run --compare-to`: compare, then re-measure suspected
+/// regressions before failing.
+struct Gate<'a> {
+    args: &'a RunArgs,
+    base: &'a [RunReport],
+    base_label: &'a str,
+    noise: &'a RunNoise,
+}
+
+impl Gate<'_> {
+    fn compare(&self, runs: &[RunReport], label: &str) -> CompareReport {
+        compare_runs(self.base, self.base_label, runs, label, self.args.gate.threshold / 100.0, self.noise)
+    }
+
+    fn suspects(&self, cmp: &CompareReport) -> Vec<String> {
+        match self.args.gate.fail_on_regression {
+            Some(pct) => cmp.regressions(pct).iter().map(|b| b.benchmark.clone()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn fails(&self, rounds: &[RunReport], runner: &mut Runner, w: &mut dyn Workload, selected: &[ScenarioInfo]) -> Result<bool> {
+        let label = if rounds.len() == 1 { "this run".to_string() } else { format!("this run ({} rounds)", rounds.len()) };
+        let cmp = self.compare(rounds, &label);
+        let text = cmp.render();
+        // Keep standard output machine-readable when a format other than table was asked for.
+        if self.args.format == Format::Table && self.args.output.is_none() { print!("\n{text}") } else { eprint!("{text}") }
+        let mut suspects = self.suspects(&cmp);
+        // A whole run can land in a slow state of a shared machine; a real
+        // regression survives re-measuring, a bad run does not.
+        for round in 1..=self.args.gate.confirm {
+            if suspects.is_empty() || system::interrupted() {
+                break;
+            }
+            eprintln!("bpfbench: confirming {} suspected regression(s), re-measurement {round} of {}", suspects.len(), self.args.gate.confirm);
+            let workload = w.name();
+            let rerun: Vec<ScenarioInfo> =
+                selected.iter().filter(|s| suspects.iter().any(|b| *b == format!("{workload}/{}", s.name))).cloned().collect();
+            let mut again = rounds[0].clone();
+            again.results = measure(runner, w, &rerun, false);
+            let cmp = self.compare(std::slice::from_ref(&again), &format!("re-measurement {round}"));
+            let still = self.suspects(&cmp);
+            for gone in suspects.iter().filter(|b| !still.contains(b)) {
+                eprintln!("bpfbench: {gone}: not slower on re-measurement {round}; counted as noise");
+            }
+            if !still.is_empty() {
+                eprint!("{}", cmp.render());
+            }
+            suspects = still;
+        }
+        for b in &suspects {
+            eprintln!(
+                "bpfbench: regression: {b} is slower than {} beyond --fail-on-regression {}%",
+                self.base_label,
+                self.args.gate.fail_on_regression.unwrap_or(0.0)
+            );
+        }
+        Ok(!suspects.is_empty())
+    }
+}

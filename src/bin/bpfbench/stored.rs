@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use bpfbench::cli::{CompareFormat, GateArgs};
-use bpfbench::compare::{CompareReport, compare_runs};
+use bpfbench::compare::{CompareReport, compare_runs, run_noise_from_history};
 use bpfbench::history::History;
 use bpfbench::report::model::{RunReport, parse_report};
 use bpfbench::report::{self, Format};
@@ -29,7 +29,7 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     }
 }
 
-pub fn gate_fails(cmp: &CompareReport, gate: &GateArgs) -> bool {
+fn gate_fails(cmp: &CompareReport, gate: &GateArgs) -> bool {
     let Some(pct) = gate.fail_on_regression else { return false };
     let bad = cmp.regressions(pct);
     for b in &bad {
@@ -44,25 +44,32 @@ pub fn gate_fails(cmp: &CompareReport, gate: &GateArgs) -> bool {
     !bad.is_empty()
 }
 
-/// A run named on the command line: a JSON file, a run id or a tag.
-fn resolve_run(spec: &str, db: &Path) -> Result<(RunReport, String)> {
+/// Runs named on the command line, newest first: a JSON file or a run id
+/// (one run), or a tag (up to `tag_runs` of its newest runs).
+pub fn resolve_runs(spec: &str, db: &Path, tag_runs: usize) -> Result<(Vec<RunReport>, String)> {
     let path = Path::new(spec);
     if path.is_file() {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {spec}"))?;
         let report = parse_report(&text).with_context(|| format!("{spec} cannot be compared"))?;
-        return Ok((report, spec.to_string()));
+        return Ok((vec![report], spec.to_string()));
     }
     if !db.exists() {
         bail!("'{spec}' is not a file, and there is no history database at {} to look it up in", db.display());
     }
     let h = History::open(db)?;
     if let Ok(id) = spec.parse::<i64>() {
-        return Ok((h.load(id)?, format!("run {id}")));
+        return Ok((vec![h.load(id)?], format!("run {id}")));
     }
-    match h.latest_with_tag(spec)? {
-        Some(id) => Ok((h.load(id)?, format!("run {id} (tag {spec})"))),
-        None => bail!("'{spec}' is not a file, a run id or a tag in {}; see 'bpfbench history'", db.display()),
+    let ids = h.runs_with_tag(spec, tag_runs)?;
+    if ids.is_empty() {
+        bail!("'{spec}' is not a file, a run id or a tag in {}; see 'bpfbench history'", db.display());
     }
+    let label = match ids.as_slice() {
+        [one] => format!("run {one} (tag {spec})"),
+        many => format!("tag {spec}: {} runs, {}..{}", many.len(), many[many.len() - 1], many[0]),
+    };
+    let runs = ids.iter().map(|&id| h.load(id)).collect::<Result<Vec<_>>>()?;
+    Ok((runs, label))
 }
 
 pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCode> {
@@ -116,8 +123,9 @@ fn utc(secs: u64) -> String {
 }
 
 pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Path) -> Result<ExitCode> {
-    let (report, _) = resolve_run(run, db)?;
-    emit(&report::render(&report, format, verbose)?, output)?;
+    let (runs, _) = resolve_runs(run, db, 1)?;
+    let report = &runs[0];
+    emit(&report::render(report, format, verbose)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -125,9 +133,10 @@ pub fn compare(a: &str, b: &str, gate: &GateArgs, format: CompareFormat, db: &Pa
     if !(gate.threshold.is_finite() && gate.threshold >= 0.0) {
         bail!("--threshold must be a percentage of at least 0, got {}", gate.threshold);
     }
-    let (ra, la) = resolve_run(a, db)?;
-    let (rb, lb) = resolve_run(b, db)?;
-    let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold / 100.0);
+    let (ra, la) = resolve_runs(a, db, gate.tag_runs as usize)?;
+    let (rb, lb) = resolve_runs(b, db, gate.tag_runs as usize)?;
+    let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { Default::default() };
+    let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold / 100.0, &noise);
     if cmp.benchmarks.is_empty() {
         bail!("{la} and {lb} have no measured benchmark in common");
     }

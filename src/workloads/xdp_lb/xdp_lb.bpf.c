@@ -428,7 +428,8 @@ static __always_inline __u32 lb_extra_work(struct lb_packet *p)
 	__u32 h = 0;
 	int i;
 
-#pragma unroll
+	/* Not unrolled: large N would otherwise spill past the stack limit. */
+#pragma clang loop unroll(disable)
 	for (i = 0; i < LB_EXTRA_WORK; i++)
 		h = jhash_2words(h, p->flow.ports, i);
 	return h;
