@@ -134,3 +134,27 @@ fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
     let free = out.lines().find(|l| l.trim_start().starts_with("free:")).expect("free line");
     assert!(free.contains("N/A (fentry") || free.contains("ms/op") || free.contains("us/op"), "{free}");
 }
+
+#[test]
+fn repeated_runs_are_stored_and_gate_against_their_tag() {
+    let dir = std::env::temp_dir().join(format!("bpfbench-gate-{}", std::process::id()));
+    let db = dir.join("h.sqlite");
+    let db = db.to_str().unwrap();
+    let quick = ["-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1", "--db", db];
+    // An unknown baseline tag is refused before anything is measured.
+    let o = bpfbench(&[&["run", "--compare-to", "nope"][..], &quick].concat());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no stored run has tag 'nope'"), "{}", stderr(&o));
+    let o = bpfbench(&[&["run", "--repeat", "3", "--tag", "base", "--no-store"][..], &quick].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = bpfbench(&[&["run", "--repeat", "3", "--tag", "base"][..], &quick].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches("stored as run").count(), 3, "{}", stderr(&o));
+    // Same code against itself: 3 v 3 runs is too few for a run-level test, so the
+    // samples are compared with the tag's own spread as run noise; a 50% gate must pass.
+    let o = bpfbench(&[&["run", "--repeat", "3", "--compare-to", "base", "--fail-on-regression", "50", "--no-store"][..], &quick].concat());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("tag base (3 runs)"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
