@@ -58,6 +58,26 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Interleaved A/B of two bpfbench builds (e.g. before and after a BPF
+    /// change): runs A, B, A, B, ... and compares per-run medians, so a slow
+    /// phase of the machine hits both sides alike.
+    Ab {
+        /// bpfbench binary of the baseline build.
+        a: std::path::PathBuf,
+        /// bpfbench binary of the candidate build.
+        b: std::path::PathBuf,
+        /// Runs of each build.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(3..=100))]
+        rounds: u64,
+        #[command(flatten)]
+        gate: GateArgs,
+        /// table, or json for machines.
+        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+        format: CompareFormat,
+        /// Arguments of `bpfbench run` for both builds (after --), e.g. -- -s tcp-v4-lru-hit
+        #[arg(last = true)]
+        run_args: Vec<String>,
+    },
     /// Measure the candidate loop constructs for the in-BPF timing loop.
     Loops {
         #[arg(long)]

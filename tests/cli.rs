@@ -158,3 +158,21 @@ fn repeated_runs_are_stored_and_gate_against_their_tag() {
     assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("tag base (3 runs)"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ab_interleaves_two_builds_and_compares_their_runs() {
+    let me = env!("CARGO_BIN_EXE_bpfbench");
+    let o = bpfbench(&["ab", "/nonexistent", me]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/nonexistent is not a file"), "{}", stderr(&o));
+    let o = bpfbench(&["ab", me, me, "--", "--format", "csv"]);
+    assert!(stderr(&o).contains("--format is set by 'bpfbench ab' itself"), "{}", stderr(&o));
+    // The same build against itself, 4 rounds each: never slower beyond 50%.
+    let o = bpfbench(&[
+        "ab", me, me, "--rounds", "4", "--fail-on-regression", "50", "--", "-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("4v4 runs") && out.contains("interleaved"), "{out}");
+    assert_eq!(stderr(&o).matches("bpfbench ab: round").count(), 8, "{}", stderr(&o));
+}

@@ -1,5 +1,6 @@
 //! The `bpfbench` command.
 
+mod ab;
 mod run;
 mod stored;
 
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Some(Command::History { scenario, limit, db }) => stored::history(scenario.as_deref(), limit, &db.path()),
         Some(Command::Show { run, format, output, verbose, db }) => stored::show(&run, format, output.as_deref(), verbose, &db.path()),
         Some(Command::Compare { a, b, gate, format, db }) => stored::compare(&a, &b, &gate, format, &db.path()),
+        Some(Command::Ab { a, b, rounds, gate, format, run_args }) => ab::ab(&a, &b, rounds as usize, &gate, format, &run_args),
     };
     match result {
         Ok(code) => code,

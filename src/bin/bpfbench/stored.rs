@@ -140,9 +140,14 @@ pub fn compare(a: &str, b: &str, gate: &GateArgs, format: CompareFormat, db: &Pa
     if cmp.benchmarks.is_empty() {
         bail!("{la} and {lb} have no measured benchmark in common");
     }
+    print_comparison(&cmp, format, gate)
+}
+
+/// Prints a comparison and applies --fail-on-regression.
+pub fn print_comparison(cmp: &CompareReport, format: CompareFormat, gate: &GateArgs) -> Result<ExitCode> {
     match format {
         CompareFormat::Table => print!("{}", cmp.render()),
-        CompareFormat::Json => println!("{}", serde_json::to_string_pretty(&cmp)?),
+        CompareFormat::Json => println!("{}", serde_json::to_string_pretty(cmp)?),
     }
-    Ok(if gate_fails(&cmp, gate) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if gate_fails(cmp, gate) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
