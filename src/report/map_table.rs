@@ -1,6 +1,6 @@
 //! Text output of the map workloads: one line per operation in the shape of
 //! the kernel selftests' LPM-trie bench ("throughput X ± Y M ops/s (Z M
-//! ops/prod), latency W ns/op"), then, for the `maps` workload, a matrix
+//! ops/prod), latency W ns/op") plus the sample count, then, for the `maps` workload, a matrix
 //! (map type x op) per size and a size sweep per op.
 
 use std::fmt::Write as _;
@@ -69,8 +69,9 @@ fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
     let (p, pu) = rate(total / producers);
     let (lat, lu) = duration(m.summary.median * per);
     format!(
-        "{label}: throughput {t:8.3} ± {:.3} {tu} ops/s ({p:7.3}{pu} ops/prod), latency {lat:8.3} {lu}/{unit}\n",
-        sd / (total / t)
+        "{label}: throughput {t:8.3} ± {:.3} {tu} ops/s ({p:7.3}{pu} ops/prod), latency {lat:8.3} {lu}/{unit}  (n={})\n",
+        sd / (total / t),
+        m.summary.n
     )
 }
 
