@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bpfbench::harness::runner::{RunOptions, Runner};
 use bpfbench::harness::{ScenarioInfo, Variant, Workload, system};
-use bpfbench::workloads::maps::{MapBench, MapKind, MapOp, MapParams, Suite};
+use bpfbench::workloads::maps::{MapBench, MapOp, MapParams, Suite};
 use common::prepared_cpu;
 
 fn bench(suite: Suite, edit: impl FnOnce(&mut MapParams)) -> MapBench {
@@ -151,5 +151,5 @@ fn impossible_requests_are_refused_in_one_line() {
         p.prefix_len = 8;
         p.entries = vec![1000];
     }, "does not fit in /8 prefixes");
-    refuse(|p| p.maps = vec![MapKind::Hash, MapKind::Array].into_iter().filter(|_| false).collect(), "nothing to run");
+    refuse(|p| p.maps = Vec::new(), "nothing to run");
 }

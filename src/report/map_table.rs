@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::model::{RunReport, ScenarioRecord};
+use crate::stats::Summary;
 
 fn param<'a>(r: &'a ScenarioRecord, key: &str) -> Option<&'a str> {
     r.params.get(key).map(String::as_str)
@@ -36,14 +37,6 @@ fn duration(ns: f64) -> (f64, &'static str) {
     }
 }
 
-/// Sample mean and standard deviation.
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    (mean, var.sqrt())
-}
-
 /// One line in the selftests' shape. Throughput is total over producers;
 /// `drain` counts whole maps drained (its samples are per deleted key).
 fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
@@ -63,7 +56,7 @@ fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
     };
     // Throughput per sample, so its spread is the spread of throughput.
     let tput: Vec<f64> = m.samples_ns.iter().map(|ns| producers * 1e9 / (ns * per)).collect();
-    let (_, sd) = mean_sd(&tput);
+    let sd = Summary::of(&tput).map_or(0.0, |t| t.stddev);
     let total = producers * 1e9 / (m.summary.median * per);
     let (t, tu) = rate(total);
     let (p, pu) = rate(total / producers);

@@ -22,6 +22,7 @@ struct bpf_map___probe {
 
 __u32 target_map_id;	/* set by the host before it drops the map */
 __u64 started_ns;
+__u64 target_work;	/* the target's work_struct, to match its exit */
 __u64 free_ns;		/* duration of the target's free, once done */
 __u32 freed;		/* 1 when free_ns is valid */
 
@@ -38,16 +39,19 @@ static __always_inline __u32 map_id_of(void *work)
 SEC("fentry/bpf_map_free_deferred")
 int on_free_enter(unsigned long long *ctx)
 {
-	if (target_map_id && map_id_of((void *)ctx[0]) == target_map_id)
+	if (target_map_id && map_id_of((void *)ctx[0]) == target_map_id) {
+		target_work = ctx[0];
 		started_ns = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 
 SEC("fexit/bpf_map_free_deferred")
 int on_free_exit(unsigned long long *ctx)
 {
-	/* The map is gone by now: match on the start we recorded instead. */
-	if (started_ns && !freed) {
+	/* The map is gone by now: match the work item's address instead (only
+	 * compared, never dereferenced), so another map's free cannot end ours. */
+	if (started_ns && !freed && ctx[0] == target_work) {
 		free_ns = bpf_ktime_get_ns() - started_ns;
 		freed = 1;
 	}

@@ -48,6 +48,7 @@ impl FreeProbe {
         bss.freed = 0;
         bss.started_ns = 0;
         bss.free_ns = 0;
+        bss.target_work = 0;
         bss.target_map_id = id;
         drop(map);
         let start = Instant::now();

@@ -236,18 +236,20 @@ impl MapBench {
     /// over all producers.
     fn run_body(&mut self, iters: u32) -> Result<BatchTiming> {
         let plan = self.active_plan.context("no map scenario has been validated")?;
+        let before = self.producer_states()?;
+        let mut failures_before: u64 = before.iter().map(|s| s.failures).sum();
         let mut iters = iters;
         if plan.op.consumes_keys() {
             let slice = self.slice_len(plan);
-            let done = self.producer_states()?[0].cursor as u32;
-            let mut remaining = slice.saturating_sub(done);
+            // Producer 0's slice starts at key 0, so its cursor is its progress.
+            let mut remaining = slice.saturating_sub(before[0].cursor as u32);
             if remaining == 0 || (plan.op == MapOp::Drain && remaining != slice) {
-                self.restore_start(plan)?;
+                self.restore_start(plan)?; // also zeroes the counts
                 remaining = slice;
+                failures_before = 0;
             }
             iters = if plan.op == MapOp::Drain { slice } else { iters.min(remaining) };
         }
-        let failures_before: u64 = self.producer_states()?.iter().map(|s| s.failures).sum();
         let cpus = self.cpus.clone();
         let inst = self.active.as_mut().context("no map scenario has been validated")?;
         let timings = if cpus.len() == 1 {
@@ -334,7 +336,7 @@ impl MapBench {
             let v = b.active()?.value(idx, b.cpus[0])?;
             Ok(v.is_some_and(|v| v.iter().all(|&x| x == WRITTEN_BYTE)))
         };
-        if !plan.op.starts_empty() && matches!(plan.op, MapOp::Lookup | MapOp::Update | MapOp::Delete | MapOp::Drain) {
+        if matches!(plan.op, MapOp::Lookup | MapOp::Update | MapOp::Delete | MapOp::Drain) {
             self.active()?.fill(0, e)?;
             let have = count(self)?;
             c.expect(have == e as usize, format!("filled from userspace: {have} of {e} keys present"))?;
