@@ -112,6 +112,8 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     let listed = h.list(Some("xdp-lb/tcp-v4-lru-hit"), 10).unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap());
+    let (lo, hi) = listed[0].ci95_ns.unwrap();
+    assert!(lo <= listed[0].median_ns.unwrap() && listed[0].median_ns.unwrap() <= hi && listed[0].samples == Some(200));
     let cmp = compare_runs(&[h.load(a).unwrap()], "a", &[h.load(b).unwrap()], "b", 0.02, &Default::default());
     assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", cmp.render());
     assert_eq!(cmp.regressions(5.0).len(), 2);

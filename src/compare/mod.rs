@@ -203,13 +203,14 @@ impl CompareReport {
         let _ = writeln!(out, "A: {}\nB: {}", self.a, self.b);
         let _ = writeln!(
             out,
-            "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>10}  verdict (noise threshold ±{:.1}%)",
+            "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>14}  {:>9}  verdict (noise threshold ±{:.1}%)",
             "benchmark",
             "A ns/op",
             "B ns/op",
             "B/A",
             "95% CI",
             "p(Holm)",
+            "n A v B",
             "run noise",
             self.threshold * 100.0
         );
@@ -217,7 +218,7 @@ impl CompareReport {
             let r = &b.result;
             let _ = writeln!(
                 out,
-                "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>10}  {}",
+                "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>14}  {:>9}  {}",
                 b.benchmark,
                 r.median_a,
                 r.median_b,
@@ -225,8 +226,9 @@ impl CompareReport {
                 r.ratio_ci95.0,
                 r.ratio_ci95.1,
                 r.p_adjusted,
+                format!("{}v{} {}", b.n_a, b.n_b, b.method),
                 match (b.method.as_str(), r.run_noise_cv) {
-                    ("runs", _) => format!("{}v{} runs", b.n_a, b.n_b),
+                    ("runs", _) => "in data".to_string(),
                     (_, Some(cv)) => format!("{:.1}%", cv * 100.0),
                     (_, None) => "?".to_string(),
                 },

@@ -30,8 +30,10 @@ pub struct RunSummary {
     pub git_commit: String,
     pub kernel: String,
     pub benchmarks: usize,
-    /// The median of the scenario asked for, if the run has it.
+    /// The scenario asked for, if the run measured it: median, its 95% CI, samples.
     pub median_ns: Option<f64>,
+    pub ci95_ns: Option<(f64, f64)>,
+    pub samples: Option<usize>,
 }
 
 /// `$XDG_DATA_HOME/bpfbench/history.sqlite`, else `~/.local/share/...`.
@@ -58,6 +60,9 @@ const TABLES: &str = "
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         benchmark TEXT NOT NULL,
         median_ns REAL,
+        ci_low_ns REAL,
+        ci_high_ns REAL,
+        samples INTEGER,
         -- kernel tag of the timed program: equal tags mean identical BPF code
         program_tag TEXT,
         PRIMARY KEY (run_id, benchmark)
@@ -129,12 +134,16 @@ impl History {
         let id = tx.last_insert_rowid();
         {
             let mut ins =
-                tx.prepare("INSERT OR REPLACE INTO results (run_id, benchmark, median_ns, program_tag) VALUES (?1, ?2, ?3, ?4)")?;
+                tx.prepare("INSERT OR REPLACE INTO results (run_id, benchmark, median_ns, ci_low_ns, ci_high_ns, samples, program_tag) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
             for r in &report.results {
+                let s = r.measurement.as_ref().map(|m| &m.summary);
                 ins.execute(params![
                     id,
                     r.benchmark_name(),
-                    r.measurement.as_ref().map(|m| m.summary.median),
+                    s.map(|s| s.median),
+                    s.map(|s| s.median_ci95.0),
+                    s.map(|s| s.median_ci95.1),
+                    s.map(|s| s.n as i64),
                     r.program.as_ref().map(|p| p.tag.clone())
                 ])?;
             }
@@ -170,8 +179,9 @@ impl History {
         let mut q = self.conn.prepare(
             "SELECT r.id, r.tag, r.started_at, r.git_commit, r.kernel,
                     (SELECT count(*) FROM results x WHERE x.run_id = r.id),
-                    (SELECT median_ns FROM results x WHERE x.run_id = r.id AND x.benchmark = ?1)
-             FROM runs r ORDER BY r.id DESC LIMIT ?2",
+                    x.median_ns, x.ci_low_ns, x.ci_high_ns, x.samples
+             FROM runs r LEFT JOIN results x ON x.run_id = r.id AND x.benchmark = ?1
+             ORDER BY r.id DESC LIMIT ?2",
         )?;
         let rows = q.query_map(params![benchmark.unwrap_or(""), limit as i64], |r| {
             Ok(RunSummary {
@@ -182,6 +192,11 @@ impl History {
                 kernel: r.get(4)?,
                 benchmarks: r.get::<_, i64>(5)? as usize,
                 median_ns: r.get(6)?,
+                ci95_ns: match (r.get::<_, Option<f64>>(7)?, r.get::<_, Option<f64>>(8)?) {
+                    (Some(lo), Some(hi)) => Some((lo, hi)),
+                    _ => None,
+                },
+                samples: r.get::<_, Option<i64>>(9)?.map(|n| n as usize),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -86,11 +86,14 @@ pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCo
         },
     };
     let runs = h.list(benchmark.as_deref(), limit)?;
-    let col = benchmark.as_deref().map(|b| format!("{b} p50 ns/op")).unwrap_or_else(|| "benchmarks".into());
+    let col = benchmark.as_deref().map(|b| format!("{b}: p50 ns/op [95% CI] n")).unwrap_or_else(|| "benchmarks".into());
     println!("{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {col}", "run", "started (UTC)", "tag", "commit", "kernel");
     for r in runs {
         let value = match (&benchmark, r.median_ns) {
-            (Some(_), Some(m)) => format!("{m:.2}"),
+            (Some(_), Some(m)) => match (r.ci95_ns, r.samples) {
+                (Some((lo, hi)), Some(n)) => format!("{m:.2} [{lo:.2}, {hi:.2}] n={n}"),
+                _ => format!("{m:.2}"),
+            },
             (Some(_), None) => "-".into(),
             (None, _) => r.benchmarks.to_string(),
         };
