@@ -1,25 +1,56 @@
-//! Compiles every BPF program under `src/` with Debian's clang-19 and generates a
-//! libbpf-rs skeleton for each, next to the other build outputs.
+//! Compiles every BPF program under `src/` (each `NAME.bpf.c`) with Debian's
+//! clang-19 and generates a libbpf-rs skeleton `NAME.skel.rs` next to the
+//! other build outputs. A workload includes its skeleton with
+//! `bpf_skeleton!("NAME")`; nothing here lists programs or headers.
+//!
+//! Cargo reruns this script whenever anything under `src/` changes, so a new
+//! `.bpf.c` file is found on the next build. Objects whose inputs did not
+//! change are not recompiled: an object depends on its source, on every
+//! header under `src/` and on the compiler and flags.
 
 use std::env;
-use std::path::PathBuf;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use libbpf_cargo::SkeletonBuilder;
 
-/// (BPF source, skeleton module name). Each workload keeps its BPF C beside its Rust driver.
-const PROGRAMS: &[(&str, &str)] = &[
-    ("src/workloads/xdp_lb/xdp_lb.bpf.c", "xdp_lb"),
-    ("src/harness/loop_probe.bpf.c", "loop_probe"),
-    ("src/workloads/maps/map_ops.bpf.c", "map_ops"),
-    ("src/workloads/maps/free_probe.bpf.c", "free_probe"),
-];
+const BPF_SUFFIX: &str = ".bpf.c";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
     let clang = env::var("BPF_CLANG").unwrap_or_else(|_| "clang-19".to_string());
     let extra_cflags = env::var("BPF_EXTRA_CFLAGS").unwrap_or_default();
 
-    for (src, name) in PROGRAMS {
+    let mut sources = Vec::new();
+    let mut headers = Vec::new();
+    walk(Path::new("src"), &mut |p| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(BPF_SUFFIX) {
+            sources.push(p.to_path_buf());
+        } else if name.ends_with(".h") {
+            headers.push(p.to_path_buf());
+        }
+    });
+    sources.sort();
+    let newest_header = headers.iter().filter_map(|h| mtime(h)).max();
+
+    let mut names: Vec<String> = Vec::new();
+    for src in &sources {
+        let file = src.file_name().and_then(|n| n.to_str()).expect("UTF-8 file name");
+        let name = file.trim_end_matches(BPF_SUFFIX).to_string();
+        assert!(!names.contains(&name), "two BPF sources are named {file}; skeleton names must be unique");
+        names.push(name.clone());
+
+        let skel = out.join(format!("{name}.skel.rs"));
+        let stamp = out.join(format!("{name}.flags"));
+        let flags = format!("{clang}\n{extra_cflags}\n");
+        let inputs_newest = mtime(src).into_iter().chain(newest_header).max();
+        let fresh = fs::read_to_string(&stamp).ok().as_deref() == Some(flags.as_str())
+            && matches!((mtime(&skel), inputs_newest), (Some(built), Some(input)) if built >= input);
+        if fresh {
+            continue;
+        }
         let mut args = vec![
             "-I/usr/include/x86_64-linux-gnu".to_string(),
             "-Isrc/bpf".to_string(),
@@ -32,16 +63,31 @@ fn main() {
             .source(src)
             .clang(&clang)
             .clang_args(args)
-            .build_and_generate(out.join(format!("{name}.skel.rs")))
-            .unwrap_or_else(|e| panic!("building {src} with {clang} failed: {e:#}"));
-        println!("cargo:rerun-if-changed={src}");
+            .build_and_generate(&skel)
+            .unwrap_or_else(|e| panic!("building {} with {clang} failed: {e:#}", src.display()));
+        fs::write(&stamp, flags).expect("writing the flags stamp");
     }
-    println!("cargo:rerun-if-changed=src/bpf");
-    println!("cargo:rerun-if-changed=src/workloads/xdp_lb/lb_common.h");
-    println!("cargo:rerun-if-changed=src/workloads/maps/map_ops.h");
-    record_build_facts(&clang, &extra_cflags);
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-env-changed=BPF_EXTRA_CFLAGS");
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
+    record_build_facts(&clang, &extra_cflags);
+}
+
+/// Calls `visit` for every file under `dir`, recursively.
+fn walk(dir: &Path, visit: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, visit);
+        } else {
+            visit(&path);
+        }
+    }
+}
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
 /// Facts a result records about its build: git commit, clang, BPF flags.
@@ -61,7 +107,7 @@ fn record_build_facts(clang: &str, extra_cflags: &str) {
     println!("cargo:rustc-env=BPFBENCH_CLANG_VERSION={clang_version}");
     println!("cargo:rustc-env=BPFBENCH_BPF_CFLAGS={extra_cflags}");
     // A new commit or a change of the working tree changes the recorded commit.
-    if std::path::Path::new(".git/HEAD").exists() {
+    if Path::new(".git/HEAD").exists() {
         println!("cargo:rerun-if-changed=.git/HEAD");
         println!("cargo:rerun-if-changed=.git/index");
     }

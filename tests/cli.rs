@@ -1,19 +1,14 @@
 //! The `bpfbench` command as a user runs it: listing, bad input, JSON output,
-//! privileges, and no BPF object left behind afterwards.
+//! privileges, the gate, and no BPF object left behind afterwards.
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::loaded_prog_names;
-
-fn bpfbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().expect("running bpfbench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use bpfbench::harness::Workload;
+use bpfbench::history::History;
+use bpfbench::workloads::xdp_lb::XdpLb;
+use common::{bpfbench, loaded_prog_names, prepared_cpu, run_of, stderr, stdout, temp_dir};
 
 #[test]
 fn list_shows_every_scenario_with_its_description() {
@@ -29,17 +24,18 @@ fn list_shows_every_scenario_with_its_description() {
 
 #[test]
 fn unknown_names_get_one_line_naming_the_valid_ones() {
-    for (args, needle) in [
-        (vec!["run", "--scenario", "tcp-v9"], "unknown scenario 'tcp-v9'"),
-        (vec!["run", "--group", "nope"], "unknown group 'nope'"),
-        (vec!["run", "nope"], "unknown workload 'nope'"),
+    for (args, needle, valid) in [
+        (vec!["run", "--scenario", "tcp-v9"], "unknown scenario 'tcp-v9' for xdp-lb", "valid scenarios: tcp-v4-lru-hit, tcp-v4-ch,"),
+        (vec!["run", "--group", "nope"], "unknown group 'nope' for xdp-lb", "'Single-flow baseline', 'Diverse flows (4K src addrs)'"),
+        (vec!["run", "nope"], "unknown workload 'nope'", "valid workloads: xdp-lb, lpm-trie, maps"),
+        (vec!["run", "--op", "lookup"], "--op applies to the lpm-trie and maps workloads, not to xdp-lb", ""),
+        (vec!["run", "lpm-trie", "--map", "hash"], "runs on lpm_trie maps only", "bpfbench run maps --map"),
     ] {
         let o = bpfbench(&args);
-        assert!(!o.status.success(), "{args:?} succeeded");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
         let err = stderr(&o);
-        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains(needle) && err.contains(valid), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: more than one line: {err}");
-        assert!(err.contains("tcp-v4-lru-hit") || err.contains("xdp-lb") || err.contains("Early exits"), "{err}");
     }
 }
 
@@ -59,7 +55,7 @@ fn unprivileged_user_is_told_what_is_needed() {
 
 #[test]
 fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded() {
-    let dir = std::env::temp_dir().join(format!("bpfbench-cli-{}", std::process::id()));
+    let dir = temp_dir("cli-json");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
     let o = bpfbench(&[
@@ -69,7 +65,7 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("stored as run 1"), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
-    assert_eq!(doc["schema"], "bpfbench.run/2");
+    assert_eq!(doc["schema"], "bpfbench.run/3");
     let env = &doc["environment"];
     for field in ["kernel", "cpu_model", "git_commit", "clang_version", "host"] {
         assert!(!env[field].as_str().unwrap_or("").is_empty(), "environment.{field} missing: {env}");
@@ -98,9 +94,10 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
     assert!(left.is_empty(), "programs left loaded: {left:?}");
     assert!(std::fs::read_dir("/sys/fs/bpf").map(|d| d.count()).unwrap_or(0) == 0, "something is pinned");
     // The check above must be able to see our programs at all: load them here and look.
-    let lb = common::loaded_lb();
+    let w = XdpLb::default();
+    let loaded = w.setup(prepared_cpu()).unwrap();
     assert!(loaded_prog_names().iter().any(|n| n.starts_with("xdp_lb")), "program enumeration sees nothing");
-    drop(lb);
+    drop(loaded);
 }
 
 #[test]
@@ -125,7 +122,7 @@ fn random_keys_with_insert_are_refused_before_anything_loads() {
 #[test]
 fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
     let o = bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2", "--no-store"]);
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = stdout(&o);
     assert!(o.status.success(), "{}{}", out, stderr(&o));
     for op in ["noop", "lookup"] {
         let line = out.lines().find(|l| l.trim_start().starts_with(&format!("{op}:"))).unwrap_or_else(|| panic!("no {op} line:\n{out}"));
@@ -135,27 +132,46 @@ fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
     assert!(free.contains("N/A (fentry") || free.contains("ms/op") || free.contains("us/op"), "{free}");
 }
 
+/// Stores a reference run tagged `tag` whose pass-non-ip median is `ns`.
+fn store_reference(db: &str, tag: &str, ns: f64) {
+    let mut r = run_of(&[("pass-non-ip", ns)]);
+    r.tag = Some(tag.into());
+    History::open(std::path::Path::new(db)).unwrap().store(&r).unwrap();
+}
+
+/// The gate's plumbing, decided by references far from any real figure: a
+/// reference a thousand times slower than the machine can be is beaten; one
+/// a thousand times faster fails the gate after every re-measurement.
 #[test]
-fn repeated_runs_are_stored_and_gate_against_their_tag() {
-    let dir = std::env::temp_dir().join(format!("bpfbench-gate-{}", std::process::id()));
+fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
+    let dir = temp_dir("cli-gate");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
     let quick = ["-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1", "--db", db];
-    // An unknown baseline tag is refused before anything is measured.
+    // An unknown reference tag is refused before anything is measured.
     let o = bpfbench(&[&["run", "--compare-to", "nope"][..], &quick].concat());
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no stored run has tag 'nope'"), "{}", stderr(&o));
-    let o = bpfbench(&[&["run", "--repeat", "3", "--tag", "base", "--no-store"][..], &quick].concat());
-    assert!(o.status.success(), "{}", stderr(&o));
+    // --repeat stores every round.
     let o = bpfbench(&[&["run", "--repeat", "3", "--tag", "base"][..], &quick].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stderr(&o).matches("stored as run").count(), 3, "{}", stderr(&o));
-    // Same code against itself: 3 v 3 runs is too few for a run-level test, so the
-    // samples are compared with the tag's own spread as run noise; a 50% gate must pass.
-    let o = bpfbench(&[&["run", "--repeat", "3", "--compare-to", "base", "--fail-on-regression", "50", "--no-store"][..], &quick].concat());
-    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(History::open(std::path::Path::new(db)).unwrap().runs_with_tag("base", 10).unwrap().len(), 3);
+
+    store_reference(db, "slow-ref", 20_000.0);
+    let o = bpfbench(&[&["run", "--compare-to", "slow-ref", "--fail-on-regression", "5", "--no-store"][..], &quick].concat());
+    let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("tag base (3 runs)"), "{out}");
+    assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("tag slow-ref (1 run)") && out.contains("faster"), "{out}");
+    assert!(!stderr(&o).contains("re-measurement"), "nothing to confirm: {}", stderr(&o));
+
+    store_reference(db, "fast-ref", 0.02);
+    let o = bpfbench(&[&["run", "--compare-to", "fast-ref", "--fail-on-regression", "5", "--confirm", "2", "--no-store"][..], &quick].concat());
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("slower"), "{out}");
+    assert_eq!(err.matches("bpfbench: re-measurement").count(), 2, "two confirmations: {err}");
+    assert!(err.contains("regression: xdp-lb/pass-non-ip is") && err.contains("beyond --fail-on-regression 5%"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -171,7 +187,7 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
     let o = bpfbench(&[
         "ab", me, me, "--rounds", "4", "--fail-on-regression", "50", "--", "-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1",
     ]);
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("4v4 runs") && out.contains("interleaved"), "{out}");
     assert_eq!(stderr(&o).matches("bpfbench ab: round").count(), 8, "{}", stderr(&o));

@@ -1,87 +1,65 @@
-//! The continuous-benchmarking layer: history store, exports and compare,
-//! on synthetic runs (no BPF needed) and through the command line.
+//! The continuous-benchmarking layer: history store, exports, compare and
+//! the gate, on synthetic runs (no BPF needed) and through the command line.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
-use bpfbench::compare::compare_runs;
+use bpfbench::compare::{Gate, compare_runs};
 use bpfbench::history::{DB_SCHEMA_VERSION, History};
+use bpfbench::record::{Layout, ProgramRecord, RunRecord, Unit, parse_run};
+use bpfbench::report::compare_table;
 use bpfbench::report::export::{BmfMeasure, bmf};
-use bpfbench::report::model::{Baseline, Calibration, Environment, Measurement, RunOptionsRecord, RunReport, ScenarioRecord, parse_report, schema};
-use bpfbench::stats::Summary;
-use bpfbench::stats::compare::Verdict;
+use bpfbench::stats::two_sample::Verdict;
+use common::{run, run_of, samples};
 
 fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bpfbench-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("history.sqlite")
+    common::temp_dir(name).join("history.sqlite")
 }
 
-fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
-    let summary = Summary::of(&samples).unwrap();
-    ScenarioRecord {
-        workload: "xdp-lb".into(),
-        name: name.into(),
-        group: "g".into(),
-        description: "d".into(),
-        params: BTreeMap::new(),
-        unavailable: None,
-        validated: true,
-        verdict: Some("XDP_TX".into()),
-        checks: vec![],
-        notes: vec![],
-        error: None,
-        program: None,
-        measurement: Some(Measurement {
-            batch_iters: 1000,
-            calibration: Calibration { estimate_ns_per_op: 10.0, proportionality_ratio: 2.0, proportional: true },
-            overhead: Baseline { key: "k".into(), batch_iters: 1000, samples_ns: samples.clone(), summary: summary.clone() },
-            samples_ns: samples,
-            summary,
-            warnings: vec![],
-        }),
-    }
-}
-
-/// Deterministic noise around `center` (CV about 3%).
-fn samples(center: f64, seed: u64) -> Vec<f64> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..200)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            center * (1.0 + ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.1)
-        })
-        .collect()
-}
-
-fn run(tag: Option<&str>, scale: f64) -> RunReport {
-    RunReport {
-        schema: schema(),
-        tag: tag.map(String::from),
-        environment: Environment { kernel: "6.18".into(), git_commit: "abc".into(), ..Default::default() },
-        options: RunOptionsRecord { samples: 200, batch_ms: 10.0, warmup_s: 0.1, max_scenario_s: 10.0 },
-        results: vec![record("tcp-v4-lru-hit", samples(50.0 * scale, 1)), record("tcp-v4-lru-miss", samples(300.0 * scale, 2))],
-        interrupted: false,
-    }
+fn gate(pct: f64) -> Gate {
+    Gate { fail_on_regression: Some(pct), ..Gate::default() }
 }
 
 #[test]
 fn json_round_trip_keeps_every_field() {
     let r = run(Some("main"), 1.0);
     let text = serde_json::to_string(&r).unwrap();
-    let back = parse_report(&text).unwrap();
+    let back = parse_run(&text).unwrap();
     assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&r).unwrap());
 }
 
 #[test]
 fn corrupt_foreign_and_newer_json_get_errors_naming_the_problem() {
-    let err = |t: &str| parse_report(t).unwrap_err().to_string();
+    let err = |t: &str| parse_run(t).unwrap_err().to_string();
     assert!(err("{not json").contains("not valid JSON"), "{}", err("{not json"));
     assert!(err(r#"{"hello": 1}"#).contains("not a bpfbench result"));
     assert!(err(r#"{"schema": "bpfbench.run/99"}"#).contains("newer bpfbench"));
-    assert!(err(r#"{"schema": "bpfbench.run/2", "results": 3}"#).contains("missing or malformed field"));
+    assert!(err(r#"{"schema": "bpfbench.run/3", "results": 3}"#).contains("bpfbench.run/3 document with a missing or malformed field"));
+    assert!(err(r#"{"schema": "bpfbench.run/1"}"#).contains("too old"));
+}
+
+/// Histories stored before schema 3 hold version-2 documents, whose facts
+/// were strings in `params`: they are read back with typed facts.
+#[test]
+fn version_2_documents_are_upgraded_on_read() {
+    let mut doc = serde_json::to_value(run(None, 1.0)).unwrap();
+    doc["schema"] = "bpfbench.run/2".into();
+    let results = doc["results"].as_array_mut().unwrap();
+    for r in results.iter_mut() {
+        r.as_object_mut().unwrap().remove("facts");
+    }
+    results[0]["params"] = serde_json::json!({"map": "lpm_trie", "op": "drain", "entries": "1000", "key_size": "8",
+        "value_size": "8", "random": "false", "producers": "2", "prefix_len": "24"});
+    let back = parse_run(&doc.to_string()).unwrap();
+    assert_eq!(back.schema, "bpfbench.run/3");
+    let f = &back.results[0].facts;
+    assert_eq!((f.layout, f.producers, f.unit), (Layout::OpLines, 2, Unit::Map { keys: 1000 }));
+    let m = f.map.as_ref().unwrap();
+    assert_eq!((m.map_type.as_str(), m.op.as_str(), m.entries, m.key_size, m.prefix_len), ("lpm_trie", "drain", 1000, 8, Some(24)));
+    let plain = &back.results[1].facts;
+    assert_eq!((plain.layout, plain.producers, plain.unit, plain.map.is_none()), (Layout::Table, 1, Unit::Op, true));
 }
 
 #[test]
@@ -106,7 +84,7 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     let mut h = History::open(&path).unwrap();
     let a = h.store(&run(Some("main"), 1.0)).unwrap();
     let b = h.store(&run(Some("main"), 1.1)).unwrap();
-    assert_eq!(h.latest_with_tag("main").unwrap(), Some(b));
+    assert_eq!(h.runs_with_tag("main", 1).unwrap(), vec![b]);
     let back = h.load(a).unwrap();
     assert_eq!(back.results[0].measurement.as_ref().unwrap().samples_ns, samples(50.0, 1));
     let listed = h.list(Some("xdp-lb/tcp-v4-lru-hit"), 10).unwrap();
@@ -115,15 +93,14 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     let (lo, hi) = listed[0].ci95_ns.unwrap();
     assert!(lo <= listed[0].median_ns.unwrap() && listed[0].median_ns.unwrap() <= hi && listed[0].samples == Some(200));
     let cmp = compare_runs(&[h.load(a).unwrap()], "a", &[h.load(b).unwrap()], "b", 0.02, &Default::default());
-    assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", cmp.render());
-    assert_eq!(cmp.regressions(5.0).len(), 2);
-    assert!(cmp.regressions(15.0).is_empty());
+    assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", compare_table::render(&cmp));
+    assert_eq!(gate(5.0).regressions(&cmp).len(), 2);
+    assert!(gate(15.0).regressions(&cmp).is_empty());
 }
 
 #[test]
 fn run_to_run_noise_of_identical_code_widens_the_comparison() {
     use bpfbench::compare::run_noise_from_history;
-    use bpfbench::report::model::ProgramRecord;
     let with_program = |scale: f64, tag: &str| {
         let mut r = run(None, scale);
         for s in &mut r.results {
@@ -145,31 +122,31 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
     assert!((cv - 0.0297).abs() < 0.003, "{cv}");
     // Within-run noise alone calls a 5% shift slower; with 3% run-to-run noise it is uncertain.
     let bare = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &Default::default());
-    assert!(bare.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", bare.render());
+    assert!(bare.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", compare_table::render(&bare));
     let widened = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &noise);
-    assert!(widened.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3), "{}", widened.render());
+    assert!(widened.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3), "{}", compare_table::render(&widened));
     // Code with no stored history gets no estimate, and the table says so.
     let other = with_program(1.0, "cccc");
     assert!(run_noise_from_history(&h, &other).unwrap().is_empty());
-    assert!(bare.render().contains("run noise ?: unknown for 2 benchmark(s)"));
+    assert!(compare_table::render(&bare).contains("run noise ?: unknown for 2 benchmark(s)"));
 }
 
 #[test]
 fn several_runs_a_side_are_compared_by_their_medians() {
     // Run levels that wander by about 2% between runs, as on a shared VM.
     let levels = [1.0, 1.02, 0.99, 1.01, 0.98];
-    let a: Vec<RunReport> = levels.iter().map(|&l| run(None, l)).collect();
-    let b_slow: Vec<RunReport> = levels.iter().map(|&l| run(None, l * 1.10)).collect();
-    let b_same: Vec<RunReport> = levels.iter().rev().map(|&l| run(None, l)).collect();
+    let a: Vec<RunRecord> = levels.iter().map(|&l| run(None, l)).collect();
+    let b_slow: Vec<RunRecord> = levels.iter().map(|&l| run(None, l * 1.10)).collect();
+    let b_same: Vec<RunRecord> = levels.iter().rev().map(|&l| run(None, l)).collect();
     let slow = compare_runs(&a, "a", &b_slow, "b", 0.02, &Default::default());
     for c in &slow.benchmarks {
         assert_eq!((c.method.as_str(), c.n_a, c.n_b), ("runs", 5, 5));
-        assert_eq!(c.result.verdict, Verdict::Slower, "{}", slow.render());
-        assert!(c.result.ratio_ci95.0 <= 1.10 && 1.10 <= c.result.ratio_ci95.1 + 0.02, "{}", slow.render());
+        assert_eq!(c.result.verdict, Verdict::Slower, "{}", compare_table::render(&slow));
+        assert!(c.result.ratio_ci95.0 <= 1.10 && 1.10 <= c.result.ratio_ci95.1 + 0.02, "{}", compare_table::render(&slow));
     }
     let same = compare_runs(&a, "a", &b_same, "b", 0.02, &Default::default());
-    assert!(same.benchmarks.iter().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)), "{}", same.render());
-    assert!(slow.render().contains("5v5 runs"));
+    assert!(same.benchmarks.iter().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)), "{}", compare_table::render(&same));
+    assert!(compare_table::render(&slow).contains("5v5 runs"));
 }
 
 #[test]
@@ -264,4 +241,36 @@ fn compare_cli_reads_files_gates_regressions_and_names_bad_input() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("bad.json cannot be compared: not valid JSON") && err.lines().count() == 1, "{err}");
+}
+
+/// The gate fails only on regressions every re-measurement confirms, and
+/// re-measures only the suspects.
+#[test]
+fn the_gate_confirms_suspects_by_re_measuring_them() {
+    let base = run_of(&[("a", 100.0), ("b", 100.0), ("c", 100.0)]);
+    // a and b are 30% slower, c is unchanged.
+    let first = compare_runs(std::slice::from_ref(&base), "base", &[run_of(&[("a", 130.0), ("b", 130.0), ("c", 100.0)])], "new", 0.02, &Default::default());
+    let g = gate(10.0);
+    assert_eq!(g.regressions(&first).len(), 2);
+    // Re-measurement 1: a is still slower, b is back to normal; 2: a again.
+    let mut asked: Vec<Vec<String>> = Vec::new();
+    let decision = g
+        .decide(&first, 2, |suspects, number| {
+            asked.push(suspects.to_vec());
+            let again = if number == 1 { run_of(&[("a", 131.0), ("b", 100.0)]) } else { run_of(&[("a", 129.0)]) };
+            Ok(compare_runs(std::slice::from_ref(&base), "base", &[again], "again", 0.02, &Default::default()))
+        })
+        .unwrap();
+    assert_eq!(asked, vec![vec!["xdp-lb/a".to_string(), "xdp-lb/b".to_string()], vec!["xdp-lb/a".to_string()]]);
+    assert_eq!(decision.cleared, vec![("xdp-lb/b".to_string(), 1)]);
+    assert_eq!(decision.regressions.iter().map(|b| b.benchmark.as_str()).collect::<Vec<_>>(), ["xdp-lb/a"]);
+    assert!(decision.failed());
+    assert_eq!(decision.confirmations.len(), 2);
+    // A suspect that one re-measurement clears does not fail the gate.
+    let decision = g
+        .decide(&first, 2, |_, _| Ok(compare_runs(std::slice::from_ref(&base), "base", &[run_of(&[("a", 100.0), ("b", 101.0)])], "again", 0.02, &Default::default())))
+        .unwrap();
+    assert!(!decision.failed() && decision.confirmations.len() == 1, "{decision:?}");
+    // Without --fail-on-regression nothing is a regression.
+    assert!(Gate::default().regressions(&first).is_empty());
 }

@@ -12,7 +12,8 @@
  * for validation.
  *
  * The host reads each batch's result from this CPU's slot of bench_result.
- * The layout of both structs is mirrored in src/harness/timing.rs.
+ * Its views of these structs and enums are generated from this object's BTF
+ * (src/harness/timing.rs), so there is nothing to keep in step by hand.
  */
 #ifndef BENCH_TIMING_BPF_H
 #define BENCH_TIMING_BPF_H
@@ -32,18 +33,28 @@ enum bench_restore_mode {
 	BENCH_RESTORE_ALWAYS = 2,	/* body rewrites headers in place too */
 };
 
+/* What went wrong in a batch, if anything (bench_result.status). */
+enum bench_status {
+	BENCH_OK = 0,
+	BENCH_ERR_RESTORE = -1,		/* the packet head could not be restored */
+	BENCH_ERR_RESET = -2,		/* the workload's reset block failed */
+	BENCH_ERR_SHORT_PACKET = -22,	/* EINVAL: shorter than BENCH_SAVE_BYTES */
+};
+
 struct bench_ctl {
 	__u32 enabled;		/* 0: run the body once, as in production */
 	__u32 batch_iters;	/* timed iterations per invocation */
-	__u32 restore_mode;	/* enum bench_restore_mode */
+	enum bench_restore_mode restore_mode;
 	__u32 _pad;
 };
 
 struct bench_result {
+	__u64 started_ns;	/* bpf_ktime_get_ns() when the last batch started */
 	__u64 elapsed_ns;	/* time of the last batch on this CPU */
 	__u64 iters;		/* iterations that batch really ran */
 	__u64 invocations;	/* batches run on this CPU, for the host to spot a fresh sample */
-	__s64 status;		/* 0, or a negative errno from the reset block */
+	enum bench_status status;
+	__u32 _pad;
 };
 
 struct {
@@ -125,13 +136,15 @@ static __always_inline struct bench_ctl *bench_ctl_get(void)
 	return bpf_map_lookup_elem(&bench_ctl, &zero);
 }
 
-static __always_inline void bench_record(__u64 elapsed_ns, __u64 iters, __s64 status)
+static __always_inline void bench_record(__u64 started_ns, __u64 elapsed_ns, __u64 iters,
+					 enum bench_status status)
 {
 	__u32 zero = 0;
 	struct bench_result *r = bpf_map_lookup_elem(&bench_result, &zero);
 
 	if (!r)
 		return;
+	r->started_ns = started_ns;
 	r->elapsed_ns = elapsed_ns;
 	r->iters = iters;
 	r->status = status;
@@ -143,7 +156,7 @@ static __always_inline void bench_record(__u64 elapsed_ns, __u64 iters, __s64 st
  *   ret:   an int lvalue receiving BODY's value
  *   BODY:  expression evaluated once per iteration (the work under test)
  *   RESET: int expression run after each timed iteration, inside the timed
- *          region; non-zero aborts the batch (status is then recorded as -2)
+ *          region; non-zero aborts the batch (status BENCH_ERR_RESET)
  * When the host enabled timing, saves the packet head, runs `batch_iters`
  * timed iterations (restoring the packet per ctl->restore_mode, then RESET,
  * after each) and records the result. Does nothing when timing is disabled.
@@ -154,12 +167,12 @@ static __always_inline void bench_record(__u64 elapsed_ns, __u64 iters, __s64 st
 		struct bench_saved_hdr __saved = {};					\
 		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
 		__u32 __mode = __ctl ? __ctl->restore_mode : 0;				\
-		__s64 __status = 0;							\
+		enum bench_status __status = BENCH_OK;					\
 		__u64 __i = 0, __t0 = 0, __t1 = 0;					\
 										\
 		if (__n) {								\
 			if (__mode != BENCH_RESTORE_NONE && bench_xdp_save(ctx, &__saved)) { \
-				bench_record(0, 0, -22 /* EINVAL: packet too short */);	\
+				bench_record(0, 0, 0, BENCH_ERR_SHORT_PACKET);		\
 				return XDP_ABORTED;					\
 			}								\
 			__t0 = bpf_ktime_get_ns();					\
@@ -167,16 +180,16 @@ static __always_inline void bench_record(__u64 elapsed_ns, __u64 iters, __s64 st
 				ret = BODY;						\
 				if (__mode != BENCH_RESTORE_NONE &&			\
 				    bench_xdp_restore(ctx, &__saved, __mode)) {		\
-					__status = -1;					\
+					__status = BENCH_ERR_RESTORE;			\
 					break;						\
 				}							\
 				if (RESET) {						\
-					__status = -2;					\
+					__status = BENCH_ERR_RESET;			\
 					break;						\
 				}							\
 			}								\
 			__t1 = bpf_ktime_get_ns();					\
-			bench_record(__t1 - __t0, __i, __status);			\
+			bench_record(__t0, __t1 - __t0, __i, __status);		\
 		}									\
 	} while (0)
 

@@ -1,23 +1,25 @@
-//! `bpfbench compare`: two runs, benchmark by benchmark, with a verdict each
-//! (see stats::compare for the statistics) and the environment differences
-//! that could explain a change besides the code.
+//! Run-against-run comparison: benchmark by benchmark, with a verdict each
+//! (see stats::two_sample for the statistics), and the environment
+//! differences that could explain a change besides the code. The [`gate`]
+//! turns a comparison into a pass or a fail.
 
-use std::fmt::Write as _;
-
-use serde::{Deserialize, Serialize};
+pub mod gate;
 
 use std::collections::HashMap;
 
 use crate::history::History;
-use crate::report::model::RunReport;
-use crate::stats::compare::{Comparison, MIN_RUNS_FOR_NOISE, Verdict, compare_all_with_noise, geomean, spread_of_medians};
+use crate::record::comparison::COMPARISON_SCHEMA;
+use crate::record::{BenchmarkComparison, ComparisonRecord, Method, RunRecord};
+use crate::stats::two_sample::{compare_all_with_noise, geomean, spread_of_medians};
+
+pub use gate::{Gate, GateDecision};
 
 /// Run-to-run noise per benchmark: (CV of per-run medians, runs it rests on).
 pub type RunNoise = HashMap<String, (f64, usize)>;
 
 /// What the history knows of run-to-run noise for A's benchmarks: stored
 /// runs of the same program (tag) on the same kernel and CPU model.
-pub fn run_noise_from_history(h: &History, a: &RunReport) -> anyhow::Result<RunNoise> {
+pub fn run_noise_from_history(h: &History, a: &RunRecord) -> anyhow::Result<RunNoise> {
     let mut out = RunNoise::new();
     for r in &a.results {
         let Some(p) = &r.program else { continue };
@@ -28,39 +30,7 @@ pub fn run_noise_from_history(h: &History, a: &RunReport) -> anyhow::Result<RunN
     Ok(out)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BenchmarkComparison {
-    pub benchmark: String,
-    /// "runs": per-run medians compared; "samples": the newest runs' samples.
-    pub method: String,
-    /// Units compared on each side (runs or samples, per `method`).
-    pub n_a: usize,
-    pub n_b: usize,
-    /// Stored runs the run-to-run noise estimate rests on (0: unknown).
-    #[serde(default)]
-    pub noise_runs: usize,
-    #[serde(flatten)]
-    pub result: Comparison,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CompareReport {
-    pub schema: String,
-    /// How A and B were named on the command line ("run 3", "tag main", a file).
-    pub a: String,
-    pub b: String,
-    /// Relative change below which a difference counts as noise.
-    pub threshold: f64,
-    pub benchmarks: Vec<BenchmarkComparison>,
-    /// Geometric mean of the ratios B/A over the benchmarks compared.
-    pub geomean_ratio: Option<f64>,
-    pub only_in_a: Vec<String>,
-    pub only_in_b: Vec<String>,
-    /// Environment facts that differ between A and B ("kernel: x -> y").
-    pub environment_changes: Vec<String>,
-}
-
-fn environment_changes(a: &RunReport, b: &RunReport) -> Vec<String> {
+fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     let (ea, eb) = (&a.environment, &b.environment);
     let mut out = Vec::new();
     let mut diff = |what: &str, x: String, y: String| {
@@ -102,7 +72,7 @@ const MIN_RUNS_TOTAL: usize = 8;
 
 /// The medians of `benchmark` in each run (newest first) that measured it,
 /// and the newest run's samples.
-fn side(runs: &[RunReport], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
+fn side(runs: &[RunRecord], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
     let mut medians = Vec::new();
     let mut newest = None;
     for r in runs {
@@ -114,7 +84,7 @@ fn side(runs: &[RunReport], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
     (medians, newest)
 }
 
-fn measured_names(r: Option<&RunReport>) -> Vec<String> {
+fn measured_names(r: Option<&RunRecord>) -> Vec<String> {
     r.map(|r| r.results.iter().filter(|s| s.measurement.is_some()).map(|s| s.benchmark_name()).collect()).unwrap_or_default()
 }
 
@@ -124,44 +94,44 @@ fn measured_names(r: Option<&RunReport>) -> Vec<String> {
 /// run-to-run noise by construction. Otherwise it is the newest runs'
 /// samples, with the interval widened by the run-to-run noise `noise` (from
 /// the history) or, failing that, the spread of A's own runs.
-pub fn compare_runs(a: &[RunReport], a_label: &str, b: &[RunReport], b_label: &str, threshold: f64, noise: &RunNoise) -> CompareReport {
+pub fn compare_runs(a: &[RunRecord], a_label: &str, b: &[RunRecord], b_label: &str, threshold: f64, noise: &RunNoise) -> ComparisonRecord {
     let (names_a, names_b) = (measured_names(a.first()), measured_names(b.first()));
     let common: Vec<&String> = names_a.iter().filter(|n| names_b.contains(n)).collect();
-    struct Prepared {
+    struct Side {
         name: String,
         xa: Vec<f64>,
         xb: Vec<f64>,
-        method: &'static str,
+        method: Method,
         noise: Option<(f64, usize)>,
     }
-    let prepared: Vec<Prepared> = common
+    let sides: Vec<Side> = common
         .iter()
         .map(|name| {
             let (meds_a, newest_a) = side(a, name);
             let (meds_b, newest_b) = side(b, name);
             if meds_a.len() >= MIN_RUNS_PER_SIDE && meds_b.len() >= MIN_RUNS_PER_SIDE && meds_a.len() + meds_b.len() >= MIN_RUNS_TOTAL {
-                Prepared { name: name.to_string(), xa: meds_a, xb: meds_b, method: "runs", noise: None }
+                Side { name: name.to_string(), xa: meds_a, xb: meds_b, method: Method::Runs, noise: None }
             } else {
                 let own = spread_of_medians(&meds_a).map(|cv| (cv, meds_a.len()));
-                Prepared {
+                Side {
                     name: name.to_string(),
                     xa: newest_a.unwrap_or_default(),
                     xb: newest_b.unwrap_or_default(),
-                    method: "samples",
+                    method: Method::Samples,
                     noise: noise.get(*name).copied().or(own),
                 }
             }
         })
         .collect();
-    let pairs: Vec<(&[f64], &[f64])> = prepared.iter().map(|p| (p.xa.as_slice(), p.xb.as_slice())).collect();
-    let cvs: Vec<Option<f64>> = prepared.iter().map(|p| p.noise.map(|(cv, _)| cv)).collect();
+    let pairs: Vec<(&[f64], &[f64])> = sides.iter().map(|p| (p.xa.as_slice(), p.xb.as_slice())).collect();
+    let cvs: Vec<Option<f64>> = sides.iter().map(|p| p.noise.map(|(cv, _)| cv)).collect();
     let results = compare_all_with_noise(&pairs, &cvs, threshold);
-    let benchmarks: Vec<BenchmarkComparison> = prepared
+    let benchmarks: Vec<BenchmarkComparison> = sides
         .iter()
         .zip(results)
         .map(|(p, result)| BenchmarkComparison {
             benchmark: p.name.clone(),
-            method: p.method.to_string(),
+            method: p.method,
             n_a: p.xa.len(),
             n_b: p.xb.len(),
             noise_runs: p.noise.map_or(0, |(_, runs)| runs),
@@ -169,100 +139,18 @@ pub fn compare_runs(a: &[RunReport], a_label: &str, b: &[RunReport], b_label: &s
         })
         .collect();
     let ratios: Vec<f64> = benchmarks.iter().map(|b| b.result.ratio).collect();
-    let (env_a, env_b) = (a.first(), b.first());
-    CompareReport {
-        schema: "bpfbench.compare/1".into(),
+    ComparisonRecord {
+        schema: COMPARISON_SCHEMA.into(),
         a: a_label.into(),
         b: b_label.into(),
         threshold,
         geomean_ratio: geomean(&ratios),
         only_in_a: names_a.iter().filter(|n| !names_b.contains(n)).cloned().collect(),
         only_in_b: names_b.iter().filter(|n| !names_a.contains(n)).cloned().collect(),
-        environment_changes: match (env_a, env_b) {
+        environment_changes: match (a.first(), b.first()) {
             (Some(x), Some(y)) => environment_changes(x, y),
             _ => Vec::new(),
         },
         benchmarks,
-    }
-}
-
-impl CompareReport {
-    /// Benchmarks confidently slower by more than `pct` percent: the whole
-    /// interval above 1 + pct/100, and a significant difference.
-    pub fn regressions(&self, pct: f64) -> Vec<&BenchmarkComparison> {
-        self.benchmarks
-            .iter()
-            .filter(|b| b.result.verdict == Verdict::Slower && b.result.ratio_ci95.0 > 1.0 + pct / 100.0)
-            .collect()
-    }
-
-    /// A compact table in the manner of benchstat.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let w = self.benchmarks.iter().map(|b| b.benchmark.len()).max().unwrap_or(9).max(9);
-        let _ = writeln!(out, "A: {}\nB: {}", self.a, self.b);
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>14}  {:>9}  verdict (noise threshold ±{:.1}%)",
-            "benchmark",
-            "A ns/op",
-            "B ns/op",
-            "B/A",
-            "95% CI",
-            "p(Holm)",
-            "n A v B",
-            "run noise",
-            self.threshold * 100.0
-        );
-        for b in &self.benchmarks {
-            let r = &b.result;
-            let _ = writeln!(
-                out,
-                "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>14}  {:>9}  {}",
-                b.benchmark,
-                r.median_a,
-                r.median_b,
-                r.ratio,
-                r.ratio_ci95.0,
-                r.ratio_ci95.1,
-                r.p_adjusted,
-                format!("{}v{} {}", b.n_a, b.n_b, b.method),
-                match (b.method.as_str(), r.run_noise_cv) {
-                    ("runs", _) => "in data".to_string(),
-                    (_, Some(cv)) => format!("{:.1}%", cv * 100.0),
-                    (_, None) => "?".to_string(),
-                },
-                r.verdict.as_str()
-            );
-        }
-        if let Some(g) = self.geomean_ratio {
-            let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
-        }
-        let counts = |v: Verdict| self.benchmarks.iter().filter(|b| b.result.verdict == v).count();
-        let _ = writeln!(
-            out,
-            "{} slower, {} faster, {} same, {} uncertain (medians of in-BPF ns/op samples; Mann-Whitney U, Holm-corrected, bootstrap CI of the ratio)",
-            counts(Verdict::Slower),
-            counts(Verdict::Faster),
-            counts(Verdict::Same),
-            counts(Verdict::Uncertain)
-        );
-        let unknown = self.benchmarks.iter().filter(|b| b.method == "samples" && b.result.run_noise_cv.is_none()).count();
-        if unknown > 0 {
-            let _ = writeln!(
-                out,
-                "run noise ?: unknown for {unknown} benchmark(s), so their intervals reflect within-run noise only. Runs of the same build can differ by more than that; store {MIN_RUNS_FOR_NOISE}+ runs of A's code (e.g. --repeat 3 --tag) to account for it, or compare {MIN_RUNS_PER_SIDE}+ runs a side."
-            );
-        }
-        for n in &self.only_in_a {
-            let _ = writeln!(out, "only in A: {n}");
-        }
-        for n in &self.only_in_b {
-            let _ = writeln!(out, "only in B: {n}");
-        }
-        for c in &self.environment_changes {
-            let _ = writeln!(out, "changed: {c}");
-        }
-        out
     }
 }

@@ -43,7 +43,7 @@ int loop_may_goto(struct xdp_md *ctx)
 
 	for (i = 0; i < n && can_loop; i++)
 		ret = probe_empty_body(ctx);
-	bench_record(bpf_ktime_get_ns() - t0, i, 0);
+	bench_record(t0, bpf_ktime_get_ns() - t0, i, BENCH_OK);
 	return ret ? ret : XDP_PASS;
 }
 
@@ -57,7 +57,7 @@ int loop_bpf_for(struct xdp_md *ctx)
 		ret = probe_empty_body(ctx);
 		done++;
 	}
-	bench_record(bpf_ktime_get_ns() - t0, done, 0);
+	bench_record(t0, bpf_ktime_get_ns() - t0, done, BENCH_OK);
 	return ret ? ret : XDP_PASS;
 }
 
@@ -75,7 +75,7 @@ int loop_may_goto_call(struct xdp_md *ctx)
 
 	for (i = 0; i < n && can_loop; i++)
 		ret = probe_called_body(ctx);
-	bench_record(bpf_ktime_get_ns() - t0, i, 0);
+	bench_record(t0, bpf_ktime_get_ns() - t0, i, BENCH_OK);
 	return ret ? ret : XDP_PASS;
 }
 
@@ -95,7 +95,7 @@ int loop_bpf_loop(struct xdp_md *ctx)
 	__u64 t0 = bpf_ktime_get_ns();
 	long done = bpf_loop(n, probe_loop_cb, &c, 0);
 
-	bench_record(bpf_ktime_get_ns() - t0, done > 0 ? done : 0, done < 0 ? done : 0);
+	bench_record(t0, bpf_ktime_get_ns() - t0, done > 0 ? done : 0, done < 0 ? BENCH_ERR_RESET : BENCH_OK);
 	return c.ret ? c.ret : XDP_PASS;
 }
 
@@ -113,6 +113,6 @@ int loop_unroll4(struct xdp_md *ctx)
 		ret = probe_empty_body(ctx);
 		ret = probe_empty_body(ctx);
 	}
-	bench_record(bpf_ktime_get_ns() - t0, i, 0);
+	bench_record(t0, bpf_ktime_get_ns() - t0, i, BENCH_OK);
 	return ret ? ret : XDP_PASS;
 }

@@ -3,20 +3,16 @@
 //! measured one.
 
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
 
 use anyhow::{Context, Result};
-use libbpf_rs::MapHandle;
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::SkelBuilder;
 
-use super::system::libbpf_log_tail;
+use super::skeleton::{self, map_handle, prog_fd};
 use super::timing::{RestoreMode, TimedXdpProgram};
 use crate::stats::Summary;
 
-mod skel {
-    #![allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
-    include!(concat!(env!("OUT_DIR"), "/loop_probe.skel.rs"));
-}
+// Also the source of the timing structs' Rust types (see timing.rs).
+crate::bpf_skeleton!("loop_probe");
 
 /// One candidate's cost per iteration around an empty inlined body.
 #[derive(Debug, Clone)]
@@ -29,11 +25,8 @@ pub struct LoopCost {
 /// Times each construct over `samples` batches of `iters` iterations.
 pub fn measure_loop_constructs(cpu: usize, iters: u32, samples: usize) -> Result<Vec<LoopCost>> {
     let mut storage = MaybeUninit::uninit();
-    let skel = skel::LoopProbeSkelBuilder::default()
-        .open(&mut storage)
-        .context("opening the loop probe")?
-        .load()
-        .map_err(|e| anyhow::anyhow!("the kernel refused the loop probe ({e}):\n{}", libbpf_log_tail(20)))?;
+    let open = skel::LoopProbeSkelBuilder::default().open(&mut storage).context("opening the loop probe")?;
+    let skel = skeleton::load(open, "the loop probe")?;
     let packet = [0u8; 64];
     let p = &skel.progs;
     let candidates = [
@@ -45,15 +38,11 @@ pub fn measure_loop_constructs(cpu: usize, iters: u32, samples: usize) -> Result
     ];
     let mut out = Vec::new();
     for (name, prog) in candidates {
-        let mut timed = TimedXdpProgram::new(
-            prog.as_fd().try_clone_to_owned()?,
-            MapHandle::try_from(&skel.maps.bench_ctl)?,
-            MapHandle::try_from(&skel.maps.bench_result)?,
-        )?;
+        let mut timed = TimedXdpProgram::new(prog_fd(prog)?, map_handle(&skel.maps.bench_ctl)?, map_handle(&skel.maps.bench_result)?)?;
         let mut ns = Vec::with_capacity(samples);
-        timed.run_batch(&packet, iters, RestoreMode::None, cpu)?; // warm-up
+        timed.run_batch(&packet, iters, RestoreMode::BENCH_RESTORE_NONE, cpu)?; // warm-up
         for _ in 0..samples {
-            let (t, _) = timed.run_batch(&packet, iters, RestoreMode::None, cpu)?;
+            let (t, _) = timed.run_batch(&packet, iters, RestoreMode::BENCH_RESTORE_NONE, cpu)?;
             ns.push(t.ns_per_op());
         }
         out.push(LoopCost { construct: name, iters, summary: Summary::of(&ns).context("no samples")? });

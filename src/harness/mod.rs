@@ -1,37 +1,51 @@
 //! The workload-agnostic benchmark harness.
 //!
-//! A workload (the load balancer, a map benchmark, a user's program)
-//! implements [`Workload`]; the [`runner`] owns time: calibration, warm-up,
-//! sampling and the overhead baseline. Compare the kernel selftests bench's
-//! `struct bench` (validate / setup / measure / report).
+//! A workload goes through three states, each a type, so no step can be
+//! called out of order (the kernel selftests bench's `struct bench` has the
+//! same steps: validate / setup / measure / report):
+//! - [`Workload`]: configured from the command line; lists its scenarios;
+//! - [`LoadedWorkload`]: its BPF objects loaded and maps filled ([`Workload::setup`]);
+//! - [`PreparedScenario`]: one scenario configured and validated
+//!   ([`LoadedWorkload::validate`]), ready for timed batches.
+//!
+//! The [`runner`] owns time: calibration, warm-up, sampling and the overhead
+//! measurement. [`timing`] is the host side of the in-BPF timing loop.
 
 pub mod loops;
-pub mod packet_diff;
 pub mod prog_info;
 pub mod runner;
-pub mod skel_fds;
-pub mod system;
+pub mod skeleton;
 pub mod test_run;
 pub mod timing;
 
 use std::borrow::Cow;
+use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
+use crate::record::ScenarioFacts;
 pub use timing::BatchTiming;
 
-/// A scenario as users see it in `bpfbench list`. Fixed suites name their
-/// scenarios statically; parameterised ones (map type x op x size) build names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A scenario as users see it in `bpfbench list`, and the facts its
+/// results carry. Fixed suites name their scenarios statically;
+/// parameterised ones (map type x op x size) build names.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioInfo {
     pub name: Cow<'static, str>,
     pub group: Cow<'static, str>,
     pub description: Cow<'static, str>,
+    pub facts: ScenarioFacts,
 }
 
 impl ScenarioInfo {
+    /// A scenario of a fixed suite, shown as a table row.
     pub const fn fixed(name: &'static str, group: &'static str, description: &'static str) -> Self {
-        Self { name: Cow::Borrowed(name), group: Cow::Borrowed(group), description: Cow::Borrowed(description) }
+        Self {
+            name: Cow::Borrowed(name),
+            group: Cow::Borrowed(group),
+            description: Cow::Borrowed(description),
+            facts: ScenarioFacts::TABLE_ROW,
+        }
     }
 }
 
@@ -46,43 +60,47 @@ pub struct Validation {
     pub notes: Vec<String>,
 }
 
-/// Which program a batch runs: the workload's body, or the same loop and
+/// Which program a batch runs: the scenario's body, or the same loop and
 /// reset block around an empty body (the harness's own cost).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     Body,
-    Baseline,
+    Overhead,
 }
 
-/// One benchmarkable unit with named scenarios.
+/// A benchmarkable unit with named scenarios, configured but not loaded.
 pub trait Workload {
     /// Name on the command line, e.g. "xdp-lb".
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// Every scenario, grouped and in display order.
     fn scenarios(&self) -> &[ScenarioInfo];
-    /// Loads BPF objects and fills maps; `cpu` is where batches will run.
-    fn setup(&mut self, cpu: usize) -> Result<()>;
-    /// Configures `scenario` and checks that it does what it claims: return
-    /// code, output packet and the counters proving the code path. An error
-    /// is a validation failure; the scenario is then not timed.
-    fn validate(&mut self, scenario: &ScenarioInfo) -> Result<Validation>;
-    /// One timed invocation of `iters` iterations of the validated scenario.
-    fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming>;
-    /// Scenarios with the same key share one overhead baseline in a run
-    /// (same loop, same reset block, same packet shape).
-    fn baseline_key(&self, scenario: &ScenarioInfo) -> String;
+    /// Loads the BPF objects and fills maps; batches will run on `cpu`.
+    fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>>;
+}
+
+/// A workload whose BPF objects are loaded.
+pub trait LoadedWorkload {
     /// Why `scenario` cannot run here (a kernel feature is missing), if it
     /// cannot. Reported as "N/A (reason)", which is not a failure.
     fn unavailable(&mut self, _scenario: &ScenarioInfo) -> Option<String> {
         None
     }
-    /// The program a validated scenario times, to record its tag and sizes.
-    fn body_program(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+    /// Configures `scenario` and checks that it does what it claims: return
+    /// code, output packet and the counters proving the code path. An error
+    /// is a validation failure; the scenario is then not timed.
+    fn validate(&mut self, scenario: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)>;
+}
+
+/// A validated scenario, ready to be timed.
+pub trait PreparedScenario {
+    /// One timed invocation of `iters` iterations.
+    fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming>;
+    /// Scenarios with the same key share one overhead measurement in a run
+    /// (same loop, same reset block, same packet shape).
+    fn overhead_key(&self) -> String;
+    /// The program the body batches time, to record its tag and sizes.
+    fn program(&self) -> Option<BorrowedFd<'_>> {
         None
-    }
-    /// The scenario's parameters, recorded with its result.
-    fn params(&self, _scenario: &ScenarioInfo) -> Vec<(String, String)> {
-        Vec::new()
     }
 }
 

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use anyhow::{Result, bail};
 use libbpf_rs::libbpf_sys;
 
-use crate::report::model::ProgramRecord;
+use crate::record::ProgramRecord;
 
 pub fn program_record(fd: BorrowedFd<'_>) -> Result<ProgramRecord> {
     // SAFETY: zero is a valid bpf_prog_info; the kernel fills at most `len` bytes.

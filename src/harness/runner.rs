@@ -1,95 +1,104 @@
 //! Owns time: calibrates a batch size, checks that cost is proportional to
-//! iterations, warms up, collects samples and measures the overhead baseline
-//! (once per baseline key and run).
+//! iterations, warms up, collects samples and measures the overhead (once
+//! per overhead key and run).
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::system::interrupted;
-use super::{ScenarioInfo, Variant, Workload};
-use crate::report::model::{Baseline, Calibration, Measurement, ScenarioRecord};
+use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant, prog_info};
+use crate::record::{Calibration, Measurement, Overhead, Sampling, ScenarioRecord};
 use crate::stats::Summary;
 
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    pub samples: usize,
-    /// Target duration of one batch.
-    pub batch_ms: f64,
-    pub warmup: Duration,
-    /// Sampling stops here even if fewer samples were collected.
-    pub max_scenario_time: Duration,
-    /// Samples of each overhead baseline.
-    pub baseline_samples: usize,
-    pub progress: bool,
-}
-
 /// Batch sizes stay within these bounds whatever the calibration says.
-const MIN_BATCH: u32 = 64;
-const MAX_BATCH: u32 = 50_000_000;
+pub const MIN_BATCH: u32 = 64;
+pub const MAX_BATCH: u32 = 50_000_000;
 /// The 2N/N ratio may be off by this fraction before we warn.
 const PROPORTIONALITY_TOLERANCE: f64 = 0.05;
 /// A CV above this makes a noise warning.
 const NOISY_CV: f64 = 0.05;
+/// More outliers than this share of samples makes a warning.
+const OUTLIER_SHARE: f64 = 0.05;
+/// Iterations of the first calibration batch.
+const FIRST_CALIBRATION_BATCH: u32 = 1_000;
+
+/// A batch refused because the stop flag was set (Ctrl-C).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
 
 pub struct Runner {
-    opts: RunOptions,
-    baselines: HashMap<String, Baseline>,
+    sampling: Sampling,
+    progress: bool,
+    stop: &'static AtomicBool,
+    overheads: HashMap<String, Overhead>,
 }
 
-/// Runs one batch of `iters`, returning ns/op and the iterations actually run.
-fn batch(w: &mut dyn Workload, variant: Variant, iters: u32) -> Result<(f64, u64, u64)> {
-    if interrupted() {
-        bail!("interrupted");
+/// Runs one batch of `iters`, returning (ns/op, elapsed ns, iterations run).
+fn batch(p: &mut dyn PreparedScenario, stop: &AtomicBool, variant: Variant, iters: u32) -> Result<(f64, u64, u64)> {
+    if stop.load(Ordering::Relaxed) {
+        return Err(Interrupted.into());
     }
-    let t = w.run_batch(variant, iters)?;
+    let t = p.run_batch(variant, iters)?;
     if t.iters == 0 {
         bail!("the timing loop ran no iteration (may_goto budget exhausted at once?)");
     }
     Ok((t.ns_per_op(), t.elapsed_ns, t.iters))
 }
 
-/// Grows the batch until it takes ~1/10 of the target, then sizes it to the target.
-fn calibrate(w: &mut dyn Workload, variant: Variant, target_ns: f64) -> Result<(u32, f64)> {
-    let mut iters = 1_000u32;
-    let (mut est, mut elapsed, _) = batch(w, variant, iters)?;
-    while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 {
-        iters *= 10;
-        (est, elapsed, _) = batch(w, variant, iters)?;
-    }
-    let size = |est: f64| ((target_ns / est.max(0.01)) as u64).clamp(MIN_BATCH as u64, MAX_BATCH as u64) as u32;
-    // One refinement at full size: the small batches ran with colder caches.
-    let (refined, _, _) = batch(w, variant, size(est))?;
-    Ok((size(refined), refined))
-}
-
-/// Median elapsed time of three N batches against three 2N batches.
-fn proportionality(w: &mut dyn Workload, iters: u32) -> Result<f64> {
-    let mut median_of = |n: u32| -> Result<f64> {
-        let mut v = Vec::new();
-        for _ in 0..3 {
-            let (_, elapsed, done) = batch(w, Variant::Body, n)?;
-            // Normalise to the requested count in case may_goto cut a loop short.
-            v.push(elapsed as f64 * n as f64 / done as f64);
-        }
-        v.sort_by(f64::total_cmp);
-        Ok(v[1])
-    };
-    let half = (iters / 2).max(MIN_BATCH);
-    let one = median_of(half)?;
-    let two = median_of(half * 2)?;
-    Ok(two / one)
+/// The batch size that takes `target_ns` at `ns_per_op`, within bounds.
+fn batch_size(target_ns: f64, ns_per_op: f64) -> u32 {
+    ((target_ns / ns_per_op.max(0.01)) as u64).clamp(MIN_BATCH as u64, MAX_BATCH as u64) as u32
 }
 
 impl Runner {
-    pub fn new(opts: RunOptions) -> Self {
-        Self { opts, baselines: HashMap::new() }
+    /// A runner that stops between batches once `stop` is set (Ctrl-C).
+    pub fn new(sampling: Sampling, progress: bool, stop: &'static AtomicBool) -> Self {
+        Self { sampling, progress, stop, overheads: HashMap::new() }
+    }
+
+    fn batch(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32) -> Result<(f64, u64, u64)> {
+        batch(p, self.stop, variant, iters)
+    }
+
+    /// Grows the batch tenfold until it takes a tenth of the target, then
+    /// sizes it to the target. Returns (batch size, ns/op estimate).
+    fn calibrate(&self, p: &mut dyn PreparedScenario, variant: Variant) -> Result<(u32, f64)> {
+        let target_ns = self.sampling.batch_ms * 1e6;
+        let mut iters = FIRST_CALIBRATION_BATCH;
+        let (mut est, mut elapsed, _) = self.batch(p, variant, iters)?;
+        while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 {
+            iters *= 10;
+            (est, elapsed, _) = self.batch(p, variant, iters)?;
+        }
+        // One refinement at full size: the small batches ran with colder caches.
+        let (refined, _, _) = self.batch(p, variant, batch_size(target_ns, est))?;
+        Ok((batch_size(target_ns, refined), refined))
+    }
+
+    /// Median elapsed time of three 2N batches over that of three N batches.
+    fn proportionality(&self, p: &mut dyn PreparedScenario, iters: u32) -> Result<f64> {
+        let mut median_of = |n: u32| -> Result<f64> {
+            let mut v = Vec::new();
+            for _ in 0..3 {
+                let (_, elapsed, done) = self.batch(p, Variant::Body, n)?;
+                // Normalise to the requested count in case may_goto cut a loop short.
+                v.push(elapsed as f64 * n as f64 / done as f64);
+            }
+            v.sort_by(f64::total_cmp);
+            Ok(v[1])
+        };
+        let half = (iters / 2).max(MIN_BATCH);
+        let one = median_of(half)?;
+        let two = median_of(half * 2)?;
+        Ok(two / one)
     }
 
     fn progress_bar(&self, label: &str, len: usize) -> ProgressBar {
-        let target = if self.opts.progress { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+        let target = if self.progress { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
         let pb = ProgressBar::with_draw_target(Some(len as u64), target);
         pb.set_style(
             ProgressStyle::with_template("{msg:<28} [{bar:30}] {pos}/{len} samples")
@@ -101,12 +110,12 @@ impl Runner {
     }
 
     /// Collects up to `count` samples within the time cap.
-    fn sample(&self, w: &mut dyn Workload, variant: Variant, iters: u32, count: usize, label: &str) -> Result<Vec<f64>> {
+    fn sample(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32, count: usize, label: &str) -> Result<Vec<f64>> {
         let pb = self.progress_bar(label, count);
         let start = Instant::now();
         let mut out = Vec::with_capacity(count);
-        while out.len() < count && start.elapsed() < self.opts.max_scenario_time {
-            let (ns, _, _) = batch(w, variant, iters)?;
+        while out.len() < count && start.elapsed() < self.sampling.max_scenario_time() {
+            let (ns, _, _) = self.batch(p, variant, iters)?;
             out.push(ns);
             pb.inc(1);
         }
@@ -114,42 +123,42 @@ impl Runner {
         Ok(out)
     }
 
-    fn warm_up(&self, w: &mut dyn Workload, variant: Variant, iters: u32) -> Result<()> {
+    /// Runs batches for the warm-up time (at least one).
+    fn warm_up(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32) -> Result<()> {
         let start = Instant::now();
         loop {
-            batch(w, variant, iters)?;
-            if start.elapsed() >= self.opts.warmup {
+            self.batch(p, variant, iters)?;
+            if start.elapsed() >= self.sampling.warmup() {
                 return Ok(());
             }
         }
     }
 
-    fn target_ns(&self) -> f64 {
-        self.opts.batch_ms * 1e6
-    }
-
-    fn baseline(&mut self, w: &mut dyn Workload, key: &str) -> Result<Baseline> {
-        if let Some(b) = self.baselines.get(key) {
-            return Ok(b.clone());
+    /// The overhead for `p`'s key, measured on first use in this run.
+    fn overhead(&mut self, p: &mut dyn PreparedScenario) -> Result<Overhead> {
+        let key = p.overhead_key();
+        if let Some(o) = self.overheads.get(&key) {
+            return Ok(o.clone());
         }
-        let (iters, _) = calibrate(w, Variant::Baseline, self.target_ns())?;
-        self.warm_up(w, Variant::Baseline, iters)?;
-        let samples = self.sample(w, Variant::Baseline, iters, self.opts.baseline_samples, "  overhead baseline")?;
-        let summary = Summary::of(&samples).context("no baseline samples collected")?;
-        let b = Baseline { key: key.to_string(), batch_iters: iters, samples_ns: samples, summary };
-        self.baselines.insert(key.to_string(), b.clone());
-        Ok(b)
+        let (iters, _) = self.calibrate(p, Variant::Overhead)?;
+        self.warm_up(p, Variant::Overhead, iters)?;
+        let samples = self.sample(p, Variant::Overhead, iters, self.sampling.overhead_samples(), "  loop overhead")?;
+        let summary = Summary::of(&samples).context("no overhead samples collected")?;
+        let o = Overhead { key: key.clone(), batch_iters: iters, samples_ns: samples, summary };
+        self.overheads.insert(key, o.clone());
+        Ok(o)
     }
 
-    fn measure(&mut self, w: &mut dyn Workload, s: &ScenarioInfo) -> Result<Measurement> {
-        let (iters, estimate) = calibrate(w, Variant::Body, self.target_ns())?;
-        let ratio = proportionality(w, iters)?;
+    /// Calibrates, checks proportionality, warms up and samples a validated scenario.
+    pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
+        let (iters, estimate) = self.calibrate(p, Variant::Body)?;
+        let ratio = self.proportionality(p, iters)?;
         let proportional = (ratio / 2.0 - 1.0).abs() <= PROPORTIONALITY_TOLERANCE;
-        self.warm_up(w, Variant::Body, iters)?;
-        let samples = self.sample(w, Variant::Body, iters, self.opts.samples, &s.name)?;
+        self.warm_up(p, Variant::Body, iters)?;
+        let wanted = self.sampling.samples as usize;
+        let samples = self.sample(p, Variant::Body, iters, wanted, label)?;
         let summary = Summary::of(&samples).context("no samples collected")?;
-        let key = w.baseline_key(s);
-        let overhead = self.baseline(w, &key)?;
+        let overhead = self.overhead(p)?;
 
         let mut warnings = Vec::new();
         if !proportional {
@@ -158,19 +167,14 @@ impl Runner {
                 PROPORTIONALITY_TOLERANCE * 100.0
             ));
         }
-        if samples.len() < self.opts.samples {
-            warnings.push(format!(
-                "only {} of {} samples within the {:.0} s cap",
-                samples.len(),
-                self.opts.samples,
-                self.opts.max_scenario_time.as_secs_f64()
-            ));
+        if samples.len() < wanted {
+            warnings.push(format!("only {} of {wanted} samples within the {} s cap", samples.len(), self.sampling.max_scenario_s));
         }
         if summary.cv > NOISY_CV {
             warnings.push(format!("noisy: CV {:.1}% (is the machine idle? try --cpu on an isolated core)", summary.cv * 100.0));
         }
         let outliers = summary.outliers_low + summary.outliers_high;
-        if outliers * 20 > summary.n {
+        if outliers as f64 > OUTLIER_SHARE * summary.n as f64 {
             warnings.push(format!("{outliers} of {} samples are outliers (Tukey fences)", summary.n));
         }
         Ok(Measurement {
@@ -183,15 +187,16 @@ impl Runner {
         })
     }
 
-    /// Validates, then (if valid) measures one scenario. Never fails: errors
-    /// are recorded so the suite can go on with the other scenarios.
-    pub fn run_scenario(&mut self, w: &mut dyn Workload, s: &ScenarioInfo) -> ScenarioRecord {
+    /// Validates, then (if valid) measures one scenario of `workload`.
+    /// Errors are recorded, so the suite can go on with the other scenarios;
+    /// None when the stop flag cut the scenario short.
+    pub fn run_scenario(&mut self, workload: &str, w: &mut dyn LoadedWorkload, s: &ScenarioInfo) -> Option<ScenarioRecord> {
         let mut rec = ScenarioRecord {
-            workload: w.name().to_string(),
+            workload: workload.to_string(),
             name: s.name.to_string(),
             group: s.group.to_string(),
             description: s.description.to_string(),
-            params: w.params(s).into_iter().collect(),
+            facts: s.facts.clone(),
             unavailable: None,
             validated: false,
             verdict: None,
@@ -203,25 +208,27 @@ impl Runner {
         };
         if let Some(why) = w.unavailable(s) {
             rec.unavailable = Some(why);
-            return rec;
+            return Some(rec);
         }
-        match w.validate(s) {
-            Ok(v) => {
+        let mut prepared = match w.validate(s) {
+            Ok((v, prepared)) => {
                 rec.validated = true;
                 rec.verdict = Some(v.verdict);
                 rec.checks = v.checks;
                 rec.notes = v.notes;
+                prepared
             }
             Err(e) => {
                 rec.error = Some(format!("validation failed: {e:#}"));
-                return rec;
+                return Some(rec);
             }
-        }
-        rec.program = w.body_program().and_then(|fd| super::prog_info::program_record(fd).ok());
-        match self.measure(w, s) {
+        };
+        rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd).ok());
+        match self.measure(prepared.as_mut(), &s.name) {
             Ok(m) => rec.measurement = Some(m),
+            Err(e) if e.is::<Interrupted>() => return None,
             Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
         }
-        rec
+        Some(rec)
     }
 }

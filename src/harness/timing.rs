@@ -4,47 +4,30 @@
 //! restore mode) and `bench_result` (per-CPU: the last batch's elapsed time
 //! and iteration count). `TimedXdpProgram` sets the first, runs the program,
 //! and reads the second.
+//!
+//! The Rust views of those structs and enums are the ones libbpf-cargo
+//! generated from the loop probe's BTF: every object that includes
+//! bench_timing.bpf.h has the same definitions.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result, bail, ensure};
-use bytemuck::{Pod, Zeroable};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
+use super::loops::skel::types::{bench_ctl, bench_result, bench_status};
 use super::test_run::{XdpRunOutput, run_xdp};
+use crate::system::cpu::pin_to_cpu;
 
-/// Mirror of `struct bench_ctl`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, Pod, Zeroable, PartialEq, Eq)]
-pub struct BenchCtl {
-    pub enabled: u32,
-    pub batch_iters: u32,
-    pub restore_mode: u32,
-    pub _pad: u32,
-}
+/// How the loop undoes the body's packet changes (`enum bench_restore_mode`).
+pub use super::loops::skel::types::bench_restore_mode as RestoreMode;
 
-/// Mirror of `struct bench_result`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, Pod, Zeroable)]
-pub struct BenchResult {
-    pub elapsed_ns: u64,
-    pub iters: u64,
-    pub invocations: u64,
-    pub status: i64,
-}
-
-/// `enum bench_restore_mode`: how the loop undoes the body's packet changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum RestoreMode {
-    None = 0,
-    OnResize = 1,
-    Always = 2,
-}
+crate::impl_pod!(bench_ctl, bench_result);
 
 /// One timed batch, as measured inside BPF.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchTiming {
+    /// When the batch started (bpf_ktime_get_ns, CLOCK_MONOTONIC).
+    pub started_ns: u64,
     pub elapsed_ns: u64,
     /// Iterations the loop really ran (may_goto can end a loop early).
     pub iters: u64,
@@ -61,73 +44,53 @@ pub struct TimedXdpProgram {
     prog: OwnedFd,
     ctl_map: MapHandle,
     result_map: MapHandle,
-    ctl: BenchCtl,
+    ctl: bench_ctl,
 }
 
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 /// BENCH_SAVE_BYTES in bench_timing.bpf.h.
 pub const BENCH_SAVE_BYTES: usize = 64;
-/// bench_result.status when the packet cannot hold the saved header (-EINVAL).
-const STATUS_PACKET_TOO_SHORT: i64 = -22;
 
 impl TimedXdpProgram {
     /// `prog` must be a program of the object that owns `ctl_map` and `result_map`.
     pub fn new(prog: OwnedFd, ctl_map: MapHandle, result_map: MapHandle) -> Result<Self> {
         ensure!(
-            ctl_map.value_size() as usize == size_of::<BenchCtl>()
-                && result_map.value_size() as usize == size_of::<BenchResult>(),
-            "bench_ctl/bench_result layout differs between BPF and host"
+            ctl_map.value_size() as usize == size_of::<bench_ctl>() && result_map.value_size() as usize == size_of::<bench_result>(),
+            "bench_ctl/bench_result differ between this object and the harness: rebuild bpfbench"
         );
-        let mut p = Self {
-            prog,
-            ctl_map,
-            result_map,
-            ctl: BenchCtl::default(),
-        };
-        p.write_ctl(BenchCtl::default())?;
+        let mut p = Self { prog, ctl_map, result_map, ctl: bench_ctl::default() };
+        p.write_ctl(bench_ctl::default())?;
         Ok(p)
     }
 
-    fn write_ctl(&mut self, ctl: BenchCtl) -> Result<()> {
-        self.ctl_map
-            .update(&KEY0, bytemuck::bytes_of(&ctl), MapFlags::ANY)
-            .context("writing bench_ctl")?;
+    fn write_ctl(&mut self, ctl: bench_ctl) -> Result<()> {
+        self.ctl_map.update(&KEY0, bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing bench_ctl")?;
         self.ctl = ctl;
         Ok(())
     }
 
     fn set_ctl(&mut self, enabled: bool, iters: u32, restore: RestoreMode) -> Result<()> {
-        let want = BenchCtl {
-            enabled: enabled as u32,
-            batch_iters: iters,
-            restore_mode: restore as u32,
-            _pad: 0,
-        };
-        if want != self.ctl {
+        let want = bench_ctl { enabled: enabled as u32, batch_iters: iters, restore_mode: restore, _pad: 0 };
+        if bytemuck::bytes_of(&want) != bytemuck::bytes_of(&self.ctl) {
             self.write_ctl(want)?;
         }
         Ok(())
     }
 
-    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+    pub fn fd(&self) -> BorrowedFd<'_> {
         self.prog.as_fd()
     }
 
     /// Runs the program once, untimed, exactly as in production.
     pub fn run_once(&mut self, packet: &[u8]) -> Result<XdpRunOutput> {
-        self.set_ctl(false, 0, RestoreMode::None)?;
+        self.set_ctl(false, 0, RestoreMode::BENCH_RESTORE_NONE)?;
         run_xdp(self.prog.as_fd(), packet)
     }
 
-    /// Runs one timed batch of `iters` iterations plus the untimed validation
-    /// iteration, on the calling thread's CPU (`cpu`).
-    pub fn run_batch(
-        &mut self,
-        packet: &[u8],
-        iters: u32,
-        restore: RestoreMode,
-        cpu: usize,
-    ) -> Result<(BatchTiming, XdpRunOutput)> {
+    /// Runs one timed batch of `iters` iterations (plus, for programs built
+    /// with BENCH_TIMED_LOOP, the untimed validation iteration) on the
+    /// calling thread's CPU, `cpu`.
+    pub fn run_batch(&mut self, packet: &[u8], iters: u32, restore: RestoreMode, cpu: usize) -> Result<(BatchTiming, XdpRunOutput)> {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
         self.set_ctl(true, iters, restore)?;
         let before = self.read_results()?;
@@ -140,15 +103,22 @@ impl TimedXdpProgram {
     /// per CPU (the selftests bench's "producers"); one timing per CPU.
     pub fn run_batch_parallel(&mut self, packet: &[u8], iters: u32, cpus: &[usize]) -> Result<Vec<BatchTiming>> {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
-        self.set_ctl(true, iters, RestoreMode::None)?;
+        self.set_ctl(true, iters, RestoreMode::BENCH_RESTORE_NONE)?;
         let before = self.read_results()?;
         let prog = self.prog.as_fd();
+        // A producer runs its whole batch with preemption off. Without the
+        // barrier, the one on the spawning thread's own CPU would start first
+        // and keep the others from being spawned until it had finished.
+        let ready = std::sync::Barrier::new(cpus.len());
         std::thread::scope(|scope| -> Result<()> {
             let handles: Vec<_> = cpus
                 .iter()
                 .map(|&cpu| {
+                    let ready = &ready;
                     scope.spawn(move || -> Result<()> {
-                        super::system::pin_to_cpu(cpu)?;
+                        let pinned = pin_to_cpu(cpu);
+                        ready.wait();
+                        pinned?;
                         run_xdp(prog, packet).map(|_| ())
                     })
                 })
@@ -163,7 +133,7 @@ impl TimedXdpProgram {
     }
 
     /// This program's bench_result, one entry per possible CPU.
-    fn read_results(&self) -> Result<Vec<BenchResult>> {
+    fn read_results(&self) -> Result<Vec<bench_result>> {
         let per_cpu = self
             .result_map
             .lookup_percpu(&KEY0, MapFlags::ANY)
@@ -174,19 +144,18 @@ impl TimedXdpProgram {
 }
 
 /// The batch `cpu` ran between the two reads of bench_result.
-fn fresh_sample(before: &[BenchResult], after: &[BenchResult], cpu: usize) -> Result<BatchTiming> {
+fn fresh_sample(before: &[bench_result], after: &[bench_result], cpu: usize) -> Result<BatchTiming> {
     let (Some(b), Some(a)) = (before.get(cpu), after.get(cpu)) else {
         bail!("bench_result has no slot for CPU {cpu}");
     };
     if a.invocations == b.invocations {
-        bail!(
-            "no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early"
-        );
+        bail!("no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early");
     }
     match a.status {
-        0 => {}
-        STATUS_PACKET_TOO_SHORT => bail!("packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves"),
-        s => bail!("the reset block failed inside the timed loop (status {s})"),
+        bench_status::BENCH_OK => {}
+        bench_status::BENCH_ERR_SHORT_PACKET => bail!("packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves"),
+        bench_status::BENCH_ERR_RESTORE => bail!("the timing loop could not restore the packet head between iterations"),
+        s => bail!("the reset block failed inside the timed loop (status {})", s.0),
     }
-    Ok(BatchTiming { elapsed_ns: a.elapsed_ns, iters: a.iters })
+    Ok(BatchTiming { started_ns: a.started_ns, elapsed_ns: a.elapsed_ns, iters: a.iters })
 }

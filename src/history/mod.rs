@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::report::model::{RunReport, parse_report};
+use crate::record::{RunRecord, parse_run};
 
 /// Version of the tables below; a database from a newer bpfbench is refused.
 pub const DB_SCHEMA_VERSION: i64 = 1;
@@ -117,7 +117,7 @@ impl History {
     }
 
     /// Stores a run; returns its id.
-    pub fn store(&mut self, report: &RunReport) -> Result<i64> {
+    pub fn store(&mut self, report: &RunRecord) -> Result<i64> {
         let json = serde_json::to_string(report)?;
         let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute(
@@ -153,13 +153,13 @@ impl History {
     }
 
     /// The run with this id.
-    pub fn load(&self, id: i64) -> Result<RunReport> {
+    pub fn load(&self, id: i64) -> Result<RunRecord> {
         let json: String = self
             .conn
             .query_row("SELECT report_json FROM runs WHERE id = ?1", [id], |r| r.get(0))
             .optional()?
             .with_context(|| format!("no run {id} in {}; see 'bpfbench history'", self.path.display()))?;
-        parse_report(&json).with_context(|| format!("run {id} in {}", self.path.display()))
+        parse_run(&json).with_context(|| format!("run {id} in {}", self.path.display()))
     }
 
     /// Up to `limit` runs with this tag, newest first.
@@ -167,11 +167,6 @@ impl History {
         let mut q = self.conn.prepare("SELECT id FROM runs WHERE tag = ?1 ORDER BY id DESC LIMIT ?2")?;
         let rows = q.query_map(params![tag, limit as i64], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The newest run with this tag.
-    pub fn latest_with_tag(&self, tag: &str) -> Result<Option<i64>> {
-        Ok(self.conn.query_row("SELECT max(id) FROM runs WHERE tag = ?1", [tag], |r| r.get(0))?)
     }
 
     /// Runs, newest first, with the median of `benchmark` where given.
@@ -212,7 +207,7 @@ impl History {
              WHERE x.benchmark = ?1 AND x.program_tag = ?2 AND r.kernel = ?3 AND r.cpu_model = ?4 AND x.median_ns IS NOT NULL",
         )?;
         let medians: Vec<f64> = q.query_map(params![benchmark, program_tag, kernel, cpu_model], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-        Ok(crate::stats::compare::spread_of_medians(&medians).map(|cv| (cv, medians.len())))
+        Ok(crate::stats::two_sample::spread_of_medians(&medians).map(|cv| (cv, medians.len())))
     }
 
     /// Benchmark names that match `pattern` exactly or by scenario name.
@@ -221,4 +216,33 @@ impl History {
         let rows = q.query_map([pattern], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+}
+
+/// Runs named on the command line, newest first, and how to call them: a
+/// JSON file or a run id (one run), or a tag (up to `tag_runs` of its
+/// newest runs) in the database at `db`.
+pub fn resolve_runs(spec: &str, db: &Path, tag_runs: usize) -> Result<(Vec<RunRecord>, String)> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {spec}"))?;
+        let record = parse_run(&text).with_context(|| format!("{spec} cannot be compared"))?;
+        return Ok((vec![record], spec.to_string()));
+    }
+    if !db.exists() {
+        bail!("'{spec}' is not a file, and there is no history database at {} to look it up in", db.display());
+    }
+    let h = History::open(db)?;
+    if let Ok(id) = spec.parse::<i64>() {
+        return Ok((vec![h.load(id)?], format!("run {id}")));
+    }
+    let ids = h.runs_with_tag(spec, tag_runs)?;
+    if ids.is_empty() {
+        bail!("'{spec}' is not a file, a run id or a tag in {}; see 'bpfbench history'", db.display());
+    }
+    let label = match ids.as_slice() {
+        [one] => format!("run {one} (tag {spec})"),
+        many => format!("tag {spec}: {} runs, {}..{}", many.len(), many[many.len() - 1], many[0]),
+    };
+    let runs = ids.iter().map(|&id| h.load(id)).collect::<Result<Vec<_>>>()?;
+    Ok((runs, label))
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::model::{RunReport, ScenarioRecord};
+use crate::record::RunRecord;
 
 /// One BMF measure: Bencher's `{value, lower_value, upper_value}`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -17,20 +17,16 @@ pub struct BmfMeasure {
     pub upper_value: f64,
 }
 
-fn producers(r: &ScenarioRecord) -> f64 {
-    r.params.get("producers").and_then(|p| p.parse().ok()).unwrap_or(1.0)
-}
-
 /// benchmark name -> measure name -> measure. `latency` is the median ns/op
 /// with the bounds of its 95% confidence interval; `throughput` is ops/s
 /// over all producers, with the same interval inverted.
-pub fn bmf(report: &RunReport) -> BTreeMap<String, BTreeMap<String, BmfMeasure>> {
+pub fn bmf(report: &RunRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>> {
     let mut out = BTreeMap::new();
     for r in &report.results {
         let Some(m) = &r.measurement else { continue };
         let s = &m.summary;
         let (lo, hi) = s.median_ci95;
-        let p = producers(r);
+        let p = f64::from(r.facts.producers);
         let mut measures = BTreeMap::new();
         measures.insert("latency".to_string(), BmfMeasure { value: s.median, lower_value: lo, upper_value: hi });
         measures.insert(
@@ -55,7 +51,7 @@ fn go_name(workload: &str) -> String {
 
 /// One line per sample, so benchstat sees the samples (not only a summary):
 /// `BenchmarkXdpLb/tcp-v4-lru-hit  <iterations>  <ns> ns/op`.
-pub fn gobench(report: &RunReport) -> String {
+pub fn gobench(report: &RunRecord) -> String {
     let env = &report.environment;
     let mut out = String::new();
     let _ = writeln!(out, "goos: linux\ngoarch: {}\npkg: bpfbench\ncpu: {}", std::env::consts::ARCH, env.cpu_model);
@@ -94,7 +90,7 @@ struct CsvRow<'a> {
 }
 
 /// One row per scenario with its summary statistics.
-pub fn csv(report: &RunReport) -> Result<String> {
+pub fn csv(report: &RunRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in &report.results {
         let m = r.measurement.as_ref();
@@ -102,7 +98,7 @@ pub fn csv(report: &RunReport) -> Result<String> {
         w.serialize(CsvRow {
             workload: &r.workload,
             scenario: &r.name,
-            params: r.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            params: r.facts.describe().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
             validated: r.validated,
             unavailable: r.unavailable.as_deref().unwrap_or(""),
             error: r.error.as_deref().unwrap_or(""),

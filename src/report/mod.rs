@@ -1,14 +1,14 @@
-//! Rendering results for people (tables) and machines (JSON).
+//! Rendering records for people (tables) and machines (JSON, exports).
+//! Everything here reads records; nothing measures or loads.
 
-pub mod environment;
+pub mod compare_table;
 pub mod export;
-pub mod map_table;
-pub mod model;
+pub mod op_lines;
 pub mod table;
 
 use anyhow::Result;
 
-use model::RunReport;
+use crate::record::{Layout, RunRecord};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -24,15 +24,15 @@ pub enum Format {
     Csv,
 }
 
-pub fn render(report: &RunReport, format: Format, verbose: bool) -> Result<String> {
+pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> {
     Ok(match format {
-        Format::Table if report.results.iter().all(|r| r.params.contains_key("map")) && !report.results.is_empty() => {
-            map_table::render_map_run(report, verbose)
+        Format::Table if !run.results.is_empty() && run.results.iter().all(|r| r.facts.layout == Layout::OpLines) => {
+            op_lines::render_run(run, verbose)
         }
-        Format::Table => table::render_run(report, verbose),
-        Format::Bmf => serde_json::to_string_pretty(&export::bmf(report))? + "\n",
-        Format::Gobench => export::gobench(report),
-        Format::Csv => export::csv(report)?,
-        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+        Format::Table => table::render_run(run, verbose),
+        Format::Bmf => serde_json::to_string_pretty(&export::bmf(run))? + "\n",
+        Format::Gobench => export::gobench(run),
+        Format::Csv => export::csv(run)?,
+        Format::Json => serde_json::to_string_pretty(run)? + "\n",
     })
 }

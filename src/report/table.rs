@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{RunReport, ScenarioRecord};
+use crate::record::{RunRecord, ScenarioRecord};
 use crate::stats::render_histogram;
 
 const NAME_W: usize = 34;
@@ -130,7 +130,7 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
 }
 
 /// The whole run as text.
-pub fn render_run(report: &RunReport, verbose: bool) -> String {
+pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     let mut out = String::new();
     let mut groups: Vec<&str> = Vec::new();
     for r in &report.results {

@@ -87,8 +87,12 @@ mod tests {
     }
 
     #[test]
-    fn constant_samples_do_not_panic() {
+    fn constant_samples_fall_into_one_full_bin() {
         let text = render_histogram(&[5.0; 10]);
-        assert!(text.contains("10"));
+        let bins: Vec<&str> = text.lines().collect();
+        assert_eq!(bins.len(), 1, "{text}");
+        let count: usize = bins[0].split(':').nth(1).and_then(|r| r.split_whitespace().next()).unwrap().parse().unwrap();
+        assert_eq!(count, 10, "{text}");
+        assert!(bins[0].contains(&format!("|{}|", "*".repeat(BAR_WIDTH))), "{text}");
     }
 }

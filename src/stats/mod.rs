@@ -5,7 +5,7 @@
 //! distribution-free: it comes from the binomial distribution of how many
 //! samples fall below the true median.
 
-pub mod compare;
+pub mod two_sample;
 mod histogram;
 
 pub use histogram::render_histogram;

@@ -1,31 +1,117 @@
-//! Shared set-up for tests that run against the real kernel.
+//! Helpers shared by the integration tests: kernel set-up, quick sampling,
+//! synthetic records, temporary paths and running the binary.
 
 #![allow(dead_code)]
 
-use bpfbench::harness::system;
-use bpfbench::harness::Workload;
-use bpfbench::workloads::xdp_lb::XdpLb;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::AtomicBool;
+
+use bpfbench::harness::runner::Runner;
+use bpfbench::harness::{ScenarioInfo, Workload};
+use bpfbench::record::{Calibration, Environment, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema};
+use bpfbench::stats::Summary;
+use bpfbench::system::{self, cpu, libbpf_log};
 
 /// Pins this thread as a run would and returns its CPU.
 pub fn prepared_cpu() -> usize {
     system::check_privileges().expect("kernel tests run as root (CI does)");
-    let cpu = system::default_cpu().unwrap();
-    system::pin_to_cpu(cpu).unwrap();
-    system::capture_libbpf_log();
+    let cpu = cpu::default_cpu().unwrap();
+    cpu::pin_to_cpu(cpu).unwrap();
+    libbpf_log::capture();
     cpu
 }
 
-/// A loaded load balancer pinned to this thread's CPU.
-pub fn loaded_lb() -> XdpLb {
-    let cpu = prepared_cpu();
-    let mut lb = XdpLb::default();
-    lb.setup(cpu).expect("loading xdp-lb");
-    lb
+/// The scenario of `w` called `name`.
+pub fn scenario(w: &dyn Workload, name: &str) -> ScenarioInfo {
+    w.scenarios().iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no scenario {name}")).clone()
+}
+
+/// A runner with few, short samples, that no Ctrl-C stops.
+pub fn quick_runner(samples: u64, batch_ms: f64) -> Runner {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    Runner::new(Sampling { samples, batch_ms, warmup_s: 0.02, max_scenario_s: 5.0 }, false, &NEVER)
 }
 
 /// Names of BPF programs currently loaded in the kernel.
 pub fn loaded_prog_names() -> Vec<String> {
-    libbpf_rs::query::ProgInfoIter::default()
-        .map(|p| p.name.to_string_lossy().into_owned())
+    libbpf_rs::query::ProgInfoIter::default().map(|p| p.name.to_string_lossy().into_owned()).collect()
+}
+
+/// A fresh directory for one test's files.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bpfbench-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs the bpfbench binary with `args`.
+pub fn bpfbench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().expect("running bpfbench")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Deterministic noise around `center` (uniform, ±5%).
+pub fn samples(center: f64, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..200)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            center * (1.0 + ((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 0.1)
+        })
         .collect()
+}
+
+/// A measured xdp-lb scenario with these samples.
+pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
+    let summary = Summary::of(&samples).unwrap();
+    ScenarioRecord {
+        workload: "xdp-lb".into(),
+        name: name.into(),
+        group: "g".into(),
+        description: "d".into(),
+        facts: ScenarioFacts::TABLE_ROW,
+        unavailable: None,
+        validated: true,
+        verdict: Some("XDP_TX".into()),
+        checks: vec![],
+        notes: vec![],
+        error: None,
+        program: None,
+        measurement: Some(Measurement {
+            batch_iters: 1000,
+            calibration: Calibration { estimate_ns_per_op: 10.0, proportionality_ratio: 2.0, proportional: true },
+            overhead: Overhead { key: "k".into(), batch_iters: 1000, samples_ns: samples.clone(), summary: summary.clone() },
+            samples_ns: samples,
+            summary,
+            warnings: vec![],
+        }),
+    }
+}
+
+/// A synthetic run of two xdp-lb benchmarks, their medians scaled by `scale`.
+pub fn run(tag: Option<&str>, scale: f64) -> RunRecord {
+    RunRecord {
+        schema: schema(),
+        tag: tag.map(String::from),
+        environment: Environment { kernel: "6.18".into(), git_commit: "abc".into(), ..Default::default() },
+        options: Sampling::default(),
+        results: vec![record("tcp-v4-lru-hit", samples(50.0 * scale, 1)), record("tcp-v4-lru-miss", samples(300.0 * scale, 2))],
+        interrupted: false,
+    }
+}
+
+/// `run` with only the scenarios named, each with these medians.
+pub fn run_of(named: &[(&str, f64)]) -> RunRecord {
+    let mut r = run(None, 1.0);
+    r.results = named.iter().enumerate().map(|(i, (n, m))| record(n, samples(*m, i as u64 + 1))).collect();
+    r
 }

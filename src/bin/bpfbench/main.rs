@@ -1,19 +1,21 @@
-//! The `bpfbench` command.
+//! The `bpfbench` command: parses the command line and hands each command
+//! to the library; what remains here is output and exit codes.
 
 mod ab;
+mod cli;
+mod output;
 mod run;
 mod stored;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Parser;
 
-use bpfbench::cli::{Cli, Command, RunArgs};
-use bpfbench::harness;
+use bpfbench::{harness, system};
+use cli::Command;
 
 fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
-    let cpu = run::prepare(cpu)?;
+    let cpu = system::prepare_for_timing(cpu)?;
     let costs = harness::loops::measure_loop_constructs(cpu, iters, samples)?;
     println!("Loop constructs around an empty body, {iters} iterations/batch, CPU {cpu}:");
     for c in &costs {
@@ -33,15 +35,16 @@ fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
+    let cli::Parsed { cli, run_matches } = cli::parse();
     let result = match cli.command {
-        None => run::run(RunArgs::default_suite()),
-        Some(Command::List { workload }) => run::list(workload).map(|_| ExitCode::SUCCESS),
-        Some(Command::Run(args)) => run::run(args),
+        Some(Command::List { workload }) => run::list(workload.as_deref()),
+        // `bpfbench` alone parses as `bpfbench run`.
+        None => unreachable!("cli::parse turns no command into 'run'"),
+        Some(Command::Run(args)) => run::run(&args, run_matches.as_ref().expect("run has matches")),
         Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
         Some(Command::History { scenario, limit, db }) => stored::history(scenario.as_deref(), limit, &db.path()),
         Some(Command::Show { run, format, output, verbose, db }) => stored::show(&run, format, output.as_deref(), verbose, &db.path()),
-        Some(Command::Compare { a, b, gate, format, db }) => stored::compare(&a, &b, &gate, format, &db.path()),
+        Some(Command::Compare { a, b, gate, tags, format, db }) => stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path()),
         Some(Command::Ab { a, b, rounds, gate, format, run_args }) => ab::ab(&a, &b, rounds as usize, &gate, format, &run_args),
     };
     match result {

@@ -1,76 +1,16 @@
-//! Commands on stored results: `history`, `show` and `compare`, and the
-//! output helpers `run` shares with them.
+//! Commands on stored results: `history`, `show` and `compare`.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use bpfbench::cli::{CompareFormat, GateArgs};
-use bpfbench::compare::{CompareReport, compare_runs, run_noise_from_history};
-use bpfbench::history::History;
-use bpfbench::report::model::{RunReport, parse_report};
+use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
+use bpfbench::history::{History, resolve_runs};
 use bpfbench::report::{self, Format};
 
-/// Writes `text` to `path` (whole or not at all), or to standard output.
-pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
-    match path {
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-        Some(p) => {
-            let tmp = p.with_extension("partial");
-            std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
-            eprintln!("bpfbench: wrote {}", p.display());
-            Ok(())
-        }
-    }
-}
-
-fn gate_fails(cmp: &CompareReport, gate: &GateArgs) -> bool {
-    let Some(pct) = gate.fail_on_regression else { return false };
-    let bad = cmp.regressions(pct);
-    for b in &bad {
-        eprintln!(
-            "bpfbench: regression: {} is {:.1}% slower (95% CI {:.1}%..{:.1}%), beyond --fail-on-regression {pct}%",
-            b.benchmark,
-            (b.result.ratio - 1.0) * 100.0,
-            (b.result.ratio_ci95.0 - 1.0) * 100.0,
-            (b.result.ratio_ci95.1 - 1.0) * 100.0
-        );
-    }
-    !bad.is_empty()
-}
-
-/// Runs named on the command line, newest first: a JSON file or a run id
-/// (one run), or a tag (up to `tag_runs` of its newest runs).
-pub fn resolve_runs(spec: &str, db: &Path, tag_runs: usize) -> Result<(Vec<RunReport>, String)> {
-    let path = Path::new(spec);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {spec}"))?;
-        let report = parse_report(&text).with_context(|| format!("{spec} cannot be compared"))?;
-        return Ok((vec![report], spec.to_string()));
-    }
-    if !db.exists() {
-        bail!("'{spec}' is not a file, and there is no history database at {} to look it up in", db.display());
-    }
-    let h = History::open(db)?;
-    if let Ok(id) = spec.parse::<i64>() {
-        return Ok((vec![h.load(id)?], format!("run {id}")));
-    }
-    let ids = h.runs_with_tag(spec, tag_runs)?;
-    if ids.is_empty() {
-        bail!("'{spec}' is not a file, a run id or a tag in {}; see 'bpfbench history'", db.display());
-    }
-    let label = match ids.as_slice() {
-        [one] => format!("run {one} (tag {spec})"),
-        many => format!("tag {spec}: {} runs, {}..{}", many.len(), many[many.len() - 1], many[0]),
-    };
-    let runs = ids.iter().map(|&id| h.load(id)).collect::<Result<Vec<_>>>()?;
-    Ok((runs, label))
-}
+use crate::cli::CompareFormat;
+use crate::output::{emit, print_comparison};
 
 pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCode> {
     if !db.exists() {
@@ -127,30 +67,17 @@ fn utc(secs: u64) -> String {
 
 pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Path) -> Result<ExitCode> {
     let (runs, _) = resolve_runs(run, db, 1)?;
-    let report = &runs[0];
-    emit(&report::render(report, format, verbose)?, output)?;
+    emit(&report::render(&runs[0], format, verbose)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compare(a: &str, b: &str, gate: &GateArgs, format: CompareFormat, db: &Path) -> Result<ExitCode> {
-    if !(gate.threshold.is_finite() && gate.threshold >= 0.0) {
-        bail!("--threshold must be a percentage of at least 0, got {}", gate.threshold);
-    }
-    let (ra, la) = resolve_runs(a, db, gate.tag_runs as usize)?;
-    let (rb, lb) = resolve_runs(b, db, gate.tag_runs as usize)?;
-    let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { Default::default() };
-    let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold / 100.0, &noise);
+pub fn compare(a: &str, b: &str, gate: &Gate, tag_runs: usize, format: CompareFormat, db: &Path) -> Result<ExitCode> {
+    let (ra, la) = resolve_runs(a, db, tag_runs)?;
+    let (rb, lb) = resolve_runs(b, db, tag_runs)?;
+    let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { RunNoise::new() };
+    let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold(), &noise);
     if cmp.benchmarks.is_empty() {
         bail!("{la} and {lb} have no measured benchmark in common");
     }
     print_comparison(&cmp, format, gate)
-}
-
-/// Prints a comparison and applies --fail-on-regression.
-pub fn print_comparison(cmp: &CompareReport, format: CompareFormat, gate: &GateArgs) -> Result<ExitCode> {
-    match format {
-        CompareFormat::Table => print!("{}", cmp.render()),
-        CompareFormat::Json => println!("{}", serde_json::to_string_pretty(cmp)?),
-    }
-    Ok(if gate_fails(cmp, gate) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

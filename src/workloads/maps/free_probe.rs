@@ -8,10 +8,7 @@ use anyhow::{Context, Result, bail};
 use libbpf_rs::{Link, MapCore};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 
-mod skel {
-    #![allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
-    include!(concat!(env!("OUT_DIR"), "/free_probe.skel.rs"));
-}
+crate::bpf_skeleton!("free_probe");
 use skel::{FreeProbeSkel, FreeProbeSkelBuilder};
 
 /// The kernel frees maps from a workqueue; give it this long.
@@ -40,9 +37,9 @@ impl FreeProbe {
         Ok(FreeProbe { skel, _links: links })
     }
 
-    /// Drops `map` (its last reference) and returns how long the kernel took
-    /// to free it, as fentry/fexit saw it.
-    pub fn time_free(&mut self, map: libbpf_rs::MapHandle) -> Result<Duration> {
+    /// Drops `map` (its last reference) and returns when the kernel started
+    /// freeing it (bpf_ktime_get_ns) and how long that took, as fentry/fexit saw it.
+    pub fn time_free(&mut self, map: libbpf_rs::MapHandle) -> Result<(u64, Duration)> {
         let id = map.info().context("reading the map's id")?.info.id;
         let bss = self.skel.maps.bss_data.as_deref_mut().context("free_probe has no .bss")?;
         bss.freed = 0;
@@ -56,7 +53,8 @@ impl FreeProbe {
             let bss = self.skel.maps.bss_data.as_deref().context("free_probe has no .bss")?;
             // SAFETY: the field lives in the BPF-shared mmap; BPF writes it, so read it volatile.
             if unsafe { std::ptr::read_volatile(&bss.freed) } != 0 {
-                return Ok(Duration::from_nanos(unsafe { std::ptr::read_volatile(&bss.free_ns) }));
+                let (started, took) = unsafe { (std::ptr::read_volatile(&bss.started_ns), std::ptr::read_volatile(&bss.free_ns)) };
+                return Ok((started, Duration::from_nanos(took)));
             }
             if start.elapsed() > FREE_TIMEOUT {
                 bail!("map {id} was not freed within {FREE_TIMEOUT:?} of dropping its last reference");

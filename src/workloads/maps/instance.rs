@@ -5,30 +5,29 @@
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
 
-use anyhow::{Context, Result, bail, ensure};
-use bytemuck::{Pod, Zeroable};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use anyhow::{Context, Result, bail};
+use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
 
 use super::ops::{KeyLayout, MapKind, MapOp};
-use crate::harness::system::{self, libbpf_log_tail};
-use crate::harness::skel_fds::{map_handle, prog_fd};
+use crate::harness::skeleton::{self, map_handle, prog_fd};
 use crate::harness::timing::TimedXdpProgram;
+use crate::system::cpu::possible_cpus;
 
-mod skel {
-    #![allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
-    include!(concat!(env!("OUT_DIR"), "/map_ops.skel.rs"));
-}
-use skel::{MapOpsSkelBuilder, types};
+crate::bpf_skeleton!("map_ops");
+use skel::MapOpsSkelBuilder;
+use skel::types::{key_kind, map_op, map_ops_limit};
+/// The per-CPU key cursor and counts of map_ops.h.
+pub use skel::types::map_op_state as OpState;
+
+crate::impl_pod!(OpState);
 
 /// Limits from map_ops.h.
-pub const MAX_KEY_SIZE: u32 = 64;
-pub const MAX_VALUE_SIZE: u32 = 4096;
+pub const MAX_KEY_SIZE: u32 = map_ops_limit::MAX_KEY_SIZE.0;
+pub const MAX_VALUE_SIZE: u32 = map_ops_limit::MAX_VALUE_SIZE.0;
 /// Byte every inserted or updated value is filled with; the fill writes zeros,
 /// so validation can tell which values an operation wrote.
 pub const WRITTEN_BYTE: u8 = 0xa5;
-const KEY_INDEX: u32 = 0;
-const KEY_LPM: u32 = 1;
 /// Extra LRU capacity per possible CPU. The kernel's LRU keeps free nodes on
 /// per-CPU lists and evicts before max_entries is reached (measured: 1000
 /// keys into a 1000-entry LRU kept 976), so an LRU sized exactly would lose
@@ -37,16 +36,17 @@ const LRU_HEADROOM_PER_CPU: u32 = 256;
 /// Keys per BPF_MAP_*_BATCH syscall when filling or emptying.
 const SYSCALL_BATCH: usize = 8192;
 
-/// Mirror of `struct map_op_state`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, Pod, Zeroable)]
-pub struct OpState {
-    pub cursor: u64,
-    pub failures: u64,
-    pub ops: u64,
+/// The BPF loop body of `op` (`enum map_op`).
+fn bpf_op(op: MapOp) -> map_op {
+    match op {
+        MapOp::Noop | MapOp::Free => map_op::MAP_OP_NOOP,
+        MapOp::Baseline => map_op::MAP_OP_BASELINE,
+        MapOp::Lookup => map_op::MAP_OP_LOOKUP,
+        MapOp::Insert => map_op::MAP_OP_INSERT,
+        MapOp::Update => map_op::MAP_OP_UPDATE,
+        MapOp::Delete | MapOp::Drain => map_op::MAP_OP_DELETE,
+    }
 }
-
-const _: () = assert!(size_of::<OpState>() == size_of::<types::map_op_state>());
 
 /// What one instance benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,8 @@ pub struct MapConfig {
 pub struct LoadedMapBench {
     pub config: MapConfig,
     pub body: TimedXdpProgram,
-    pub empty: TimedXdpProgram,
+    /// The same loop around an empty call: the harness's own cost.
+    pub overhead: TimedXdpProgram,
     map: MapHandle,
     state: MapHandle,
     ncpus: usize,
@@ -85,51 +86,36 @@ fn percpu_stride(value_size: u32) -> usize {
 }
 
 impl LoadedMapBench {
+    /// Loads an instance for `config`, whose sizes `MapParams::check` accepted.
     pub fn load(config: MapConfig) -> Result<LoadedMapBench> {
         let MapConfig { kind, op, entries, key, value_size, random, key_offset } = config;
-        ensure!(entries > 0, "--entries must be at least 1");
-        ensure!(
-            key.size >= 4 && key.size <= MAX_KEY_SIZE,
-            "--key-size must be between 4 and {MAX_KEY_SIZE} bytes, got {}",
-            key.size
-        );
-        ensure!(
-            value_size >= 1 && value_size <= MAX_VALUE_SIZE,
-            "--value-size must be between 1 and {MAX_VALUE_SIZE} bytes, got {value_size}"
-        );
-        system::take_libbpf_log();
         let mut storage = MaybeUninit::uninit();
         let mut open = MapOpsSkelBuilder::default().open(&mut storage).context("opening the map_ops BPF object")?;
         let m = &mut open.maps;
         m.bench_map.set_type(kind.map_type())?;
         m.bench_map.set_key_size(key.size)?;
         m.bench_map.set_value_size(value_size)?;
-        let ncpus = system::possible_cpus()?;
+        let ncpus = possible_cpus()?;
         m.bench_map.set_max_entries(capacity(kind, entries, ncpus))?;
         if kind == MapKind::LpmTrie {
             // The kernel requires LPM tries to allocate on demand.
             m.bench_map.set_map_flags(libbpf_sys::BPF_F_NO_PREALLOC)?;
         }
         let ro = m.rodata_data.as_deref_mut().context("map_ops has no .rodata")?;
-        ro.cfg_op = op.bpf_code();
-        ro.cfg_key_kind = if key.lpm_prefix.is_some() { KEY_LPM } else { KEY_INDEX };
+        ro.cfg_op = bpf_op(op);
+        ro.cfg_key_kind = if key.lpm_prefix.is_some() { key_kind::KEY_LPM } else { key_kind::KEY_INDEX };
         ro.cfg_entries = entries;
         ro.cfg_random = random as u32;
         ro.cfg_prefix_len = key.lpm_prefix.unwrap_or(32);
         ro.cfg_key_offset = key_offset;
         m.bss_data.as_deref_mut().context("map_ops has no .bss")?.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize];
 
-        let skel = open.load().map_err(|e| {
-            anyhow::anyhow!(
-                "the kernel refused the {kind} {op} benchmark ({e}); verifier log tail:\n{}",
-                libbpf_log_tail(25)
-            )
-        })?;
+        let skel = skeleton::load(open, &format!("the {kind} {op} benchmark"))?;
         let (m, p) = (&skel.maps, &skel.progs);
         let bench = LoadedMapBench {
             config,
             body: TimedXdpProgram::new(prog_fd(&p.map_bench)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
-            empty: TimedXdpProgram::new(prog_fd(&p.map_bench_empty)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            overhead: TimedXdpProgram::new(prog_fd(&p.map_bench_empty)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
             map: map_handle(&m.bench_map)?,
             state: map_handle(&m.op_state)?,
             ncpus,
@@ -207,7 +193,7 @@ pub fn create_bare_map(config: &MapConfig) -> Result<MapHandle> {
         map_flags: if config.kind == MapKind::LpmTrie { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 },
         ..Default::default()
     };
-    let max_entries = capacity(config.kind, config.entries, system::possible_cpus()?);
+    let max_entries = capacity(config.kind, config.entries, possible_cpus()?);
     MapHandle::create(config.kind.map_type(), Some("bench_free"), config.key.size, config.value_size, max_entries, &opts)
         .with_context(|| format!("creating a {} map of {} entries", config.kind, config.entries))
 }

@@ -19,8 +19,10 @@
 #include "bench_timing.bpf.h"
 #include "map_ops.h"
 
-const volatile __u32 cfg_op = MAP_OP_NOOP;
-const volatile __u32 cfg_key_kind = KEY_INDEX;
+const volatile enum map_op cfg_op = MAP_OP_NOOP;
+const volatile enum key_kind cfg_key_kind = KEY_INDEX;
+/* Never read: brings the limits into BTF for the host. */
+const volatile enum map_ops_limit cfg_limits = MAX_VALUE_SIZE;
 const volatile __u32 cfg_entries = 1;
 const volatile __u32 cfg_random = 0;
 const volatile __u32 cfg_prefix_len = 32;
@@ -73,6 +75,8 @@ __noinline int map_op(__u32 idx)
 		key.index = idx;
 	}
 	switch (cfg_op) {
+	case MAP_OP_NOOP:	/* returned above */
+		break;
 	case MAP_OP_BASELINE:
 		/* Make the compiler build the key as the other operations do. */
 		asm volatile("" : : "r"(&key) : "memory");

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between map_ops.bpf.c and its host driver (mirrored in ops.rs). */
+/* Shared between map_ops.bpf.c and its host driver, which reads these
+ * definitions from the object's BTF (instance.rs): host constants are enums. */
 #ifndef MAP_OPS_H
 #define MAP_OPS_H
 
@@ -17,8 +18,10 @@ enum key_kind {
 	KEY_LPM = 1,	/* struct { __u32 prefixlen; __be32 data; } */
 };
 
-#define MAX_KEY_SIZE 64
-#define MAX_VALUE_SIZE 4096
+enum map_ops_limit {
+	MAX_KEY_SIZE = 64,
+	MAX_VALUE_SIZE = 4096,
+};
 
 struct map_op_state {
 	__u64 cursor;	/* next sequential key index */

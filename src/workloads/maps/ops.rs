@@ -5,8 +5,7 @@ use std::fmt;
 
 use libbpf_rs::MapType;
 
-/// An operation, as `--op` names it. The discriminants of the ones that run
-/// in BPF mirror `enum map_op` in map_ops.h.
+/// An operation, as `--op` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
 pub enum MapOp {
     /// The harness alone: the timing loop around an empty call.
@@ -48,22 +47,6 @@ impl MapOp {
             MapOp::Delete => "delete",
             MapOp::Free => "free",
             MapOp::Drain => "drain",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<MapOp> {
-        MapOp::SEED_ORDER.into_iter().find(|o| o.name() == name)
-    }
-
-    /// `enum map_op` value of the BPF loop body.
-    pub fn bpf_code(self) -> u32 {
-        match self {
-            MapOp::Noop | MapOp::Free => 0,
-            MapOp::Baseline => 1,
-            MapOp::Lookup => 2,
-            MapOp::Insert => 3,
-            MapOp::Update => 4,
-            MapOp::Delete | MapOp::Drain => 5,
         }
     }
 
@@ -177,7 +160,7 @@ impl fmt::Display for MapKind {
     }
 }
 
-/// How keys are laid out, per map type; mirrors `enum key_kind`.
+/// How keys are laid out, per map type (`enum key_kind` in map_ops.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyLayout {
     pub size: u32,

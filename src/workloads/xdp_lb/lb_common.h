@@ -1,25 +1,32 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Definitions of the Katran-model load balancer's maps. Every struct here is
- * mirrored by a #[repr(C)] struct in maps.rs; keep the two in step.
+ * Definitions of the Katran-model load balancer's maps. The host's views of
+ * these structs and enums are generated from the object's BTF (maps.rs), so
+ * constants the host needs are enums, not #defines.
  */
 #ifndef LB_COMMON_H
 #define LB_COMMON_H
 
 #include <linux/types.h>
 
-#define LB_MAX_VIPS		16
-#define LB_MAX_REALS		128
-#define LB_MAX_CPUS		128
-/* Katran's default Maglev ring size: a prime, so every skip value is a generator. */
-#define LB_RING_SIZE		65537
-#define LB_LRU_SIZE		16384
+enum lb_limit {
+	LB_MAX_VIPS = 16,
+	LB_MAX_REALS = 128,
+	LB_MAX_CPUS = 128,
+	/* Katran's default Maglev ring size: a prime, so every skip value is a generator. */
+	LB_RING_SIZE = 65537,
+	LB_LRU_SIZE = 16384,
+};
 
-/* vip_meta.flags */
-#define LB_VIP_LRU_BYPASS	(1u << 1)	/* consistent hashing only, as Katran's F_LRU_BYPASS */
+/* lb_vip_meta.flags */
+enum lb_vip_flag {
+	LB_VIP_LRU_BYPASS = 1u << 1,	/* consistent hashing only, as Katran's F_LRU_BYPASS */
+};
 
-/* real_definition.flags */
-#define LB_REAL_IPV6		(1u << 0)
+/* lb_real.flags */
+enum lb_real_flag {
+	LB_REAL_IPV6 = 1u << 0,
+};
 
 /* Outer source addresses (Katran's rules): IPv4 172.16.0.0/16, IPv6 0100::/64. */
 #define LB_IPIP_V4_PREFIX_BE	0x000010acu	/* 172.16.0.0 as a little-endian load of network bytes */
@@ -58,10 +65,7 @@ struct lb_flow_key {
 };
 
 struct lb_vip_key {
-	union {
-		__be32 vip;
-		__be32 vipv6[4];
-	};
+	__be32 addr[4];	/* IPv4 in addr[0], the rest zero */
 	__u16 port;	/* network order; 0 matches any port */
 	__u8 proto;
 	__u8 _pad;
@@ -73,10 +77,7 @@ struct lb_vip_meta {
 };
 
 struct lb_real {
-	union {
-		__be32 dst;
-		__be32 dstv6[4];
-	};
+	__be32 addr[4];	/* IPv4 in addr[0] */
 	__u8 flags;
 	__u8 _pad[3];
 };
@@ -116,6 +117,15 @@ struct lb_flowgen {
 	__u16 base_l4_csum;	/* are derived from these, whatever the packet holds now */
 	__u32 _pad;
 	__u64 seq;		/* running packet counter; persists across batches (cold LRU) */
+};
+
+/* Brings the enums above into the object's BTF (and so into the generated
+ * Rust types): BTF describes a type only when a variable or map uses it. */
+struct lb_host_enums {
+	enum lb_limit limit;
+	enum lb_vip_flag vip_flag;
+	enum lb_real_flag real_flag;
+	enum lb_counter counter;
 };
 
 #endif /* LB_COMMON_H */

@@ -111,6 +111,9 @@ struct {
 	__type(value, struct lb_flowgen);
 } flowgen SEC(".maps");
 
+/* Never read: puts the shared enums into BTF (see lb_common.h). */
+const volatile struct lb_host_enums lb_host_enums;
+
 struct lb_packet {
 	struct lb_flow_key flow;
 	__u16 pkt_bytes;	/* L3 length: what the per-VIP/real byte counters count */
@@ -251,9 +254,9 @@ static __always_inline struct lb_vip_meta *lb_find_vip(struct lb_packet *p)
 	struct lb_vip_meta *vip;
 
 	if (p->is_ipv6)
-		__builtin_memcpy(key.vipv6, p->flow.dstv6, 16);
+		__builtin_memcpy(key.addr, p->flow.dstv6, 16);
 	else
-		key.vip = p->flow.dst;
+		key.addr[0] = p->flow.dst;
 	key.port = p->flow.port16[1];
 	key.proto = p->flow.proto;
 	vip = bpf_map_lookup_elem(&vip_map, &key);
@@ -379,7 +382,7 @@ static __always_inline int lb_encap_ipip(struct xdp_md *ctx, struct lb_packet *p
 	outer->ttl = LB_ENCAP_TTL;
 	outer->protocol = IPPROTO_IPIP;
 	outer->saddr = (suffix & 0xffff0000) | LB_IPIP_V4_PREFIX_BE;
-	outer->daddr = real->dst;
+	outer->daddr = real->addr[0];
 	lb_ipv4_csum(outer);
 	return XDP_TX;
 }
@@ -417,7 +420,7 @@ static __always_inline int lb_encap_ipv6(struct xdp_md *ctx, struct lb_packet *p
 	outer->saddr.in6_u.u6_addr32[1] = 0;
 	outer->saddr.in6_u.u6_addr32[2] = 0;
 	outer->saddr.in6_u.u6_addr32[3] = client_low ^ (__u32)p->flow.port16[0];
-	__builtin_memcpy(&outer->daddr, real->dstv6, 16);
+	__builtin_memcpy(&outer->daddr, real->addr, 16);
 	return XDP_TX;
 }
 

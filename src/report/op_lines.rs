@@ -1,20 +1,13 @@
-//! Text output of the map workloads: one line per operation in the shape of
-//! the kernel selftests' LPM-trie bench ("throughput X ± Y M ops/s (Z M
-//! ops/prod), latency W ns/op") plus the sample count, then, for the `maps` workload, a matrix
-//! (map type x op) per size and a size sweep per op.
+//! Text output of operation benchmarks (the map workloads): one line per
+//! operation in the shape of the kernel selftests' LPM-trie bench
+//! ("throughput X ± Y M ops/s (Z M ops/prod), latency W ns/op") plus the
+//! sample count, then, for several map types or sizes, a matrix (map type x
+//! op) per size and a size sweep per op.
 
 use std::fmt::Write as _;
 
-use super::model::{RunReport, ScenarioRecord};
+use crate::record::{MapFacts, RunRecord, ScenarioRecord};
 use crate::stats::Summary;
-
-fn param<'a>(r: &'a ScenarioRecord, key: &str) -> Option<&'a str> {
-    r.params.get(key).map(String::as_str)
-}
-
-fn param_f64(r: &ScenarioRecord, key: &str, default: f64) -> f64 {
-    param(r, key).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// `ops_per_s` in the largest unit that keeps it at or above 1.
 fn rate(ops_per_s: f64) -> (f64, &'static str) {
@@ -37,8 +30,9 @@ fn duration(ns: f64) -> (f64, &'static str) {
     }
 }
 
-/// One line in the selftests' shape. Throughput is total over producers;
-/// `drain` counts whole maps drained (its samples are per deleted key).
+/// One line in the selftests' shape. Throughput is total over producers,
+/// counted in the scenario's unit (whole maps for `drain`, whose samples
+/// are per deleted key).
 fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
     let label = format!("{:>label_w$}", r.name);
     if let Some(why) = &r.unavailable {
@@ -48,12 +42,8 @@ fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
         let why = r.error.as_deref().unwrap_or("no result");
         return format!("{label}: FAILED ({why})\n");
     };
-    let producers = param_f64(r, "producers", 1.0);
-    let (per, unit) = if param(r, "op") == Some("drain") {
-        (param_f64(r, "entries", 1.0), "map")
-    } else {
-        (1.0, "op")
-    };
+    let producers = f64::from(r.facts.producers);
+    let (per, unit) = (r.facts.unit.ops(), r.facts.unit.name());
     // Throughput per sample, so its spread is the spread of throughput.
     let tput: Vec<f64> = m.samples_ns.iter().map(|ns| producers * 1e9 / (ns * per)).collect();
     let sd = Summary::of(&tput).map_or(0.0, |t| t.stddev);
@@ -96,12 +86,12 @@ fn grid(out: &mut String, title: &str, rows: &[String], cols: &[String], get: im
     }
 }
 
-fn distinct<'a>(rs: &[&'a ScenarioRecord], key: &str) -> Vec<&'a str> {
-    let mut v: Vec<&str> = Vec::new();
-    for r in rs {
-        if let Some(x) = param(r, key)
-            && !v.contains(&x)
-        {
+/// Distinct values of `field` over the map scenarios, in first-seen order.
+fn distinct(rs: &[&ScenarioRecord], field: impl Fn(&MapFacts) -> String) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for m in rs.iter().filter_map(|r| r.facts.map.as_ref()) {
+        let x = field(m);
+        if !v.contains(&x) {
             v.push(x);
         }
     }
@@ -110,11 +100,11 @@ fn distinct<'a>(rs: &[&'a ScenarioRecord], key: &str) -> Vec<&'a str> {
 
 /// Matrix (map type x op) per size, then latency against size per op.
 fn matrices(out: &mut String, rs: &[&ScenarioRecord]) {
-    let maps = distinct(rs, "map");
-    let ops = distinct(rs, "op");
-    let sizes = distinct(rs, "entries");
+    let maps = distinct(rs, |m| m.map_type.clone());
+    let ops = distinct(rs, |m| m.op.clone());
+    let sizes = distinct(rs, |m| m.entries.to_string());
     let find = |map: &str, op: &str, e: &str| {
-        rs.iter().find(|r| param(r, "map") == Some(map) && param(r, "op") == Some(op) && param(r, "entries") == Some(e))
+        rs.iter().find(|r| r.facts.map.as_ref().is_some_and(|m| m.map_type == map && m.op == op && m.entries.to_string() == e))
     };
     let rows: Vec<String> = maps.iter().map(|s| s.to_string()).collect();
     for e in &sizes {
@@ -131,7 +121,7 @@ fn matrices(out: &mut String, rs: &[&ScenarioRecord]) {
     }
 }
 
-pub fn render_map_run(report: &RunReport, verbose: bool) -> String {
+pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     let mut out = String::new();
     if verbose {
         for r in &report.results {
@@ -149,7 +139,9 @@ pub fn render_map_run(report: &RunReport, verbose: bool) -> String {
     for r in &rs {
         out.push_str(&seed_line(r, label_w));
     }
-    if rs.iter().any(|r| r.workload == "maps") || distinct(&rs, "entries").len() > 1 {
+    // A matrix pays off once there is more than one map type or size.
+    let several = |f: fn(&MapFacts) -> String| distinct(&rs, f).len() > 1;
+    if several(|m| m.map_type.clone()) || several(|m| m.entries.to_string()) {
         matrices(&mut out, &rs);
     }
     if let Some(loop_ns) = rs.iter().find_map(|r| r.measurement.as_ref().map(|m| m.overhead.summary.median)) {

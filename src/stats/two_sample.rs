@@ -1,4 +1,4 @@
-//! A/B comparison of two sample sets: ratio of medians with a bootstrap
+//! Two-sample statistics for A/B comparisons: ratio of medians with a bootstrap
 //! confidence interval, the Mann-Whitney U test, Holm's correction across
 //! benchmarks, and a verdict that needs both significance and an effect
 //! outside the noise threshold. Knows nothing of BPF.

@@ -1,0 +1,198 @@
+//! The results model: what a run measured, as the runner fills it and as
+//! reports, the history and comparisons read it. Serialised as JSON under a
+//! versioned schema (see `schema`).
+
+pub mod comparison;
+mod facts;
+mod schema;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use comparison::{BenchmarkComparison, ComparisonRecord, Method};
+pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
+pub use schema::{RecordError, SCHEMA_NAME, SCHEMA_VERSION, parse_run, schema};
+
+use crate::stats::Summary;
+
+/// One run: every scenario measured once, with the environment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// "bpfbench.run/N".
+    pub schema: String,
+    /// The name given with --tag.
+    #[serde(default)]
+    pub tag: Option<String>,
+    pub environment: Environment,
+    /// How the scenarios were sampled.
+    pub options: Sampling,
+    pub results: Vec<ScenarioRecord>,
+    /// Ctrl-C ended the run early; `results` holds what was finished.
+    pub interrupted: bool,
+}
+
+/// How scenarios are sampled: the run options, as given on the command line
+/// and recorded with every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
+pub struct Sampling {
+    /// Samples (timed batches) per scenario.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub samples: u64,
+    /// Target duration of one batch, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = positive)]
+    pub batch_ms: f64,
+    /// Warm-up per scenario, in seconds.
+    #[arg(long = "warmup", value_name = "S", default_value_t = 0.1, value_parser = non_negative)]
+    pub warmup_s: f64,
+    /// Stop sampling a scenario after this many seconds.
+    #[arg(long = "max-time", value_name = "S", default_value_t = 10.0, value_parser = positive)]
+    pub max_scenario_s: f64,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("must be a positive number, got '{s}'")),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("must be a number of at least 0, got '{s}'")),
+    }
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling { samples: 200, batch_ms: 10.0, warmup_s: 0.1, max_scenario_s: 10.0 }
+    }
+}
+
+impl Sampling {
+    pub fn warmup(&self) -> Duration {
+        Duration::from_secs_f64(self.warmup_s)
+    }
+
+    pub fn max_scenario_time(&self) -> Duration {
+        Duration::from_secs_f64(self.max_scenario_s)
+    }
+
+    /// Samples of each overhead measurement: a quarter of the scenario's, at least 20.
+    pub fn overhead_samples(&self) -> usize {
+        (self.samples as usize / 4).max(20)
+    }
+}
+
+/// Where and with what a run was measured, so a comparison can tell a code
+/// change from a machine or kernel change.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Environment {
+    pub bpfbench_version: String,
+    /// `git describe`-style commit of the bpfbench build ("unknown" outside a checkout).
+    pub git_commit: String,
+    /// clang that compiled the BPF programs, as `--version` prints its first line.
+    pub clang_version: String,
+    /// Extra BPF compile flags of this build (e.g. -DLB_EXTRA_WORK=4).
+    #[serde(default)]
+    pub bpf_cflags: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub host: String,
+    /// net.core.bpf_jit_enable / bpf_jit_harden / bpf_jit_kallsyms, as read.
+    pub jit: JitSettings,
+    /// The CPU every batch ran on.
+    pub cpu: usize,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_at: u64,
+    /// 1-, 5- and 15-minute load averages at the start.
+    pub loadavg: [f64; 3],
+    /// Share of CPU time stolen by the hypervisor while the run went on
+    /// (None where /proc/stat has no steal column).
+    pub steal_percent: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct JitSettings {
+    pub enable: Option<i64>,
+    pub harden: Option<i64>,
+    pub kallsyms: Option<i64>,
+}
+
+/// One scenario of a run: what it is, whether it validated, what it measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioRecord {
+    pub workload: String,
+    pub name: String,
+    pub group: String,
+    pub description: String,
+    /// What the scenario is, in the terms reports need.
+    pub facts: ScenarioFacts,
+    /// Why the scenario could not run on this machine ("N/A"); not a failure.
+    #[serde(default)]
+    pub unavailable: Option<String>,
+    /// Return code, output packet and counters all matched before timing.
+    pub validated: bool,
+    pub verdict: Option<String>,
+    pub checks: Vec<String>,
+    pub notes: Vec<String>,
+    /// Why the scenario failed validation or measurement.
+    pub error: Option<String>,
+    /// The program that was timed, as the kernel loaded it.
+    #[serde(default)]
+    pub program: Option<ProgramRecord>,
+    pub measurement: Option<Measurement>,
+}
+
+impl ScenarioRecord {
+    /// The name benchmarks are matched and exported by: "workload/scenario".
+    pub fn benchmark_name(&self) -> String {
+        format!("{}/{}", self.workload, self.name)
+    }
+
+    /// Measured, or neither measured nor excused as unavailable.
+    pub fn failed(&self) -> bool {
+        self.measurement.is_none() && self.unavailable.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProgramRecord {
+    pub name: String,
+    /// The kernel's tag (hash of the program's instructions), hex.
+    pub tag: String,
+    pub xlated_bytes: u32,
+    pub jited_bytes: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Timed iterations per BPF_PROG_TEST_RUN invocation.
+    pub batch_iters: u32,
+    pub calibration: Calibration,
+    /// One value per batch: elapsed ns / iterations, as measured inside BPF.
+    pub samples_ns: Vec<f64>,
+    pub summary: Summary,
+    /// The timing loop's own cost, measured in the same run; never subtracted.
+    pub overhead: Overhead,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibration {
+    pub estimate_ns_per_op: f64,
+    /// Time of a 2N batch over time of an N batch; 2.0 when cost is linear.
+    pub proportionality_ratio: f64,
+    pub proportional: bool,
+}
+
+/// The harness's own cost: the same loop and reset block around an empty
+/// body. Scenarios with the same `key` share one measurement per run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Overhead {
+    pub key: String,
+    pub batch_iters: u32,
+    pub samples_ns: Vec<f64>,
+    pub summary: Summary,
+}

@@ -1,0 +1,88 @@
+//! A comparison as a compact table in the manner of benchstat, and the
+//! gate's verdicts as one line each.
+
+use std::fmt::Write as _;
+
+use crate::compare::MIN_RUNS_PER_SIDE;
+use crate::record::{BenchmarkComparison, ComparisonRecord, Method};
+use crate::stats::two_sample::{MIN_RUNS_FOR_NOISE, Verdict};
+
+pub fn render(cmp: &ComparisonRecord) -> String {
+    let mut out = String::new();
+    let w = cmp.benchmarks.iter().map(|b| b.benchmark.len()).max().unwrap_or(9).max(9);
+    let _ = writeln!(out, "A: {}\nB: {}", cmp.a, cmp.b);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>14}  {:>9}  verdict (noise threshold ±{:.1}%)",
+        "benchmark",
+        "A ns/op",
+        "B ns/op",
+        "B/A",
+        "95% CI",
+        "p(Holm)",
+        "n A v B",
+        "run noise",
+        cmp.threshold * 100.0
+    );
+    for b in &cmp.benchmarks {
+        let r = &b.result;
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>14}  {:>9}  {}",
+            b.benchmark,
+            r.median_a,
+            r.median_b,
+            r.ratio,
+            r.ratio_ci95.0,
+            r.ratio_ci95.1,
+            r.p_adjusted,
+            format!("{}v{} {}", b.n_a, b.n_b, b.method.as_str()),
+            match (b.method, r.run_noise_cv) {
+                (Method::Runs, _) => "in data".to_string(),
+                (_, Some(cv)) => format!("{:.1}%", cv * 100.0),
+                (_, None) => "?".to_string(),
+            },
+            r.verdict.as_str()
+        );
+    }
+    if let Some(g) = cmp.geomean_ratio {
+        let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
+    }
+    let _ = writeln!(
+        out,
+        "{} slower, {} faster, {} same, {} uncertain (medians of in-BPF ns/op samples; Mann-Whitney U, Holm-corrected, bootstrap CI of the ratio)",
+        cmp.count(Verdict::Slower),
+        cmp.count(Verdict::Faster),
+        cmp.count(Verdict::Same),
+        cmp.count(Verdict::Uncertain)
+    );
+    let unknown = cmp.benchmarks.iter().filter(|b| b.method == Method::Samples && b.result.run_noise_cv.is_none()).count();
+    if unknown > 0 {
+        let _ = writeln!(
+            out,
+            "run noise ?: unknown for {unknown} benchmark(s), so their intervals reflect within-run noise only. Runs of the same build can differ by more than that; store {MIN_RUNS_FOR_NOISE}+ runs of A's code (e.g. --repeat 3 --tag) to account for it, or compare {MIN_RUNS_PER_SIDE}+ runs a side."
+        );
+    }
+    for n in &cmp.only_in_a {
+        let _ = writeln!(out, "only in A: {n}");
+    }
+    for n in &cmp.only_in_b {
+        let _ = writeln!(out, "only in B: {n}");
+    }
+    for c in &cmp.environment_changes {
+        let _ = writeln!(out, "changed: {c}");
+    }
+    out
+}
+
+/// The line the gate prints for a confirmed regression.
+pub fn regression_line(b: &BenchmarkComparison, against: &str, limit_pct: f64) -> String {
+    let r = &b.result;
+    format!(
+        "regression: {} is {:.1}% slower than {against} (95% CI {:.1}%..{:.1}%), beyond --fail-on-regression {limit_pct}%",
+        b.benchmark,
+        (r.ratio - 1.0) * 100.0,
+        (r.ratio_ci95.0 - 1.0) * 100.0,
+        (r.ratio_ci95.1 - 1.0) * 100.0
+    )
+}

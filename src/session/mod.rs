@@ -1,0 +1,191 @@
+//! A benchmark session: one workload set up once, its selected scenarios
+//! measured in rounds, each round stored, and the gate applied against
+//! reference runs (re-measuring suspects on the same loaded programs).
+//! What happens along the way goes to an [`Observer`]; the binary renders.
+
+pub mod builds;
+
+use anyhow::{Result, bail};
+
+use crate::compare::{Gate, GateDecision, RunNoise, compare_runs, run_noise_from_history};
+use crate::harness::runner::Runner;
+use crate::harness::{LoadedWorkload, ScenarioInfo, Workload, groups};
+use crate::history::History;
+use crate::record::{ComparisonRecord, RunRecord, Sampling, ScenarioRecord, schema};
+use crate::system::{self, environment, interrupt};
+
+/// What happens during a session, for the caller to show.
+pub trait Observer {
+    fn round_started(&mut self, _round: u32, _rounds: u32) {}
+    fn scenario_started(&mut self, _index: usize, _count: usize, _name: &str) {}
+    fn stored(&mut self, _id: i64, _history: &History) {}
+    /// The last round is measured (shown before the gate re-measures).
+    fn measured(&mut self, _run: &RunRecord) -> Result<()> {
+        Ok(())
+    }
+    /// A comparison against the reference: the first, then one per re-measurement.
+    fn compared(&mut self, _cmp: &ComparisonRecord, _remeasurement: Option<u32>) {}
+}
+
+/// Runs stored earlier to compare the session's rounds against.
+pub struct Reference {
+    /// How they were named ("tag main (5 runs)").
+    pub label: String,
+    /// Newest first.
+    pub runs: Vec<RunRecord>,
+}
+
+/// Everything a session does, decided before it starts.
+pub struct Plan<'a> {
+    pub workload: &'a dyn Workload,
+    pub scenarios: Vec<ScenarioInfo>,
+    pub sampling: Sampling,
+    /// The CPU to run on (default: the last allowed one).
+    pub cpu: Option<usize>,
+    pub rounds: u32,
+    pub tag: Option<String>,
+    /// The history: where run-to-run noise is looked up for the comparison.
+    pub history: Option<&'a mut History>,
+    /// Store every round in the history.
+    pub store: bool,
+    pub reference: Option<Reference>,
+    pub gate: Gate,
+    /// Re-measurements a suspected regression must survive.
+    pub confirm: u32,
+    pub progress: bool,
+}
+
+/// What a session produced.
+pub struct Outcome {
+    /// Every round, newest first (the order comparisons take).
+    pub rounds: Vec<RunRecord>,
+    /// The comparison against the reference, and the gate's decision on it.
+    pub gate: Option<(ComparisonRecord, GateDecision)>,
+}
+
+impl Outcome {
+    /// The last round measured.
+    pub fn last(&self) -> &RunRecord {
+        &self.rounds[0]
+    }
+}
+
+/// The scenarios named by `names` or `group_names` (all when neither is given).
+pub fn select(w: &dyn Workload, names: &[String], group_names: &[String]) -> Result<Vec<ScenarioInfo>> {
+    let all = w.scenarios();
+    for name in names {
+        if !all.iter().any(|s| s.name == name.as_str()) {
+            let valid: Vec<&str> = all.iter().map(|s| s.name.as_ref()).collect();
+            bail!("unknown scenario '{name}' for {}; valid scenarios: {}", w.name(), valid.join(", "));
+        }
+    }
+    let gs = groups(all);
+    for g in group_names {
+        if !gs.iter().any(|x| x.eq_ignore_ascii_case(g)) {
+            let valid: Vec<String> = gs.iter().map(|g| format!("'{g}'")).collect();
+            bail!("unknown group '{g}' for {}; valid groups: {}", w.name(), valid.join(", "));
+        }
+    }
+    Ok(all
+        .iter()
+        .filter(|s| {
+            (names.is_empty() && group_names.is_empty())
+                || names.iter().any(|n| *n == s.name)
+                || group_names.iter().any(|g| g.eq_ignore_ascii_case(&s.group))
+        })
+        .cloned()
+        .collect())
+}
+
+/// The parts of a session that measure: the loaded workload and the runner.
+struct Measurer<'w> {
+    name: &'w str,
+    loaded: Box<dyn LoadedWorkload + 'w>,
+    runner: Runner,
+    cpu: usize,
+}
+
+impl Measurer<'_> {
+    /// Validates and times each scenario once; what Ctrl-C cut short is left out.
+    fn round(&mut self, scenarios: &[ScenarioInfo], tag: &Option<String>, sampling: &Sampling, observer: &mut dyn Observer) -> RunRecord {
+        let capture = environment::start(self.cpu);
+        let mut results: Vec<ScenarioRecord> = Vec::new();
+        for (i, s) in scenarios.iter().enumerate() {
+            if interrupt::interrupted() {
+                break;
+            }
+            observer.scenario_started(i, scenarios.len(), &s.name);
+            if let Some(rec) = self.runner.run_scenario(self.name, self.loaded.as_mut(), s) {
+                results.push(rec);
+            }
+        }
+        RunRecord {
+            schema: schema(),
+            tag: tag.clone(),
+            environment: capture.finish(),
+            options: sampling.clone(),
+            results,
+            interrupted: interrupt::interrupted(),
+        }
+    }
+}
+
+/// Runs `plan`: prepares the process, sets the workload up, measures the
+/// rounds (storing each one that was not interrupted), then compares
+/// against the reference and lets the gate re-measure suspects.
+pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
+    let Plan { workload, scenarios, sampling, cpu, rounds, tag, mut history, store, reference, gate, confirm, progress } = plan;
+    let cpu = system::prepare_for_timing(cpu)?;
+    let loaded = workload.setup(cpu)?;
+    let runner = Runner::new(sampling.clone(), progress, interrupt::flag());
+    let mut m = Measurer { name: workload.name(), loaded, runner, cpu };
+
+    let mut done: Vec<RunRecord> = Vec::new();
+    for round in 1..=rounds {
+        observer.round_started(round, rounds);
+        let record = m.round(&scenarios, &tag, &sampling, observer);
+        if store
+            && !record.interrupted
+            && let Some(h) = history.as_deref_mut()
+        {
+            let id = h.store(&record)?;
+            observer.stored(id, h);
+        }
+        done.insert(0, record);
+        if interrupt::interrupted() {
+            break;
+        }
+    }
+    observer.measured(&done[0])?;
+    let mut outcome = Outcome { rounds: done, gate: None };
+    let Some(reference) = reference.filter(|_| !interrupt::interrupted()) else {
+        return Ok(outcome);
+    };
+
+    let noise: RunNoise = match (history.as_deref(), reference.runs.first()) {
+        (Some(h), Some(newest)) => run_noise_from_history(h, newest)?,
+        _ => RunNoise::new(),
+    };
+    let compare = |runs: &[RunRecord], label: &str| compare_runs(&reference.runs, &reference.label, runs, label, gate.threshold(), &noise);
+    let label = match outcome.rounds.len() {
+        1 => "this run".to_string(),
+        n => format!("this run ({n} rounds)"),
+    };
+    let first = compare(&outcome.rounds, &label);
+    observer.compared(&first, None);
+    let newest = &outcome.rounds[0];
+    let decision = gate.decide(&first, confirm, |suspects, number| {
+        let rerun: Vec<ScenarioInfo> = scenarios.iter().filter(|s| suspects.contains(&format!("{}/{}", m.name, s.name))).cloned().collect();
+        let again = m.round(&rerun, &newest.tag, &sampling, &mut Quiet);
+        let cmp = compare(std::slice::from_ref(&again), &format!("re-measurement {number}"));
+        observer.compared(&cmp, Some(number));
+        Ok(cmp)
+    })?;
+    outcome.gate = Some((first, decision));
+    Ok(outcome)
+}
+
+/// An observer that shows nothing (re-measurements report through `compared`).
+struct Quiet;
+
+impl Observer for Quiet {}

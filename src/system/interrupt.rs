@@ -1,0 +1,24 @@
+//! Ctrl-C (and SIGTERM) ask a run to stop between batches.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The first Ctrl-C or SIGTERM sets the flag that runners poll between
+/// batches; a second one exits at once (the kernel releases every fd).
+pub fn install_handler() {
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+}
+
+/// The process-wide stop flag the handler sets.
+pub fn flag() -> &'static AtomicBool {
+    &INTERRUPTED
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}

@@ -1,0 +1,34 @@
+//! libbpf's messages (verifier logs among them), kept for error reports
+//! instead of scrolling past on stderr.
+
+use std::sync::Mutex;
+
+use libbpf_rs::PrintLevel;
+
+static LOG: Mutex<String> = Mutex::new(String::new());
+
+fn collect(level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LOG.lock() {
+        log.push_str(&msg);
+    }
+    if level == PrintLevel::Warn && std::env::var_os("BPFBENCH_LIBBPF_DEBUG").is_some() {
+        eprint!("{msg}");
+    }
+}
+
+/// Routes libbpf's messages into this module's buffer.
+pub fn capture() {
+    libbpf_rs::set_print(Some((PrintLevel::Debug, collect)));
+}
+
+/// Takes what libbpf logged since the last call.
+pub fn take() -> String {
+    LOG.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default()
+}
+
+/// The last `lines` non-empty lines of what libbpf logged (and clears it).
+pub fn tail(lines: usize) -> String {
+    let log = take();
+    let all: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

@@ -1,0 +1,83 @@
+//! The machine and the process: privileges, kernel version, CPUs, libbpf's
+//! log, Ctrl-C, and the environment a run records. Probes only; nothing
+//! here knows about workloads or reports.
+
+pub mod cpu;
+pub mod environment;
+pub mod features;
+pub mod interrupt;
+pub mod libbpf_log;
+
+use anyhow::{Context, Result, bail};
+
+/// Linux capability numbers (uapi/linux/capability.h).
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_BPF: u32 = 39;
+
+/// Fails with one line saying what is missing unless the process may load
+/// BPF programs and run them with BPF_PROG_TEST_RUN.
+pub fn check_privileges() -> Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |cap: u32| cap_eff & (1u64 << cap) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_NET_ADMIN)) {
+        return Ok(());
+    }
+    bail!(
+        "bpfbench needs root, or the capabilities CAP_BPF and CAP_NET_ADMIN, to load and test-run BPF programs: run it with sudo"
+    )
+}
+
+/// (major, minor) of the running kernel.
+pub fn kernel_version() -> Option<(u32, u32)> {
+    let release = kernel_release();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The oldest kernel whose features the timing loop relies on.
+pub const MIN_KERNEL: (u32, u32) = (6, 9);
+const MIN_KERNEL_FEATURES: &str =
+    "may_goto loops (6.9), global subprograms changing packet data, BPF_PROG_TEST_RUN for XDP";
+
+/// Fails when the kernel is older than the timing loop needs.
+pub fn check_kernel() -> Result<()> {
+    match kernel_version() {
+        Some(v) if v < MIN_KERNEL => bail!(
+            "kernel {} is too old: bpfbench needs Linux {}.{} or newer for {}",
+            kernel_release(),
+            MIN_KERNEL.0,
+            MIN_KERNEL.1,
+            MIN_KERNEL_FEATURES
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Readies the process for timing on `cpu` (default: the last allowed
+/// CPU): privileges, kernel, pinning, libbpf's log and Ctrl-C. Returns the CPU.
+pub fn prepare_for_timing(cpu: Option<usize>) -> Result<usize> {
+    check_privileges()?;
+    check_kernel()?;
+    let cpu = match cpu {
+        Some(c) => c,
+        None => cpu::default_cpu()?,
+    };
+    cpu::pin_to_cpu(cpu)?;
+    libbpf_log::capture();
+    interrupt::install_handler();
+    Ok(cpu)
+}

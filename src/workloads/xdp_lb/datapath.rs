@@ -1,0 +1,198 @@
+//! The loaded load balancer: its two timed programs, its maps and the
+//! operations scenarios need on them (configure, reset, read counters).
+//! Struct layouts and constants come from the object's BTF (lb_common.h).
+
+use std::mem::MaybeUninit;
+use std::net::IpAddr;
+use std::os::fd::{AsFd, AsRawFd};
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::SkelBuilder;
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+
+use super::maglev::{RingMember, build_ring};
+use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
+use crate::harness::skeleton::{self, map_handle, prog_fd};
+use crate::harness::timing::TimedXdpProgram;
+use crate::system::cpu::possible_cpus;
+
+crate::bpf_skeleton!("xdp_lb");
+use skel::XdpLbSkelBuilder;
+pub use skel::types::{lb_counter as Counter, lb_flowgen as FlowGen, lb_limit as Limit};
+use skel::types::{lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta};
+
+crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen);
+
+/// Slots of each VIP's consistent-hash ring.
+pub const RING_SIZE: u32 = Limit::LB_RING_SIZE.0;
+
+/// An address as the datapath stores it: network-order bytes in 32-bit
+/// words, IPv4 in the first word.
+pub fn addr_words(addr: IpAddr) -> [u32; 4] {
+    let mut bytes = [0u8; 16];
+    match addr {
+        IpAddr::V4(a) => bytes[..4].copy_from_slice(&a.octets()),
+        IpAddr::V6(a) => bytes = a.octets(),
+    }
+    std::array::from_fn(|i| u32::from_ne_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes")))
+}
+
+fn key(k: u32) -> [u8; 4] {
+    k.to_ne_bytes()
+}
+
+/// The load balancer, loaded: two timed programs and the maps they share.
+pub struct LoadedLb {
+    pub body: TimedXdpProgram,
+    pub overhead: TimedXdpProgram,
+    vip_map: MapHandle,
+    reals: MapHandle,
+    ch_rings: MapHandle,
+    lru_mapping: MapHandle,
+    fallback_lru: MapHandle,
+    ctl_array: MapHandle,
+    vip_stats: MapHandle,
+    real_stats: MapHandle,
+    counters: MapHandle,
+    flowgen: MapHandle,
+    /// The host's copy of each VIP's ring, indexed by VIP number.
+    rings: Vec<Vec<u32>>,
+}
+
+impl LoadedLb {
+    /// Loads the object, fills VIPs, reals, rings and per-CPU LRUs.
+    pub fn load() -> Result<LoadedLb> {
+        let mut storage = MaybeUninit::uninit();
+        let open = XdpLbSkelBuilder::default().open(&mut storage).context("opening the xdp-lb BPF object")?;
+        let skel = skeleton::load(open, "the xdp-lb programs")?;
+        let (m, p) = (&skel.maps, &skel.progs);
+        let timed = |prog| -> Result<TimedXdpProgram> { TimedXdpProgram::new(prog_fd(prog)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?) };
+        let mut lb = LoadedLb {
+            body: timed(&p.xdp_lb)?,
+            overhead: timed(&p.xdp_lb_overhead)?,
+            vip_map: map_handle(&m.vip_map)?,
+            reals: map_handle(&m.reals)?,
+            ch_rings: map_handle(&m.ch_rings)?,
+            lru_mapping: map_handle(&m.lru_mapping)?,
+            fallback_lru: map_handle(&m.fallback_lru)?,
+            ctl_array: map_handle(&m.ctl_array)?,
+            vip_stats: map_handle(&m.vip_stats)?,
+            real_stats: map_handle(&m.real_stats)?,
+            counters: map_handle(&m.lb_counters)?,
+            flowgen: map_handle(&m.flowgen)?,
+            rings: Vec::new(),
+        };
+        lb.configure()?;
+        Ok(lb)
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        self.set_udp_timeout(UDP_LRU_TIMEOUT_NS)?;
+        for pool in [Pool::V4, Pool::V6] {
+            for r in reals(pool) {
+                let flags = if r.addr.is_ipv6() { lb_real_flag::LB_REAL_IPV6.0 as u8 } else { 0 };
+                let def = lb_real { addr: addr_words(r.addr), flags, ..Default::default() };
+                self.reals.update(&key(r.pos), bytemuck::bytes_of(&def), MapFlags::ANY)?;
+            }
+        }
+        for vip in VIPS {
+            let k = lb_vip_key { addr: addr_words(vip.addr), port: vip.port.to_be(), proto: vip.proto, _pad: 0 };
+            let flags = if vip.lru_bypass { lb_vip_flag::LB_VIP_LRU_BYPASS.0 } else { 0 };
+            let meta = lb_vip_meta { flags, vip_num: vip.num };
+            self.vip_map.update(bytemuck::bytes_of(&k), bytemuck::bytes_of(&meta), MapFlags::ANY)?;
+            let members: Vec<RingMember> = reals(vip.pool).iter().map(|r| RingMember { pos: r.pos, weight: 1 }).collect();
+            let ring = build_ring(&members, RING_SIZE);
+            let keys: Vec<u8> = (0..RING_SIZE).flat_map(|i| (vip.num * RING_SIZE + i).to_ne_bytes()).collect();
+            let values: Vec<u8> = ring.iter().flat_map(|p| p.to_ne_bytes()).collect();
+            self.ch_rings
+                .update_batch(&keys, &values, RING_SIZE, MapFlags::ANY, MapFlags::ANY)
+                .with_context(|| format!("filling the ring of VIP {}", vip.num))?;
+            if self.rings.len() <= vip.num as usize {
+                self.rings.resize(vip.num as usize + 1, Vec::new());
+            }
+            self.rings[vip.num as usize] = ring;
+        }
+        self.reset_lru()
+    }
+
+    /// Writes the control map: the next-hop MAC and the UDP LRU timeout.
+    pub fn set_udp_timeout(&self, udp_lru_timeout_ns: u64) -> Result<()> {
+        let ctl = lb_ctl { default_mac: NEXT_HOP_MAC, udp_lru_timeout_ns, ..Default::default() };
+        self.ctl_array.update(&key(0), bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing ctl_array")
+    }
+
+    /// The real position the VIP's ring holds for `hash`.
+    pub fn ring_slot(&self, vip_num: u32, hash: u32) -> u32 {
+        self.rings[vip_num as usize][(hash % RING_SIZE) as usize]
+    }
+
+    /// Gives every CPU a fresh, empty connection table.
+    pub fn reset_lru(&self) -> Result<()> {
+        let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        };
+        for cpu in 0..possible_cpus()?.min(Limit::LB_MAX_CPUS.0 as usize) {
+            let lru = MapHandle::create(
+                MapType::LruHash,
+                Some("lb_lru"),
+                size_of::<lb_flow_key>() as u32,
+                size_of::<lb_real_pos_lru>() as u32,
+                Limit::LB_LRU_SIZE.0,
+                &opts,
+            )
+            .context("creating a per-CPU LRU")?;
+            let fd = lru.as_fd().as_raw_fd() as u32;
+            self.lru_mapping.update(&key(cpu as u32), &fd.to_ne_bytes(), MapFlags::ANY)?;
+        }
+        let keys: Vec<Vec<u8>> = self.fallback_lru.keys().collect();
+        for k in keys {
+            let _ = self.fallback_lru.delete(&k);
+        }
+        Ok(())
+    }
+
+    /// Zeroes every per-CPU counter.
+    pub fn reset_counters(&self) -> Result<()> {
+        let cpus = possible_cpus()?;
+        for (map, entries, size) in [
+            (&self.counters, Counter::LB_CNT_MAX.0, size_of::<u64>()),
+            (&self.vip_stats, Limit::LB_MAX_VIPS.0, size_of::<lb_stat>()),
+            (&self.real_stats, Limit::LB_MAX_REALS.0, size_of::<lb_stat>()),
+        ] {
+            let zeros = vec![vec![0u8; size]; cpus];
+            for k in 0..entries {
+                map.update_percpu(&key(k), &zeros, MapFlags::ANY)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A counter summed over CPUs.
+    pub fn counter(&self, c: Counter) -> Result<u64> {
+        let per_cpu = self.counters.lookup_percpu(&key(c.0), MapFlags::ANY)?.context("counter slot missing")?;
+        Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned::<u64>(&v[..8])).sum())
+    }
+
+    fn stat(map: &MapHandle, idx: u32) -> Result<lb_stat> {
+        let per_cpu = map.lookup_percpu(&key(idx), MapFlags::ANY)?.context("stat slot missing")?;
+        Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned::<lb_stat>(v)).fold(lb_stat::default(), |a, s| lb_stat {
+            packets: a.packets + s.packets,
+            bytes: a.bytes + s.bytes,
+        }))
+    }
+
+    /// Packets and bytes counted for a VIP, summed over CPUs.
+    pub fn vip_stat(&self, vip_num: u32) -> Result<(u64, u64)> {
+        Self::stat(&self.vip_stats, vip_num).map(|s| (s.packets, s.bytes))
+    }
+
+    /// Packets and bytes counted for the real at `pos`, summed over CPUs.
+    pub fn real_stat(&self, pos: u32) -> Result<(u64, u64)> {
+        Self::stat(&self.real_stats, pos).map(|s| (s.packets, s.bytes))
+    }
+
+    pub fn set_flowgen(&self, g: FlowGen) -> Result<()> {
+        self.flowgen.update(&key(0), bytemuck::bytes_of(&g), MapFlags::ANY).context("writing flowgen")
+    }
+}
