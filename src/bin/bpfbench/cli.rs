@@ -69,7 +69,7 @@ pub enum Command {
     /// change): runs A, B, B, A, ... and compares per-run medians, so a slow
     /// phase of the machine hits both sides alike.
     Ab {
-        /// bpfbench binary of the baseline build.
+        /// bpfbench binary of the reference build (A).
         a: PathBuf,
         /// bpfbench binary of the candidate build.
         b: PathBuf,

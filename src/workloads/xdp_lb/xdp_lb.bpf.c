@@ -505,7 +505,7 @@ static __always_inline int lb_process(struct xdp_md *ctx)
  * The timed body, as a global function the verifier checks once on its own.
  * Inlined into the may_goto loop, the datapath's many paths leave states that
  * never converge at the loop head and the program is rejected. The price is a
- * BPF-to-BPF call per iteration, which the baseline below pays too; on kernels
+ * BPF-to-BPF call per iteration, which the overhead program below pays too; on kernels
  * with return thunks (AMD Safe-RET) that call is the bulk of the loop's cost
  * (`bpfbench loops` measures it).
  */
@@ -516,7 +516,7 @@ __noinline int lb_body(struct xdp_md *ctx)
 	return lb_verdict(lb_process(ctx));
 }
 
-/* The overhead baseline's body: the same call, no work. */
+/* The overhead program's body: the same call, no work. */
 __noinline int lb_empty_body(struct xdp_md *ctx)
 {
 	asm volatile("" ::: "memory");
