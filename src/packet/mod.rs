@@ -2,5 +2,8 @@
 //! that names the header field that differs.
 
 mod diff;
+pub mod pcap;
+pub mod spec;
 
 pub use diff::diff_packets;
+pub use spec::PacketSpec;

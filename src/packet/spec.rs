@@ -1,0 +1,642 @@
+//! The packet language: test packets in a compact, scapy-like text form,
+//!
+//! ```text
+//! eth/ipv4(src=10.0.0.1,dst=10.0.0.10)/tcp(sport=31337,dport=80,flags=A)/payload(64)
+//! ```
+//!
+//! Layers are written outermost first and separated by `/`: `eth`, `vlan`,
+//! `ipv4`, `ipv6`, `ipv6frag`, `tcp`, `udp`, `icmp`, `icmpv6`, `payload`.
+//! Every field has a default; type, protocol and length fields follow from
+//! the layers around them, and every checksum is computed. Any number or
+//! address may be a range, `src=10.0.0.1-10.0.15.255` or `sport=1024-2047`:
+//! a spec stands for one packet per combination of its ranges (the first
+//! range varies fastest), at most [`MAX_PACKETS`].
+
+use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use anyhow::{Context, Result, bail, ensure};
+
+/// Packets one spec may stand for.
+pub const MAX_PACKETS: u64 = 65_536;
+
+/// A parsed spec: its layers, each field holding a value or a range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketSpec {
+    text: String,
+    layers: Vec<Layer>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Layer {
+    kind: Kind,
+    /// One value per field of `kind`, in `fields()` order; None: derived.
+    values: Vec<Option<Value>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    /// A number, address or flag set, or the inclusive range lo..=hi.
+    Num { lo: u128, hi: u128 },
+    Bytes(Vec<u8>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Eth,
+    Vlan,
+    Ipv4,
+    Ipv6,
+    Ipv6Frag,
+    Tcp,
+    Udp,
+    Icmp,
+    Icmpv6,
+    Payload,
+}
+
+/// How a field's text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ty {
+    Mac,
+    V4,
+    V6,
+    /// An unsigned integer of this many bits (decimal or 0x hex).
+    Int(u32),
+    /// TCP flags as letters (FSRPAUEC), or a number.
+    TcpFlags,
+    /// Bytes written as hex digits.
+    Hex,
+    /// Bytes written as text (quotes allowed).
+    Text,
+}
+
+/// A field: its name, type, and default in this language (None: derived
+/// from the neighbouring layers).
+struct Field {
+    name: &'static str,
+    ty: Ty,
+    default: Option<&'static str>,
+}
+
+const fn f(name: &'static str, ty: Ty, default: Option<&'static str>) -> Field {
+    Field { name, ty, default }
+}
+
+const ETH: &[Field] = &[
+    f("src", Ty::Mac, Some("02:00:00:00:00:01")),
+    f("dst", Ty::Mac, Some("02:00:00:00:00:02")),
+    f("type", Ty::Int(16), None),
+];
+const VLAN: &[Field] = &[f("id", Ty::Int(12), Some("1")), f("pcp", Ty::Int(3), Some("0")), f("dei", Ty::Int(1), Some("0")), f("type", Ty::Int(16), None)];
+const IPV4: &[Field] = &[
+    f("src", Ty::V4, Some("10.0.0.1")),
+    f("dst", Ty::V4, Some("10.0.0.2")),
+    f("ttl", Ty::Int(8), Some("64")),
+    f("tos", Ty::Int(8), Some("0")),
+    f("id", Ty::Int(16), Some("0")),
+    f("df", Ty::Int(1), Some("0")),
+    f("mf", Ty::Int(1), Some("0")),
+    f("frag", Ty::Int(13), Some("0")),
+    f("proto", Ty::Int(8), None),
+    f("options", Ty::Hex, Some("")),
+];
+const IPV6: &[Field] = &[
+    f("src", Ty::V6, Some("fc00::1")),
+    f("dst", Ty::V6, Some("fc00::2")),
+    f("hlim", Ty::Int(8), Some("64")),
+    f("tc", Ty::Int(8), Some("0")),
+    f("fl", Ty::Int(20), Some("0")),
+    f("nh", Ty::Int(8), None),
+];
+const IPV6FRAG: &[Field] = &[f("off", Ty::Int(13), Some("0")), f("m", Ty::Int(1), Some("0")), f("id", Ty::Int(32), Some("0")), f("nh", Ty::Int(8), None)];
+const TCP: &[Field] = &[
+    f("sport", Ty::Int(16), Some("12345")),
+    f("dport", Ty::Int(16), Some("80")),
+    f("seq", Ty::Int(32), Some("0")),
+    f("ack", Ty::Int(32), Some("0")),
+    f("flags", Ty::TcpFlags, Some("S")),
+    f("win", Ty::Int(16), Some("8192")),
+    f("urg", Ty::Int(16), Some("0")),
+];
+const UDP: &[Field] = &[f("sport", Ty::Int(16), Some("12345")), f("dport", Ty::Int(16), Some("53"))];
+const ICMP: &[Field] = &[f("type", Ty::Int(8), Some("8")), f("code", Ty::Int(8), Some("0")), f("id", Ty::Int(16), Some("0")), f("seq", Ty::Int(16), Some("0"))];
+const ICMPV6: &[Field] =
+    &[f("type", Ty::Int(8), Some("128")), f("code", Ty::Int(8), Some("0")), f("id", Ty::Int(16), Some("0")), f("seq", Ty::Int(16), Some("0"))];
+const PAYLOAD: &[Field] = &[f("len", Ty::Int(16), Some("0")), f("fill", Ty::Int(8), Some("0")), f("hex", Ty::Hex, Some("")), f("text", Ty::Text, Some(""))];
+
+impl Kind {
+    const ALL: [Kind; 10] = [Kind::Eth, Kind::Vlan, Kind::Ipv4, Kind::Ipv6, Kind::Ipv6Frag, Kind::Tcp, Kind::Udp, Kind::Icmp, Kind::Icmpv6, Kind::Payload];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Eth => "eth",
+            Kind::Vlan => "vlan",
+            Kind::Ipv4 => "ipv4",
+            Kind::Ipv6 => "ipv6",
+            Kind::Ipv6Frag => "ipv6frag",
+            Kind::Tcp => "tcp",
+            Kind::Udp => "udp",
+            Kind::Icmp => "icmp",
+            Kind::Icmpv6 => "icmpv6",
+            Kind::Payload => "payload",
+        }
+    }
+
+    fn fields(self) -> &'static [Field] {
+        match self {
+            Kind::Eth => ETH,
+            Kind::Vlan => VLAN,
+            Kind::Ipv4 => IPV4,
+            Kind::Ipv6 => IPV6,
+            Kind::Ipv6Frag => IPV6FRAG,
+            Kind::Tcp => TCP,
+            Kind::Udp => UDP,
+            Kind::Icmp => ICMP,
+            Kind::Icmpv6 => ICMPV6,
+            Kind::Payload => PAYLOAD,
+        }
+    }
+
+    /// The number a header before this layer names it by: (EtherType, IP protocol).
+    fn ids(self) -> (Option<u16>, Option<u8>) {
+        match self {
+            Kind::Vlan => (Some(0x8100), None),
+            Kind::Ipv4 => (Some(0x0800), Some(4)),
+            Kind::Ipv6 => (Some(0x86dd), Some(41)),
+            Kind::Ipv6Frag => (None, Some(44)),
+            Kind::Tcp => (None, Some(6)),
+            Kind::Udp => (None, Some(17)),
+            Kind::Icmp => (None, Some(1)),
+            Kind::Icmpv6 => (None, Some(58)),
+            Kind::Eth | Kind::Payload => (None, None),
+        }
+    }
+}
+
+/// Splits `s` at `sep` outside parentheses and quotes.
+fn split_top(s: &str, sep: char) -> Vec<&str> {
+    let (mut depth, mut quoted, mut start, mut out) = (0i32, false, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            c if c == sep && depth == 0 && !quoted => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn parse_int(s: &str, bits: u32) -> Result<u128> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u128::from_str_radix(hex, 16),
+        None => s.parse::<u128>(),
+    }
+    .ok()
+    .with_context(|| format!("'{s}' is not a number"))?;
+    ensure!(bits >= 128 || v < 1u128 << bits, "{s} does not fit in {bits} bits");
+    Ok(v)
+}
+
+fn parse_mac(s: &str) -> Result<u128> {
+    let parts: Vec<&str> = s.split(':').collect();
+    ensure!(parts.len() == 6, "'{s}' is not a MAC address (six hex bytes separated by ':')");
+    parts.iter().try_fold(0u128, |acc, p| Ok((acc << 8) | u8::from_str_radix(p, 16).ok().with_context(|| format!("'{s}' is not a MAC address"))? as u128))
+}
+
+fn parse_hex(s: &str) -> Result<Vec<u8>> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
+    ensure!(s.len() % 2 == 0, "'{s}' has an odd number of hex digits");
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok().with_context(|| format!("'{s}' is not hex"))).collect()
+}
+
+fn parse_flags(s: &str) -> Result<u128> {
+    if let Ok(n) = parse_int(s, 8) {
+        return Ok(n);
+    }
+    s.chars().try_fold(0u128, |acc, c| {
+        let bit = match c.to_ascii_uppercase() {
+            'F' => 0x01,
+            'S' => 0x02,
+            'R' => 0x04,
+            'P' => 0x08,
+            'A' => 0x10,
+            'U' => 0x20,
+            'E' => 0x40,
+            'C' => 0x80,
+            _ => bail!("'{s}' is not a set of TCP flags (letters of FSRPAUEC)"),
+        };
+        Ok(acc | bit)
+    })
+}
+
+/// One scalar of type `ty`.
+fn parse_scalar(ty: Ty, s: &str) -> Result<u128> {
+    match ty {
+        Ty::Mac => parse_mac(s),
+        Ty::V4 => Ok(u32::from(s.parse::<Ipv4Addr>().ok().with_context(|| format!("'{s}' is not an IPv4 address"))?) as u128),
+        Ty::V6 => Ok(u128::from(s.parse::<Ipv6Addr>().ok().with_context(|| format!("'{s}' is not an IPv6 address"))?)),
+        Ty::Int(bits) => parse_int(s, bits),
+        Ty::TcpFlags => parse_flags(s),
+        Ty::Hex | Ty::Text => unreachable!("byte fields have no scalar"),
+    }
+}
+
+fn parse_value(ty: Ty, s: &str) -> Result<Value> {
+    let s = s.trim();
+    match ty {
+        Ty::Hex => Ok(Value::Bytes(parse_hex(s)?)),
+        Ty::Text => Ok(Value::Bytes(s.trim_matches('"').as_bytes().to_vec())),
+        _ => {
+            // A range is "lo-hi"; TCP flags never take one (letters only).
+            if ty != Ty::TcpFlags
+                && let Some((lo, hi)) = s.split_once('-')
+            {
+                let (lo, hi) = (parse_scalar(ty, lo.trim())?, parse_scalar(ty, hi.trim())?);
+                ensure!(lo <= hi, "range {s} runs backwards");
+                return Ok(Value::Num { lo, hi });
+            }
+            let v = parse_scalar(ty, s)?;
+            Ok(Value::Num { lo: v, hi: v })
+        }
+    }
+}
+
+fn parse_layer(text: &str) -> Result<Layer> {
+    let text = text.trim();
+    let (name, args) = match text.split_once('(') {
+        Some((name, rest)) => {
+            let args = rest.strip_suffix(')').with_context(|| format!("'{text}' has no closing parenthesis"))?;
+            (name.trim(), Some(args))
+        }
+        None => (text, None),
+    };
+    let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+    let kind = *Kind::ALL
+        .iter()
+        .find(|k| k.name() == name)
+        .with_context(|| format!("unknown layer '{name}'; layers are {}", names.join(", ")))?;
+    let fields = kind.fields();
+    let mut values: Vec<Option<Value>> = fields.iter().map(|f| f.default.map(|d| parse_value(f.ty, d).expect("defaults parse"))).collect();
+    for arg in args.map(|a| split_top(a, ',')).unwrap_or_default().into_iter().filter(|a| !a.trim().is_empty()) {
+        let (key, value) = match arg.split_once('=') {
+            Some((k, v)) => (k.trim(), v),
+            // payload(64) means payload(len=64); payload("text") means text.
+            None if kind == Kind::Payload && arg.trim().starts_with('"') => ("text", arg),
+            None if kind == Kind::Payload => ("len", arg),
+            None => bail!("'{arg}' in {name}(...) is not field=value"),
+        };
+        let i = fields.iter().position(|f| f.name == key).with_context(|| {
+            format!("{name} has no field '{key}'; its fields are {}", fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", "))
+        })?;
+        values[i] = Some(parse_value(fields[i].ty, value).with_context(|| format!("{name}({key}=...)"))?);
+    }
+    Ok(Layer { kind, values })
+}
+
+impl PacketSpec {
+    /// Parses a spec; errors name the layer and field at fault.
+    pub fn parse(text: &str) -> Result<PacketSpec> {
+        let layers = split_top(text, '/').into_iter().map(parse_layer).collect::<Result<Vec<_>>>()?;
+        ensure!(!layers.is_empty() && layers[0].kind == Kind::Eth, "a packet starts with eth");
+        for (i, l) in layers.iter().enumerate() {
+            ensure!(i == 0 || l.kind != Kind::Eth, "eth may only be the first layer");
+            ensure!(l.kind != Kind::Payload || i + 1 == layers.len(), "payload must be the last layer");
+        }
+        let spec = PacketSpec { text: text.trim().to_string(), layers };
+        let n = spec.count();
+        ensure!(n <= MAX_PACKETS, "'{}' stands for {n} packets; at most {MAX_PACKETS} — narrow a range", spec.text);
+        Ok(spec)
+    }
+
+    /// How many packets the spec stands for (the product of its ranges).
+    pub fn count(&self) -> u64 {
+        self.ranges().iter().fold(1u64, |acc, &(_, _, lo, hi)| acc.saturating_mul((hi - lo).min(u64::MAX as u128 - 1) as u64 + 1))
+    }
+
+    /// (layer, field, lo, hi) of every range, in spec order.
+    fn ranges(&self) -> Vec<(usize, usize, u128, u128)> {
+        let mut out = Vec::new();
+        for (li, l) in self.layers.iter().enumerate() {
+            for (fi, v) in l.values.iter().enumerate() {
+                if let Some(Value::Num { lo, hi }) = v
+                    && lo != hi
+                {
+                    out.push((li, fi, *lo, *hi));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every packet the spec stands for, in order.
+    pub fn packets(&self) -> Result<Vec<Vec<u8>>> {
+        (0..self.count()).map(|k| self.packet(k)).collect()
+    }
+
+    /// Packet number `k` (0-based): the ranges read as the digits of `k`,
+    /// the first range the fastest.
+    pub fn packet(&self, k: u64) -> Result<Vec<u8>> {
+        let mut rest = k as u128;
+        let mut picked: Vec<(usize, usize, u128)> = Vec::new();
+        for (li, fi, lo, hi) in self.ranges() {
+            let n = hi - lo + 1;
+            picked.push((li, fi, lo + rest % n));
+            rest /= n;
+        }
+        let num = |li: usize, fi: usize| -> Option<u128> {
+            if let Some(&(_, _, v)) = picked.iter().find(|p| p.0 == li && p.1 == fi) {
+                return Some(v);
+            }
+            match &self.layers[li].values[fi] {
+                Some(Value::Num { lo, .. }) => Some(*lo),
+                _ => None,
+            }
+        };
+        self.serialize(&num)
+    }
+
+    /// Writes the packet whose field values `num` gives, innermost layer first.
+    fn serialize(&self, num: &dyn Fn(usize, usize) -> Option<u128>) -> Result<Vec<u8>> {
+        let bytes = |li: usize, fi: usize| -> &[u8] {
+            match &self.layers[li].values[fi] {
+                Some(Value::Bytes(b)) => b,
+                _ => &[],
+            }
+        };
+        let next = |li: usize| self.layers.get(li + 1).map(|l| l.kind);
+        let mut out: Vec<u8> = Vec::new();
+        for li in (0..self.layers.len()).rev() {
+            let l = &self.layers[li];
+            let n = |name: &str| -> u128 {
+                let fi = l.kind.fields().iter().position(|f| f.name == name).expect("known field");
+                num(li, fi).unwrap_or(0)
+            };
+            let given = |name: &str| -> Option<u128> { num(li, l.kind.fields().iter().position(|f| f.name == name).expect("known field")) };
+            let ethertype = || -> Result<u16> {
+                Ok(match (given("type"), next(li).and_then(|k| k.ids().0)) {
+                    (Some(t), _) => t as u16,
+                    (None, Some(t)) => t,
+                    // Local experimental EtherType (IEEE 802).
+                    (None, None) => 0x88b5,
+                })
+            };
+            let protocol = |field: &str| -> u8 {
+                match (given(field), next(li).and_then(|k| k.ids().1)) {
+                    (Some(p), _) => p as u8,
+                    (None, Some(p)) => p,
+                    // "No next header" (RFC 8200).
+                    (None, None) => 59,
+                }
+            };
+            let mut header: Vec<u8> = Vec::new();
+            match l.kind {
+                Kind::Payload => {
+                    let (hex, text) = (bytes(li, 2), bytes(li, 3));
+                    out = if !hex.is_empty() {
+                        hex.to_vec()
+                    } else if !text.is_empty() {
+                        text.to_vec()
+                    } else {
+                        vec![n("fill") as u8; n("len") as usize]
+                    };
+                    continue;
+                }
+                Kind::Eth => {
+                    header.extend_from_slice(&n("dst").to_be_bytes()[10..]);
+                    header.extend_from_slice(&n("src").to_be_bytes()[10..]);
+                    header.extend_from_slice(&ethertype()?.to_be_bytes());
+                }
+                Kind::Vlan => {
+                    let tci = (n("pcp") << 13 | n("dei") << 12 | n("id")) as u16;
+                    header.extend_from_slice(&tci.to_be_bytes());
+                    header.extend_from_slice(&ethertype()?.to_be_bytes());
+                }
+                Kind::Ipv4 => {
+                    let options = bytes(li, 9);
+                    ensure!(options.len() % 4 == 0 && options.len() <= 40, "ipv4 options must be a multiple of 4 bytes, at most 40");
+                    let ihl = 5 + options.len() / 4;
+                    let total = ihl * 4 + out.len();
+                    ensure!(total <= 0xffff, "the IPv4 packet is longer than 65535 bytes");
+                    let flags_frag = (n("df") << 14 | n("mf") << 13 | n("frag")) as u16;
+                    header.push(0x40 | ihl as u8);
+                    header.push(n("tos") as u8);
+                    header.extend_from_slice(&(total as u16).to_be_bytes());
+                    header.extend_from_slice(&(n("id") as u16).to_be_bytes());
+                    header.extend_from_slice(&flags_frag.to_be_bytes());
+                    header.push(n("ttl") as u8);
+                    header.push(protocol("proto"));
+                    header.extend_from_slice(&[0, 0]);
+                    header.extend_from_slice(&(n("src") as u32).to_be_bytes());
+                    header.extend_from_slice(&(n("dst") as u32).to_be_bytes());
+                    header.extend_from_slice(options);
+                    let sum = checksum(&[&header]);
+                    header[10..12].copy_from_slice(&sum.to_be_bytes());
+                }
+                Kind::Ipv6 => {
+                    ensure!(out.len() <= 0xffff, "the IPv6 payload is longer than 65535 bytes");
+                    let first = (6u32 << 28) | (n("tc") as u32) << 20 | n("fl") as u32;
+                    header.extend_from_slice(&first.to_be_bytes());
+                    header.extend_from_slice(&(out.len() as u16).to_be_bytes());
+                    header.push(protocol("nh"));
+                    header.push(n("hlim") as u8);
+                    header.extend_from_slice(&n("src").to_be_bytes());
+                    header.extend_from_slice(&n("dst").to_be_bytes());
+                }
+                Kind::Ipv6Frag => {
+                    header.push(protocol("nh"));
+                    header.push(0);
+                    header.extend_from_slice(&((n("off") << 3 | n("m")) as u16).to_be_bytes());
+                    header.extend_from_slice(&(n("id") as u32).to_be_bytes());
+                }
+                Kind::Tcp => {
+                    header.extend_from_slice(&(n("sport") as u16).to_be_bytes());
+                    header.extend_from_slice(&(n("dport") as u16).to_be_bytes());
+                    header.extend_from_slice(&(n("seq") as u32).to_be_bytes());
+                    header.extend_from_slice(&(n("ack") as u32).to_be_bytes());
+                    header.push(5 << 4);
+                    header.push(n("flags") as u8);
+                    header.extend_from_slice(&(n("win") as u16).to_be_bytes());
+                    header.extend_from_slice(&[0, 0]);
+                    header.extend_from_slice(&(n("urg") as u16).to_be_bytes());
+                    let sum = checksum(&[&self.pseudo_header(li, num, 6, header.len() + out.len())?, &header, &out]);
+                    header[16..18].copy_from_slice(&sum.to_be_bytes());
+                }
+                Kind::Udp => {
+                    let len = 8 + out.len();
+                    ensure!(len <= 0xffff, "the UDP datagram is longer than 65535 bytes");
+                    header.extend_from_slice(&(n("sport") as u16).to_be_bytes());
+                    header.extend_from_slice(&(n("dport") as u16).to_be_bytes());
+                    header.extend_from_slice(&(len as u16).to_be_bytes());
+                    header.extend_from_slice(&[0, 0]);
+                    let sum = checksum(&[&self.pseudo_header(li, num, 17, len)?, &header, &out]);
+                    // A zero UDP checksum means "none"; a computed zero is sent as all ones.
+                    header[6..8].copy_from_slice(&(if sum == 0 { 0xffff } else { sum }).to_be_bytes());
+                }
+                Kind::Icmp | Kind::Icmpv6 => {
+                    header.push(n("type") as u8);
+                    header.push(n("code") as u8);
+                    header.extend_from_slice(&[0, 0]);
+                    header.extend_from_slice(&(n("id") as u16).to_be_bytes());
+                    header.extend_from_slice(&(n("seq") as u16).to_be_bytes());
+                    let sum = if l.kind == Kind::Icmp {
+                        checksum(&[&header, &out])
+                    } else {
+                        checksum(&[&self.pseudo_header(li, num, 58, header.len() + out.len())?, &header, &out])
+                    };
+                    header[2..4].copy_from_slice(&sum.to_be_bytes());
+                }
+            }
+            header.extend_from_slice(&out);
+            out = header;
+        }
+        Ok(out)
+    }
+
+    /// The checksum pseudo-header for the transport layer at `li`, from the
+    /// nearest IP layer around it.
+    fn pseudo_header(&self, li: usize, num: &dyn Fn(usize, usize) -> Option<u128>, proto: u8, len: usize) -> Result<Vec<u8>> {
+        let kind = self.layers[li].kind;
+        let ip = (0..li).rev().find(|&i| matches!(self.layers[i].kind, Kind::Ipv4 | Kind::Ipv6)).with_context(|| format!("{} needs an ipv4 or ipv6 layer around it", kind.name()))?;
+        let (src, dst) = (num(ip, 0).unwrap_or(0), num(ip, 1).unwrap_or(0));
+        let mut p = Vec::new();
+        match self.layers[ip].kind {
+            Kind::Ipv4 => {
+                p.extend_from_slice(&(src as u32).to_be_bytes());
+                p.extend_from_slice(&(dst as u32).to_be_bytes());
+                p.extend_from_slice(&[0, proto]);
+                p.extend_from_slice(&(len as u16).to_be_bytes());
+            }
+            _ => {
+                p.extend_from_slice(&src.to_be_bytes());
+                p.extend_from_slice(&dst.to_be_bytes());
+                p.extend_from_slice(&(len as u32).to_be_bytes());
+                p.extend_from_slice(&[0, 0, 0, proto]);
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl fmt::Display for PacketSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The Internet checksum (RFC 1071) over the concatenation of `parts`.
+pub fn checksum(parts: &[&[u8]]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut odd: Option<u8> = None;
+    for part in parts {
+        for &b in *part {
+            match odd.take() {
+                Some(hi) => sum += u32::from(u16::from_be_bytes([hi, b])),
+                None => odd = Some(b),
+            }
+        }
+    }
+    if let Some(hi) = odd {
+        sum += u32::from(u16::from_be_bytes([hi, 0]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+
+    fn one(spec: &str) -> Vec<u8> {
+        let s = PacketSpec::parse(spec).unwrap();
+        assert_eq!(s.count(), 1);
+        s.packet(0).unwrap()
+    }
+
+    #[test]
+    fn the_issue_example_builds_a_valid_tcp_packet() {
+        let p = one("eth/ipv4(src=10.0.0.1,dst=10.0.0.10)/tcp(sport=31337,dport=80,flags=A)/payload(64)");
+        assert_eq!(p.len(), 14 + 20 + 20 + 64);
+        let s = SlicedPacket::from_ethernet(&p).unwrap();
+        let Some(NetSlice::Ipv4(ip)) = s.net else { panic!("no IPv4") };
+        let h = ip.header().to_header();
+        assert_eq!(h.source, [10, 0, 0, 1]);
+        assert_eq!(h.destination, [10, 0, 0, 10]);
+        assert_eq!(h.header_checksum, h.calc_header_checksum());
+        let Some(TransportSlice::Tcp(tcp)) = s.transport else { panic!("no TCP") };
+        assert!(tcp.ack() && !tcp.syn());
+        assert_eq!((tcp.source_port(), tcp.destination_port()), (31337, 80));
+        let want = tcp.to_header().calc_checksum_ipv4(&h, tcp.payload()).unwrap();
+        assert_eq!(tcp.checksum(), want);
+    }
+
+    #[test]
+    fn udp_and_icmp_checksums_match_etherparse() {
+        let p = one("eth/ipv6(src=2001:db8::1,dst=2001:db8::2)/udp(sport=1,dport=2)/payload(text=\"hi there\")");
+        let s = SlicedPacket::from_ethernet(&p).unwrap();
+        let Some(NetSlice::Ipv6(ip)) = s.net else { panic!("no IPv6") };
+        let Some(TransportSlice::Udp(udp)) = s.transport else { panic!("no UDP") };
+        assert_eq!(udp.payload(), b"hi there");
+        assert_eq!(udp.checksum(), udp.to_header().calc_checksum_ipv6(&ip.header().to_header(), udp.payload()).unwrap());
+        let p = one("eth/ipv4/icmp(id=7,seq=1)/payload(4)");
+        assert_eq!(checksum(&[&p[34..]]), 0, "ICMP checksum covers header and data");
+        let p = one("eth/ipv6/icmpv6(id=7,seq=1)");
+        let s = SlicedPacket::from_ethernet(&p).unwrap();
+        let Some(TransportSlice::Icmpv6(icmp)) = s.transport else { panic!("no ICMPv6") };
+        let Some(NetSlice::Ipv6(ip)) = s.net else { panic!("no IPv6") };
+        let h = ip.header().to_header();
+        assert_eq!(icmp.checksum(), icmp.icmp_type().calc_checksum(h.source, h.destination, icmp.payload()).unwrap());
+    }
+
+    #[test]
+    fn types_and_protocols_follow_the_layers() {
+        let p = one("eth/vlan(id=100,pcp=3)/ipv6/ipv6frag(m=1,id=0x1234)/tcp");
+        assert_eq!(&p[12..14], &[0x81, 0x00], "eth type: VLAN");
+        assert_eq!(u16::from_be_bytes([p[14], p[15]]), 3 << 13 | 100, "VLAN TCI");
+        assert_eq!(&p[16..18], &[0x86, 0xdd], "VLAN type: IPv6");
+        assert_eq!(p[18 + 6], 44, "IPv6 next header: Fragment");
+        assert_eq!(p[58], 6, "Fragment next header: TCP");
+        assert_eq!(&p[60..62], &[0, 1], "M flag");
+        let tunnel = one("eth/ipv4(src=1.1.1.1,dst=2.2.2.2)/ipv4/udp");
+        assert_eq!(tunnel[14 + 9], 4, "IPIP");
+        assert_eq!(u16::from_be_bytes([tunnel[16], tunnel[17]]), 20 + 20 + 8, "outer total length");
+        let opts = one("eth/ipv4(options=01010101,mf=1,df=1)/tcp");
+        assert_eq!(opts[14], 0x46, "ihl 6");
+        assert_eq!(&opts[20..22], &[0x60, 0x00], "DF and MF");
+    }
+
+    #[test]
+    fn ranges_make_one_packet_per_combination() {
+        let s = PacketSpec::parse("eth/ipv4(src=10.0.0.1-10.0.0.4)/udp(sport=1000-1002)").unwrap();
+        assert_eq!(s.count(), 12);
+        let packets = s.packets().unwrap();
+        let flows: std::collections::BTreeSet<(Vec<u8>, Vec<u8>)> = packets.iter().map(|p| (p[26..30].to_vec(), p[34..36].to_vec())).collect();
+        assert_eq!(flows.len(), 12, "all distinct");
+        // The first range varies fastest.
+        assert_eq!(&packets[1][26..30], &[10, 0, 0, 2]);
+        assert_eq!(&packets[4][34..36], &1001u16.to_be_bytes());
+        let big = PacketSpec::parse("eth/ipv4(src=10.0.0.1-10.0.15.255)/tcp(sport=1024-65535)");
+        assert!(big.unwrap_err().to_string().contains("at most 65536"));
+    }
+
+    #[test]
+    fn bad_specs_are_named() {
+        let err = |s: &str| PacketSpec::parse(s).unwrap_err().to_string();
+        assert!(err("eth/ipv5").contains("unknown layer 'ipv5'"), "{}", err("eth/ipv5"));
+        assert!(err("eth/ipv4(srcc=1.2.3.4)").contains("ipv4 has no field 'srcc'"));
+        assert!(format!("{:#}", PacketSpec::parse("eth/ipv4(src=1.2.3)").unwrap_err()).contains("'1.2.3' is not an IPv4 address"));
+        assert!(format!("{:#}", PacketSpec::parse("eth/tcp(sport=70000)").unwrap_err()).contains("does not fit in 16 bits"));
+        assert!(err("ipv4/tcp").contains("starts with eth"));
+        assert!(err("eth/payload(4)/tcp").contains("payload must be the last layer"));
+        assert!(format!("{:#}", PacketSpec::parse("eth/udp").unwrap().packet(0).unwrap_err()).contains("udp needs an ipv4 or ipv6 layer"));
+    }
+}
