@@ -1,7 +1,8 @@
 //! Compiles every BPF program under `src/` (each `NAME.bpf.c`) with Debian's
-//! clang-19 and generates a libbpf-rs skeleton `NAME.skel.rs` next to the
-//! other build outputs. A workload includes its skeleton with
-//! `bpf_skeleton!("NAME")`; nothing here lists programs or headers.
+//! clang-19 into `NAME.bpf.o` and generates a libbpf-rs skeleton
+//! `NAME.skel.rs` next to the other build outputs. A workload includes its
+//! skeleton with `bpf_skeleton!("NAME")` (or the object's bytes with
+//! `bpf_object_bytes!("NAME")`); nothing here lists programs or headers.
 //!
 //! Cargo reruns this script whenever anything under `src/` changes, so a new
 //! `.bpf.c` file is found on the next build. Objects whose inputs did not
@@ -43,10 +44,12 @@ fn main() {
         names.push(name.clone());
 
         let skel = out.join(format!("{name}.skel.rs"));
+        let object = out.join(format!("{name}.bpf.o"));
         let stamp = out.join(format!("{name}.flags"));
         let flags = format!("{clang}\n{extra_cflags}\n");
         let inputs_newest = mtime(src).into_iter().chain(newest_header).max();
         let fresh = fs::read_to_string(&stamp).ok().as_deref() == Some(flags.as_str())
+            && object.exists()
             && matches!((mtime(&skel), inputs_newest), (Some(built), Some(input)) if built >= input);
         if fresh {
             continue;
@@ -63,14 +66,48 @@ fn main() {
             .source(src)
             .clang(&clang)
             .clang_args(args)
+            .obj(&object)
             .build_and_generate(&skel)
             .unwrap_or_else(|e| panic!("building {} with {clang} failed: {e:#}", src.display()));
         fs::write(&stamp, flags).expect("writing the flags stamp");
     }
+    compile_test_objects(&out, &clang, newest_header);
     println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=tests/objects");
+    println!("cargo:rerun-if-changed=examples");
     println!("cargo:rerun-if-env-changed=BPF_EXTRA_CFLAGS");
     println!("cargo:rerun-if-env-changed=BPF_CLANG");
     record_build_facts(&clang, &extra_cflags);
+}
+
+/// Compiles the integration tests' BPF objects (`tests/objects/*.bpf.c`,
+/// and the README's `examples/**/*.bpf.c`) into `OUT_DIR/test-objects/`,
+/// as a user would: plain objects, no skeleton, default CPU version.
+fn compile_test_objects(out: &Path, clang: &str, _headers: Option<SystemTime>) {
+    let dir = out.join("test-objects");
+    fs::create_dir_all(&dir).expect("creating test-objects");
+    let mut sources = Vec::new();
+    for dir in ["tests/objects", "examples"] {
+        walk(Path::new(dir), &mut |p| {
+            if p.to_string_lossy().ends_with(BPF_SUFFIX) {
+                sources.push(p.to_path_buf());
+            }
+        });
+    }
+    for src in sources {
+        let file = src.file_name().and_then(|n| n.to_str()).expect("UTF-8 file name");
+        let object = dir.join(file.replace(".bpf.c", ".bpf.o"));
+        if matches!((mtime(&object), mtime(&src)), (Some(built), Some(input)) if built >= input) {
+            continue;
+        }
+        SkeletonBuilder::new()
+            .source(&src)
+            .clang(clang)
+            .clang_args(["-I/usr/include/x86_64-linux-gnu", "-Wall", "-Werror"])
+            .obj(&object)
+            .build()
+            .unwrap_or_else(|e| panic!("building {} with {clang} failed: {e:#}", src.display()));
+    }
 }
 
 /// Calls `visit` for every file under `dir`, recursively.

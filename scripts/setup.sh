@@ -17,8 +17,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # clang-19 compiles the BPF C; libelf/zlib/pkg-config build the bundled libbpf;
-# util-linux provides setpriv for the unprivileged-user test.
-packages=(clang-19 libelf-dev zlib1g-dev pkg-config util-linux)
+# libbpf-dev has the BPF headers (bpf/bpf_helpers.h) a user's object is compiled
+# with; tshark checks that bpfbench's pcap files read cleanly; util-linux
+# provides setpriv for the unprivileged-user test.
+packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,6 +28,8 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup.sh: installing ${missing[*]}" >&2
   apt-get update -qq
+  # tshark asks whether non-root users may capture; the default (no) is right.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 

@@ -16,6 +16,7 @@
 pub mod compare;
 pub mod harness;
 pub mod history;
+pub mod object_file;
 pub mod packet;
 pub mod record;
 pub mod report;
@@ -33,5 +34,14 @@ macro_rules! bpf_skeleton {
         pub(crate) mod skel {
             include!(concat!(env!("OUT_DIR"), "/", $name, ".skel.rs"));
         }
+    };
+}
+
+/// The bytes of the BPF object build.rs compiled from `src/**/NAME.bpf.c`,
+/// for loading through libbpf directly (the skeleton keeps its copy private).
+#[macro_export]
+macro_rules! bpf_object_bytes {
+    ($name:literal) => {
+        include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".bpf.o"))
     };
 }

@@ -28,7 +28,7 @@ fn unknown_names_get_one_line_naming_the_valid_ones() {
         (vec!["run", "--scenario", "tcp-v9"], "unknown scenario 'tcp-v9' for xdp-lb", "valid scenarios: tcp-v4-lru-hit, tcp-v4-ch,"),
         (vec!["run", "--group", "nope"], "unknown group 'nope' for xdp-lb", "'Single-flow baseline', 'Diverse flows (4K src addrs)'"),
         (vec!["run", "nope"], "unknown workload 'nope'", "valid workloads: xdp-lb, lpm-trie, maps"),
-        (vec!["run", "--op", "lookup"], "--op applies to the lpm-trie and maps workloads, not to xdp-lb", ""),
+        (vec!["run", "--op", "lookup"], "--op applies to lpm-trie and maps, not to xdp-lb", ""),
         (vec!["run", "lpm-trie", "--map", "hash"], "runs on lpm_trie maps only", "bpfbench run maps --map"),
     ] {
         let o = bpfbench(&args);

@@ -104,7 +104,7 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
     let with_program = |scale: f64, tag: &str| {
         let mut r = run(None, scale);
         for s in &mut r.results {
-            s.program = Some(ProgramRecord { name: "xdp_lb".into(), tag: tag.into(), xlated_bytes: 1, jited_bytes: 1 });
+            s.program = Some(ProgramRecord { name: "xdp_lb".into(), tag: tag.into(), xlated_bytes: 1, jited_bytes: 1, verifier: None });
         }
         r
     };

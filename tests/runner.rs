@@ -84,7 +84,7 @@ impl LoadedWorkload for FakeWorkload {
             bail!("verdict: expected XDP_TX, got XDP_DROP");
         }
         let key = if s.name.starts_with("other") { "other loop" } else { "fake loop" };
-        let v = Validation { verdict: "XDP_PASS".into(), checks: vec!["fake check".into()], notes: vec![] };
+        let v = Validation { verdict: "XDP_PASS".into(), checks: vec!["fake check".into()], ..Default::default() };
         let fake = Fake { cost: self.cost, overhead_key: key, stop: self.stop, body_batches: 0, overhead_batches: self.overhead_batches };
         Ok((v, Box::new(fake)))
     }

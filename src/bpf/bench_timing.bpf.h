@@ -194,6 +194,34 @@ static __always_inline void bench_record(__u64 started_ns, __u64 elapsed_ns, __u
 	} while (0)
 
 /*
+ * BENCH_TIMED_ITERATIONS(ret, BODY, RESET): the bare timed loop, with
+ * nothing saved on the stack and no packet restore of its own (RESET does
+ * all of it). For bodies that need the whole stack, such as a user's
+ * program spliced into a driver. Returns from the caller with XDP_ABORTED
+ * when timing is enabled but bench_ctl is missing.
+ */
+#define BENCH_TIMED_ITERATIONS(ret, BODY, RESET)					\
+	do {										\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
+		enum bench_status __status = BENCH_OK;					\
+		__u64 __i = 0, __t0, __t1;						\
+										\
+		if (__n) {								\
+			__t0 = bpf_ktime_get_ns();					\
+			for (__i = 0; __i < __n && can_loop; __i++) {			\
+				ret = BODY;						\
+				if (RESET) {						\
+					__status = BENCH_ERR_RESET;			\
+					break;						\
+				}							\
+			}								\
+			__t1 = bpf_ktime_get_ns();					\
+			bench_record(__t0, __t1 - __t0, __i, __status);		\
+		}									\
+	} while (0)
+
+/*
  * BENCH_TIMED_LOOP(ctx, ret, BODY, RESET): BENCH_TIMED_BATCH, then one
  * untimed iteration whose verdict and packet the host validates. Packet
  * workloads use this; workloads whose every iteration changes state (map

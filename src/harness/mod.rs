@@ -23,7 +23,7 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
-use crate::record::ScenarioFacts;
+use crate::record::{ScenarioFacts, Timing, VerifierStats};
 pub use timing::BatchTiming;
 
 /// A scenario as users see it in `bpfbench list`, and the facts its
@@ -54,6 +54,8 @@ impl ScenarioInfo {
 pub struct Validation {
     /// The program's verdict, e.g. "XDP_TX".
     pub verdict: String,
+    /// How the scenario will be timed (in BPF unless the workload had to fall back).
+    pub timing: Timing,
     /// Each check that passed, in words ("LRU misses: 0 of 8192").
     pub checks: Vec<String>,
     /// Facts worth showing with -v ("Flow diversity: 4096 source addresses").
@@ -100,6 +102,11 @@ pub trait PreparedScenario {
     fn overhead_key(&self) -> String;
     /// The program the body batches time, to record its tag and sizes.
     fn program(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+    /// What the verifier said when it loaded that program, if the workload
+    /// kept its log (the kernel keeps only the count of verified instructions).
+    fn verifier_stats(&self) -> Option<VerifierStats> {
         None
     }
 }

@@ -1,14 +1,15 @@
-//! What the kernel made of a loaded program: tag and instruction sizes,
-//! recorded with each result (a changed tag means changed code).
+//! What the kernel made of a loaded program: tag, instruction sizes and
+//! verified instructions, recorded with each result (a changed tag means
+//! changed code).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use anyhow::{Result, bail};
 use libbpf_rs::libbpf_sys;
 
-use crate::record::ProgramRecord;
+use crate::record::{ProgramRecord, VerifierStats};
 
-pub fn program_record(fd: BorrowedFd<'_>) -> Result<ProgramRecord> {
+fn prog_info(fd: BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info> {
     // SAFETY: zero is a valid bpf_prog_info; the kernel fills at most `len` bytes.
     let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
     let mut len = size_of::<libbpf_sys::bpf_prog_info>() as u32;
@@ -16,11 +17,32 @@ pub fn program_record(fd: BorrowedFd<'_>) -> Result<ProgramRecord> {
     if rc != 0 {
         bail!("BPF_OBJ_GET_INFO_BY_FD: {}", std::io::Error::last_os_error());
     }
+    Ok(info)
+}
+
+/// The program's record; its verifier figures are those the kernel keeps
+/// (verified instructions) unless `stats` from the load log are given.
+pub fn program_record(fd: BorrowedFd<'_>, stats: Option<VerifierStats>) -> Result<ProgramRecord> {
+    let info = prog_info(fd)?;
     let name: Vec<u8> = info.name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let mut verifier = stats.unwrap_or_default();
+    if verifier.processed_insns.is_none() && info.verified_insns > 0 {
+        verifier.processed_insns = Some(info.verified_insns.into());
+    }
     Ok(ProgramRecord {
         name: String::from_utf8_lossy(&name).into_owned(),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
         xlated_bytes: info.xlated_prog_len,
         jited_bytes: info.jited_prog_len,
+        verifier: Some(verifier),
     })
+}
+
+/// Completes log statistics with what the kernel keeps about the program.
+pub fn fill_from_kernel(fd: BorrowedFd<'_>, stats: &mut VerifierStats) -> Result<()> {
+    let info = prog_info(fd)?;
+    if stats.processed_insns.is_none() && info.verified_insns > 0 {
+        stats.processed_insns = Some(info.verified_insns.into());
+    }
+    Ok(())
 }

@@ -197,6 +197,7 @@ impl Runner {
             group: s.group.to_string(),
             description: s.description.to_string(),
             facts: s.facts.clone(),
+            timing: Default::default(),
             unavailable: None,
             validated: false,
             verdict: None,
@@ -214,6 +215,7 @@ impl Runner {
             Ok((v, prepared)) => {
                 rec.validated = true;
                 rec.verdict = Some(v.verdict);
+                rec.timing = v.timing;
                 rec.checks = v.checks;
                 rec.notes = v.notes;
                 prepared
@@ -223,7 +225,7 @@ impl Runner {
                 return Some(rec);
             }
         };
-        rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd).ok());
+        rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
         match self.measure(prepared.as_mut(), &s.name) {
             Ok(m) => rec.measurement = Some(m),
             Err(e) if e.is::<Interrupted>() => return None,

@@ -28,6 +28,12 @@ pub fn map_handle<T: std::fmt::Debug>(map: &libbpf_rs::MapImpl<'_, T>) -> Result
     MapHandle::try_from(map).with_context(|| format!("duplicating map {:?}", map.name()))
 }
 
+/// An owned handle on the map behind `fd` (opened again by its id).
+pub fn map_handle_from_fd(fd: std::os::fd::BorrowedFd<'_>) -> Result<MapHandle> {
+    let info = libbpf_rs::MapInfo::new(fd).context("reading a map's info")?;
+    MapHandle::from_map_id(info.info.id).context("opening a map by its id")
+}
+
 /// An owned descriptor of a loaded skeleton program.
 pub fn prog_fd(p: &libbpf_rs::Program<'_>) -> Result<OwnedFd> {
     p.as_fd().try_clone_to_owned().context("duplicating program fd")

@@ -1,27 +1,27 @@
-//! BPF_PROG_TEST_RUN on a program file descriptor.
-//!
-//! Workloads keep owned descriptors rather than libbpf-rs `Program`s so that
-//! their state does not borrow a skeleton; this is the one place that turns a
-//! descriptor and a packet into a kernel run.
+//! BPF_PROG_TEST_RUN on a program file descriptor: the one place that turns
+//! a descriptor and a packet into a kernel run (XDP and tc alike).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use anyhow::{Result, bail};
 use libbpf_rs::libbpf_sys;
 
-/// What one XDP test run returned.
-#[derive(Debug, Clone)]
-pub struct XdpRunOutput {
+/// What one test run returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
     pub retval: u32,
     /// The packet as the program left it.
     pub packet: Vec<u8>,
+    /// The kernel's own timing of the run (ns per repetition), around the
+    /// program alone: no syscall, but the clock reads of the test run.
+    pub duration_ns: u32,
 }
 
 /// Room for the output packet: the input plus any headers the program pushes.
 const HEADROOM_GROWTH: usize = 256;
 
-/// Runs an XDP program once on `packet` (the program may loop inside).
-pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<XdpRunOutput> {
+/// Runs a program once on `packet` (the program may loop inside).
+pub fn run(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<RunOutput> {
     let mut out = vec![0u8; packet.len() + HEADROOM_GROWTH];
     // SAFETY: zero is a valid bit pattern for this plain C struct.
     let mut opts: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
@@ -38,10 +38,7 @@ pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<XdpRunOutput> {
         bail!("BPF_PROG_TEST_RUN failed: {err}");
     }
     out.truncate(opts.data_size_out as usize);
-    Ok(XdpRunOutput {
-        retval: opts.retval,
-        packet: out,
-    })
+    Ok(RunOutput { retval: opts.retval, packet: out, duration_ns: opts.duration })
 }
 
 /// Name of an XDP action, as the kernel's uapi spells it.
@@ -54,4 +51,23 @@ pub fn xdp_action_name(action: u32) -> String {
         4 => "XDP_REDIRECT".into(),
         other => format!("action {other}"),
     }
+}
+
+/// tc actions (linux/pkt_cls.h), as returned by sched_cls programs.
+pub const TC_ACTIONS: [(&str, i32); 10] = [
+    ("TC_ACT_UNSPEC", -1),
+    ("TC_ACT_OK", 0),
+    ("TC_ACT_RECLASSIFY", 1),
+    ("TC_ACT_SHOT", 2),
+    ("TC_ACT_PIPE", 3),
+    ("TC_ACT_STOLEN", 4),
+    ("TC_ACT_QUEUED", 5),
+    ("TC_ACT_REPEAT", 6),
+    ("TC_ACT_REDIRECT", 7),
+    ("TC_ACT_TRAP", 8),
+];
+
+/// Name of a tc action.
+pub fn tc_action_name(action: u32) -> String {
+    TC_ACTIONS.iter().find(|(_, v)| *v == action as i32).map_or_else(|| format!("action {}", action as i32), |(n, _)| n.to_string())
 }

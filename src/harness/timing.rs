@@ -2,7 +2,7 @@
 //!
 //! Every timed program carries the maps `bench_ctl` (batch size, enable flag,
 //! restore mode) and `bench_result` (per-CPU: the last batch's elapsed time
-//! and iteration count). `TimedXdpProgram` sets the first, runs the program,
+//! and iteration count). `TimedProgram` sets the first, runs the program,
 //! and reads the second.
 //!
 //! The Rust views of those structs and enums are the ones libbpf-cargo
@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::loops::skel::types::{bench_ctl, bench_result, bench_status};
-use super::test_run::{XdpRunOutput, run_xdp};
+use super::test_run::{RunOutput, run};
 use crate::system::cpu::pin_to_cpu;
 
 /// How the loop undoes the body's packet changes (`enum bench_restore_mode`).
@@ -39,8 +39,9 @@ impl BatchTiming {
     }
 }
 
-/// An XDP program built with BENCH_TIMED_LOOP, with the maps that drive it.
-pub struct TimedXdpProgram {
+/// A program built on the timing library (BENCH_TIMED_LOOP and its kin, XDP
+/// or tc), with the maps that drive it.
+pub struct TimedProgram {
     prog: OwnedFd,
     ctl_map: MapHandle,
     result_map: MapHandle,
@@ -51,7 +52,7 @@ const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 /// BENCH_SAVE_BYTES in bench_timing.bpf.h.
 pub const BENCH_SAVE_BYTES: usize = 64;
 
-impl TimedXdpProgram {
+impl TimedProgram {
     /// `prog` must be a program of the object that owns `ctl_map` and `result_map`.
     pub fn new(prog: OwnedFd, ctl_map: MapHandle, result_map: MapHandle) -> Result<Self> {
         ensure!(
@@ -82,19 +83,19 @@ impl TimedXdpProgram {
     }
 
     /// Runs the program once, untimed, exactly as in production.
-    pub fn run_once(&mut self, packet: &[u8]) -> Result<XdpRunOutput> {
+    pub fn run_once(&mut self, packet: &[u8]) -> Result<RunOutput> {
         self.set_ctl(false, 0, RestoreMode::BENCH_RESTORE_NONE)?;
-        run_xdp(self.prog.as_fd(), packet)
+        run(self.prog.as_fd(), packet)
     }
 
     /// Runs one timed batch of `iters` iterations (plus, for programs built
     /// with BENCH_TIMED_LOOP, the untimed validation iteration) on the
     /// calling thread's CPU, `cpu`.
-    pub fn run_batch(&mut self, packet: &[u8], iters: u32, restore: RestoreMode, cpu: usize) -> Result<(BatchTiming, XdpRunOutput)> {
+    pub fn run_batch(&mut self, packet: &[u8], iters: u32, restore: RestoreMode, cpu: usize) -> Result<(BatchTiming, RunOutput)> {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
         self.set_ctl(true, iters, restore)?;
         let before = self.read_results()?;
-        let out = run_xdp(self.prog.as_fd(), packet)?;
+        let out = run(self.prog.as_fd(), packet)?;
         let after = self.read_results()?;
         Ok((fresh_sample(&before, &after, cpu)?, out))
     }
@@ -119,7 +120,7 @@ impl TimedXdpProgram {
                         let pinned = pin_to_cpu(cpu);
                         ready.wait();
                         pinned?;
-                        run_xdp(prog, packet).map(|_| ())
+                        run(prog, packet).map(|_| ())
                     })
                 })
                 .collect();

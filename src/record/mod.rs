@@ -5,6 +5,7 @@
 pub mod comparison;
 mod facts;
 mod schema;
+pub mod verifier;
 
 use std::time::Duration;
 
@@ -129,6 +130,9 @@ pub struct ScenarioRecord {
     pub description: String,
     /// What the scenario is, in the terms reports need.
     pub facts: ScenarioFacts,
+    /// How its samples were timed.
+    #[serde(default)]
+    pub timing: Timing,
     /// Why the scenario could not run on this machine ("N/A"); not a failure.
     #[serde(default)]
     pub unavailable: Option<String>,
@@ -146,14 +150,49 @@ pub struct ScenarioRecord {
 }
 
 impl ScenarioRecord {
-    /// The name benchmarks are matched and exported by: "workload/scenario".
+    /// The name benchmarks are matched and exported by: "workload/scenario",
+    /// marked "@per-call" when timed per call (never compared with in-BPF figures).
     pub fn benchmark_name(&self) -> String {
-        format!("{}/{}", self.workload, self.name)
+        format!("{}/{}{}", self.workload, self.name, self.timing.suffix())
     }
 
     /// Measured, or neither measured nor excused as unavailable.
     pub fn failed(&self) -> bool {
         self.measurement.is_none() && self.unavailable.is_none()
+    }
+}
+
+/// How a scenario's samples were timed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Timing {
+    /// Inside BPF: the batch loop calls the program once per iteration.
+    #[default]
+    InBpf,
+    /// One BPF_PROG_TEST_RUN per packet, timed by the kernel around the
+    /// program alone; slower than in-BPF figures by the test run's own cost,
+    /// used when the program cannot be spliced into the batch loop.
+    PerCall {
+        /// Why the batch loop could not be used.
+        reason: String,
+    },
+}
+
+impl Timing {
+    /// Appended to benchmark names: results of different timing never compare.
+    pub fn suffix(&self) -> &'static str {
+        match self {
+            Timing::InBpf => "",
+            Timing::PerCall { .. } => "@per-call",
+        }
+    }
+
+    /// A short label for tables ("in BPF", "per call").
+    pub fn label(&self) -> &'static str {
+        match self {
+            Timing::InBpf => "in BPF",
+            Timing::PerCall { .. } => "per call",
+        }
     }
 }
 
@@ -164,6 +203,23 @@ pub struct ProgramRecord {
     pub tag: String,
     pub xlated_bytes: u32,
     pub jited_bytes: u32,
+    /// What the verifier reported when it loaded the program, where known.
+    #[serde(default)]
+    pub verifier: Option<VerifierStats>,
+}
+
+/// The verifier's statistics for one program (its log at level
+/// BPF_LOG_STATS, and bpf_prog_info); None where the kernel did not say.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct VerifierStats {
+    /// Instructions the verifier processed (its complexity, limit 1M).
+    pub processed_insns: Option<u64>,
+    pub total_states: Option<u64>,
+    pub peak_states: Option<u64>,
+    pub max_states_per_insn: Option<u64>,
+    /// Stack bytes of each function, main first ("stack depth 64+0").
+    pub stack_depth: Option<Vec<u32>>,
+    pub verification_time_us: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -58,7 +58,7 @@ pub fn gobench(report: &RunRecord) -> String {
     let _ = writeln!(out, "kernel: {}\ncommit: {}", env.kernel, env.git_commit);
     for r in &report.results {
         let Some(m) = &r.measurement else { continue };
-        let name = format!("Benchmark{}/{}", go_name(&r.workload), r.name.replace(char::is_whitespace, "_"));
+        let name = format!("Benchmark{}/{}{}", go_name(&r.workload), r.name.replace(char::is_whitespace, "_"), r.timing.suffix());
         for ns in &m.samples_ns {
             let _ = writeln!(out, "{name}\t{}\t{ns:.3} ns/op", m.batch_iters);
         }
@@ -71,6 +71,7 @@ struct CsvRow<'a> {
     workload: &'a str,
     scenario: &'a str,
     params: String,
+    timing: &'static str,
     validated: bool,
     unavailable: &'a str,
     error: &'a str,
@@ -99,6 +100,7 @@ pub fn csv(report: &RunRecord) -> Result<String> {
             workload: &r.workload,
             scenario: &r.name,
             params: r.facts.describe().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            timing: r.timing.label(),
             validated: r.validated,
             unavailable: r.unavailable.as_deref().unwrap_or(""),
             error: r.error.as_deref().unwrap_or(""),

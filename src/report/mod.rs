@@ -5,6 +5,7 @@ pub mod compare_table;
 pub mod export;
 pub mod op_lines;
 pub mod table;
+pub mod verifier_table;
 
 use anyhow::Result;
 

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{RunRecord, ScenarioRecord};
+use crate::record::{RunRecord, ScenarioRecord, Timing};
 use crate::stats::render_histogram;
 
 const NAME_W: usize = 34;
@@ -37,13 +37,21 @@ fn row(name: &str, cells: &[String]) -> String {
     s + "|\n"
 }
 
+/// A row's label: the scenario, marked when it was timed per call.
+fn label(r: &ScenarioRecord) -> String {
+    match r.timing {
+        Timing::InBpf => r.name.clone(),
+        Timing::PerCall { .. } => format!("{} (per call)", r.name),
+    }
+}
+
 fn scenario_row(r: &ScenarioRecord) -> String {
     match &r.measurement {
         Some(m) => {
             let s = &m.summary;
             let f = |v: f64| format!("{v:.2}");
             row(
-                &r.name,
+                &label(r),
                 &[
                     s.n.to_string(),
                     f(s.p50),
@@ -63,7 +71,7 @@ fn scenario_row(r: &ScenarioRecord) -> String {
                 None if r.validated => "MEASUREMENT FAILED",
                 None => "VALIDATION FAILED",
             };
-            let mut s = format!("| {:<w$} ", r.name, w = NAME_W - 2);
+            let mut s = format!("| {:<w$} ", label(r), w = NAME_W - 2);
             let width: usize = COLS.iter().map(|(_, w)| w + 1).sum::<usize>() - 1;
             let _ = write!(s, "| {:<w$} ", why, w = width - 2);
             s + "|\n"
@@ -100,7 +108,14 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
             m.calibration.proportionality_ratio,
             if m.calibration.proportional { "ok" } else { "OFF" }
         );
-        let _ = writeln!(out, "  In-BPF timing: {} samples, {} ops/batch", s.n, m.batch_iters);
+        match &r.timing {
+            Timing::InBpf => {
+                let _ = writeln!(out, "  In-BPF timing: {} samples, {} ops/batch", s.n, m.batch_iters);
+            }
+            Timing::PerCall { reason } => {
+                let _ = writeln!(out, "  Per-call timing (kernel-timed BPF_PROG_TEST_RUN per packet), because {reason}: {} samples", s.n);
+            }
+        }
         let _ = writeln!(
             out,
             "    median {:.2} ns/op (95% CI {:.2}..{:.2}), stddev {:.2}, CV {:.2}% [min {:.2}, max {:.2}]",
@@ -144,10 +159,15 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         }
         out.push('\n');
     }
+    let per_call = report.results.iter().any(|r| r.timing != Timing::InBpf);
     let _ = writeln!(
         out,
-        "bpfbench {} on {} (kernel {}), CPU {}; ns/op measured inside BPF",
-        report.environment.bpfbench_version, report.environment.cpu_model, report.environment.kernel, report.environment.cpu
+        "bpfbench {} on {} (kernel {}), CPU {}; ns/op measured inside BPF{}",
+        report.environment.bpfbench_version,
+        report.environment.cpu_model,
+        report.environment.kernel,
+        report.environment.cpu,
+        if per_call { ", except rows marked (per call)" } else { "" }
     );
     for g in &groups {
         out.push_str(&rule());
@@ -161,7 +181,15 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         out.push_str(&rule());
     }
     out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
+    if per_call {
+        out.push_str(
+            "(per call): one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",
+        );
+    }
     for r in &report.results {
+        if let Timing::PerCall { reason } = &r.timing {
+            let _ = writeln!(out, "{}: timed per call because {reason}", r.name);
+        }
         if let Some(why) = &r.unavailable {
             let _ = writeln!(out, "\n{}: N/A ({why})", r.name);
         }

@@ -2,6 +2,7 @@
 //! log, Ctrl-C, and the environment a run records. Probes only; nothing
 //! here knows about workloads or reports.
 
+pub mod bpffs;
 pub mod cpu;
 pub mod environment;
 pub mod features;

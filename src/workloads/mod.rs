@@ -2,15 +2,19 @@
 //! beside the Rust that drives it, and registers here in one line.
 
 pub mod maps;
+pub mod object;
 pub mod xdp_lb;
+
+use std::collections::HashSet;
 
 use anyhow::{Result, bail};
 use clap::parser::ValueSource;
+use clap::{Arg, ArgAction, Command};
 
 use crate::harness::Workload;
 
 /// Every workload, in `bpfbench list` order. Adding a workload is one line here.
-pub const REGISTRY: &[&Registration] = &[&xdp_lb::REGISTRATION, &maps::REGISTRATION];
+pub const REGISTRY: &[&Registration] = &[&xdp_lb::REGISTRATION, &maps::REGISTRATION, &object::REGISTRATION];
 
 /// The workload `bpfbench run` runs when none is named.
 pub const DEFAULT: &str = "xdp-lb";
@@ -21,27 +25,42 @@ pub struct Registration {
     pub names: &'static [&'static str],
     /// One line for help texts.
     pub about: &'static str,
+    /// Whether a target that is no workload's name is this workload's (a file).
+    pub claims: fn(&str) -> bool,
     /// Adds the workload's own options to a command (clap's
-    /// `Args::augment_args` of its options struct); other workloads refuse them.
-    pub options: fn(clap::Command) -> clap::Command,
-    /// Builds workload `name` from the parsed command line.
-    pub build: fn(name: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>>,
+    /// `Args::augment_args` of its options struct).
+    pub options: fn(Command) -> Command,
+    /// Builds the workload for `target` (a name or a file) from the parsed command line.
+    pub build: fn(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>>,
+}
+
+/// Claims nothing beyond the registration's names.
+pub fn no_files(_: &str) -> bool {
+    false
 }
 
 impl Registration {
     /// (id, flag) of each option this registration adds.
-    fn options(&self) -> Vec<(String, String)> {
-        (self.options)(clap::Command::new("bpfbench"))
+    fn flags(&self) -> Vec<(String, String)> {
+        (self.options)(Command::new("bpfbench"))
             .get_arguments()
             .map(|a| (a.get_id().to_string(), a.get_long().map_or_else(|| a.get_id().to_string(), |l| format!("--{l}"))))
             .collect()
     }
+
+    fn describe(&self) -> String {
+        if self.names.is_empty() { self.about.to_string() } else { self.names.join(" and ") }
+    }
 }
 
-fn find(name: &str) -> Result<&'static Registration> {
-    match REGISTRY.iter().find(|r| r.names.contains(&name)) {
+/// The registration that runs `target`: the one naming it, else the one claiming it.
+fn find(target: &str) -> Result<&'static Registration> {
+    if let Some(r) = REGISTRY.iter().find(|r| r.names.contains(&target)) {
+        return Ok(r);
+    }
+    match REGISTRY.iter().find(|r| (r.claims)(target)) {
         Some(r) => Ok(r),
-        None => bail!("unknown workload '{name}'; valid workloads: {}", names().join(", ")),
+        None => bail!("unknown workload '{target}'; valid workloads: {}, or a BPF object (FILE.bpf.o) or spec file (FILE.toml)", names().join(", ")),
     }
 }
 
@@ -50,30 +69,64 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().flat_map(|r| r.names.iter().copied()).collect()
 }
 
-/// Adds every workload's options to `cmd` (the `run` command).
-pub fn with_options(cmd: clap::Command) -> clap::Command {
-    REGISTRY.iter().fold(cmd, |cmd, r| (r.options)(cmd))
+/// Adds `target`'s options to `cmd` (the `run` command); none when the
+/// target is unknown, so that its error comes from `build`.
+pub fn with_options_of(target: &str, cmd: Command) -> Command {
+    match find(target) {
+        Ok(r) => (r.options)(cmd),
+        Err(_) => cmd,
+    }
 }
 
-/// Builds workload `name` from a command parsed with [`with_options`].
-/// An option given on the command line that belongs only to other
-/// workloads is an error naming the workloads it applies to.
-pub fn build(name: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>> {
-    let chosen = find(name)?;
-    let own = chosen.options();
+/// Adds every workload's options to `cmd`, each taking any value: enough to
+/// parse any command line far enough to find the workload it names.
+pub fn with_all_options(cmd: Command) -> Command {
+    let mut seen = HashSet::new();
+    let mut cmd = cmd;
+    for r in REGISTRY {
+        for a in (r.options)(Command::new("bpfbench")).get_arguments() {
+            if !seen.insert(a.get_id().to_string()) {
+                continue;
+            }
+            let mut p = Arg::new(a.get_id().to_string()).hide(true);
+            if let Some(l) = a.get_long() {
+                p = p.long(l.to_string());
+            }
+            p = if a.get_action().takes_values() {
+                p.action(ArgAction::Append).value_parser(clap::value_parser!(String))
+            } else {
+                p.action(ArgAction::SetTrue)
+            };
+            cmd = cmd.arg(p);
+        }
+    }
+    cmd
+}
+
+/// Refuses, in one line, an option given on the command line (`matches`
+/// from a command built by [`with_all_options`]) that only other
+/// workloads than `target`'s take.
+pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
+    let Ok(chosen) = find(target) else { return Ok(()) };
+    let own = chosen.flags();
     for other in REGISTRY.iter().filter(|r| !std::ptr::eq(**r, chosen)) {
-        for (id, flag) in other.options().iter().filter(|o| !own.contains(o)) {
+        for (id, flag) in other.flags().iter().filter(|(id, _)| !own.iter().any(|(o, _)| o == id)) {
             if matches.value_source(id) == Some(ValueSource::CommandLine) {
-                bail!("{flag} applies to the {} workloads, not to {name}", other.names.join(" and "));
+                bail!("{flag} applies to {}, not to {target}", other.describe());
             }
         }
     }
-    (chosen.build)(name, matches)
+    Ok(())
 }
 
-/// Workload `name` with default options (for listing its scenarios).
-pub fn with_defaults(name: &str) -> Result<Box<dyn Workload>> {
-    let r = find(name)?;
-    let matches = (r.options)(clap::Command::new("bpfbench")).try_get_matches_from(["bpfbench"])?;
-    (r.build)(name, &matches)
+/// Builds the workload for `target` from a command parsed with its options.
+pub fn build(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>> {
+    (find(target)?.build)(target, matches)
+}
+
+/// The workload for `target` with default options (for listing its scenarios).
+pub fn with_defaults(target: &str) -> Result<Box<dyn Workload>> {
+    let r = find(target)?;
+    let matches = (r.options)(Command::new("bpfbench")).try_get_matches_from(["bpfbench"])?;
+    (r.build)(target, &matches)
 }

@@ -79,6 +79,7 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
         group: "g".into(),
         description: "d".into(),
         facts: ScenarioFacts::TABLE_ROW,
+        timing: Default::default(),
         unavailable: None,
         validated: true,
         verdict: Some("XDP_TX".into()),
@@ -114,4 +115,36 @@ pub fn run_of(named: &[(&str, f64)]) -> RunRecord {
     let mut r = run(None, 1.0);
     r.results = named.iter().enumerate().map(|(i, (n, m))| record(n, samples(*m, i as u64 + 1))).collect();
     r
+}
+
+/// A test object build.rs compiled from tests/objects or examples.
+pub fn test_object(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects")).join(name)
+}
+
+/// A BPF filesystem of the test's own, mounted on a fresh directory and
+/// unmounted (with whatever was pinned in it) when dropped, also when the
+/// test fails: tests never pin into the machine's /sys/fs/bpf.
+pub struct Bpffs(pub PathBuf);
+
+impl Bpffs {
+    pub fn mount(name: &str) -> Bpffs {
+        let dir = std::env::temp_dir().join(format!("bpfbench-test-bpffs-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = |s: &str| std::ffi::CString::new(s).unwrap();
+        let target = c(dir.to_str().unwrap());
+        // SAFETY: valid C strings; mounting needs root, which the kernel tests have.
+        let rc = unsafe { libc::mount(c("bpf").as_ptr(), target.as_ptr(), c("bpf").as_ptr(), 0, std::ptr::null()) };
+        assert_eq!(rc, 0, "mounting bpffs on {}: {}", dir.display(), std::io::Error::last_os_error());
+        Bpffs(dir)
+    }
+}
+
+impl Drop for Bpffs {
+    fn drop(&mut self) {
+        let target = std::ffi::CString::new(self.0.to_str().unwrap()).unwrap();
+        // SAFETY: a path we mounted.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }

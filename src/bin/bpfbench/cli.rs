@@ -85,6 +85,16 @@ pub enum Command {
         #[arg(last = true)]
         run_args: Vec<String>,
     },
+    /// What the kernel's verifier makes of each program of an object (two
+    /// objects: side by side, with deltas).
+    Verifier {
+        /// A BPF object file.
+        a: PathBuf,
+        /// A second object to compare with the first.
+        b: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = VerifierFormat::Table)]
+        format: VerifierFormat,
+    },
     /// Measure the candidate loop constructs for the in-BPF timing loop.
     Loops {
         #[arg(long)]
@@ -166,6 +176,13 @@ pub struct TagArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerifierFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompareFormat {
     Table,
     Json,
@@ -178,17 +195,34 @@ pub struct Parsed {
     pub run_matches: Option<clap::ArgMatches>,
 }
 
-/// The command with every workload's options added to `run`.
-fn command() -> clap::Command {
-    Cli::command().mut_subcommand("run", workloads::with_options)
-}
-
 /// Parses the process's arguments; `bpfbench` alone means `bpfbench run`.
+///
+/// Each workload has options of its own (two may even share a flag with
+/// different meanings), so `run` is parsed twice: once with every
+/// workload's options, loosely, to find the workload named; then with that
+/// workload's options only.
 pub fn parse() -> Parsed {
-    let mut matches = command().get_matches();
-    if matches.subcommand().is_none() {
-        matches = command().get_matches_from(["bpfbench", "run"]);
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.len() == 1 {
+        argv.push("run".into());
     }
+    // Help would end the probe before it found the workload: leave it out.
+    let without_help: Vec<&std::ffi::OsString> = argv.iter().filter(|a| *a != "--help" && *a != "-h").collect();
+    let probe = Cli::command().mut_subcommand("run", workloads::with_all_options).try_get_matches_from(without_help).ok();
+    let probed_run = probe.as_ref().and_then(|m| m.subcommand_matches("run"));
+    let target = probed_run.and_then(|m| m.get_one::<String>("workload").cloned()).unwrap_or_else(|| workloads::DEFAULT.to_string());
+    if let Some(run) = probed_run
+        && let Err(e) = workloads::check_options(&target, run)
+    {
+        eprintln!("bpfbench: error: {e}");
+        std::process::exit(1);
+    }
+    let command = Cli::command().mut_subcommand("run", |c| {
+        workloads::with_options_of(&target, c).after_help(
+            "Workloads have options of their own: 'bpfbench run WORKLOAD --help' shows them (lpm-trie and maps: the map options; FILE.bpf.o or FILE.toml: your own program's).",
+        )
+    });
+    let matches = command.get_matches_from(&argv);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let run_matches = matches.subcommand_matches("run").cloned();
     Parsed { cli, run_matches }

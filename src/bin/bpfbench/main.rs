@@ -11,8 +11,27 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
+use bpfbench::object_file::verify::verify;
+use bpfbench::record::verifier::{VERIFIER_SCHEMA, VerifierReport};
+use bpfbench::report::verifier_table;
 use bpfbench::{harness, system};
-use cli::Command;
+use cli::{Command, VerifierFormat};
+
+fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: VerifierFormat) -> Result<ExitCode> {
+    system::check_privileges()?;
+    system::libbpf_log::capture();
+    let mut objects = vec![verify(a)?];
+    if let Some(b) = b {
+        objects.push(verify(b)?);
+    }
+    let report = VerifierReport { schema: VERIFIER_SCHEMA.into(), objects };
+    match format {
+        VerifierFormat::Table => print!("{}", verifier_table::render(&report)),
+        VerifierFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        VerifierFormat::Csv => print!("{}", verifier_table::csv(&report)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
     let cpu = system::prepare_for_timing(cpu)?;
@@ -42,6 +61,7 @@ fn main() -> ExitCode {
         None => unreachable!("cli::parse turns no command into 'run'"),
         Some(Command::Run(args)) => run::run(&args, run_matches.as_ref().expect("run has matches")),
         Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
+        Some(Command::Verifier { a, b, format }) => verifier(&a, b.as_deref(), format),
         Some(Command::History { scenario, limit, db }) => stored::history(scenario.as_deref(), limit, &db.path()),
         Some(Command::Show { run, format, output, verbose, db }) => stored::show(&run, format, output.as_deref(), verbose, &db.path()),
         Some(Command::Compare { a, b, gate, tags, format, db }) => stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path()),

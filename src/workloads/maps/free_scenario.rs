@@ -26,7 +26,7 @@ pub fn validate<'a>(config: MapConfig, probe: &'a mut FreeProbe, empty_loop: &'a
     let entries = config.entries;
     ensure!(count == entries as usize, "the filled {} holds {count} of {entries} keys", config.kind);
     let checks = vec![format!("filled map holds all {entries} keys"), format!("fexit saw the map freed ({:.3} ms)", took.elapsed_ns as f64 / 1e6)];
-    Ok((Validation { verdict: "freed".into(), checks, notes: Vec::new() }, s))
+    Ok((Validation { verdict: "freed".into(), checks, ..Default::default() }, s))
 }
 
 impl FreeScenario<'_> {

@@ -11,7 +11,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
 
 use super::ops::{KeyLayout, MapKind, MapOp};
 use crate::harness::skeleton::{self, map_handle, prog_fd};
-use crate::harness::timing::TimedXdpProgram;
+use crate::harness::timing::TimedProgram;
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("map_ops");
@@ -63,9 +63,9 @@ pub struct MapConfig {
 
 pub struct LoadedMapBench {
     pub config: MapConfig,
-    pub body: TimedXdpProgram,
+    pub body: TimedProgram,
     /// The same loop around an empty call: the harness's own cost.
-    pub overhead: TimedXdpProgram,
+    pub overhead: TimedProgram,
     map: MapHandle,
     state: MapHandle,
     ncpus: usize,
@@ -114,8 +114,8 @@ impl LoadedMapBench {
         let (m, p) = (&skel.maps, &skel.progs);
         let bench = LoadedMapBench {
             config,
-            body: TimedXdpProgram::new(prog_fd(&p.map_bench)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
-            overhead: TimedXdpProgram::new(prog_fd(&p.map_bench_empty)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            body: TimedProgram::new(prog_fd(&p.map_bench)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
+            overhead: TimedProgram::new(prog_fd(&p.map_bench_empty)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
             map: map_handle(&m.bench_map)?,
             state: map_handle(&m.op_state)?,
             ncpus,

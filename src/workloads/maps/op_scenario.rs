@@ -116,7 +116,7 @@ pub fn validate<'a>(config: MapConfig, params: &MapParams, cpus: &'a [usize], em
     if s.cpus.len() > 1 {
         notes.push(format!("producers on CPUs {:?}", s.cpus));
     }
-    Ok((Validation { verdict: "ok".into(), checks: c.0, notes }, s))
+    Ok((Validation { verdict: "ok".into(), checks: c.0, notes, ..Default::default() }, s))
 }
 
 impl OpScenario<'_> {

@@ -76,7 +76,7 @@ pub fn validate(lb: &mut LoadedLb, s: &LbScenario, cpu: usize, corrupt_expected_
         checks.push(format!("{what}: {got}"));
     }
     check_stats(lb, s, n, &final_client, &mut checks)?;
-    Ok((Validation { verdict: xdp_action_name(verdict), checks, notes: notes(s) }, packet))
+    Ok((Validation { verdict: xdp_action_name(verdict), checks, notes: notes(s), ..Default::default() }, packet))
 }
 
 fn notes(s: &LbScenario) -> Vec<String> {

@@ -13,7 +13,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use super::maglev::{RingMember, build_ring};
 use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use crate::harness::skeleton::{self, map_handle, prog_fd};
-use crate::harness::timing::TimedXdpProgram;
+use crate::harness::timing::TimedProgram;
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
@@ -43,8 +43,8 @@ fn key(k: u32) -> [u8; 4] {
 
 /// The load balancer, loaded: two timed programs and the maps they share.
 pub struct LoadedLb {
-    pub body: TimedXdpProgram,
-    pub overhead: TimedXdpProgram,
+    pub body: TimedProgram,
+    pub overhead: TimedProgram,
     vip_map: MapHandle,
     reals: MapHandle,
     ch_rings: MapHandle,
@@ -66,7 +66,7 @@ impl LoadedLb {
         let open = XdpLbSkelBuilder::default().open(&mut storage).context("opening the xdp-lb BPF object")?;
         let skel = skeleton::load(open, "the xdp-lb programs")?;
         let (m, p) = (&skel.maps, &skel.progs);
-        let timed = |prog| -> Result<TimedXdpProgram> { TimedXdpProgram::new(prog_fd(prog)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?) };
+        let timed = |prog| -> Result<TimedProgram> { TimedProgram::new(prog_fd(prog)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?) };
         let mut lb = LoadedLb {
             body: timed(&p.xdp_lb)?,
             overhead: timed(&p.xdp_lb_overhead)?,

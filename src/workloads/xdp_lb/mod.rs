@@ -29,6 +29,7 @@ const XDP_PASS: u32 = 2;
 pub const REGISTRATION: Registration = Registration {
     names: &["xdp-lb"],
     about: "Katran-model XDP load balancer: 24 scenarios over its code paths (the default suite)",
+    claims: crate::workloads::no_files,
     options: |cmd| cmd,
     build: |_, _| Ok(Box::new(XdpLb::default())),
 };

@@ -1,0 +1,450 @@
+//! A user's BPF object file, opened and prepared with libbpf as its author
+//! would load it (maps created, CO-RE and map relocations done), without
+//! ever writing to it: the programs it holds, their final instructions, and
+//! loading one of them as it is.
+//!
+//! libbpf-rs does not expose `bpf_object__prepare`, so this wraps the raw
+//! libbpf calls; the object closes (and releases every fd) when dropped.
+
+mod checks;
+mod verifier_log;
+pub mod verify;
+
+use std::ffi::{CStr, CString, c_char};
+use std::os::fd::{BorrowedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::libbpf_sys as sys;
+
+pub use checks::check_bpf_elf;
+pub use verifier_log::parse_stats;
+
+use crate::record::VerifierStats;
+use crate::system::libbpf_log;
+
+/// Program types bpfbench can time, as the kernel calls them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgKind {
+    Xdp,
+    /// tc (BPF_PROG_TYPE_SCHED_CLS).
+    Tc,
+}
+
+/// What the object says about one of its programs.
+#[derive(Debug, Clone)]
+pub struct ProgramInfo {
+    pub name: String,
+    pub section: String,
+    /// The kernel's name of its type ("xdp", "sched_cls", "kprobe", ...).
+    pub type_name: String,
+    /// Set for the types bpfbench times.
+    pub kind: Option<ProgKind>,
+}
+
+/// Lines of the verifier's log an error shows.
+const LOG_TAIL: usize = 20;
+/// Verifier log level: statistics only (processed insns, states, time).
+const BPF_LOG_STATS: u32 = 4;
+/// Room for the statistics log (a few lines) and an error message.
+const STATS_LOG_SIZE: usize = 64 * 1024;
+
+pub struct ObjectFile {
+    obj: NonNull<sys::bpf_object>,
+    path: PathBuf,
+    elf: checks::ElfFacts,
+    /// Where the verifier writes the selected program's statistics.
+    log: Box<[u8]>,
+}
+
+// SAFETY: the object is used from one thread at a time (it moves with its owner).
+unsafe impl Send for ObjectFile {}
+
+fn cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: libbpf returns NUL-terminated strings that live as long as the object.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+fn errno_error(rc: i32) -> std::io::Error {
+    std::io::Error::from_raw_os_error(rc.abs())
+}
+
+impl ObjectFile {
+    /// Opens `path` (checked first to be a BPF ELF object).
+    pub fn open(path: &Path) -> Result<ObjectFile> {
+        let elf = check_bpf_elf(path)?;
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).context("the path holds a NUL byte")?;
+        libbpf_log::take();
+        // SAFETY: a valid C string; NULL opts mean defaults.
+        let raw = unsafe { sys::bpf_object__open_file(c_path.as_ptr(), std::ptr::null()) };
+        let Some(obj) = NonNull::new(raw) else {
+            let err = std::io::Error::last_os_error();
+            bail!("libbpf cannot open {} ({err}): {}", path.display(), one_line(&libbpf_log::tail(3)));
+        };
+        Ok(ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
+    }
+
+    /// Opens an object compiled into bpfbench (see `bpf_object_bytes!`).
+    pub fn open_memory(name: &str, bytes: &'static [u8]) -> Result<ObjectFile> {
+        let c_name = CString::new(name).context("the name holds a NUL byte")?;
+        // SAFETY: zero is a valid opts; libbpf reads `sz` first.
+        let mut opts: sys::bpf_object_open_opts = unsafe { std::mem::zeroed() };
+        opts.sz = size_of::<sys::bpf_object_open_opts>() as _;
+        opts.object_name = c_name.as_ptr();
+        libbpf_log::take();
+        // SAFETY: the bytes are static; libbpf copies the name.
+        let raw = unsafe { sys::bpf_object__open_mem(bytes.as_ptr().cast(), bytes.len() as _, &opts) };
+        let Some(obj) = NonNull::new(raw) else {
+            bail!("libbpf cannot open bpfbench's own {name} object: {}", one_line(&libbpf_log::tail(3)));
+        };
+        let elf = checks::ElfFacts { license: "Dual BSD/GPL".into() };
+        Ok(ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Sets the object's read-only data (`const volatile` globals) before
+    /// `prepare`; `value` is the skeleton's type for the `.rodata` section.
+    pub fn set_rodata<T: bytemuck::Pod>(&mut self, value: &T) -> Result<()> {
+        let m = self
+            .maps_raw()
+            .into_iter()
+            // SAFETY: maps of this object.
+            .find(|&m| cstr(unsafe { sys::bpf_map__name(m) }).ends_with(".rodata"))
+            .with_context(|| format!("{} has no .rodata", self.path.display()))?;
+        let bytes = bytemuck::bytes_of(value);
+        // SAFETY: libbpf copies `bytes`; their size must be the section's.
+        let rc = unsafe { sys::bpf_map__set_initial_value(m, bytes.as_ptr().cast(), bytes.len() as _) };
+        if rc != 0 {
+            bail!("setting {}'s .rodata: {}", self.path.display(), errno_error(rc));
+        }
+        Ok(())
+    }
+
+    /// Sets map `name`'s value size before `prepare`.
+    pub fn set_value_size(&mut self, name: &str, size: u32) -> Result<()> {
+        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;
+        // SAFETY: a map of this object, before prepare.
+        let rc = unsafe { sys::bpf_map__set_value_size(m, size) };
+        if rc != 0 {
+            bail!("sizing the values of map '{name}': {}", errno_error(rc));
+        }
+        Ok(())
+    }
+
+    /// Sets map `name`'s number of entries before `prepare`.
+    pub fn set_max_entries(&mut self, name: &str, entries: u32) -> Result<()> {
+        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;
+        // SAFETY: a map of this object, before prepare.
+        let rc = unsafe { sys::bpf_map__set_max_entries(m, entries) };
+        if rc != 0 {
+            bail!("sizing map '{name}': {}", errno_error(rc));
+        }
+        Ok(())
+    }
+
+    /// The file's name without `.o` or `.bpf.o`.
+    pub fn stem(&self) -> String {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        name.trim_end_matches(".o").trim_end_matches(".bpf").to_string()
+    }
+
+    fn programs_raw(&self) -> Vec<*mut sys::bpf_program> {
+        let mut out = Vec::new();
+        let mut p = std::ptr::null_mut();
+        loop {
+            // SAFETY: iterating the object's own program list.
+            p = unsafe { sys::bpf_object__next_program(self.obj.as_ptr(), p) };
+            if p.is_null() {
+                return out;
+            }
+            out.push(p);
+        }
+    }
+
+    fn program_raw(&self, name: &str) -> Result<*mut sys::bpf_program> {
+        self.programs_raw()
+            .into_iter()
+            // SAFETY: a program of this object.
+            .find(|&p| cstr(unsafe { sys::bpf_program__name(p) }) == name)
+            .with_context(|| format!("{} has no program '{name}'", self.path.display()))
+    }
+
+    /// Every program of the object, in file order.
+    pub fn programs(&self) -> Vec<ProgramInfo> {
+        self.programs_raw()
+            .into_iter()
+            .map(|p| {
+                // SAFETY: a program of this object.
+                let (name, section, ty) = unsafe { (cstr(sys::bpf_program__name(p)), cstr(sys::bpf_program__section_name(p)), sys::bpf_program__type(p)) };
+                let kind = match ty {
+                    sys::BPF_PROG_TYPE_XDP => Some(ProgKind::Xdp),
+                    sys::BPF_PROG_TYPE_SCHED_CLS => Some(ProgKind::Tc),
+                    _ => None,
+                };
+                // SAFETY: returns a static string or NULL.
+                let type_name = cstr(unsafe { sys::libbpf_bpf_prog_type_str(ty) });
+                ProgramInfo { name, section, type_name, kind }
+            })
+            .collect()
+    }
+
+    /// The program to time: `name`, or the only one. Errors say which
+    /// programs there are and which types bpfbench times.
+    pub fn select(&self, name: Option<&str>) -> Result<(ProgramInfo, ProgKind)> {
+        let all = self.programs();
+        let file = self.path.display();
+        let listed = || all.iter().map(|p| format!("{} ({})", p.name, p.section)).collect::<Vec<_>>().join(", ");
+        let p = match name {
+            Some(n) => all.iter().find(|p| p.name == n).with_context(|| format!("{file} has no program '{n}'; it has {}", listed()))?,
+            None => match all.as_slice() {
+                [] => bail!("{file} holds no BPF program"),
+                [one] => one,
+                _ => bail!("{file} holds several programs: {}; choose one with --program NAME", listed()),
+            },
+        };
+        match p.kind {
+            Some(kind) => Ok((p.clone(), kind)),
+            None => bail!(
+                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp and tc (sched_cls) programs",
+                p.name,
+                p.type_name,
+                p.section
+            ),
+        }
+    }
+
+    fn maps_raw(&self) -> Vec<*mut sys::bpf_map> {
+        let mut out = Vec::new();
+        let mut m = std::ptr::null_mut();
+        loop {
+            // SAFETY: iterating the object's own map list.
+            m = unsafe { sys::bpf_object__next_map(self.obj.as_ptr(), m) };
+            if m.is_null() {
+                return out;
+            }
+            out.push(m);
+        }
+    }
+
+    fn map_raw(&self, name: &str) -> Option<*mut sys::bpf_map> {
+        // SAFETY: a map of this object.
+        self.maps_raw().into_iter().find(|&m| cstr(unsafe { sys::bpf_map__name(m) }) == name)
+    }
+
+    /// Names of the object's maps (internal ones like `.bss` included).
+    pub fn map_names(&self) -> Vec<String> {
+        // SAFETY: maps of this object.
+        self.maps_raw().into_iter().map(|m| cstr(unsafe { sys::bpf_map__name(m) })).collect()
+    }
+
+    /// "its maps are a, b" or "it has no maps", for errors.
+    fn maps_listed(&self) -> String {
+        match self.map_names().as_slice() {
+            [] => "it has no maps".into(),
+            names => format!("its maps are {}", names.join(", ")),
+        }
+    }
+
+    /// Loads only `program` (other programs of the object stay unloaded),
+    /// pins nothing, and makes map `name` use the pinned map at `path`
+    /// for each (name, path) in `reuse`.
+    pub fn configure(&mut self, program: &str, reuse: &[(String, PathBuf)]) -> Result<()> {
+        for p in self.programs_raw() {
+            // SAFETY: a program of this object, before load.
+            let name = cstr(unsafe { sys::bpf_program__name(p) });
+            unsafe { sys::bpf_program__set_autoload(p, name == program) };
+        }
+        let target = self.program_raw(program)?;
+        // SAFETY: the buffer lives in self, as long as the object.
+        let rc = unsafe {
+            sys::bpf_program__set_log_level(target, BPF_LOG_STATS);
+            sys::bpf_program__set_log_buf(target, self.log.as_mut_ptr().cast(), self.log.len() as _)
+        };
+        if rc != 0 {
+            bail!("setting the verifier log of '{program}': {}", errno_error(rc));
+        }
+        // A pinned map would outlive the run; bpfbench never pins.
+        for m in self.maps_raw() {
+            // SAFETY: a map of this object, before prepare.
+            let rc = unsafe { sys::bpf_map__set_pin_path(m, std::ptr::null()) };
+            if rc != 0 {
+                bail!("unpinning map '{}': {}", cstr(unsafe { sys::bpf_map__name(m) }), errno_error(rc));
+            }
+        }
+        for (name, path) in reuse {
+            let m = self.map_raw(name).with_context(|| format!("--map-pin {name}=...: {} has no map '{name}'; {}", self.path.display(), self.maps_listed()))?;
+            let fd = crate::system::bpffs::open_pinned_map(path).with_context(|| format!("--map-pin {name}={}", path.display()))?;
+            // SAFETY: a valid fd; libbpf dups it.
+            let rc = unsafe { sys::bpf_map__reuse_fd(m, std::os::fd::AsRawFd::as_raw_fd(&fd)) };
+            if rc != 0 {
+                bail!(
+                    "--map-pin {name}={}: the pinned map does not match the object's '{name}' (type, key, value or size): {}",
+                    path.display(),
+                    errno_error(rc)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the maps and relocates the programs (`bpf_object__prepare`).
+    pub fn prepare(&mut self) -> Result<()> {
+        libbpf_log::take();
+        // SAFETY: an open object, prepared once.
+        let rc = unsafe { sys::bpf_object__prepare(self.obj.as_ptr()) };
+        if rc != 0 {
+            bail!("libbpf cannot prepare {} ({}): {}", self.path.display(), errno_error(rc), one_line(&libbpf_log::tail(3)));
+        }
+        Ok(())
+    }
+
+    /// The program's final instructions after `prepare`, subprograms appended.
+    pub fn insns(&self, program: &str) -> Result<Vec<sys::bpf_insn>> {
+        let p = self.program_raw(program)?;
+        // SAFETY: after prepare, insns/insn_cnt describe libbpf's copy of the program.
+        let (ptr, n) = unsafe { (sys::bpf_program__insns(p), sys::bpf_program__insn_cnt(p)) };
+        if ptr.is_null() || n == 0 {
+            bail!("program '{program}' has no instructions");
+        }
+        Ok(unsafe { std::slice::from_raw_parts(ptr, n as usize) }.to_vec())
+    }
+
+    /// The program's BTF function records after `prepare` (empty without BTF).
+    pub fn func_info(&self, program: &str) -> Result<Vec<sys::bpf_func_info>> {
+        let p = self.program_raw(program)?;
+        // SAFETY: as for insns; NULL or an error pointer when there is none.
+        let (ptr, n) = unsafe { (sys::bpf_program__func_info(p), sys::bpf_program__func_info_cnt(p)) };
+        if ptr.is_null() || (ptr as isize) < 0 || n == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(unsafe { std::slice::from_raw_parts(ptr, n as usize) }.to_vec())
+    }
+
+    /// The object's BTF as libbpf fixed it up, if it has any.
+    pub fn btf(&self) -> Option<NonNull<sys::btf>> {
+        // SAFETY: owned by the object.
+        NonNull::new(unsafe { sys::bpf_object__btf(self.obj.as_ptr()) })
+    }
+
+    /// The object's BTF through libbpf-rs's typed view.
+    pub fn typed_btf(&self) -> Option<libbpf_rs::btf::Btf<'_>> {
+        // SAFETY: the object outlives the borrow.
+        libbpf_rs::btf::Btf::from_bpf_object(unsafe { self.obj.as_ref() }).ok().flatten()
+    }
+
+    /// The object's license string (GPL-only helpers need a GPL license).
+    pub fn license(&self) -> &str {
+        &self.elf.license
+    }
+
+    /// Expected attach type and load flags the program's section asks for.
+    pub fn load_attrs(&self, program: &str) -> Result<(sys::bpf_attach_type, u32)> {
+        let p = self.program_raw(program)?;
+        // SAFETY: a program of this object.
+        let attach = unsafe { sys::bpf_program__expected_attach_type(p) };
+        // xdp.frags sections: libbpf adds the flag only while loading.
+        let section = cstr(unsafe { sys::bpf_program__section_name(p) });
+        let frags = if section.starts_with("xdp.frags") { sys::BPF_F_XDP_HAS_FRAGS } else { 0 };
+        Ok((attach, unsafe { sys::bpf_program__flags(p) } | frags))
+    }
+
+    /// Loads the configured program into the kernel, as its author's loader
+    /// would, and returns the verifier's statistics. A refusal carries the
+    /// verifier's last lines.
+    pub fn load(&mut self, program: &str) -> Result<VerifierStats> {
+        self.log.fill(0);
+        libbpf_log::take();
+        // SAFETY: a prepared object.
+        let rc = unsafe { sys::bpf_object__load(self.obj.as_ptr()) };
+        let log = self.verifier_log();
+        if rc != 0 {
+            let reason = refusal(&log).unwrap_or_else(|| one_line(&libbpf_log::tail(LOG_TAIL)));
+            let processed = parse_stats(&log).processed_insns.map(|n| format!(" after {n} instructions")).unwrap_or_default();
+            bail!(
+                "the kernel's verifier refused program '{program}' of {}{processed}: {reason} ({}; 'bpfbench verifier {}' shows its figures)",
+                self.path.display(),
+                errno_error(rc),
+                self.path.display()
+            );
+        }
+        let fd = self.prog_fd(program)?;
+        let mut stats = parse_stats(&log);
+        crate::harness::prog_info::fill_from_kernel(fd, &mut stats)?;
+        Ok(stats)
+    }
+
+    /// The verifier's figures from the last load, refused or not.
+    pub fn last_stats(&self) -> VerifierStats {
+        parse_stats(&self.verifier_log())
+    }
+
+    /// The verifier's reason, when the last load was refused.
+    pub fn last_refusal(&self) -> Option<String> {
+        refusal(&self.verifier_log())
+    }
+
+    /// What the verifier wrote for the configured program.
+    fn verifier_log(&self) -> String {
+        let end = self.log.iter().position(|&b| b == 0).unwrap_or(self.log.len());
+        String::from_utf8_lossy(&self.log[..end]).into_owned()
+    }
+
+    /// The loaded program's descriptor.
+    pub fn prog_fd(&self, program: &str) -> Result<BorrowedFd<'_>> {
+        let p = self.program_raw(program)?;
+        // SAFETY: a program of this object.
+        let fd: RawFd = unsafe { sys::bpf_program__fd(p) };
+        if fd < 0 {
+            bail!("program '{program}' is not loaded");
+        }
+        // SAFETY: the fd stays open as long as the object.
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    }
+
+    /// A created map's descriptor (after `prepare`).
+    pub fn map_fd(&self, name: &str) -> Result<BorrowedFd<'_>> {
+        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'; {}", self.path.display(), self.maps_listed()))?;
+        // SAFETY: a map of this object.
+        let fd = unsafe { sys::bpf_map__fd(m) };
+        if fd < 0 {
+            bail!("map '{name}' has not been created");
+        }
+        // SAFETY: the fd stays open as long as the object.
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    }
+
+    /// The BTF type ids of a map's key and value (0: none).
+    pub fn map_btf_ids(&self, name: &str) -> Result<(u32, u32)> {
+        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;
+        // SAFETY: a map of this object.
+        Ok(unsafe { (sys::bpf_map__btf_key_type_id(m), sys::bpf_map__btf_value_type_id(m)) })
+    }
+}
+
+impl Drop for ObjectFile {
+    fn drop(&mut self) {
+        // SAFETY: we own the object; this closes its programs and maps.
+        unsafe { sys::bpf_object__close(self.obj.as_ptr()) };
+    }
+}
+
+/// The verifier's reason for a refusal: its last line that is not a statistic.
+pub fn refusal(log: &str) -> Option<String> {
+    log.lines()
+        .map(str::trim)
+        .rev()
+        .find(|l| !l.is_empty() && !l.starts_with("processed ") && !l.starts_with("verification time") && !l.starts_with("stack depth"))
+        .map(str::to_string)
+}
+
+/// A libbpf message on one line.
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}

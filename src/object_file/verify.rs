@@ -1,0 +1,47 @@
+//! `bpfbench verifier`: every program of an object loaded on its own, as
+//! its author's loader would, and what the verifier said about it.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::ObjectFile;
+use crate::harness::prog_info::program_record;
+use crate::record::verifier::{ObjectVerification, ProgramVerification};
+
+/// Loads each program of the object at `path` alone and records the
+/// verifier's figures; a program the kernel refuses is recorded so.
+pub fn verify(path: &Path) -> Result<ObjectVerification> {
+    let listed = ObjectFile::open(path)?.programs();
+    let mut programs = Vec::new();
+    for p in listed {
+        // A fresh object per program: libbpf loads an object once.
+        let mut obj = ObjectFile::open(path)?;
+        obj.configure(&p.name, &[])?;
+        let outcome = obj.prepare().and_then(|()| obj.load(&p.name));
+        let mut v = ProgramVerification {
+            name: p.name.clone(),
+            section: p.section.clone(),
+            prog_type: p.type_name.clone(),
+            loaded: outcome.is_ok(),
+            error: None,
+            stats: Default::default(),
+            xlated_bytes: None,
+            jited_bytes: None,
+        };
+        match outcome {
+            Ok(stats) => {
+                let record = program_record(obj.prog_fd(&p.name)?, Some(stats))?;
+                v.stats = record.verifier.unwrap_or_default();
+                v.xlated_bytes = Some(record.xlated_bytes);
+                v.jited_bytes = Some(record.jited_bytes);
+            }
+            Err(e) => {
+                v.stats = obj.last_stats();
+                v.error = Some(obj.last_refusal().unwrap_or_else(|| format!("{e:#}")));
+            }
+        }
+        programs.push(v);
+    }
+    Ok(ObjectVerification { path: path.display().to_string(), programs })
+}

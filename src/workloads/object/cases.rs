@@ -1,0 +1,117 @@
+//! A case: the packets a program is timed on and what it must do with them,
+//! as a user gives them (packet specs or a capture, an expected verdict,
+//! expected packets), resolved to bytes before anything is loaded.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail, ensure};
+
+use crate::harness::test_run::{TC_ACTIONS, tc_action_name, xdp_action_name};
+use crate::object_file::ProgKind;
+use crate::packet::{PacketSpec, pcap};
+
+/// The packet used when a case names none: a small IPv4 UDP datagram.
+pub const DEFAULT_PACKET: &str = "eth/ipv4/udp/payload(18)";
+
+/// A case as written: on the command line or in a spec file.
+#[derive(Debug, Clone, Default)]
+pub struct CaseSpec {
+    pub name: String,
+    pub packets: Vec<String>,
+    pub pcap: Option<PathBuf>,
+    pub expect: Option<String>,
+    pub expect_packets: Vec<String>,
+    pub expect_pcap: Option<PathBuf>,
+}
+
+/// An expected verdict, for the program kind it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub kind: ProgKind,
+    pub value: u32,
+}
+
+const XDP_ACTIONS: [&str; 5] = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"];
+
+impl Verdict {
+    /// "XDP_TX", "tc_act_ok", ...: a kernel action name, in any case.
+    pub fn parse(s: &str) -> Result<Verdict> {
+        let up = s.trim().to_ascii_uppercase();
+        if let Some(i) = XDP_ACTIONS.iter().position(|a| *a == up) {
+            return Ok(Verdict { kind: ProgKind::Xdp, value: i as u32 });
+        }
+        if let Some((_, v)) = TC_ACTIONS.iter().find(|(n, _)| *n == up) {
+            return Ok(Verdict { kind: ProgKind::Tc, value: *v as u32 });
+        }
+        let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
+        bail!("--expect {s}: not a verdict; XDP programs return {}, tc programs {}", XDP_ACTIONS.join(", "), tc.join(", "))
+    }
+}
+
+/// The name of verdict `value` for programs of `kind`.
+pub fn verdict_name(kind: ProgKind, value: u32) -> String {
+    match kind {
+        ProgKind::Xdp => xdp_action_name(value),
+        ProgKind::Tc => tc_action_name(value),
+    }
+}
+
+/// A case resolved to bytes.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    /// Where the packets came from, for records and messages.
+    pub source: String,
+    pub packets: Vec<Vec<u8>>,
+    pub expect_verdict: Option<Verdict>,
+    /// One expected output per input packet, or one for all of them.
+    pub expect_packets: Option<Vec<Vec<u8>>>,
+}
+
+/// Packets from specs (each may stand for several) and a capture.
+fn gather(specs: &[String], capture: Option<&PathBuf>, what: &str) -> Result<(Vec<Vec<u8>>, String)> {
+    let mut packets = Vec::new();
+    let mut sources = Vec::new();
+    for s in specs {
+        let spec = PacketSpec::parse(s).with_context(|| format!("{what} '{s}'"))?;
+        packets.extend(spec.packets().with_context(|| format!("{what} '{s}'"))?);
+        sources.push(spec.to_string());
+    }
+    if let Some(p) = capture {
+        packets.extend(pcap::read(p)?);
+        sources.push(p.display().to_string());
+    }
+    Ok((packets, sources.join(" + ")))
+}
+
+impl CaseSpec {
+    /// Resolves the case's packets and expectations; the default packet
+    /// stands in when none is given.
+    pub fn resolve(&self) -> Result<Case> {
+        let specs = if self.packets.is_empty() && self.pcap.is_none() { vec![DEFAULT_PACKET.to_string()] } else { self.packets.clone() };
+        let (packets, source) = gather(&specs, self.pcap.as_ref(), "--packet")?;
+        ensure!(!packets.is_empty(), "case {}: no packets", self.name);
+        let expect_verdict = self.expect.as_deref().map(Verdict::parse).transpose()?;
+        let expect_packets = if self.expect_packets.is_empty() && self.expect_pcap.is_none() {
+            None
+        } else {
+            let (expected, _) = gather(&self.expect_packets, self.expect_pcap.as_ref(), "--expect-packet")?;
+            ensure!(
+                expected.len() == 1 || expected.len() == packets.len(),
+                "case {}: {} expected packets for {} input packets; give one for all, or one per input",
+                self.name,
+                expected.len(),
+                packets.len()
+            );
+            Some(expected)
+        };
+        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets })
+    }
+}
+
+impl Case {
+    /// The packet input `i` must come out as, if one is expected.
+    pub fn expected_packet(&self, i: usize) -> Option<&[u8]> {
+        self.expect_packets.as_ref().map(|e| if e.len() == 1 { e[0].as_slice() } else { e[i].as_slice() })
+    }
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Shared by the timing drivers for users' programs (driver_xdp.bpf.c,
+ * driver_tc.bpf.c). The host reads these definitions from the objects' BTF.
+ *
+ * A user's program, as libbpf prepared it, replaces bench_target(): the
+ * driver's batch loop calls it once per iteration, then puts the packet
+ * back the way the next iteration must see it: the length the program
+ * changed, the bytes it wrote, and the next of the case's packets (the
+ * "variants": the packets a spec with ranges stands for, all of one length,
+ * differing only in their first cfg_restore_bytes bytes).
+ */
+#ifndef BENCH_DRIVER_H
+#define BENCH_DRIVER_H
+
+#include "bench_timing.bpf.h"
+
+enum bench_driver_limit {
+	BENCH_MAX_RESTORE = 512,	/* bytes written back per iteration at most */
+};
+
+struct bench_variant {
+	__u8 bytes[BENCH_MAX_RESTORE];
+};
+
+/* Per CPU; the host reads idx to know which variant the last iteration saw. */
+struct bench_driver_state {
+	__u64 data0;	/* ctx->data when the batch started, as a number */
+	__u64 data1;	/* ctx->data after an iteration that changed the length */
+	__u64 resized;	/* iterations after which the length had to be restored */
+	__u32 idx;	/* the variant in the packet now; persists across batches */
+	__u32 len0;	/* packet length when the batch started */
+	__u32 mark0;	/* tc: skb fields the program may write, as they started */
+	__u32 priority0;
+	__u32 tc_index0;
+	__u32 tc_classid0;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* the host sets it to the number of variants */
+	__type(key, __u32);
+	__type(value, struct bench_variant);
+} bench_variants SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bench_driver_state);
+} bench_driver_state SEC(".maps");
+
+/* Set by the host before load; frozen, so the verifier sees constants and
+ * keeps only the copy of the right size. */
+const volatile __u32 cfg_variants = 1;
+const volatile __u32 cfg_restore_bytes = 0;	/* a multiple of 8, at most BENCH_MAX_RESTORE */
+
+static __always_inline struct bench_driver_state *bench_driver_state_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&bench_driver_state, &zero);
+}
+
+/* One case of the copy: N bytes from the variant to the packet, bounds checked. */
+#define BENCH_COPY_CASE(N)								\
+	case N:										\
+		if (data + N > end)							\
+			return -1;							\
+		__builtin_memcpy(data, v->bytes, N);					\
+		break;
+#define BENCH_COPY_8(k)									\
+	BENCH_COPY_CASE(k * 64 + 8) BENCH_COPY_CASE(k * 64 + 16) BENCH_COPY_CASE(k * 64 + 24)	\
+	BENCH_COPY_CASE(k * 64 + 32) BENCH_COPY_CASE(k * 64 + 40) BENCH_COPY_CASE(k * 64 + 48)	\
+	BENCH_COPY_CASE(k * 64 + 56) BENCH_COPY_CASE(k * 64 + 64)
+
+/*
+ * Moves on to the next variant and writes its first cfg_restore_bytes into
+ * the packet [data, end). 0 on success. The index wraps by comparison, not
+ * by a division, which would cost more than the rest of the loop.
+ */
+static __always_inline int bench_next_variant(void *data, void *end, struct bench_driver_state *st)
+{
+	struct bench_variant *v;
+	__u32 idx;
+
+	if (!cfg_restore_bytes)
+		return 0;
+	idx = st->idx + 1;
+	if (idx >= cfg_variants)
+		idx = 0;
+	st->idx = idx;
+	v = bpf_map_lookup_elem(&bench_variants, &idx);
+	if (!v)
+		return -1;
+	switch (cfg_restore_bytes) {
+	BENCH_COPY_8(0) BENCH_COPY_8(1) BENCH_COPY_8(2) BENCH_COPY_8(3)
+	BENCH_COPY_8(4) BENCH_COPY_8(5) BENCH_COPY_8(6) BENCH_COPY_8(7)
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+#endif /* BENCH_DRIVER_H */

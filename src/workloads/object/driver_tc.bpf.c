@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The timing driver for a user's tc (sched_cls) program (see driver.h).
+ * bench_target() is a stand-in the host replaces with the user's program;
+ * it must stay the only function bench_driver calls. Between iterations
+ * the skb gets back its length (the host then writes back every byte of
+ * the packet) and the fields a tc program may write.
+ */
+#include "driver.h"
+
+#define TC_ACT_OK	0
+#define TC_ACT_SHOT	2
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+__noinline int bench_target(struct __sk_buff *skb)
+{
+	asm volatile("" ::: "memory");
+	return skb ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+__noinline int bench_empty(struct __sk_buff *skb)
+{
+	asm volatile("" ::: "memory");
+	return skb ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_driver_state *st)
+{
+	if (skb->len != st->len0) {
+		if (bpf_skb_change_tail(skb, st->len0, 0))
+			return -1;
+		st->resized++;
+	}
+	skb->mark = st->mark0;
+	skb->priority = st->priority0;
+	skb->tc_index = st->tc_index0;
+	skb->tc_classid = st->tc_classid0;
+	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st);
+}
+
+static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buff *skb)
+{
+	struct bench_driver_state *st = bench_driver_state_get();
+
+	if (!st)
+		return 0;
+	st->len0 = skb->len;
+	st->mark0 = skb->mark;
+	st->priority0 = skb->priority;
+	st->tc_index0 = skb->tc_index;
+	st->tc_classid0 = skb->tc_classid;
+	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st))
+		return 0;
+	return st;
+}
+
+SEC("tc")
+int bench_driver(struct __sk_buff *skb)
+{
+	struct bench_driver_state *st = bench_tc_start(skb);
+	int ret = TC_ACT_SHOT;
+
+	if (!st)
+		return TC_ACT_SHOT;
+	BENCH_TIMED_ITERATIONS(ret, bench_target(skb), bench_tc_reset(skb, st));
+	/* The timed verdicts are not used; the untimed iteration's are. */
+	asm volatile("" : : "r"(ret));
+	return bench_target(skb);
+}
+
+SEC("tc")
+int bench_driver_overhead(struct __sk_buff *skb)
+{
+	struct bench_driver_state *st = bench_tc_start(skb);
+	int ret = TC_ACT_SHOT;
+
+	if (!st)
+		return TC_ACT_SHOT;
+	BENCH_TIMED_ITERATIONS(ret, bench_empty(skb), bench_tc_reset(skb, st));
+	return ret;
+}

@@ -1,0 +1,268 @@
+//! Filling a user's map from JSON before validation (`--map NAME=FILE.json`).
+//!
+//! The file is an array of `{"key": K, "value": V}`. K and V are either hex
+//! strings (the bytes as they sit in memory) or values laid out by the map's
+//! BTF: objects by field name (nested structs, unions by one member),
+//! arrays, numbers (big-endian for `__be16/32/64` fields, native otherwise),
+//! enumerator names, and address strings: IPv4 into 4-byte fields, IPv6
+//! into 16-byte fields, MAC into 6-byte fields, in network order.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
+use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, Int, MemberAttr};
+use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize, TypeId};
+use libbpf_rs::libbpf_sys as sys;
+use serde_json::Value;
+
+use crate::object_file::ObjectFile;
+use crate::system::cpu::possible_cpus;
+
+/// How a BTF type stores a number.
+struct Scalar {
+    size: usize,
+    big_endian: bool,
+}
+
+/// The type behind typedefs and qualifiers, and whether a `__be*` typedef
+/// was on the way.
+fn resolve<'b>(btf: &'b Btf<'b>, id: TypeId) -> Result<(BtfType<'b>, bool)> {
+    let mut t: BtfType<'b> = btf.type_by_id(id).context("dangling BTF type id")?;
+    let mut big_endian = false;
+    loop {
+        match t.kind() {
+            BtfKind::Typedef | BtfKind::Const | BtfKind::Volatile | BtfKind::Restrict | BtfKind::TypeTag => {
+                if let Some(name) = t.name() {
+                    big_endian |= name.to_string_lossy().starts_with("__be");
+                }
+                t = t.next_type().context("dangling BTF typedef")?;
+            }
+            _ => return Ok((t, big_endian)),
+        }
+    }
+}
+
+/// Bytes a BTF type occupies.
+fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
+    let (t, _) = resolve(btf, id)?;
+    Ok(match t.kind() {
+        BtfKind::Int => Int::try_from(t).map(|i| i.size()).unwrap_or(0),
+        BtfKind::Enum => Enum::try_from(t).map(|e| e.size()).unwrap_or(0),
+        BtfKind::Enum64 => Enum64::try_from(t).map(|e| e.size()).unwrap_or(0),
+        BtfKind::Struct | BtfKind::Union => Composite::try_from(t).map(|c| c.size()).unwrap_or(0),
+        BtfKind::Array => {
+            let a = Array::try_from(t).map_err(|_| anyhow::anyhow!("bad BTF array"))?;
+            a.capacity() * size_of(btf, a.ty())?
+        }
+        BtfKind::Ptr => 8,
+        BtfKind::Float => libbpf_rs::btf::types::Float::try_from(t).map(|f| f.size()).unwrap_or(0),
+        other => bail!("BTF kind {other:?} has no size here"),
+    })
+}
+
+fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    let digits: String = s.trim_start_matches("0x").chars().filter(|c| !matches!(c, ' ' | ':' | '-' | '_')).collect();
+    if digits.is_empty() || digits.len() % 2 != 0 {
+        return None;
+    }
+    (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok()).collect()
+}
+
+fn parse_mac(s: &str) -> Option<Vec<u8>> {
+    let parts: Vec<&str> = s.split(':').collect();
+    (parts.len() == 6).then(|| parts.iter().map(|p| u8::from_str_radix(p, 16).ok()).collect::<Option<Vec<u8>>>()).flatten()
+}
+
+/// A string for a field of `size` bytes: an address when it reads as one
+/// of that size, else hex bytes.
+fn string_bytes(s: &str, size: usize, at: &str) -> Result<Vec<u8>> {
+    let by_size = match size {
+        4 => s.parse::<Ipv4Addr>().ok().map(|a| a.octets().to_vec()),
+        16 => s.parse::<Ipv6Addr>().ok().map(|a| a.octets().to_vec()),
+        6 => parse_mac(s),
+        _ => None,
+    };
+    if let Some(b) = by_size {
+        return Ok(b);
+    }
+    let bytes = parse_hex(s).with_context(|| format!("{at}: '{s}' is neither an address for this {size}-byte field nor hex bytes"))?;
+    ensure!(bytes.len() == size, "{at}: '{s}' is {} bytes, the field has {size}", bytes.len());
+    Ok(bytes)
+}
+
+fn number(v: &Value, at: &str) -> Result<i128> {
+    match v {
+        Value::Number(n) => n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)).with_context(|| format!("{at}: {n} is not an integer")),
+        Value::Bool(b) => Ok(i128::from(*b)),
+        Value::String(s) => {
+            let t = s.trim();
+            match t.strip_prefix("0x") {
+                Some(h) => i128::from_str_radix(h, 16).ok(),
+                None => t.parse::<i128>().ok(),
+            }
+            .with_context(|| format!("{at}: '{s}' is not a number"))
+        }
+        other => bail!("{at}: expected a number, got {other}"),
+    }
+}
+
+fn write_scalar(out: &mut [u8], value: i128, s: &Scalar, at: &str) -> Result<()> {
+    let bits = s.size * 8;
+    let fits = if bits >= 128 { true } else { value >= -(1i128 << (bits - 1)) && value < (1i128 << bits) };
+    ensure!(fits, "{at}: {value} does not fit in {} bytes", s.size);
+    let le = value.to_le_bytes();
+    let bytes = &le[..s.size];
+    if s.big_endian {
+        out.copy_from_slice(&bytes.iter().rev().copied().collect::<Vec<_>>());
+    } else {
+        out.copy_from_slice(bytes);
+    }
+    Ok(())
+}
+
+/// Writes `v` laid out as BTF type `id` into `out` (exactly its size).
+fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Result<()> {
+    let (t, big_endian) = resolve(btf, id)?;
+    if let Value::String(s) = v
+        && !matches!(t.kind(), BtfKind::Int | BtfKind::Enum | BtfKind::Enum64)
+    {
+        let b = string_bytes(s, out.len(), at)?;
+        out.copy_from_slice(&b);
+        return Ok(());
+    }
+    match t.kind() {
+        BtfKind::Int => {
+            if let Value::String(s) = v
+                && number(v, at).is_err()
+            {
+                let b = string_bytes(s, out.len(), at)?;
+                out.copy_from_slice(&b);
+                return Ok(());
+            }
+            write_scalar(out, number(v, at)?, &Scalar { size: out.len(), big_endian }, at)
+        }
+        BtfKind::Enum | BtfKind::Enum64 => {
+            let value = match v {
+                Value::String(s) if number(v, at).is_err() => {
+                    let names: Vec<(String, i128)> = match t.kind() {
+                        BtfKind::Enum => Enum::try_from(t).map(|e| e.iter().map(|m| (m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), i128::from(m.value))).collect()).unwrap_or_default(),
+                        _ => Enum64::try_from(t).map(|e| e.iter().map(|m| (m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), m.value)).collect()).unwrap_or_default(),
+                    };
+                    names.iter().find(|(n, _)| n == s).map(|(_, v)| *v).with_context(|| {
+                        format!("{at}: '{s}' is not one of {}", names.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
+                    })?
+                }
+                _ => number(v, at)?,
+            };
+            write_scalar(out, value, &Scalar { size: out.len(), big_endian }, at)
+        }
+        BtfKind::Array => {
+            let a = Array::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF array"))?;
+            let elem = size_of(btf, a.ty())?;
+            let Value::Array(items) = v else { bail!("{at}: expected an array of {} elements (or a string), got {v}", a.capacity()) };
+            ensure!(items.len() <= a.capacity(), "{at}: {} elements given, the array holds {}", items.len(), a.capacity());
+            for (i, item) in items.iter().enumerate() {
+                encode(btf, a.ty(), item, &mut out[i * elem..(i + 1) * elem], &format!("{at}[{i}]"))?;
+            }
+            Ok(())
+        }
+        BtfKind::Struct | BtfKind::Union => {
+            let c = Composite::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF struct"))?;
+            let Value::Object(fields) = v else { bail!("{at}: expected an object with fields {} (or hex bytes), got {v}", field_names(&c)) };
+            if !c.is_struct {
+                ensure!(fields.len() == 1, "{at}: a union takes exactly one of its members: {}", field_names(&c));
+            }
+            for (key, value) in fields {
+                let m = c
+                    .iter()
+                    .find(|m| m.name.is_some_and(|n| n.to_string_lossy() == key.as_str()))
+                    .with_context(|| format!("{at}: no field '{key}'; the fields are {}", field_names(&c)))?;
+                let here = format!("{at}.{key}");
+                match m.attr {
+                    MemberAttr::Normal { offset } => {
+                        let start = offset as usize / 8;
+                        let size = size_of(btf, m.ty)?;
+                        ensure!(start + size <= out.len(), "{here}: the field lies outside the type");
+                        encode(btf, m.ty, value, &mut out[start..start + size], &here)?;
+                    }
+                    MemberAttr::BitField { size, offset } => {
+                        let n = number(value, &here)?;
+                        ensure!(n >= 0 && n < (1i128 << size), "{here}: {n} does not fit in {size} bits");
+                        for bit in 0..size as u32 {
+                            let pos = (offset + bit) as usize;
+                            let (byte, shift) = (pos / 8, pos % 8);
+                            out[byte] = (out[byte] & !(1 << shift)) | ((((n >> bit) & 1) as u8) << shift);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        other => bail!("{at}: a {other:?} field cannot be given in JSON; give the bytes in hex"),
+    }
+}
+
+fn field_names(c: &Composite<'_>) -> String {
+    c.iter().map(|m| m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "(anonymous)".into())).collect::<Vec<_>>().join(", ")
+}
+
+/// The bytes of a key or value: hex, or laid out by BTF type `id` (0: none).
+fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; size];
+    match (v, btf) {
+        (Value::String(s), _) if parse_hex(s).is_some_and(|b| b.len() == size) => out = parse_hex(s).expect("checked"),
+        (_, Some(btf)) if id != 0 => {
+            let typed = size_of(btf, TypeId::from(id))?;
+            ensure!(typed == size, "{at}: the map's BTF type has {typed} bytes, the map {size}");
+            encode(btf, TypeId::from(id), v, &mut out, at)?;
+        }
+        _ => bail!("{at}: the map has no BTF type for it; give its {size} bytes as a hex string"),
+    }
+    Ok(out)
+}
+
+/// Fills map `name` of `obj` (created, after prepare) from the JSON file
+/// `path`. Returns the number of entries written.
+pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
+    let ctx = format!("--map {name}={}", path.display());
+    let fd = obj.map_fd(name).with_context(|| ctx.clone())?;
+    let info = libbpf_rs::MapInfo::new(fd).with_context(|| ctx.clone())?.info;
+    let percpu = matches!(info.type_, sys::BPF_MAP_TYPE_PERCPU_HASH | sys::BPF_MAP_TYPE_PERCPU_ARRAY | sys::BPF_MAP_TYPE_LRU_PERCPU_HASH);
+    if matches!(info.type_, sys::BPF_MAP_TYPE_PROG_ARRAY | sys::BPF_MAP_TYPE_ARRAY_OF_MAPS | sys::BPF_MAP_TYPE_HASH_OF_MAPS | sys::BPF_MAP_TYPE_DEVMAP | sys::BPF_MAP_TYPE_CPUMAP | sys::BPF_MAP_TYPE_XSKMAP) {
+        bail!("{ctx}: map '{name}' holds references to other objects, which JSON cannot give");
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("{ctx}: cannot read the file"))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{ctx}: not valid JSON ({e})"))?;
+    let Value::Array(entries) = doc else { bail!("{ctx}: expected a JSON array of {{\"key\": ..., \"value\": ...}}") };
+    let btf = obj.typed_btf();
+    let (key_id, value_id) = obj.map_btf_ids(name)?;
+    let ncpus = possible_cpus()?;
+    for (i, e) in entries.iter().enumerate() {
+        let at = format!("{ctx}: entry {i}");
+        let (Some(k), Some(v)) = (e.get("key"), e.get("value")) else { bail!("{at}: needs \"key\" and \"value\"") };
+        if let Some(extra) = e.as_object().and_then(|o| o.keys().find(|k| *k != "key" && *k != "value")) {
+            bail!("{at}: unknown member \"{extra}\" (an entry has \"key\" and \"value\")");
+        }
+        let key = bytes_of(btf.as_ref(), key_id, info.key_size as usize, k, &format!("{at}: key"))?;
+        let one = bytes_of(btf.as_ref(), value_id, info.value_size as usize, v, &format!("{at}: value"))?;
+        let value = if percpu {
+            // Per-CPU maps take one 8-byte-aligned value per possible CPU: the same for all.
+            let stride = one.len().div_ceil(8) * 8;
+            let mut all = vec![0u8; stride * ncpus];
+            for c in 0..ncpus {
+                all[c * stride..c * stride + one.len()].copy_from_slice(&one);
+            }
+            all
+        } else {
+            one
+        };
+        // SAFETY: key and value have the map's sizes.
+        let rc = unsafe { sys::bpf_map_update_elem(fd.as_raw_fd(), key.as_ptr().cast(), value.as_ptr().cast(), sys::BPF_ANY as u64) };
+        if rc != 0 {
+            bail!("{at}: the kernel refused the entry: {} (is the map full, or the key out of range?)", std::io::Error::last_os_error());
+        }
+    }
+    Ok(entries.len())
+}

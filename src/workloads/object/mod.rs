@@ -1,0 +1,367 @@
+//! Your own program: an unmodified XDP or tc object file (`bpfbench run
+//! FILE.bpf.o`), or a spec file bundling one with maps and named cases
+//! (`bpfbench run bench.toml`).
+//!
+//! libbpf loads the object as its author's loader would; each case is then
+//! validated against the program's own output (and the user's expectations)
+//! and timed in BPF, the program spliced into a driver's batch loop
+//! ([`splice`], [`spliced`]), or, when that cannot be done, per call
+//! ([`per_call`]), labelled as such everywhere.
+
+mod cases;
+mod map_json;
+mod options;
+mod per_call;
+mod restore;
+mod splice;
+mod spliced;
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, FromArgMatches};
+use libbpf_rs::libbpf_sys as sys;
+
+use crate::harness::test_run::{RunOutput, run};
+use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::object_file::{ObjectFile, ProgKind, ProgramInfo};
+use crate::packet::{diff_packets, pcap};
+use crate::record::{Timing, VerifierStats};
+use crate::workloads::Registration;
+pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
+pub use options::{ObjectArgs, ObjectSetup};
+use per_call::PerCall;
+use restore::Restore;
+use spliced::{Spliced, UserProgram};
+
+crate::bpf_skeleton!("driver_xdp");
+/// The drivers' configuration and per-CPU state, from their BTF (driver.h).
+pub(crate) use skel::types::{bench_driver_state as DriverState, rodata as Rodata};
+crate::impl_pod!(DriverState, Rodata);
+/// Bytes the driver writes back per iteration at most.
+pub const MAX_RESTORE: u32 = size_of::<skel::types::bench_variant>() as u32;
+
+pub const REGISTRATION: Registration = Registration {
+    names: &[],
+    about: "your own XDP or tc program: an object file (FILE.bpf.o) or a spec file (FILE.toml)",
+    claims: |target| target.ends_with(".o") || target.ends_with(".toml") || Path::new(target).is_file(),
+    options: ObjectArgs::augment_args,
+    build: |target, matches| {
+        let args = ObjectArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let path = Path::new(target);
+        let setup = if target.ends_with(".toml") { ObjectSetup::from_spec_file(path, &args)? } else { ObjectSetup::from_args(path, &args)? };
+        Ok(Box::new(ObjectBench::new(setup)?))
+    },
+};
+
+/// Where a failed validation writes the expected and actual packets.
+fn failure_pcap(workload: &str, case: &str) -> PathBuf {
+    let safe = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect::<String>();
+    std::env::temp_dir().join(format!("bpfbench-{}-{}-mismatch.pcap", safe(workload), safe(case)))
+}
+
+/// How two outputs of a program differ, if they do.
+pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) -> Option<String> {
+    if want.retval != got.retval {
+        return Some(format!("verdict {}, expected {}", verdict_name(kind, got.retval), verdict_name(kind, want.retval)));
+    }
+    diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"))
+}
+
+/// The program the per-call overhead is measured with: it returns at once.
+fn empty_program(kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<OwnedFd> {
+    let verdict = match kind {
+        ProgKind::Xdp => 2, // XDP_PASS
+        ProgKind::Tc => 0,  // TC_ACT_OK
+    };
+    // SAFETY: zero is a valid instruction to fill in.
+    let mut mov: sys::bpf_insn = unsafe { std::mem::zeroed() };
+    mov.code = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K: r0 = verdict
+    mov.imm = verdict;
+    let mut exit: sys::bpf_insn = unsafe { std::mem::zeroed() };
+    exit.code = 0x95; // BPF_JMP | BPF_EXIT
+    let spec = splice::LoadSpec { kind, name: "bench_empty", license: "GPL", attach, flags, funcs: None };
+    splice::load_program(&spec, &[mov, exit]).context("loading the empty program of per-call timing")
+}
+
+/// A user's object and its cases, as configured.
+pub struct ObjectBench {
+    setup: ObjectSetup,
+    program: ProgramInfo,
+    kind: ProgKind,
+    cases: Vec<Case>,
+    infos: Vec<ScenarioInfo>,
+}
+
+impl ObjectBench {
+    /// Checks the object, picks the program and resolves every case, so
+    /// bad input is refused before anything reaches the kernel.
+    pub fn new(mut setup: ObjectSetup) -> Result<ObjectBench> {
+        let object = ObjectFile::open(&setup.object)?;
+        let (program, kind) = object.select(setup.program.as_deref())?;
+        drop(object);
+        if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
+            setup.cases[0].name = program.name.clone();
+        }
+        let cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
+        for c in &cases {
+            if let Some(v) = c.expect_verdict
+                && v.kind != kind
+            {
+                bail!("case {}: --expect {} is a verdict of another program type; '{}' is {}", c.name, verdict_name(v.kind, v.value), program.name, program.type_name);
+            }
+        }
+        let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let infos = cases
+            .iter()
+            .map(|c| ScenarioInfo {
+                name: c.name.clone().into(),
+                group: format!("{} in {file}", program.name).into(),
+                description: format!("{} packet(s): {}", c.packets.len(), c.source).into(),
+                facts: crate::record::ScenarioFacts::TABLE_ROW,
+            })
+            .collect();
+        Ok(ObjectBench { setup, program, kind, cases, infos })
+    }
+
+    fn case(&self, info: &ScenarioInfo) -> Result<&Case> {
+        self.cases.iter().find(|c| c.name == info.name).with_context(|| format!("no case '{}'", info.name))
+    }
+}
+
+impl Workload for ObjectBench {
+    fn name(&self) -> &str {
+        &self.setup.name
+    }
+
+    fn scenarios(&self) -> &[ScenarioInfo] {
+        &self.infos
+    }
+
+    fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
+        let name = &self.program.name;
+        let mut user = ObjectFile::open(&self.setup.object)?;
+        user.configure(name, &self.setup.pins)?;
+        user.prepare()?;
+        let mut notes = Vec::new();
+        for (map, file) in &self.setup.maps {
+            let n = map_json::fill(&user, map, file)?;
+            notes.push(format!("map {map}: {n} entries from {}", file.display()));
+        }
+        for (map, path) in &self.setup.pins {
+            notes.push(format!("map {map}: the map pinned at {}", path.display()));
+        }
+        // The final instructions, before loading takes them over.
+        let insns = user.insns(name)?;
+        let funcs = user.func_info(name)?;
+        let stats = user.load(name)?;
+        let (attach, flags) = user.load_attrs(name)?;
+        let empty = empty_program(self.kind, attach, flags)?;
+        Ok(Box::new(Loaded { bench: self, user, insns, funcs, stats, empty, cpu, notes }))
+    }
+}
+
+/// The user's object, loaded as its author's loader would.
+struct Loaded<'a> {
+    bench: &'a ObjectBench,
+    user: ObjectFile,
+    insns: Vec<sys::bpf_insn>,
+    funcs: Vec<sys::bpf_func_info>,
+    /// The verifier's figures for the program as loaded.
+    stats: VerifierStats,
+    empty: OwnedFd,
+    cpu: usize,
+    notes: Vec<String>,
+}
+
+impl Loaded<'_> {
+    /// The program's own output for each packet, checked to be the same on
+    /// two runs: a path that changes with state has no single figure.
+    fn references(&self, case: &Case) -> Result<Vec<RunOutput>> {
+        let prog = self.user.prog_fd(&self.bench.program.name)?;
+        let mut refs = Vec::with_capacity(case.packets.len());
+        for (i, p) in case.packets.iter().enumerate() {
+            let first = run(prog, p)?;
+            let second = run(prog, p)?;
+            if let Some(diff) = outputs_differ(self.bench.kind, &first, &second) {
+                bail!(
+                    "packet {i} gave different outputs on two runs ({diff}): the program's path depends on state, so no single figure describes it"
+                );
+            }
+            refs.push(first);
+        }
+        Ok(refs)
+    }
+
+    /// The user's expectations against the program's outputs. A mismatch
+    /// writes the expected (or input) and actual packets to a pcap.
+    fn check_expectations(&self, case: &Case, refs: &[RunOutput], checks: &mut Vec<String>) -> Result<()> {
+        let kind = self.bench.kind;
+        // `first` is the expected packet, or the input when only a verdict was expected.
+        let fail = |i: usize, what: String, first: &[u8], first_is: &str| -> anyhow::Error {
+            let path = failure_pcap(self.bench.name(), &case.name);
+            let written = match pcap::write(&path, &[first, &refs[i].packet]) {
+                Ok(()) => format!("\n({first_is} and actual output packets written to {})", path.display()),
+                Err(e) => format!("\n(writing the packets failed: {e:#})"),
+            };
+            anyhow::anyhow!("case {}, packet {i}: {what}{written}", case.name)
+        };
+        if let Some(v) = case.expect_verdict {
+            for (i, r) in refs.iter().enumerate() {
+                if r.retval != v.value {
+                    let what = format!("verdict {}, expected {}", verdict_name(kind, r.retval), verdict_name(kind, v.value));
+                    return Err(fail(i, what, &case.packets[i], "input"));
+                }
+            }
+            checks.push(format!("verdict {} on all {} packet(s), as expected", verdict_name(kind, v.value), refs.len()));
+        }
+        if case.expect_packets.is_some() {
+            for (i, r) in refs.iter().enumerate() {
+                let want = case.expected_packet(i).expect("expectations present");
+                if let Some(diff) = diff_packets(want, &r.packet) {
+                    return Err(fail(i, format!("output packet differs from the expected one:\n{diff}"), want, "expected"));
+                }
+            }
+            checks.push(format!("output packet of all {} packet(s): byte-exact as expected", refs.len()));
+        }
+        if case.expect_verdict.is_none() && case.expect_packets.is_none() {
+            checks.push("no expectation given (--expect, --expect-packet): nothing else was checked".into());
+        }
+        Ok(())
+    }
+
+    /// Writes what the program output for the case to --record's file.
+    fn record(&self, case: &Case, refs: &[RunOutput], notes: &mut Vec<String>) -> Result<()> {
+        let Some(path) = &self.bench.setup.record else { return Ok(()) };
+        let path = if self.bench.cases.len() > 1 {
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            path.with_file_name(format!("{stem}-{}.pcap", case.name))
+        } else {
+            path.clone()
+        };
+        let packets: Vec<&[u8]> = refs.iter().map(|r| r.packet.as_slice()).collect();
+        pcap::write(&path, &packets)?;
+        notes.push(format!("recorded the {} output packet(s) to {}", packets.len(), path.display()));
+        Ok(())
+    }
+}
+
+/// How a validated case is timed.
+enum Timer<'a> {
+    InBpf(Spliced),
+    PerCall(PerCall<'a>),
+}
+
+struct Prepared<'a> {
+    timer: Timer<'a>,
+    /// The user's program as loaded: its tag and verifier figures are the record's.
+    program: BorrowedFd<'a>,
+    stats: VerifierStats,
+    overhead_key: String,
+}
+
+impl PreparedScenario for Prepared<'_> {
+    fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming> {
+        let body = variant == Variant::Body;
+        match &mut self.timer {
+            Timer::InBpf(s) => s.run_batch(body, iters),
+            Timer::PerCall(p) => p.run_batch(body, iters),
+        }
+    }
+
+    fn overhead_key(&self) -> String {
+        self.overhead_key.clone()
+    }
+
+    fn program(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.program)
+    }
+
+    fn verifier_stats(&self) -> Option<VerifierStats> {
+        Some(self.stats.clone())
+    }
+}
+
+impl LoadedWorkload for Loaded<'_> {
+    fn validate(&mut self, info: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
+        let bench = self.bench;
+        let case = bench.case(info)?;
+        let kind = bench.kind;
+        let name = bench.program.name.as_str();
+        let mut checks = Vec::new();
+        let mut notes = self.notes.clone();
+        notes.push(format!("packets: {} ({} packet(s) of {} bytes, cycled per iteration)", case.source, case.packets.len(), case.packets[0].len()));
+
+        let refs = self.references(case)?;
+        checks.push(format!("the program's own verdict and output are the same on two runs of each of the {} packet(s)", refs.len()));
+        self.record(case, &refs, &mut notes)?;
+        self.check_expectations(case, &refs, &mut checks)?;
+
+        let per_call_reason = if bench.setup.per_call {
+            Some("asked for with --per-call".to_string())
+        } else {
+            let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
+            match restore::plan(kind, &case.packets, &outputs) {
+                Restore::PerCall(reason) => Some(reason),
+                Restore::Bytes(_) => None,
+            }
+        };
+        let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
+        let (timer, timing, key) = match per_call_reason {
+            None => {
+                let Restore::Bytes(restore) = restore::plan(kind, &case.packets, &outputs) else { unreachable!("planned above") };
+                let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
+                match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu) {
+                    Ok(s) => {
+                        checks.push("spliced into the batch loop: the last iteration of every checked batch matched the program's own output".into());
+                        if s.resized()? > 0 {
+                            notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
+                        }
+                        notes.push(format!("timing: in BPF, the program called from the batch loop; {restore} bytes written back per iteration"));
+                        let key = format!("{kind:?} driver loop, {restore} bytes written back, {} packet(s)", case.packets.len());
+                        (Timer::InBpf(s), Timing::InBpf, key)
+                    }
+                    Err(e) => {
+                        // The reason on its first line, the verifier's last lines after it.
+                        let text = format!("{e:#}");
+                        let (reason, tail) = text.split_once('\n').unwrap_or((&text, ""));
+                        if !tail.is_empty() {
+                            notes.push(format!("verifier log of the spliced program (last lines):\n      {}", tail.replace('\n', "\n      ")));
+                        }
+                        self.per_call(case, refs.clone(), reason.to_string())
+                    }
+                }
+            }
+            Some(reason) => self.per_call(case, refs.clone(), reason),
+        };
+        if let Timing::PerCall { reason } = &timing {
+            notes.push(format!("timing: per call (one BPF_PROG_TEST_RUN per packet, timed by the kernel), because {reason}"));
+        }
+        let mut verdicts: Vec<(u32, usize)> = Vec::new();
+        for r in &refs {
+            match verdicts.iter_mut().find(|(v, _)| *v == r.retval) {
+                Some((_, n)) => *n += 1,
+                None => verdicts.push((r.retval, 1)),
+            }
+        }
+        let verdict = match verdicts.as_slice() {
+            [(v, _)] => verdict_name(kind, *v),
+            many => format!("mixed: {}", many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")),
+        };
+        let validation = Validation { verdict, timing, checks, notes };
+        let program = self.user.prog_fd(name)?;
+        let prepared = Prepared { timer, program, stats: self.stats.clone(), overhead_key: key };
+        Ok((validation, Box::new(prepared)))
+    }
+}
+
+impl Loaded<'_> {
+    fn per_call(&self, case: &Case, refs: Vec<RunOutput>, reason: String) -> (Timer<'_>, Timing, String) {
+        let prog = self.user.prog_fd(&self.bench.program.name).expect("loaded in setup");
+        let empty = std::os::fd::AsFd::as_fd(&self.empty);
+        let timer = PerCall::new(prog, empty, case.packets.clone(), refs, self.bench.kind);
+        let key = format!("{:?} test run of an empty program", self.bench.kind);
+        (Timer::PerCall(timer), Timing::PerCall { reason }, key)
+    }
+}

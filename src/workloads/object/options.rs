@@ -1,0 +1,216 @@
+//! What a user says about their object: on the command line
+//! (`bpfbench run FILE.bpf.o --packet ... --expect ...`) or in a spec file
+//! (`bpfbench run bench.toml`) bundling object, program, maps and named
+//! cases. Both become one [`ObjectSetup`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+use clap::Args;
+use serde::Deserialize;
+
+use super::cases::CaseSpec;
+
+// Options for a user's own object. A plain comment: a doc comment here
+// would become the help text of the `run` command it joins.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Your own object (bpfbench run FILE.bpf.o)")]
+pub struct ObjectArgs {
+    /// The program to time, when the object holds several.
+    #[arg(long, value_name = "NAME")]
+    pub program: Option<String>,
+    /// A test packet in the packet language, e.g. eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(64);
+    /// ranges (src=10.0.0.1-10.0.0.255) make several flows, cycled per iteration (repeatable).
+    #[arg(long = "packet", value_name = "SPEC")]
+    pub packets: Vec<String>,
+    /// Test packets from a capture file (pcap or pcapng, Ethernet).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// The verdict every packet must get: XDP_PASS, XDP_DROP, XDP_TX, XDP_REDIRECT, XDP_ABORTED, TC_ACT_OK, TC_ACT_SHOT, ...
+    #[arg(long, value_name = "VERDICT")]
+    pub expect: Option<String>,
+    /// The packet the program must output, byte for byte: one for all inputs, or one per input (repeatable).
+    #[arg(long = "expect-packet", value_name = "SPEC")]
+    pub expect_packets: Vec<String>,
+    /// The packets the program must output, from a capture file.
+    #[arg(long, value_name = "FILE")]
+    pub expect_pcap: Option<PathBuf>,
+    /// Fill the object's map NAME from a JSON file before validation (repeatable).
+    #[arg(long = "map", value_name = "NAME=FILE.json")]
+    pub maps: Vec<String>,
+    /// Use the map pinned at PATH (by your control plane) as the object's map NAME (repeatable).
+    #[arg(long = "map-pin", value_name = "NAME=PATH")]
+    pub pins: Vec<String>,
+    /// Write the packets the program output to FILE.pcap (to bootstrap expectations).
+    #[arg(long, value_name = "FILE.pcap")]
+    pub record: Option<PathBuf>,
+    /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
+    #[arg(long)]
+    pub per_call: bool,
+}
+
+/// Everything bpfbench needs to know about a user's object.
+#[derive(Debug, Clone)]
+pub struct ObjectSetup {
+    /// The workload's name in results: the object's or the spec file's.
+    pub name: String,
+    pub object: PathBuf,
+    pub program: Option<String>,
+    /// (map, JSON file) to fill before validation.
+    pub maps: Vec<(String, PathBuf)>,
+    /// (map, pinned path) to use instead of the object's own map.
+    pub pins: Vec<(String, PathBuf)>,
+    pub cases: Vec<CaseSpec>,
+    pub record: Option<PathBuf>,
+    pub per_call: bool,
+}
+
+/// `NAME=VALUE` of option `flag`.
+fn name_value(flag: &str, s: &str) -> Result<(String, PathBuf)> {
+    match s.split_once('=') {
+        Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n.to_string(), PathBuf::from(v))),
+        _ => bail!("{flag} expects NAME={}, got '{s}'", if flag == "--map" { "FILE.json" } else { "PATH" }),
+    }
+}
+
+/// The object's file name without `.o` or `.bpf.o`.
+fn stem(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.trim_end_matches(".toml").trim_end_matches(".o").trim_end_matches(".bpf").to_string()
+}
+
+impl ObjectSetup {
+    /// `bpfbench run FILE.bpf.o` with options: one case, named after the
+    /// program (or "default" until the object says which program it is).
+    pub fn from_args(object: &Path, args: &ObjectArgs) -> Result<ObjectSetup> {
+        let case = CaseSpec {
+            name: args.program.clone().unwrap_or_else(|| "default".into()),
+            packets: args.packets.clone(),
+            pcap: args.pcap.clone(),
+            expect: args.expect.clone(),
+            expect_packets: args.expect_packets.clone(),
+            expect_pcap: args.expect_pcap.clone(),
+        };
+        Ok(ObjectSetup {
+            name: stem(object),
+            object: object.to_path_buf(),
+            program: args.program.clone(),
+            maps: args.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
+            pins: args.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
+            cases: vec![case],
+            record: args.record.clone(),
+            per_call: args.per_call,
+        })
+    }
+
+    /// `bpfbench run bench.toml`: the spec file says what the options would.
+    pub fn from_spec_file(path: &Path, args: &ObjectArgs) -> Result<ObjectSetup> {
+        let given: Vec<&str> = [
+            ("--program", args.program.is_some()),
+            ("--packet", !args.packets.is_empty()),
+            ("--pcap", args.pcap.is_some()),
+            ("--expect", args.expect.is_some()),
+            ("--expect-packet", !args.expect_packets.is_empty()),
+            ("--expect-pcap", args.expect_pcap.is_some()),
+            ("--map", !args.maps.is_empty()),
+            ("--map-pin", !args.pins.is_empty()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(flag, _)| *flag)
+        .collect();
+        ensure!(given.is_empty(), "{} are set in {}, not on the command line", given.join(", "), path.display());
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let file: SpecFile = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start].lines().count().max(1));
+            anyhow::anyhow!("{}{}: {}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default(), e.message().trim())
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let at = |p: &PathBuf| if p.is_absolute() { p.clone() } else { dir.join(p) };
+        ensure!(!file.cases.is_empty(), "{} has no [[case]]; give at least one", path.display());
+        let mut cases: Vec<CaseSpec> = Vec::new();
+        for c in file.cases {
+            ensure!(!c.name.trim().is_empty() && !c.name.contains('/'), "{}: a case needs a name without '/' (got '{}')", path.display(), c.name);
+            ensure!(!cases.iter().any(|x| x.name == c.name), "{}: two cases are named '{}'", path.display(), c.name);
+            cases.push(CaseSpec {
+                name: c.name,
+                packets: c.packet.into_vec(),
+                pcap: c.pcap.as_ref().map(at),
+                expect: c.expect,
+                expect_packets: c.expect_packet.into_vec(),
+                expect_pcap: c.expect_pcap.as_ref().map(at),
+            });
+        }
+        Ok(ObjectSetup {
+            name: file.name.unwrap_or_else(|| stem(path)),
+            object: at(&file.object),
+            program: file.program,
+            maps: file.maps.iter().map(|(n, p)| (n.clone(), at(p))).collect(),
+            pins: file.pinned.into_iter().collect(),
+            cases,
+            record: args.record.clone(),
+            per_call: args.per_call || file.per_call.unwrap_or(false),
+        })
+    }
+}
+
+/// A spec file, e.g.
+///
+/// ```toml
+/// object = "xdp_encap.bpf.o"        # relative to this file
+/// program = "xdp_encap"             # when the object holds several
+/// [maps]
+/// services = "services.json"        # filled before validation
+/// [[case]]
+/// name = "to-service"
+/// packet = "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)"
+/// expect = "XDP_TX"
+/// ```
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct SpecFile {
+    name: Option<String>,
+    object: PathBuf,
+    program: Option<String>,
+    #[serde(default)]
+    maps: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    pinned: BTreeMap<String, PathBuf>,
+    per_call: Option<bool>,
+    #[serde(default, rename = "case")]
+    cases: Vec<SpecCase>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct SpecCase {
+    name: String,
+    #[serde(default)]
+    packet: OneOrMany,
+    pcap: Option<PathBuf>,
+    expect: Option<String>,
+    #[serde(default)]
+    expect_packet: OneOrMany,
+    expect_pcap: Option<PathBuf>,
+}
+
+/// A string or a list of strings.
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    #[default]
+    None,
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::None => Vec::new(),
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}

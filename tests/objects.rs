@@ -1,0 +1,248 @@
+//! Your own objects against the real kernel: test objects (MAC swap + TX,
+//! IPIP encapsulation behind a hash-map lookup, a tc program) validate and
+//! time, spliced into the batch loop; wrong expectations fail with a
+//! field-named diff and a pcap; map JSON in both forms fills a BTF-typed
+//! map; ranges make exactly as many flows as they say; the README's spec
+//! file runs; the verifier command reports every object; bad inputs get
+//! one-line errors.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Bpffs, bpfbench, stderr, stdout, temp_dir, test_object};
+use serde_json::Value;
+
+fn object(name: &str) -> String {
+    test_object(name).to_string_lossy().into_owned()
+}
+
+/// `bpfbench run ARGS --samples 5 --no-store --format json`: (exit code, results, stderr).
+fn run_json(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
+    let mut all: Vec<&str> = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--samples", "5", "--batch-ms", "2", "--no-store", "--format", "json"]);
+    let o = bpfbench(&all);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    let results = doc["results"].as_array().cloned().unwrap_or_default();
+    (o.status.code(), results, stderr(&o))
+}
+
+/// The encapsulation example's services, filled from JSON in both forms.
+fn services() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/encap/services.json").to_string_lossy().into_owned()
+}
+
+#[test]
+fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
+    let encap = object("xdp_encap.bpf.o");
+    let swap = object("xdp_swap.bpf.o");
+    let tc = object("tc_ttl.bpf.o");
+    let map = format!("services={}", services());
+    for (args, verdict) in [
+        (vec![swap.as_str(), "--expect", "XDP_TX"], "XDP_TX"),
+        (vec![encap.as_str(), "--map", &map, "--packet", "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)", "--expect", "XDP_TX"], "XDP_TX"),
+        (vec![tc.as_str(), "--packet", "eth/ipv4(ttl=9)/udp/payload(30)", "--expect", "TC_ACT_OK"], "TC_ACT_OK"),
+    ] {
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], verdict, "{r}");
+        assert_eq!(r["timing"]["mode"], "in-bpf", "{args:?}: {}", r["timing"]);
+        let m = &r["measurement"];
+        assert_eq!(m["samples_ns"].as_array().unwrap().len(), 5);
+        let (p50, overhead) = (m["summary"]["median"].as_f64().unwrap(), m["overhead"]["summary"]["median"].as_f64().unwrap());
+        assert!(p50 > 0.0 && overhead > 0.0, "{m}");
+        // The record names the user's own program, with the verifier's figures.
+        assert!(r["program"]["verifier"]["processed_insns"].as_u64().unwrap() > 0, "{}", r["program"]);
+        assert!(r["checks"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("spliced into the batch loop")), "{r}");
+    }
+}
+
+#[test]
+fn map_json_in_both_forms_fills_a_btf_typed_map() {
+    // Service .10 is written as fields, service .11 as hex bytes; each sends
+    // the packet to its own backend, so the kernel's output proves both.
+    let encap = object("xdp_encap.bpf.o");
+    let map = format!("services={}", services());
+    for (dst, backend, mac) in [("10.0.0.10", "192.168.1.1", "02:00:00:00:00:99"), ("10.0.0.11", "192.168.1.2", "02:00:00:00:00:9a")] {
+        let input = format!("eth/ipv4(src=10.0.0.1,dst={dst})/tcp(dport=80)/payload(16)");
+        let expect = format!("eth(src=02:00:00:00:00:02,dst={mac})/ipv4(src={dst},dst={backend})/ipv4(src=10.0.0.1,dst={dst})/tcp(dport=80)/payload(16)");
+        let (code, results, err) = run_json(&[&encap, "--map", &map, "--packet", &input, "--expect-packet", &expect]);
+        assert_eq!(code, Some(0), "{dst}: {err}");
+        assert!(results[0]["checks"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("byte-exact as expected")));
+    }
+    // A field that the value's struct does not have is named.
+    let dir = temp_dir("bad-json");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"[{"key": {"addr": "10.0.0.10", "port": 80, "proto": 6}, "value": {"addr": "1.2.3.4", "weight": 3}}]"#).unwrap();
+    let (code, _, err) = run_json(&[&encap, "--map", &format!("services={}", bad.display())]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("entry 0: value: no field 'weight'; the fields are addr, mac, flags, meta") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn a_wrong_expectation_fails_with_a_field_named_diff_and_a_pcap_wireshark_reads() {
+    let tc = object("tc_ttl.bpf.o");
+    let o = bpfbench(&["run", &tc, "--packet", "eth/ipv4(ttl=64)/tcp/payload(20)", "--expect-packet", "eth/ipv4(ttl=62)/tcp/payload(20)", "--samples", "3", "--no-store"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("IPv4 TTL (bytes 22..23): expected 0x3e, got 0x3f"), "{out}");
+    assert!(out.contains("IPv4 header checksum (bytes 24..26)"), "{out}");
+    let path = out.lines().find_map(|l| l.split("packets written to ").nth(1)).map(|p| PathBuf::from(p.trim_end_matches(')'))).expect("a pcap path");
+    let packets = bpfbench::packet::pcap::read(&path).unwrap();
+    assert_eq!(packets.len(), 2, "expected, then actual");
+    assert_eq!((packets[0][22], packets[1][22]), (62, 63));
+    // tshark (installed by setup.sh) reads it without a warning of its own.
+    let t = Command::new("tshark").args(["-r"]).arg(&path).output().expect("tshark is installed by scripts/setup.sh");
+    let warnings: Vec<String> = String::from_utf8_lossy(&t.stderr).lines().filter(|l| !l.contains("Running as user")).map(String::from).collect();
+    assert!(t.status.success() && warnings.is_empty(), "tshark: {warnings:?}");
+    assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), 2);
+    let _ = std::fs::remove_file(&path);
+    // A wrong verdict fails too, and says which it got.
+    let (code, _, _) = run_json(&[&tc, "--packet", "eth/ipv4(ttl=1)/tcp", "--expect", "TC_ACT_OK"]);
+    assert_eq!(code, Some(1));
+}
+
+#[test]
+fn ranges_make_exactly_that_many_distinct_flows() {
+    // The counting program's map, pinned here so the test can read it after the run.
+    let fs = Bpffs::mount("flows");
+    let pin = fs.0.join("flows");
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
+    let mut map = libbpf_rs::MapHandle::create(libbpf_rs::MapType::Hash, Some("flows"), 16, 8, 1 << 17, &opts).unwrap();
+    map.pin(&pin).unwrap();
+    let flows = object("xdp_flows.bpf.o");
+    let spec = "eth/ipv4(src=10.2.0.1-10.2.0.25,dst=10.0.0.1-10.0.0.4)/udp(sport=7000-7009)/payload(20)";
+    let (code, results, err) = run_json(&[&flows, "--map-pin", &format!("flows={}", pin.display()), "--packet", spec]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(results[0]["timing"]["mode"], "in-bpf", "{}", results[0]);
+    use libbpf_rs::MapCore;
+    let keys: Vec<Vec<u8>> = map.keys().collect();
+    assert_eq!(keys.len(), 25 * 4 * 10, "distinct flows the program saw");
+    // Every flow was seen many times: the packets were cycled per iteration.
+    for k in &keys {
+        let n = u64::from_ne_bytes(map.lookup(k, libbpf_rs::MapFlags::ANY).unwrap().unwrap()[..8].try_into().unwrap());
+        assert!(n >= 2, "a flow seen {n} times");
+    }
+    map.unpin(&pin).unwrap();
+}
+
+#[test]
+fn the_readme_spec_file_example_runs() {
+    // As the README says: compile the example with clang, run its spec file.
+    let dir = temp_dir("spec-example");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/encap");
+    for f in ["xdp_encap.bpf.c", "services.json", "bench.toml"] {
+        std::fs::copy(example.join(f), dir.join(f)).unwrap();
+    }
+    let cc = Command::new("clang-19")
+        .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
+        .arg(dir.join("xdp_encap.bpf.c"))
+        .arg("-o")
+        .arg(dir.join("xdp_encap.bpf.o"))
+        .output()
+        .unwrap();
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    let spec = dir.join("bench.toml");
+    let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let names: Vec<&str> = results.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["to-service", "to-service-4k-clients", "other-traffic"]);
+    for r in &results {
+        assert_eq!(r["workload"], "bench");
+        assert!(r["validated"].as_bool().unwrap() && r["measurement"].is_object(), "{r}");
+    }
+    assert_eq!(results[0]["verdict"], "XDP_TX");
+    assert_eq!(results[2]["verdict"], "XDP_PASS");
+    // A spec file says what the options would: they are refused beside it.
+    let o = bpfbench(&["run", spec.to_str().unwrap(), "--packet", "eth"]);
+    assert!(stderr(&o).contains("--packet are set in") && o.status.code() == Some(1), "{}", stderr(&o));
+}
+
+#[test]
+fn packets_of_different_lengths_are_timed_per_call_and_labelled_so() {
+    let swap = object("xdp_swap.bpf.o");
+    let (code, results, err) = run_json(&[&swap, "--packet", "eth/ipv4/udp/payload(18)", "--packet", "eth/ipv4/udp/payload(100)"]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert_eq!(r["timing"]["mode"], "per-call");
+    assert!(r["timing"]["reason"].as_str().unwrap().contains("differ in length"), "{r}");
+    // Its benchmark name keeps it apart from in-BPF figures, and the table says so.
+    let o = bpfbench(&["run", &swap, "--packet", "eth/ipv4/udp/payload(18)", "--packet", "eth/ipv4/udp/payload(100)", "--samples", "3", "--no-store"]);
+    let out = stdout(&o);
+    assert!(out.contains("xdp_swap (per call)") && out.contains("timed per call because the case's packets differ in length"), "{out}");
+    let o = bpfbench(&["run", &swap, "--per-call", "--samples", "3", "--no-store", "--format", "gobench"]);
+    assert!(stdout(&o).contains("BenchmarkXdpSwap/xdp_swap@per-call"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_program_the_kernel_refuses_spliced_falls_back_with_the_verifiers_reason() {
+    let (code, results, err) = run_json(&[&object("xdp_bigstack.bpf.o")]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert_eq!(r["timing"]["mode"], "per-call", "{r}");
+    let reason = r["timing"]["reason"].as_str().unwrap();
+    assert!(reason.contains("refused the program spliced into the batch loop") && reason.contains("combined stack size"), "{reason}");
+    assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("stack depth")), "the verifier's tail: {r}");
+}
+
+#[test]
+fn the_verifier_command_reports_every_object() {
+    for (name, loads) in [("xdp_swap.bpf.o", true), ("xdp_encap.bpf.o", true), ("tc_ttl.bpf.o", true), ("xdp_flows.bpf.o", true), ("xdp_reject.bpf.o", false)] {
+        let o = bpfbench(&["verifier", &object(name), "--format", "json"]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let p = &doc["objects"][0]["programs"][0];
+        assert_eq!(p["loaded"], loads, "{name}: {p}");
+        assert!(p["stats"]["processed_insns"].as_u64().unwrap() > 0, "{name}: {p}");
+        if loads {
+            assert!(p["jited_bytes"].as_u64().unwrap() > 0, "{name}: {p}");
+        } else {
+            assert!(p["error"].as_str().unwrap().contains("outside of the packet"), "{name}: {p}");
+        }
+    }
+    // Two objects side by side, with deltas.
+    let o = bpfbench(&["verifier", &object("xdp_swap.bpf.o"), &object("xdp_swap.bpf.o")]);
+    let out = stdout(&o);
+    assert!(out.contains("xdp_swap: loads -> loads") && out.contains("(+0, +0.0%)"), "{out}");
+    let o = bpfbench(&["verifier", &object("xdp_encap.bpf.o"), "--format", "csv"]);
+    assert!(stdout(&o).starts_with("object,program,section,prog_type,loaded"), "{}", stdout(&o));
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors() {
+    let dir = temp_dir("bad-inputs");
+    let text = dir.join("notelf.o");
+    std::fs::write(&text, "hello").unwrap();
+    let bad_json = dir.join("bad.json");
+    std::fs::write(&bad_json, "{not json").unwrap();
+    let swap = object("xdp_swap.bpf.o");
+    let encap = object("xdp_encap.bpf.o");
+    let bad_map = format!("services={}", bad_json.display());
+    for (args, needle) in [
+        (vec!["/nonexistent/x.bpf.o"], "/nonexistent/x.bpf.o does not exist"),
+        (vec![text.to_str().unwrap()], "is not an ELF file"),
+        (vec!["/bin/true"], "is an ELF file for X86_64, not a BPF object"),
+        (vec![&swap, "--program", "nope"], "has no program 'nope'; it has xdp_swap (xdp)"),
+        (vec![&object("kprobe_only.bpf.o")], "is a kprobe program (section kprobe/do_sys_openat2); bpfbench times xdp and tc"),
+        (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
+        (vec![&encap, "--map", &bad_map], "--map services="),
+        (vec![&encap, "--map", "nomap=x.json"], "has no map 'nomap'; its maps are services, hits"),
+        (vec![&swap, "--packet", "eth/ipv4(src=1.2.3)/tcp"], "'1.2.3' is not an IPv4 address"),
+        (vec![&swap, "--packet", "eth/ipv9"], "unknown layer 'ipv9'"),
+        (vec![&swap, "--expect", "XDP_TXX"], "--expect XDP_TXX: not a verdict"),
+        (vec![&swap, "--op", "lookup"], "--op applies to lpm-trie and maps"),
+    ] {
+        let mut all = vec!["run"];
+        all.extend_from_slice(&args);
+        all.push("--no-store");
+        let o = bpfbench(&all);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(stderr(&bpfbench(&["run", &encap, "--map", &bad_map, "--no-store"])).contains("not valid JSON"));
+}
