@@ -1,18 +1,16 @@
 //! Input packets for the scenarios and the packets the balancer must emit,
-//! built with etherparse from the header rules alone (never by running the
-//! BPF logic on the host): Ethernet to the next hop, an outer IP header with
-//! Katran's source-address rules, the client's packet unchanged inside.
+//! written in the packet language from the header rules alone (never by
+//! running the BPF logic on the host): Ethernet to the next hop, an outer IP
+//! header with Katran's source-address rules, the client's packet unchanged
+//! inside.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use anyhow::{Context, Result, bail};
-use etherparse::{
-    ArpHardwareId, ArpOperation, ArpPacket, EtherType, Ethernet2Header, IpDscp, IpEcn,
-    IpFragOffset, IpHeaders, IpNumber, Ipv4Header, Ipv4Options, Ipv6Extensions,
-    Ipv6FlowLabel, Ipv6FragmentHeader, Ipv6Header, PacketBuilder,
-};
+use etherparse::{ArpHardwareId, ArpOperation, ArpPacket, EtherType, PacketBuilder};
 
 use super::topology::{LB_MAC, NEXT_HOP_MAC, ROUTER_MAC};
+use crate::packet::PacketSpec;
 
 /// Encapsulation TTL / hop limit.
 pub const ENCAP_TTL: u8 = 64;
@@ -72,96 +70,76 @@ impl ClientPacket {
     }
 }
 
-fn ip_headers(p: &ClientPacket) -> Result<IpHeaders> {
-    let dscp = IpDscp::try_new(p.tos >> 2).context("DSCP")?;
-    let ecn = IpEcn::try_new(p.tos & 3).context("ECN")?;
-    match (p.src, p.dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            let mut h = Ipv4Header::new(0, CLIENT_TTL, IpNumber::TCP, s.octets(), d.octets())
-                .context("IPv4 header")?;
-            h.dscp = dscp;
-            h.ecn = ecn;
-            match p.shape {
-                Shape::V4Fragment => h.more_fragments = true,
-                // One option word: End of Option List padded (type 0), valid per RFC 791.
-                Shape::V4Options => h.options = Ipv4Options::from([0u8; 4]),
-                _ => {}
-            }
-            Ok(IpHeaders::Ipv4(h, Default::default()))
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            let h = Ipv6Header {
-                traffic_class: p.tos,
-                flow_label: Ipv6FlowLabel::ZERO,
-                payload_length: 0,
-                next_header: IpNumber::TCP,
-                hop_limit: CLIENT_TTL,
-                source: s.octets(),
-                destination: d.octets(),
-            };
-            let mut exts = Ipv6Extensions::default();
-            if p.shape == Shape::V6Fragment {
-                exts.fragment = Some(Ipv6FragmentHeader::new(
-                    IpNumber::TCP,
-                    IpFragOffset::ZERO,
-                    true,
-                    0x1234,
-                ));
-            }
-            Ok(IpHeaders::Ipv6(h, exts))
-        }
-        _ => bail!("client packet mixes IPv4 and IPv6 addresses"),
-    }
-}
-
 /// Serialises a client packet: Ethernet from the router to the balancer.
 pub fn build_client_packet(p: &ClientPacket) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
     if p.shape == Shape::Arp {
-        let (IpAddr::V4(s), IpAddr::V4(d)) = (p.src, p.dst) else {
-            bail!("an ARP request needs IPv4 addresses");
-        };
-        let arp = ArpPacket::new(
-            ArpHardwareId::ETHERNET,
-            EtherType::IPV4,
-            ArpOperation::REQUEST,
-            &ROUTER_MAC,
-            &s.octets(),
-            &[0; 6],
-            &d.octets(),
-        )
+        return build_arp(p);
+    }
+    PacketSpec::parse(&client_spec(p)?)?.packet(0)
+}
+
+/// An ARP request (the packet language has no ARP layer), padded to the
+/// bytes the timing loop saves, as Ethernet pads short frames.
+fn build_arp(p: &ClientPacket) -> Result<Vec<u8>> {
+    let (IpAddr::V4(s), IpAddr::V4(d)) = (p.src, p.dst) else {
+        bail!("an ARP request needs IPv4 addresses");
+    };
+    let arp = ArpPacket::new(ArpHardwareId::ETHERNET, EtherType::IPV4, ArpOperation::REQUEST, &ROUTER_MAC, &s.octets(), &[0; 6], &d.octets())
         .map_err(|e| anyhow::anyhow!("ARP packet: {e:?}"))?;
-        PacketBuilder::ethernet2(ROUTER_MAC, LB_MAC)
-            .arp(arp)
-            .write(&mut out)
-            .context("writing ARP packet")?;
-        // Ethernet pads short frames; pad to the bytes the timing loop saves.
-        out.resize(64, 0);
-        return Ok(out);
-    }
-    let eth = PacketBuilder::ethernet2(ROUTER_MAC, LB_MAC).ip(ip_headers(p)?);
-    match p.l4 {
-        L4::Tcp(f) => {
-            let mut b = eth.tcp(p.sport, p.dport, 0x1000_0000, 64240);
-            if f.syn {
-                b = b.syn();
-            }
-            if f.ack {
-                b = b.ack(0x2000_0000);
-            }
-            if f.rst {
-                b = b.rst();
-            }
-            b.write(&mut out, &PAYLOAD)
-        }
-        L4::Udp => eth.udp(p.sport, p.dport).write(&mut out, &PAYLOAD),
-        L4::IcmpEcho => match p.src {
-            IpAddr::V4(_) => eth.icmpv4_echo_request(7, 1).write(&mut out, &PAYLOAD),
-            IpAddr::V6(_) => eth.icmpv6_echo_request(7, 1).write(&mut out, &PAYLOAD),
-        },
-    }
-    .context("writing client packet")?;
+    let mut out = Vec::new();
+    PacketBuilder::ethernet2(ROUTER_MAC, LB_MAC).arp(arp).write(&mut out).context("writing ARP packet")?;
+    out.resize(64, 0);
     Ok(out)
+}
+
+fn mac(m: [u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// The client packet from its IP header on, in the packet language.
+fn client_layers(p: &ClientPacket) -> Result<String> {
+    let ip = match (p.src, p.dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let shape = match p.shape {
+                Shape::V4Fragment => ",mf=1",
+                Shape::V4Options => ",options=00000000",
+                _ => "",
+            };
+            format!("ipv4(src={s},dst={d},tos={},ttl={CLIENT_TTL},df=1{shape})", p.tos)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let frag = if p.shape == Shape::V6Fragment { "/ipv6frag(m=1,id=0x1234)" } else { "" };
+            format!("ipv6(src={s},dst={d},tc={},hlim={CLIENT_TTL}){frag}", p.tos)
+        }
+        _ => bail!("client packet mixes IPv4 and IPv6 addresses"),
+    };
+    let l4 = match p.l4 {
+        L4::Tcp(f) => {
+            let flags: String = [(f.syn, 'S'), (f.rst, 'R'), (f.ack, 'A')].iter().filter(|(on, _)| *on).map(|(_, c)| *c).collect();
+            let ack = if f.ack { 0x2000_0000 } else { 0 };
+            format!("tcp(sport={},dport={},seq=0x10000000,ack={ack:#x},flags={flags},win=64240)", p.sport, p.dport)
+        }
+        L4::Udp => format!("udp(sport={},dport={})", p.sport, p.dport),
+        L4::IcmpEcho if p.src.is_ipv4() => "icmp(type=8,id=7,seq=1)".into(),
+        L4::IcmpEcho => "icmpv6(type=128,id=7,seq=1)".into(),
+    };
+    Ok(format!("{ip}/{l4}/payload(text={})", std::str::from_utf8(&PAYLOAD).expect("ASCII payload")))
+}
+
+/// A client packet in the packet language (ARP, which it has no layer for, aside).
+pub fn client_spec(p: &ClientPacket) -> Result<String> {
+    Ok(format!("eth(src={},dst={})/{}", mac(ROUTER_MAC), mac(LB_MAC), client_layers(p)?))
+}
+
+/// The packet the balancer must transmit for `client` sent to `real`, in the packet language.
+pub fn encapsulated_spec(client: &ClientPacket, real: IpAddr) -> Result<String> {
+    let eth = format!("eth(src={},dst={})", mac(LB_MAC), mac(NEXT_HOP_MAC));
+    let outer = match (real, client.src) {
+        (IpAddr::V4(r), IpAddr::V4(c)) => format!("ipv4(src={},dst={r},tos={},ttl={ENCAP_TTL})", outer_ipv4_source(c, client.sport), client.tos),
+        (IpAddr::V4(_), IpAddr::V6(_)) => bail!("an IPv6 client cannot be sent to an IPv4 real"),
+        (IpAddr::V6(r), c) => format!("ipv6(src={},dst={r},tc={},hlim={ENCAP_TTL})", outer_ipv6_source(c, client.sport), client.tos),
+    };
+    Ok(format!("{eth}/{outer}/{}", client_layers(client)?))
 }
 
 /// Katran's outer IPv4 source: 172.16.X.Y, where X.Y are the client
@@ -195,63 +173,14 @@ pub fn outer_ipv6_source(client: IpAddr, sport: u16) -> Ipv6Addr {
 
 /// The packet the balancer must transmit for `client` sent to `real`.
 pub fn build_encapsulated(client: &ClientPacket, real: IpAddr) -> Result<Vec<u8>> {
-    let inner = build_client_packet(client)?;
-    let inner_ip = &inner[Ethernet2Header::LEN..];
-    let mut out = Vec::with_capacity(inner.len() + 40);
-    match real {
-        IpAddr::V4(real4) => {
-            let IpAddr::V4(src4) = client.src else {
-                bail!("an IPv6 client cannot be sent to an IPv4 real");
-            };
-            Ethernet2Header {
-                source: LB_MAC,
-                destination: NEXT_HOP_MAC,
-                ether_type: EtherType::IPV4,
-            }
-            .write(&mut out)?;
-            let mut outer = Ipv4Header::new(
-                inner_ip.len() as u16,
-                ENCAP_TTL,
-                IpNumber::IPV4,
-                outer_ipv4_source(src4, client.sport).octets(),
-                real4.octets(),
-            )
-            .context("outer IPv4 header")?;
-            // Katran leaves DF clear on the outer header: the real may fragment.
-            outer.dont_fragment = false;
-            outer.dscp = IpDscp::try_new(client.tos >> 2)?;
-            outer.ecn = IpEcn::try_new(client.tos & 3)?;
-            outer.header_checksum = outer.calc_header_checksum();
-            outer.write(&mut out)?;
-        }
-        IpAddr::V6(real6) => {
-            Ethernet2Header {
-                source: LB_MAC,
-                destination: NEXT_HOP_MAC,
-                ether_type: EtherType::IPV6,
-            }
-            .write(&mut out)?;
-            Ipv6Header {
-                traffic_class: client.tos,
-                flow_label: Ipv6FlowLabel::ZERO,
-                payload_length: inner_ip.len() as u16,
-                next_header: if client.src.is_ipv6() { IpNumber::IPV6 } else { IpNumber::IPV4 },
-                hop_limit: ENCAP_TTL,
-                source: outer_ipv6_source(client.src, client.sport).octets(),
-                destination: real6.octets(),
-            }
-            .write(&mut out)?;
-        }
-    }
-    out.extend_from_slice(inner_ip);
-    Ok(out)
+    PacketSpec::parse(&encapsulated_spec(client, real)?)?.packet(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::workloads::xdp_lb::topology::*;
-    use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+    use etherparse::{Ethernet2Header, IpNumber, Ipv4Header, Ipv6Header, NetSlice, SlicedPacket, TransportSlice};
 
     fn tcp_v4() -> ClientPacket {
         ClientPacket {
