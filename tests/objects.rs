@@ -73,6 +73,16 @@ fn map_json_in_both_forms_fills_a_btf_typed_map() {
         assert_eq!(code, Some(0), "{dst}: {err}");
         assert!(results[0]["checks"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("byte-exact as expected")));
     }
+    // Anonymous unions and structs: their fields are named as in C.
+    let dir = temp_dir("anon-json");
+    let anon = dir.join("dests.json");
+    std::fs::write(&anon, r#"[{"key": {"v4": "10.9.9.9", "family": 4}, "value": {"verdict": 3, "reason": 7}}]"#).unwrap();
+    let (code, results, err) = run_json(&[&object("xdp_anon.bpf.o"), "--map", &format!("dests={}", anon.display()), "--packet", "eth/ipv4(dst=10.9.9.9)/udp/payload(18)", "--expect", "XDP_TX"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(results[0]["verdict"], "XDP_TX");
+    std::fs::write(&anon, r#"[{"key": {"v5": "10.9.9.9"}, "value": "0300070000000000"}]"#).unwrap();
+    let (_, _, err) = run_json(&[&object("xdp_anon.bpf.o"), "--map", &format!("dests={}", anon.display())]);
+    assert!(err.contains("no field 'v5'; the fields are v4, v6, family, pad"), "{err}");
     // A field that the value's struct does not have is named.
     let dir = temp_dir("bad-json");
     let bad = dir.join("bad.json");

@@ -204,16 +204,39 @@ fn parse_int(s: &str, bits: u32) -> Result<u128> {
     Ok(v)
 }
 
-fn parse_mac(s: &str) -> Result<u128> {
+/// The six bytes of a MAC address written `aa:bb:cc:dd:ee:ff`.
+pub fn mac_bytes(s: &str) -> Option<[u8; 6]> {
     let parts: Vec<&str> = s.split(':').collect();
-    ensure!(parts.len() == 6, "'{s}' is not a MAC address (six hex bytes separated by ':')");
-    parts.iter().try_fold(0u128, |acc, p| Ok((acc << 8) | u8::from_str_radix(p, 16).ok().with_context(|| format!("'{s}' is not a MAC address"))? as u128))
+    if parts.len() != 6 {
+        return None;
+    }
+    let mut out = [0u8; 6];
+    for (o, p) in out.iter_mut().zip(parts) {
+        *o = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Bytes written as hex digits, optionally after `0x`, with any of
+/// ` :-_` between them.
+pub fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    let digits: String = s.trim().trim_start_matches("0x").chars().filter(|c| !matches!(c, ' ' | ':' | '-' | '_')).collect();
+    if digits.is_empty() || !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok()).collect()
+}
+
+fn parse_mac(s: &str) -> Result<u128> {
+    let b = mac_bytes(s).with_context(|| format!("'{s}' is not a MAC address (six hex bytes separated by ':')"))?;
+    Ok(b.iter().fold(0u128, |acc, &x| (acc << 8) | x as u128))
 }
 
 fn parse_hex(s: &str) -> Result<Vec<u8>> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace() && *c != ':').collect();
-    ensure!(s.len() % 2 == 0, "'{s}' has an odd number of hex digits");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok().with_context(|| format!("'{s}' is not hex"))).collect()
+    if s.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    hex_bytes(s).with_context(|| format!("'{s}' is not hex bytes"))
 }
 
 fn parse_flags(s: &str) -> Result<u128> {

@@ -25,7 +25,8 @@ __noinline int bench_empty(struct __sk_buff *skb)
 	return skb ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
-static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_driver_state *st)
+static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_driver_state *st,
+					  const struct bench_variant *only)
 {
 	if (skb->len != st->len0) {
 		if (bpf_skb_change_tail(skb, st->len0, 0))
@@ -36,7 +37,7 @@ static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_dr
 	skb->priority = st->priority0;
 	skb->tc_index = st->tc_index0;
 	skb->tc_classid = st->tc_classid0;
-	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st);
+	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, only);
 }
 
 static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buff *skb)
@@ -50,7 +51,7 @@ static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buf
 	st->priority0 = skb->priority;
 	st->tc_index0 = skb->tc_index;
 	st->tc_classid0 = skb->tc_classid;
-	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st))
+	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, bench_only_variant()))
 		return 0;
 	return st;
 }
@@ -59,11 +60,12 @@ SEC("tc")
 int bench_driver(struct __sk_buff *skb)
 {
 	struct bench_driver_state *st = bench_tc_start(skb);
+	const struct bench_variant *only = bench_only_variant();
 	int ret = TC_ACT_SHOT;
 
 	if (!st)
 		return TC_ACT_SHOT;
-	BENCH_TIMED_ITERATIONS(ret, bench_target(skb), bench_tc_reset(skb, st));
+	BENCH_TIMED_ITERATIONS(ret, bench_target(skb), bench_tc_reset(skb, st, only));
 	/* The timed verdicts are not used; the untimed iteration's are. */
 	asm volatile("" : : "r"(ret));
 	return bench_target(skb);
@@ -73,10 +75,11 @@ SEC("tc")
 int bench_driver_overhead(struct __sk_buff *skb)
 {
 	struct bench_driver_state *st = bench_tc_start(skb);
+	const struct bench_variant *only = bench_only_variant();
 	int ret = TC_ACT_SHOT;
 
 	if (!st)
 		return TC_ACT_SHOT;
-	BENCH_TIMED_ITERATIONS(ret, bench_empty(skb), bench_tc_reset(skb, st));
+	BENCH_TIMED_ITERATIONS(ret, bench_empty(skb), bench_tc_reset(skb, st, only));
 	return ret;
 }

@@ -23,7 +23,8 @@ __noinline int bench_empty(struct xdp_md *ctx)
 
 /* Puts the packet back for the next iteration: its head and tail where the
  * batch started them, then the next variant's bytes. 0 on success. */
-static __always_inline int bench_xdp_reset(struct xdp_md *ctx, struct bench_driver_state *st)
+static __always_inline int bench_xdp_reset(struct xdp_md *ctx, struct bench_driver_state *st,
+					   const struct bench_variant *only)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -46,7 +47,7 @@ static __always_inline int bench_xdp_reset(struct xdp_md *ctx, struct bench_driv
 		end = (void *)(long)ctx->data_end;
 		st->resized++;
 	}
-	return bench_next_variant(data, end, st);
+	return bench_next_variant(data, end, st, only);
 }
 
 /* Starts a batch: records the packet's shape and writes the next variant. */
@@ -60,7 +61,7 @@ static __always_inline struct bench_driver_state *bench_xdp_start(struct xdp_md 
 		return 0;
 	st->data0 = (__u64)(long)data;
 	st->len0 = end - data;
-	if (bench_next_variant(data, end, st))
+	if (bench_next_variant(data, end, st, bench_only_variant()))
 		return 0;
 	return st;
 }
@@ -69,11 +70,12 @@ SEC("xdp")
 int bench_driver(struct xdp_md *ctx)
 {
 	struct bench_driver_state *st = bench_xdp_start(ctx);
+	const struct bench_variant *only = bench_only_variant();
 	int ret = XDP_ABORTED;
 
 	if (!st)
 		return XDP_ABORTED;
-	BENCH_TIMED_ITERATIONS(ret, bench_target(ctx), bench_xdp_reset(ctx, st));
+	BENCH_TIMED_ITERATIONS(ret, bench_target(ctx), bench_xdp_reset(ctx, st, only));
 	/* The timed verdicts are not used; the untimed iteration's are. */
 	asm volatile("" : : "r"(ret));
 	/* The untimed iteration whose verdict and packet the host checks. */
@@ -84,10 +86,11 @@ SEC("xdp")
 int bench_driver_overhead(struct xdp_md *ctx)
 {
 	struct bench_driver_state *st = bench_xdp_start(ctx);
+	const struct bench_variant *only = bench_only_variant();
 	int ret = XDP_ABORTED;
 
 	if (!st)
 		return XDP_ABORTED;
-	BENCH_TIMED_ITERATIONS(ret, bench_empty(ctx), bench_xdp_reset(ctx, st));
+	BENCH_TIMED_ITERATIONS(ret, bench_empty(ctx), bench_xdp_reset(ctx, st, only));
 	return ret;
 }

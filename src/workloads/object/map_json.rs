@@ -18,6 +18,7 @@ use libbpf_rs::libbpf_sys as sys;
 use serde_json::Value;
 
 use crate::object_file::ObjectFile;
+use crate::packet::spec::{hex_bytes, mac_bytes};
 use crate::system::cpu::possible_cpus;
 
 /// How a BTF type stores a number.
@@ -62,18 +63,6 @@ fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
     })
 }
 
-fn parse_hex(s: &str) -> Option<Vec<u8>> {
-    let digits: String = s.trim_start_matches("0x").chars().filter(|c| !matches!(c, ' ' | ':' | '-' | '_')).collect();
-    if digits.is_empty() || digits.len() % 2 != 0 {
-        return None;
-    }
-    (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok()).collect()
-}
-
-fn parse_mac(s: &str) -> Option<Vec<u8>> {
-    let parts: Vec<&str> = s.split(':').collect();
-    (parts.len() == 6).then(|| parts.iter().map(|p| u8::from_str_radix(p, 16).ok()).collect::<Option<Vec<u8>>>()).flatten()
-}
 
 /// A string for a field of `size` bytes: an address when it reads as one
 /// of that size, else hex bytes.
@@ -81,13 +70,13 @@ fn string_bytes(s: &str, size: usize, at: &str) -> Result<Vec<u8>> {
     let by_size = match size {
         4 => s.parse::<Ipv4Addr>().ok().map(|a| a.octets().to_vec()),
         16 => s.parse::<Ipv6Addr>().ok().map(|a| a.octets().to_vec()),
-        6 => parse_mac(s),
+        6 => mac_bytes(s).map(|m| m.to_vec()),
         _ => None,
     };
     if let Some(b) = by_size {
         return Ok(b);
     }
-    let bytes = parse_hex(s).with_context(|| format!("{at}: '{s}' is neither an address for this {size}-byte field nor hex bytes"))?;
+    let bytes = hex_bytes(s).with_context(|| format!("{at}: '{s}' is neither an address for this {size}-byte field nor hex bytes"))?;
     ensure!(bytes.len() == size, "{at}: '{s}' is {} bytes, the field has {size}", bytes.len());
     Ok(bytes)
 }
@@ -170,22 +159,19 @@ fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Res
         }
         BtfKind::Struct | BtfKind::Union => {
             let c = Composite::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF struct"))?;
-            let Value::Object(fields) = v else { bail!("{at}: expected an object with fields {} (or hex bytes), got {v}", field_names(&c)) };
+            let Value::Object(fields) = v else { bail!("{at}: expected an object with fields {} (or hex bytes), got {v}", field_names(btf, &c)) };
             if !c.is_struct {
-                ensure!(fields.len() == 1, "{at}: a union takes exactly one of its members: {}", field_names(&c));
+                ensure!(fields.len() == 1, "{at}: a union takes exactly one of its members: {}", field_names(btf, &c));
             }
             for (key, value) in fields {
-                let m = c
-                    .iter()
-                    .find(|m| m.name.is_some_and(|n| n.to_string_lossy() == key.as_str()))
-                    .with_context(|| format!("{at}: no field '{key}'; the fields are {}", field_names(&c)))?;
+                let (ty, attr) = find_member(btf, &c, key, 0)?.with_context(|| format!("{at}: no field '{key}'; the fields are {}", field_names(btf, &c)))?;
                 let here = format!("{at}.{key}");
-                match m.attr {
+                match attr {
                     MemberAttr::Normal { offset } => {
                         let start = offset as usize / 8;
-                        let size = size_of(btf, m.ty)?;
+                        let size = size_of(btf, ty)?;
                         ensure!(start + size <= out.len(), "{here}: the field lies outside the type");
-                        encode(btf, m.ty, value, &mut out[start..start + size], &here)?;
+                        encode(btf, ty, value, &mut out[start..start + size], &here)?;
                     }
                     MemberAttr::BitField { size, offset } => {
                         let n = number(value, &here)?;
@@ -204,15 +190,52 @@ fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Res
     }
 }
 
-fn field_names(c: &Composite<'_>) -> String {
-    c.iter().map(|m| m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "(anonymous)".into())).collect::<Vec<_>>().join(", ")
+/// Member `key` of `c` (at bit offset `base`): a named member, or one of
+/// an anonymous struct or union's, as C lets it be named (`def.vip` for a
+/// `union { __be32 vip; __be32 vipv6[4]; }` inside `def`).
+fn find_member(btf: &Btf<'_>, c: &Composite<'_>, key: &str, base: u32) -> Result<Option<(TypeId, MemberAttr)>> {
+    for m in c.iter() {
+        let shift = |attr: MemberAttr| match attr {
+            MemberAttr::Normal { offset } => MemberAttr::Normal { offset: offset + base },
+            MemberAttr::BitField { size, offset } => MemberAttr::BitField { size, offset: offset + base },
+        };
+        match m.name {
+            Some(n) if n.to_string_lossy() == key => return Ok(Some((m.ty, shift(m.attr)))),
+            None => {
+                let (inner, _) = resolve(btf, m.ty)?;
+                if let (Ok(ic), MemberAttr::Normal { offset }) = (Composite::try_from(inner), m.attr)
+                    && let Some(found) = find_member(btf, &ic, key, base + offset)?
+                {
+                    return Ok(Some(found));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The names a JSON object may use for `c`: its members, with anonymous
+/// members' fields in their place.
+fn field_names(btf: &Btf<'_>, c: &Composite<'_>) -> String {
+    let mut names = Vec::new();
+    for m in c.iter() {
+        match m.name {
+            Some(n) => names.push(n.to_string_lossy().into_owned()),
+            None => match resolve(btf, m.ty).ok().and_then(|(t, _)| Composite::try_from(t).ok()) {
+                Some(inner) => names.push(field_names(btf, &inner)),
+                None => names.push("(anonymous)".into()),
+            },
+        }
+    }
+    names.join(", ")
 }
 
 /// The bytes of a key or value: hex, or laid out by BTF type `id` (0: none).
 fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) -> Result<Vec<u8>> {
     let mut out = vec![0u8; size];
     match (v, btf) {
-        (Value::String(s), _) if parse_hex(s).is_some_and(|b| b.len() == size) => out = parse_hex(s).expect("checked"),
+        (Value::String(s), _) if hex_bytes(s).is_some_and(|b| b.len() == size) => out = hex_bytes(s).expect("checked"),
         (_, Some(btf)) if id != 0 => {
             let typed = size_of(btf, TypeId::from(id))?;
             ensure!(typed == size, "{at}: the map's BTF type has {typed} bytes, the map {size}");

@@ -298,19 +298,11 @@ impl LoadedWorkload for Loaded<'_> {
         self.record(case, &refs, &mut notes)?;
         self.check_expectations(case, &refs, &mut checks)?;
 
-        let per_call_reason = if bench.setup.per_call {
-            Some("asked for with --per-call".to_string())
-        } else {
-            let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
-            match restore::plan(kind, &case.packets, &outputs) {
-                Restore::PerCall(reason) => Some(reason),
-                Restore::Bytes(_) => None,
-            }
-        };
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
-        let (timer, timing, key) = match per_call_reason {
-            None => {
-                let Restore::Bytes(restore) = restore::plan(kind, &case.packets, &outputs) else { unreachable!("planned above") };
+        let plan = if bench.setup.per_call { Restore::PerCall("asked for with --per-call".into()) } else { restore::plan(kind, &case.packets, &outputs) };
+        let (timer, timing, key) = match plan {
+            Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
+            Restore::Bytes(restore) => {
                 let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
                 match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu) {
                     Ok(s) => {
@@ -333,7 +325,6 @@ impl LoadedWorkload for Loaded<'_> {
                     }
                 }
             }
-            Some(reason) => self.per_call(case, refs.clone(), reason),
         };
         if let Timing::PerCall { reason } = &timing {
             notes.push(format!("timing: per call (one BPF_PROG_TEST_RUN per packet, timed by the kernel), because {reason}"));
