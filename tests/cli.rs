@@ -75,7 +75,6 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
     // The stored run reprints identically.
     let shown = bpfbench(&["show", "cli-test", "--db", db, "--format", "json"]);
     assert_eq!(serde_json::from_slice::<serde_json::Value>(&shown.stdout).unwrap(), doc);
-    let _ = std::fs::remove_dir_all(&dir);
     let results = doc["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     for r in results {
@@ -172,7 +171,6 @@ fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
     assert!(out.contains("slower"), "{out}");
     assert_eq!(err.matches("bpfbench: re-measurement").count(), 2, "two confirmations: {err}");
     assert!(err.contains("regression: xdp-lb/pass-non-ip is") && err.contains("beyond --fail-on-regression 5%"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -14,8 +14,11 @@ use bpfbench::report::export::{BmfMeasure, bmf};
 use bpfbench::stats::two_sample::Verdict;
 use common::{run, run_of, samples};
 
-fn temp_path(name: &str) -> PathBuf {
-    common::temp_dir(name).join("history.sqlite")
+/// A database path in a directory that lives as long as the returned guard.
+fn temp_path(name: &str) -> (common::TempDir, PathBuf) {
+    let dir = common::temp_dir(name);
+    let path = dir.join("history.sqlite");
+    (dir, path)
 }
 
 fn gate(pct: f64) -> Gate {
@@ -80,7 +83,7 @@ fn bmf_has_benchmark_measure_value_and_bounds() {
 
 #[test]
 fn stored_runs_come_back_and_tags_find_the_newest() {
-    let path = temp_path("store");
+    let (_dir, path) = temp_path("store");
     let mut h = History::open(&path).unwrap();
     let a = h.store(&run(Some("main"), 1.0)).unwrap();
     let b = h.store(&run(Some("main"), 1.1)).unwrap();
@@ -108,7 +111,7 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
         }
         r
     };
-    let path = temp_path("noise");
+    let (_dir, path) = temp_path("noise");
     let mut h = History::open(&path).unwrap();
     // Runs of the same code whose medians differ by a few percent.
     for scale in [0.98, 1.0, 1.02] {
@@ -151,7 +154,7 @@ fn several_runs_a_side_are_compared_by_their_medians() {
 
 #[test]
 fn concurrent_writers_are_both_stored() {
-    let path = temp_path("concurrent");
+    let (_dir, path) = temp_path("concurrent");
     History::open(&path).unwrap();
     let writers: Vec<_> = (0..4)
         .map(|i| {
@@ -183,7 +186,7 @@ fn a_writer_killed_mid_write_leaves_the_database_consistent() {
         std::thread::sleep(std::time::Duration::from_secs(60));
         return;
     }
-    let path = temp_path("killed");
+    let (_dir, path) = temp_path("killed");
     let mut h = History::open(&path).unwrap();
     h.store(&run(Some("before"), 1.0)).unwrap();
     drop(h);
@@ -211,7 +214,7 @@ fn a_writer_killed_mid_write_leaves_the_database_consistent() {
 
 #[test]
 fn a_database_from_a_newer_bpfbench_is_refused_clearly() {
-    let path = temp_path("newer");
+    let (_dir, path) = temp_path("newer");
     History::open(&path).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [(DB_SCHEMA_VERSION + 1).to_string()]).unwrap();
@@ -222,7 +225,7 @@ fn a_database_from_a_newer_bpfbench_is_refused_clearly() {
 
 #[test]
 fn compare_cli_reads_files_gates_regressions_and_names_bad_input() {
-    let dir = temp_path("cli").parent().unwrap().to_path_buf();
+    let (dir, _) = temp_path("cli");
     let a = dir.join("a.json");
     let b = dir.join("b.json");
     std::fs::write(&a, serde_json::to_string(&run(None, 1.0)).unwrap()).unwrap();

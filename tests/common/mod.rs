@@ -38,12 +38,28 @@ pub fn loaded_prog_names() -> Vec<String> {
     libbpf_rs::query::ProgInfoIter::default().map(|p| p.name.to_string_lossy().into_owned()).collect()
 }
 
-/// A fresh directory for one test's files.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// A fresh directory for one test's files, removed when dropped (also
+/// when the test fails).
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("bpfbench-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 /// Runs the bpfbench binary with `args`.
