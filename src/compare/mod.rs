@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::history::History;
 use crate::record::comparison::COMPARISON_SCHEMA;
 use crate::record::{BenchmarkComparison, ComparisonRecord, Method, RunRecord};
-use crate::stats::two_sample::{compare_all_with_noise, geomean, spread_of_medians};
+use crate::stats::two_sample::{RunShift, compare_all_with_noise, geomean, spread_of_medians};
 
 pub use gate::{Gate, GateDecision};
 
@@ -124,8 +124,15 @@ pub fn compare_runs(a: &[RunRecord], a_label: &str, b: &[RunRecord], b_label: &s
         })
         .collect();
     let pairs: Vec<(&[f64], &[f64])> = sides.iter().map(|p| (p.xa.as_slice(), p.xb.as_slice())).collect();
-    let cvs: Vec<Option<f64>> = sides.iter().map(|p| p.noise.map(|(cv, _)| cv)).collect();
-    let results = compare_all_with_noise(&pairs, &cvs, threshold);
+    let shifts: Vec<RunShift> = sides
+        .iter()
+        .map(|p| match (p.method, p.noise) {
+            (Method::Runs, _) => RunShift::InData,
+            (Method::Samples, Some((cv, _))) => RunShift::Known(cv),
+            (Method::Samples, None) => RunShift::Unknown,
+        })
+        .collect();
+    let results = compare_all_with_noise(&pairs, &shifts, threshold);
     let benchmarks: Vec<BenchmarkComparison> = sides
         .iter()
         .zip(results)

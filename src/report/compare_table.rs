@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::compare::MIN_RUNS_PER_SIDE;
 use crate::record::{BenchmarkComparison, ComparisonRecord, Method};
-use crate::stats::two_sample::{MIN_RUNS_FOR_NOISE, Verdict};
+use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, Verdict};
 
 pub fn render(cmp: &ComparisonRecord) -> String {
     let mut out = String::new();
@@ -13,14 +13,14 @@ pub fn render(cmp: &ComparisonRecord) -> String {
     let _ = writeln!(out, "A: {}\nB: {}", cmp.a, cmp.b);
     let _ = writeln!(
         out,
-        "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>14}  {:>9}  verdict (noise threshold ±{:.1}%)",
+        "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>16}  {:>9}  verdict (noise threshold ±{:.1}%)",
         "benchmark",
         "A ns/op",
         "B ns/op",
         "B/A",
         "95% CI",
         "p(Holm)",
-        "n A v B",
+        "rests on",
         "run noise",
         cmp.threshold * 100.0
     );
@@ -28,7 +28,7 @@ pub fn render(cmp: &ComparisonRecord) -> String {
         let r = &b.result;
         let _ = writeln!(
             out,
-            "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>14}  {:>9}  {}",
+            "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>16}  {:>9}  {}",
             b.benchmark,
             r.median_a,
             r.median_b,
@@ -39,6 +39,7 @@ pub fn render(cmp: &ComparisonRecord) -> String {
             format!("{}v{} {}", b.n_a, b.n_b, b.method.as_str()),
             match (b.method, r.run_noise_cv) {
                 (Method::Runs, _) => "in data".to_string(),
+                (_, Some(cv)) if r.run_noise_assumed => format!("~{:.1}%", cv * 100.0),
                 (_, Some(cv)) => format!("{:.1}%", cv * 100.0),
                 (_, None) => "?".to_string(),
             },
@@ -56,11 +57,14 @@ pub fn render(cmp: &ComparisonRecord) -> String {
         cmp.count(Verdict::Same),
         cmp.count(Verdict::Uncertain)
     );
-    let unknown = cmp.benchmarks.iter().filter(|b| b.method == Method::Samples && b.result.run_noise_cv.is_none()).count();
-    if unknown > 0 {
+    let assumed = cmp.benchmarks.iter().filter(|b| b.result.run_noise_assumed).count();
+    if assumed > 0 {
         let _ = writeln!(
             out,
-            "run noise ?: unknown for {unknown} benchmark(s), so their intervals reflect within-run noise only. Runs of the same build can differ by more than that; store {MIN_RUNS_FOR_NOISE}+ runs of A's code (e.g. --repeat 3 --tag) to account for it, or compare {MIN_RUNS_PER_SIDE}+ runs a side."
+            "run noise ~{:.1}%: assumed for {assumed} benchmark(s) compared one run a side with no stored runs of A's code: \
+             their samples cannot tell a code change from the machine changing speed between the runs, so only changes beyond about 1.5x are called. \
+             Compare {MIN_RUNS_PER_SIDE}+ runs a side (--repeat {MIN_RUNS_PER_SIDE}), store {MIN_RUNS_FOR_NOISE}+ runs of A's code under one tag, or use 'bpfbench ab'.",
+            ASSUMED_RUN_CV * 100.0
         );
     }
     for n in &cmp.only_in_a {
