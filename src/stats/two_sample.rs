@@ -204,10 +204,11 @@ pub enum RunShift {
 /// side then calls only changes beyond about 1.5x.
 pub const ASSUMED_RUN_CV: f64 = 0.146;
 
-/// The least run-to-run CV a widened interval assumes. An estimate from a
-/// handful of stored runs can come out far below the truth (three runs in
-/// one calm minute); on this project's VM the robust CV of 36 runs of
-/// identical code was RUN_NOISE_FLOOR_MEASURED across the 24 xdp-lb benchmarks.
+/// The least run-to-run CV a widened interval assumes: an estimate from a
+/// handful of stored runs (three in one calm minute) can come out near
+/// zero. It is a guard, not a typical figure: on this project's VM 40 runs
+/// of identical code spread 12-21% per xdp-lb benchmark; a quiet bare-metal
+/// machine can be well below 1%, and then the floor is what limits.
 pub const RUN_NOISE_FLOOR: f64 = 0.01;
 
 /// Compares each (A, B) pair, correcting p-values across all of them.
