@@ -32,6 +32,9 @@ pub struct Registration {
     pub options: fn(Command) -> Command,
     /// Builds the workload for `target` (a name or a file) from the parsed command line.
     pub build: fn(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>>,
+    /// Builds the workload on another build of its own BPF object (for
+    /// `bpfbench ab --workload NAME A.o B.o`); None where it has none.
+    pub with_object: Option<fn(target: &str, matches: &clap::ArgMatches, object: &std::path::Path) -> Result<Box<dyn Workload>>>,
 }
 
 /// Claims nothing beyond the registration's names.
@@ -122,6 +125,20 @@ pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
 /// Builds the workload for `target` from a command parsed with its options.
 pub fn build(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>> {
     (find(target)?.build)(target, matches)
+}
+
+/// Builds the workload `name` on `object`, a build of its own BPF source.
+pub fn build_with_object(name: &str, matches: &clap::ArgMatches, object: &std::path::Path) -> Result<Box<dyn Workload>> {
+    let r = find(name)?;
+    match r.with_object {
+        Some(build) if r.names.contains(&name) => build(name, matches, object),
+        _ => bail!("{name} does not load another build of its BPF object; --workload takes: {}", with_objects().join(", ")),
+    }
+}
+
+/// The workloads that can load other builds of their BPF object.
+pub fn with_objects() -> Vec<&'static str> {
+    REGISTRY.iter().filter(|r| r.with_object.is_some()).flat_map(|r| r.names.iter().copied()).collect()
 }
 
 /// The workload for `target` with default options (for listing its scenarios).

@@ -2,25 +2,22 @@
 //! operation fixed before load, plus the host-side operations the harness
 //! needs on it (fill, empty, count, read and rewind the per-CPU key cursors).
 
-use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::{Context, Result, bail};
-use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
 
 use super::ops::{KeyLayout, MapKind, MapOp};
-use crate::harness::skeleton::{self, map_handle, prog_fd};
+use crate::harness::skeleton::{self, ObjectSource, edit_section, object_map, object_map_sized, object_prog, open_map_mut};
 use crate::harness::timing::TimedProgram;
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("map_ops");
-use skel::MapOpsSkelBuilder;
-use skel::types::{key_kind, map_op, map_ops_limit};
+use skel::types::{bss as Bss, key_kind, map_op, map_ops_limit, rodata as Rodata};
 /// The per-CPU key cursor and counts of map_ops.h.
 pub use skel::types::map_op_state as OpState;
 
-crate::impl_pod!(OpState);
+crate::impl_pod!(OpState, Rodata, Bss);
 
 /// Limits from map_ops.h.
 pub const MAX_KEY_SIZE: u32 = map_ops_limit::MAX_KEY_SIZE.0;
@@ -86,38 +83,48 @@ fn percpu_stride(value_size: u32) -> usize {
 }
 
 impl LoadedMapBench {
-    /// Loads an instance for `config`, whose sizes `MapParams::check` accepted.
-    pub fn load(config: MapConfig) -> Result<LoadedMapBench> {
-        let MapConfig { kind, op, entries, key, value_size, random, key_offset } = config;
-        let mut storage = MaybeUninit::uninit();
-        let mut open = MapOpsSkelBuilder::default().open(&mut storage).context("opening the map_ops BPF object")?;
-        let m = &mut open.maps;
-        m.bench_map.set_type(kind.map_type())?;
-        m.bench_map.set_key_size(key.size)?;
-        m.bench_map.set_value_size(value_size)?;
-        let ncpus = possible_cpus()?;
-        m.bench_map.set_max_entries(capacity(kind, entries, ncpus))?;
-        if kind == MapKind::LpmTrie {
-            // The kernel requires LPM tries to allocate on demand.
-            m.bench_map.set_map_flags(libbpf_sys::BPF_F_NO_PREALLOC)?;
-        }
-        let ro = m.rodata_data.as_deref_mut().context("map_ops has no .rodata")?;
-        ro.cfg_op = bpf_op(op);
-        ro.cfg_key_kind = if key.lpm_prefix.is_some() { key_kind::KEY_LPM } else { key_kind::KEY_INDEX };
-        ro.cfg_entries = entries;
-        ro.cfg_random = random as u32;
-        ro.cfg_prefix_len = key.lpm_prefix.unwrap_or(32);
-        ro.cfg_key_offset = key_offset;
-        m.bss_data.as_deref_mut().context("map_ops has no .bss")?.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize];
+    /// The build of map_ops.bpf.c compiled into bpfbench.
+    pub fn builtin() -> ObjectSource {
+        ObjectSource::Builtin { name: "map_ops", bytes: crate::bpf_object_bytes!("map_ops") }
+    }
 
-        let skel = skeleton::load(open, &format!("the {kind} {op} benchmark"))?;
-        let (m, p) = (&skel.maps, &skel.progs);
+    /// Loads an instance of a build of map_ops.bpf.c for `config`, whose
+    /// sizes `MapParams::check` accepted.
+    pub fn load(config: MapConfig, source: &ObjectSource) -> Result<LoadedMapBench> {
+        let MapConfig { kind, op, entries, key, value_size, random, key_offset } = config;
+        let label = source.label();
+        let mut open = source.open()?;
+        let ncpus = possible_cpus()?;
+        {
+            let mut m = open_map_mut(&mut open, "bench_map", &label)?;
+            m.set_type(kind.map_type())?;
+            m.set_key_size(key.size)?;
+            m.set_value_size(value_size)?;
+            m.set_max_entries(capacity(kind, entries, ncpus))?;
+            if kind == MapKind::LpmTrie {
+                // The kernel requires LPM tries to allocate on demand.
+                m.set_map_flags(libbpf_sys::BPF_F_NO_PREALLOC)?;
+            }
+        }
+        edit_section(&mut open, ".rodata", &label, |ro: &mut Rodata| {
+            ro.cfg_op = bpf_op(op);
+            ro.cfg_key_kind = if key.lpm_prefix.is_some() { key_kind::KEY_LPM } else { key_kind::KEY_INDEX };
+            ro.cfg_entries = entries;
+            ro.cfg_random = random as u32;
+            ro.cfg_prefix_len = key.lpm_prefix.unwrap_or(32);
+            ro.cfg_key_offset = key_offset;
+        })?;
+        edit_section(&mut open, ".bss", &label, |bss: &mut Bss| bss.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize])?;
+
+        let obj = skeleton::load_object(open, &format!("the {kind} {op} benchmark of {label}"))?;
+        let map = |name: &str| object_map(&obj, name, &label);
+        let timed = |name: &str| TimedProgram::new(object_prog(&obj, name, &label)?, map("bench_ctl")?, map("bench_result")?);
         let bench = LoadedMapBench {
             config,
-            body: TimedProgram::new(prog_fd(&p.map_bench)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
-            overhead: TimedProgram::new(prog_fd(&p.map_bench_empty)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?)?,
-            map: map_handle(&m.bench_map)?,
-            state: map_handle(&m.op_state)?,
+            body: timed("map_bench")?,
+            overhead: timed("map_bench_empty")?,
+            map: map("bench_map")?,
+            state: object_map_sized(&obj, "op_state", size_of::<u32>(), size_of::<OpState>(), &label)?,
             ncpus,
         };
         Ok(bench)

@@ -18,6 +18,7 @@ pub mod options;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::harness::skeleton::ObjectSource;
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
 use crate::record::{Layout, MapFacts, ScenarioFacts, Unit};
 use crate::system::cpu::allowed_cpus;
@@ -36,6 +37,12 @@ pub const REGISTRATION: Registration = Registration {
         let suite = if name == Suite::LpmTrie.name() { Suite::LpmTrie } else { Suite::Maps };
         Ok(Box::new(MapBench::new(suite, MapParams::from_matches(suite, matches)?)?))
     },
+    with_object: Some(|name, matches, object| {
+        let suite = if name == Suite::LpmTrie.name() { Suite::LpmTrie } else { Suite::Maps };
+        let mut bench = MapBench::new(suite, MapParams::from_matches(suite, matches)?)?;
+        bench.object = ObjectSource::File(object.to_path_buf());
+        Ok(Box::new(bench))
+    }),
 };
 
 /// The program ignores the packet; XDP test runs need at least an Ethernet header.
@@ -55,6 +62,8 @@ pub struct MapBench {
     params: MapParams,
     infos: Vec<ScenarioInfo>,
     plans: Vec<Plan>,
+    /// The build of map_ops.bpf.c every instance loads.
+    pub object: ObjectSource,
     /// Test hook: shifts every key BPF uses, so lookups miss on purpose.
     pub key_offset: u32,
 }
@@ -83,7 +92,7 @@ impl MapBench {
                 }
             }
         }
-        Ok(MapBench { suite, params, infos, plans, key_offset: 0 })
+        Ok(MapBench { suite, params, infos, plans, object: LoadedMapBench::builtin(), key_offset: 0 })
     }
 
     fn plan(&self, s: &ScenarioInfo) -> Result<Plan> {
@@ -150,7 +159,7 @@ impl Workload for MapBench {
             value_size: 8,
             random: false,
             key_offset: 0,
-        })?;
+        }, &self.object)?;
         Ok(Box::new(Loaded { bench: self, cpus, empty_loop, free_probe: None }))
     }
 }
@@ -199,7 +208,7 @@ impl LoadedWorkload for Loaded<'_> {
             let (v, prepared) = free_scenario::validate(config, probe, &mut self.empty_loop, self.cpus[0])?;
             return Ok((v, Box::new(prepared)));
         }
-        let (v, prepared) = op_scenario::validate(config, &self.bench.params, &self.cpus, &mut self.empty_loop)?;
+        let (v, prepared) = op_scenario::validate(config, &self.bench.object, &self.bench.params, &self.cpus, &mut self.empty_loop)?;
         Ok((v, Box::new(prepared)))
     }
 }

@@ -9,6 +9,7 @@ use anyhow::{Result, bail, ensure};
 use super::instance::{self, LoadedMapBench, MapConfig, OpState, WRITTEN_BYTE};
 use super::options::MapParams;
 use super::{MapKind, MapOp, PACKET};
+use crate::harness::skeleton::ObjectSource;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
 
@@ -36,8 +37,8 @@ impl Checks {
 
 /// Loads the operation's instance and checks, over one batch of every key
 /// (up to 1M), that it does what it should.
-pub fn validate<'a>(config: MapConfig, params: &MapParams, cpus: &'a [usize], empty_loop: &'a mut LoadedMapBench) -> Result<(Validation, OpScenario<'a>)> {
-    let mut s = OpScenario { inst: LoadedMapBench::load(config)?, cpus, empty_loop };
+pub fn validate<'a>(config: MapConfig, source: &ObjectSource, params: &MapParams, cpus: &'a [usize], empty_loop: &'a mut LoadedMapBench) -> Result<(Validation, OpScenario<'a>)> {
+    let mut s = OpScenario { inst: LoadedMapBench::load(config, source)?, cpus, empty_loop };
     let (op, kind, e) = (config.op, config.kind, config.entries);
     let n = e.min(MAX_VALIDATION_KEYS);
     let mut c = Checks(Vec::new());

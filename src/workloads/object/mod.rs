@@ -53,6 +53,7 @@ pub const REGISTRATION: Registration = Registration {
         let setup = if target.ends_with(".toml") { ObjectSetup::from_spec_file(path, &args)? } else { ObjectSetup::from_args(path, &args)? };
         Ok(Box::new(ObjectBench::new(setup)?))
     },
+    with_object: None,
 };
 
 /// Where a failed validation writes the expected and actual packets.

@@ -2,22 +2,20 @@
 //! operations scenarios need on them (configure, reset, read counters).
 //! Struct layouts and constants come from the object's BTF (lb_common.h).
 
-use std::mem::MaybeUninit;
 use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
-use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use super::maglev::{RingMember, build_ring};
 use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
-use crate::harness::skeleton::{self, map_handle, prog_fd};
+use crate::harness::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
 use crate::harness::timing::TimedProgram;
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
-use skel::XdpLbSkelBuilder;
 pub use skel::types::{lb_counter as Counter, lb_flowgen as FlowGen, lb_limit as Limit};
 use skel::types::{lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta};
 
@@ -25,6 +23,19 @@ crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen);
 
 /// Slots of each VIP's consistent-hash ring.
 pub const RING_SIZE: u32 = Limit::LB_RING_SIZE.0;
+
+/// Each VIP's consistent-hash ring, indexed by VIP number. The topology is
+/// fixed, so they are built once per process: a paired comparison sets the
+/// load balancer up afresh for every round, and building the rings took
+/// most of the 200 ms a set-up took.
+static RINGS: LazyLock<Vec<Vec<u32>>> = LazyLock::new(|| {
+    let mut rings = vec![Vec::new(); VIPS.iter().map(|v| v.num as usize + 1).max().unwrap_or(0)];
+    for vip in VIPS {
+        let members: Vec<RingMember> = reals(vip.pool).iter().map(|r| RingMember { pos: r.pos, weight: 1 }).collect();
+        rings[vip.num as usize] = build_ring(&members, RING_SIZE);
+    }
+    rings
+});
 
 /// An address as the datapath stores it: network-order bytes in 32-bit
 /// words, IPv4 in the first word.
@@ -55,32 +66,37 @@ pub struct LoadedLb {
     real_stats: MapHandle,
     counters: MapHandle,
     flowgen: MapHandle,
-    /// The host's copy of each VIP's ring, indexed by VIP number.
-    rings: Vec<Vec<u32>>,
 }
 
 impl LoadedLb {
-    /// Loads the object, fills VIPs, reals, rings and per-CPU LRUs.
-    pub fn load() -> Result<LoadedLb> {
-        let mut storage = MaybeUninit::uninit();
-        let open = XdpLbSkelBuilder::default().open(&mut storage).context("opening the xdp-lb BPF object")?;
-        let skel = skeleton::load(open, "the xdp-lb programs")?;
-        let (m, p) = (&skel.maps, &skel.progs);
-        let timed = |prog| -> Result<TimedProgram> { TimedProgram::new(prog_fd(prog)?, map_handle(&m.bench_ctl)?, map_handle(&m.bench_result)?) };
+    /// The build of xdp_lb.bpf.c compiled into bpfbench.
+    pub fn builtin() -> ObjectSource {
+        ObjectSource::Builtin { name: "xdp_lb", bytes: crate::bpf_object_bytes!("xdp_lb") }
+    }
+
+    /// Loads a build of xdp_lb.bpf.c, checks that its maps have this
+    /// host's layouts, and fills VIPs, reals, rings and per-CPU LRUs.
+    pub fn load(source: &ObjectSource) -> Result<LoadedLb> {
+        let label = source.label();
+        let obj = skeleton::load_object(source.open()?, &format!("the xdp-lb programs of {label}"))?;
+        let map = |name: &str, key: usize, value: usize| object_map_sized(&obj, name, key, value, &label);
+        let timed = |name: &str| -> Result<TimedProgram> {
+            TimedProgram::new(object_prog(&obj, name, &label)?, object_map(&obj, "bench_ctl", &label)?, object_map(&obj, "bench_result", &label)?)
+        };
+        let u32s = size_of::<u32>();
         let mut lb = LoadedLb {
-            body: timed(&p.xdp_lb)?,
-            overhead: timed(&p.xdp_lb_overhead)?,
-            vip_map: map_handle(&m.vip_map)?,
-            reals: map_handle(&m.reals)?,
-            ch_rings: map_handle(&m.ch_rings)?,
-            lru_mapping: map_handle(&m.lru_mapping)?,
-            fallback_lru: map_handle(&m.fallback_lru)?,
-            ctl_array: map_handle(&m.ctl_array)?,
-            vip_stats: map_handle(&m.vip_stats)?,
-            real_stats: map_handle(&m.real_stats)?,
-            counters: map_handle(&m.lb_counters)?,
-            flowgen: map_handle(&m.flowgen)?,
-            rings: Vec::new(),
+            body: timed("xdp_lb")?,
+            overhead: timed("xdp_lb_overhead")?,
+            vip_map: map("vip_map", size_of::<lb_vip_key>(), size_of::<lb_vip_meta>())?,
+            reals: map("reals", u32s, size_of::<lb_real>())?,
+            ch_rings: map("ch_rings", u32s, u32s)?,
+            lru_mapping: map("lru_mapping", u32s, u32s)?,
+            fallback_lru: map("fallback_lru", size_of::<lb_flow_key>(), size_of::<lb_real_pos_lru>())?,
+            ctl_array: map("ctl_array", u32s, size_of::<lb_ctl>())?,
+            vip_stats: map("vip_stats", u32s, size_of::<lb_stat>())?,
+            real_stats: map("real_stats", u32s, size_of::<lb_stat>())?,
+            counters: map("lb_counters", u32s, size_of::<u64>())?,
+            flowgen: map("flowgen", u32s, size_of::<FlowGen>())?,
         };
         lb.configure()?;
         Ok(lb)
@@ -100,19 +116,36 @@ impl LoadedLb {
             let flags = if vip.lru_bypass { lb_vip_flag::LB_VIP_LRU_BYPASS.0 } else { 0 };
             let meta = lb_vip_meta { flags, vip_num: vip.num };
             self.vip_map.update(bytemuck::bytes_of(&k), bytemuck::bytes_of(&meta), MapFlags::ANY)?;
-            let members: Vec<RingMember> = reals(vip.pool).iter().map(|r| RingMember { pos: r.pos, weight: 1 }).collect();
-            let ring = build_ring(&members, RING_SIZE);
-            let keys: Vec<u8> = (0..RING_SIZE).flat_map(|i| (vip.num * RING_SIZE + i).to_ne_bytes()).collect();
-            let values: Vec<u8> = ring.iter().flat_map(|p| p.to_ne_bytes()).collect();
-            self.ch_rings
-                .update_batch(&keys, &values, RING_SIZE, MapFlags::ANY, MapFlags::ANY)
-                .with_context(|| format!("filling the ring of VIP {}", vip.num))?;
-            if self.rings.len() <= vip.num as usize {
-                self.rings.resize(vip.num as usize + 1, Vec::new());
-            }
-            self.rings[vip.num as usize] = ring;
         }
+        self.fill_rings()?;
         self.reset_lru()
+    }
+
+    /// Writes every VIP's ring into `ch_rings` through a shared mapping of
+    /// the array (one copy instead of a syscall's work per slot).
+    fn fill_rings(&self) -> Result<()> {
+        // The kernel stores array values 8-byte aligned: each u32 slot takes 8 bytes.
+        let stride = (self.ch_rings.value_size() as usize).next_multiple_of(8) / size_of::<u32>();
+        let len = self.ch_rings.max_entries() as usize * stride * size_of::<u32>();
+        // SAFETY: a shared mapping of the whole value area of an mmapable
+        // array (BPF_F_MMAPABLE, u32 values); unmapped below, never aliased.
+        let base = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, self.ch_rings.as_fd().as_raw_fd(), 0)
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mapping ch_rings (is it BPF_F_MMAPABLE in this build of xdp_lb.bpf.c?)");
+        }
+        // SAFETY: `len` bytes of u32 words, page-aligned.
+        let words = unsafe { std::slice::from_raw_parts_mut(base.cast::<u32>(), len / size_of::<u32>()) };
+        for vip in VIPS {
+            let start = (vip.num * RING_SIZE) as usize;
+            for (i, &pos) in RINGS[vip.num as usize].iter().enumerate() {
+                words[(start + i) * stride] = pos;
+            }
+        }
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(base, len) };
+        Ok(())
     }
 
     /// Writes the control map: the next-hop MAC and the UDP LRU timeout.
@@ -123,7 +156,7 @@ impl LoadedLb {
 
     /// The real position the VIP's ring holds for `hash`.
     pub fn ring_slot(&self, vip_num: u32, hash: u32) -> u32 {
-        self.rings[vip_num as usize][(hash % RING_SIZE) as usize]
+        RINGS[vip_num as usize][(hash % RING_SIZE) as usize]
     }
 
     /// Gives every CPU a fresh, empty connection table.

@@ -18,6 +18,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result, ensure};
 
 use crate::harness::test_run::xdp_action_name;
+use crate::harness::skeleton::ObjectSource;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::workloads::Registration;
@@ -32,13 +33,16 @@ pub const REGISTRATION: Registration = Registration {
     claims: crate::workloads::no_files,
     options: |cmd| cmd,
     build: |_, _| Ok(Box::new(XdpLb::default())),
+    with_object: Some(|_, _, object| Ok(Box::new(XdpLb { object: Some(object.to_path_buf()), ..Default::default() }))),
 };
 
 static INFOS: LazyLock<Vec<ScenarioInfo>> = LazyLock::new(|| SCENARIOS.iter().map(|s| s.info.clone()).collect());
 
-/// The workload as configured: no options, only test hooks.
+/// The workload as configured: no options but the object, and test hooks.
 #[derive(Debug, Default)]
 pub struct XdpLb {
+    /// A build of xdp_lb.bpf.c to load instead of bpfbench's own (`ab --workload xdp-lb`).
+    pub object: Option<std::path::PathBuf>,
     /// Test hook: flip one byte of the expected packet to prove validation bites.
     pub corrupt_expected_byte: Option<usize>,
     /// Test hook: override the UDP LRU timeout (ns).
@@ -55,7 +59,8 @@ impl Workload for XdpLb {
     }
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
-        Ok(Box::new(Loaded { lb: LoadedLb::load()?, cpu, config: self }))
+        let source = self.object.clone().map_or_else(LoadedLb::builtin, ObjectSource::File);
+        Ok(Box::new(Loaded { lb: LoadedLb::load(&source)?, cpu, config: self }))
     }
 }
 
