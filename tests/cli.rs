@@ -173,6 +173,7 @@ fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
     assert!(err.contains("regression: xdp-lb/pass-non-ip is") && err.contains("beyond --fail-on-regression 5%"), "{err}");
 }
 
+/// The older whole-run mode (`--whole-runs`); the paired mode is tests/ab.rs.
 #[test]
 fn ab_interleaves_two_builds_and_compares_their_runs() {
     let me = env!("CARGO_BIN_EXE_bpfbench");
@@ -183,7 +184,7 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
     assert!(stderr(&o).contains("--format is set by 'bpfbench ab' itself"), "{}", stderr(&o));
     // The same build against itself, 4 rounds each: never slower beyond 50%.
     let o = bpfbench(&[
-        "ab", me, me, "--rounds", "4", "--fail-on-regression", "50", "--", "-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1",
+        "ab", me, me, "--whole-runs", "--rounds", "4", "--fail-on-regression", "50", "--", "-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1",
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));

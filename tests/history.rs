@@ -8,6 +8,7 @@ use std::process::Command;
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs};
 use bpfbench::history::{DB_SCHEMA_VERSION, History};
+use bpfbench::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
 use bpfbench::record::{Layout, ProgramRecord, RunRecord, Unit, parse_run};
 use bpfbench::report::compare_table;
 use bpfbench::report::export::{BmfMeasure, bmf};
@@ -287,4 +288,65 @@ fn the_gate_confirms_suspects_by_re_measuring_them() {
     assert!(!decision.failed() && decision.confirmations.len() == 1, "{decision:?}");
     // Without --fail-on-regression nothing is a regression.
     assert!(Gate::default().regressions(&first).is_empty());
+}
+
+/// A paired comparison as `bpfbench ab` stores it.
+fn paired_record() -> PairedRecord {
+    let case = PairedCase {
+        workload: "xdp-lb".into(),
+        name: "tcp-v4-lru-hit".into(),
+        batch_iters: 5000,
+        median_a: 150.0,
+        median_b: 153.0,
+        median_a_ci95: (149.0, 151.0),
+        median_b_ci95: (152.0, 154.0),
+        ratio: 1.02,
+        ratio_ci95: (1.012, 1.028),
+        verdict: Verdict::Slower,
+        stop: "decided".into(),
+        elapsed_s: 4.2,
+        round_ratios: vec![1.01, 1.03],
+        ratios: vec![1.0, 1.02, 1.03, 1.04],
+    };
+    PairedRecord {
+        schema: PAIRED_SCHEMA.into(),
+        a: "a.bpf.o".into(),
+        b: "b.bpf.o".into(),
+        tag: Some("pr-1".into()),
+        environment: run(None, 1.0).environment,
+        threshold: 0.01,
+        geomean_ratio: Some(1.02),
+        cases: vec![case],
+        interrupted: false,
+    }
+}
+
+#[test]
+fn paired_comparisons_are_stored_in_their_own_table_and_come_back_whole() {
+    let (_dir, path) = temp_path("paired");
+    let mut h = History::open(&path).unwrap();
+    let rec = paired_record();
+    let id = h.store_paired(&rec).unwrap();
+    assert_eq!(serde_json::to_value(h.load_paired(id).unwrap()).unwrap(), serde_json::to_value(&rec).unwrap());
+    let listed = h.list_paired(10).unwrap();
+    assert_eq!((listed.len(), listed[0].0, listed[0].1.cases[0].round_ratios.len()), (1, id, 2));
+    // Paired comparisons are not runs.
+    assert!(h.list(None, 10).unwrap().is_empty());
+    assert!(format!("{:#}", h.load_paired(id + 1).unwrap_err()).contains("no paired comparison"));
+}
+
+#[test]
+fn a_version_1_database_gains_the_paired_table_and_keeps_its_runs() {
+    let (_dir, path) = temp_path("v1");
+    let run_id = History::open(&path).unwrap().store(&run(Some("main"), 1.0)).unwrap();
+    // Make it what bpfbench wrote before paired comparisons.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE paired; UPDATE meta SET value = '1' WHERE key = 'schema_version';").unwrap();
+    drop(conn);
+    let mut h = History::open(&path).unwrap();
+    assert_eq!(h.load(run_id).unwrap().tag.as_deref(), Some("main"));
+    h.store_paired(&paired_record()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: String = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, DB_SCHEMA_VERSION.to_string());
 }

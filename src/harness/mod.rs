@@ -12,9 +12,11 @@
 //! measurement. [`timing`] is the host side of the in-BPF timing loop.
 
 pub mod loops;
+pub mod paired;
 pub mod prog_info;
 pub mod runner;
 pub mod skeleton;
+pub mod spacer;
 pub mod test_run;
 pub mod timing;
 
@@ -60,6 +62,9 @@ pub struct Validation {
     pub checks: Vec<String>,
     /// Facts worth showing with -v ("Flow diversity: 4096 source addresses").
     pub notes: Vec<String>,
+    /// The program's verdict and packet for each input, where the workload
+    /// keeps them (a user's object); two builds are compared by them.
+    pub outputs: Vec<test_run::RunOutput>,
 }
 
 /// Which program a batch runs: the scenario's body, or the same loop and

@@ -54,6 +54,20 @@ fn batch_size(target_ns: f64, ns_per_op: f64) -> u32 {
     ((target_ns / ns_per_op.max(0.01)) as u64).clamp(MIN_BATCH as u64, MAX_BATCH as u64) as u32
 }
 
+/// Grows the batch tenfold until it takes a tenth of `target_ns`, then
+/// sizes it to the target. Returns (batch size, ns/op estimate).
+pub fn calibrate(p: &mut dyn PreparedScenario, variant: Variant, target_ns: f64, stop: &AtomicBool) -> Result<(u32, f64)> {
+    let mut iters = FIRST_CALIBRATION_BATCH;
+    let (mut est, mut elapsed, _) = batch(p, stop, variant, iters)?;
+    while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 {
+        iters *= 10;
+        (est, elapsed, _) = batch(p, stop, variant, iters)?;
+    }
+    // One refinement at full size: the small batches ran with colder caches.
+    let (refined, _, _) = batch(p, stop, variant, batch_size(target_ns, est))?;
+    Ok((batch_size(target_ns, refined), refined))
+}
+
 impl Runner {
     /// A runner that stops between batches once `stop` is set (Ctrl-C).
     pub fn new(sampling: Sampling, progress: bool, stop: &'static AtomicBool) -> Self {
@@ -64,19 +78,8 @@ impl Runner {
         batch(p, self.stop, variant, iters)
     }
 
-    /// Grows the batch tenfold until it takes a tenth of the target, then
-    /// sizes it to the target. Returns (batch size, ns/op estimate).
     fn calibrate(&self, p: &mut dyn PreparedScenario, variant: Variant) -> Result<(u32, f64)> {
-        let target_ns = self.sampling.batch_ms * 1e6;
-        let mut iters = FIRST_CALIBRATION_BATCH;
-        let (mut est, mut elapsed, _) = self.batch(p, variant, iters)?;
-        while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 {
-            iters *= 10;
-            (est, elapsed, _) = self.batch(p, variant, iters)?;
-        }
-        // One refinement at full size: the small batches ran with colder caches.
-        let (refined, _, _) = self.batch(p, variant, batch_size(target_ns, est))?;
-        Ok((batch_size(target_ns, refined), refined))
+        calibrate(p, variant, self.sampling.batch_ms * 1e6, self.stop)
     }
 
     /// Median elapsed time of three 2N batches over that of three N batches.

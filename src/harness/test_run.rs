@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use libbpf_rs::libbpf_sys;
 
 /// What one test run returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunOutput {
     pub retval: u32,
     /// The packet as the program left it.

@@ -11,10 +11,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, parse_run};
 
 /// Version of the tables below; a database from a newer bpfbench is refused.
-pub const DB_SCHEMA_VERSION: i64 = 1;
+/// Version 2 added the `paired` table (paired comparisons, `bpfbench ab`).
+pub const DB_SCHEMA_VERSION: i64 = 2;
 
 pub struct History {
     conn: Connection,
@@ -68,6 +70,16 @@ const TABLES: &str = "
         PRIMARY KEY (run_id, benchmark)
     );
     CREATE INDEX IF NOT EXISTS runs_by_tag ON runs(tag);
+    CREATE TABLE IF NOT EXISTS paired (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tag TEXT,
+        started_at INTEGER NOT NULL,
+        a TEXT NOT NULL,
+        b TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        cpu_model TEXT NOT NULL,
+        record_json TEXT NOT NULL
+    );
 ";
 
 impl History {
@@ -101,6 +113,13 @@ impl History {
                 "{} was written by a newer bpfbench (history schema {v}, this one knows {DB_SCHEMA_VERSION}); upgrade bpfbench or use --db with another path",
                 self.path.display()
             ),
+            Some(Ok(v)) if v < DB_SCHEMA_VERSION => {
+                // Every change so far only added tables.
+                self.conn.execute_batch(&format!(
+                    "BEGIN IMMEDIATE; {TABLES} UPDATE meta SET value = '{DB_SCHEMA_VERSION}' WHERE key = 'schema_version'; COMMIT;"
+                ))?;
+                Ok(())
+            }
             Some(Ok(_)) => Ok(()),
             Some(Err(_)) => bail!("{} has an unreadable schema version; use --db with another path", self.path.display()),
             None => {
@@ -208,6 +227,40 @@ impl History {
         )?;
         let medians: Vec<f64> = q.query_map(params![benchmark, program_tag, kernel, cpu_model], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
         Ok(crate::stats::two_sample::spread_of_medians(&medians).map(|cv| (cv, medians.len())))
+    }
+
+    /// Stores a paired comparison; returns its id.
+    pub fn store_paired(&mut self, rec: &PairedRecord) -> Result<i64> {
+        let env = &rec.environment;
+        self.conn
+            .execute(
+                "INSERT INTO paired (tag, started_at, a, b, kernel, cpu_model, record_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![rec.tag, env.started_at as i64, rec.a, rec.b, env.kernel, env.cpu_model, serde_json::to_string(rec)?],
+            )
+            .with_context(|| format!("storing the comparison in {}", self.path.display()))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The paired comparison with this id.
+    pub fn load_paired(&self, id: i64) -> Result<PairedRecord> {
+        let json: String = self
+            .conn
+            .query_row("SELECT record_json FROM paired WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .with_context(|| format!("no paired comparison {id} in {}; see 'bpfbench history --ab'", self.path.display()))?;
+        serde_json::from_str(&json).with_context(|| format!("paired comparison {id} in {}", self.path.display()))
+    }
+
+    /// Paired comparisons, newest first: (id, record).
+    pub fn list_paired(&self, limit: usize) -> Result<Vec<(i64, PairedRecord)>> {
+        let mut q = self.conn.prepare("SELECT id, record_json FROM paired ORDER BY id DESC LIMIT ?1")?;
+        let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, json) = row?;
+            out.push((id, serde_json::from_str(&json).with_context(|| format!("paired comparison {id}"))?));
+        }
+        Ok(out)
     }
 
     /// Benchmark names that match `pattern` exactly or by scenario name.

@@ -35,3 +35,21 @@ pub fn check_bpf_elf(path: &Path) -> Result<ElfFacts> {
         .unwrap_or_default();
     Ok(ElfFacts { license })
 }
+
+/// ELF's machine number for BPF (EM_BPF).
+const EM_BPF: u16 = 247;
+
+/// Whether `path` is an ELF file for the BPF machine, judged by its header
+/// alone (cheap enough to tell a BPF object from an executable).
+pub fn is_bpf_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    if f.read_exact(&mut head).is_err() || &head[..4] != b"\x7fELF" {
+        return false;
+    }
+    // e_machine follows e_ident (16 bytes) and e_type, in the file's byte order.
+    let machine = [head[18], head[19]];
+    let machine = if head[5] == 2 { u16::from_be_bytes(machine) } else { u16::from_le_bytes(machine) };
+    machine == EM_BPF
+}

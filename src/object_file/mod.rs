@@ -18,7 +18,7 @@ use std::ptr::NonNull;
 use anyhow::{Context, Result, bail};
 use libbpf_rs::libbpf_sys as sys;
 
-pub use checks::check_bpf_elf;
+pub use checks::{check_bpf_elf, is_bpf_elf};
 pub use verifier_log::parse_stats;
 
 use crate::record::VerifierStats;

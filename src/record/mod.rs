@@ -4,6 +4,7 @@
 
 pub mod comparison;
 mod facts;
+pub mod paired;
 mod schema;
 pub mod verifier;
 

@@ -1,6 +1,7 @@
 //! Rendering records for people (tables) and machines (JSON, exports).
 //! Everything here reads records; nothing measures or loads.
 
+pub mod ab_table;
 pub mod compare_table;
 pub mod export;
 pub mod op_lines;

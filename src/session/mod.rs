@@ -3,7 +3,9 @@
 //! reference runs (re-measuring suspects on the same loaded programs).
 //! What happens along the way goes to an [`Observer`]; the binary renders.
 
+pub mod ab;
 pub mod builds;
+pub mod worker;
 
 use anyhow::{Result, bail};
 
@@ -72,18 +74,22 @@ impl Outcome {
 
 /// The scenarios named by `names` or `group_names` (all when neither is given).
 pub fn select(w: &dyn Workload, names: &[String], group_names: &[String]) -> Result<Vec<ScenarioInfo>> {
-    let all = w.scenarios();
+    select_from(w.name(), w.scenarios(), names, group_names)
+}
+
+/// [`select`] over the scenarios `all` of the workload called `workload`.
+pub fn select_from(workload: &str, all: &[ScenarioInfo], names: &[String], group_names: &[String]) -> Result<Vec<ScenarioInfo>> {
     for name in names {
         if !all.iter().any(|s| s.name == name.as_str()) {
             let valid: Vec<&str> = all.iter().map(|s| s.name.as_ref()).collect();
-            bail!("unknown scenario '{name}' for {}; valid scenarios: {}", w.name(), valid.join(", "));
+            bail!("unknown scenario '{name}' for {workload}; valid scenarios: {}", valid.join(", "));
         }
     }
     let gs = groups(all);
     for g in group_names {
         if !gs.iter().any(|x| x.eq_ignore_ascii_case(g)) {
             let valid: Vec<String> = gs.iter().map(|g| format!("'{g}'")).collect();
-            bail!("unknown group '{g}' for {}; valid groups: {}", w.name(), valid.join(", "));
+            bail!("unknown group '{g}' for {workload}; valid groups: {}", valid.join(", "));
         }
     }
     Ok(all

@@ -5,8 +5,9 @@
 //! distribution-free: it comes from the binomial distribution of how many
 //! samples fall below the true median.
 
-pub mod two_sample;
 mod histogram;
+pub mod paired;
+pub mod two_sample;
 
 pub use histogram::render_histogram;
 

@@ -1,18 +1,193 @@
-//! `bpfbench ab A B -- RUN_ARGS`: interleaved runs of two builds, compared.
+//! `bpfbench ab A B`: a paired comparison of two builds, and the worker a
+//! bpfbench executable runs when it is one of the two builds.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use bpfbench::compare::{Gate, RunNoise, compare_runs};
-use bpfbench::session::builds;
+use bpfbench::compare::{RunNoise, compare_runs};
+use bpfbench::harness::{ScenarioInfo, Workload};
+use bpfbench::history::History;
+use bpfbench::record::paired::{PairedCase, PairedRecord};
+use bpfbench::report::ab_table;
+use bpfbench::session::ab::{AbObserver, AbPlan, LocalBuild};
+use bpfbench::session::worker::{self, Worker};
+use bpfbench::session::{self, builds};
+use bpfbench::stats::two_sample::Verdict;
+use bpfbench::system::{self, interrupt};
+use bpfbench::workloads;
 
-use crate::cli::CompareFormat;
-use crate::output::print_comparison;
+use crate::cli::{AbArgs, CompareFormat, RunArgs, is_own_program};
+use crate::output::{emit, print_comparison};
 
-pub fn ab(a: &Path, b: &Path, rounds: usize, gate: &Gate, format: CompareFormat, run_args: &[String]) -> Result<ExitCode> {
-    let (runs_a, runs_b) = builds::interleave(a, b, rounds, run_args, |round, binary| {
+/// What A and B are.
+enum Builds {
+    /// Two of the user's BPF objects.
+    Objects,
+    /// Two builds of a built-in workload's BPF object.
+    WorkloadObjects(String),
+    /// Two bpfbench executables.
+    Executables,
+}
+
+fn builds_of(args: &AbArgs) -> Result<Builds> {
+    for p in [&args.a, &args.b] {
+        if !p.is_file() {
+            bail!("{} is not a file; give two BPF objects or two bpfbench executables", p.display());
+        }
+    }
+    let (a, b) = (is_own_program(&args.a), is_own_program(&args.b));
+    if a != b {
+        let (obj, other) = if a { (&args.a, &args.b) } else { (&args.b, &args.a) };
+        bail!("{} is a BPF object (or spec file) but {} is not; A and B must be of one kind", obj.display(), other.display());
+    }
+    Ok(match (&args.workload, a) {
+        (Some(w), true) => Builds::WorkloadObjects(w.clone()),
+        (None, true) => Builds::Objects,
+        (Some(_), false) => bail!("--workload takes two BPF objects built from that workload's source; for two bpfbench executables name the workload after --"),
+        (None, false) => Builds::Executables,
+    })
+}
+
+/// Shows progress on stderr: one line per case as it is decided.
+struct Terminal {
+    progress: bool,
+}
+
+impl AbObserver for Terminal {
+    fn case_started(&mut self, index: usize, count: usize, name: &str) {
+        if self.progress {
+            eprint!("[{}/{count}] {name} ... ", index + 1);
+        }
+    }
+
+    fn case_skipped(&mut self, name: &str, why: &str) {
+        if self.progress {
+            eprintln!("N/A ({why})");
+        } else {
+            eprintln!("bpfbench: {name}: N/A ({why})");
+        }
+    }
+
+    fn case_done(&mut self, c: &PairedCase) {
+        if self.progress {
+            eprintln!(
+                "B/A {:.4} [{:.4}, {:.4}] {} ({} loads, {:.1} s)",
+                c.ratio,
+                c.ratio_ci95.0,
+                c.ratio_ci95.1,
+                c.verdict.as_str(),
+                c.round_ratios.len(),
+                c.elapsed_s
+            );
+        }
+    }
+}
+
+/// Loads `b` after checking it offers every scenario of `selected`.
+fn check_same_scenarios(selected: &[ScenarioInfo], b_name: &str, b_scenarios: &[ScenarioInfo]) -> Result<()> {
+    for s in selected {
+        if !b_scenarios.iter().any(|x| x.name == s.name) {
+            let have: Vec<&str> = b_scenarios.iter().map(|x| x.name.as_ref()).collect();
+            bail!("B ({b_name}) has no case '{}' (it has: {}); A and B must offer the same cases", s.name, have.join(", "));
+        }
+    }
+    Ok(())
+}
+
+pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    if args.whole_runs {
+        return whole_runs(args);
+    }
+    let builds = builds_of(args)?;
+    if matches!(builds, Builds::Executables) {
+        for reserved in ["--cpu", "--format", "--output", "--repeat", "--compare-to"] {
+            if args.run_args.iter().any(|x| x == reserved) {
+                bail!("{reserved} is set by 'bpfbench ab' itself; leave it out of the run arguments");
+            }
+        }
+    } else if !args.run_args.is_empty() {
+        bail!("arguments after -- are for two bpfbench executables; with BPF objects give the options before A and B");
+    }
+    let mut history = if args.no_store { None } else { Some(History::open(&args.db.path())?) };
+    let cpu = system::prepare_for_timing(args.cpu)?;
+    let plan = |workload: &str, scenarios: Vec<ScenarioInfo>| AbPlan {
+        workload: workload.to_string(),
+        labels: (args.a.display().to_string(), args.b.display().to_string()),
+        scenarios,
+        settings: args.paired.clone(),
+        threshold: args.gate.threshold(),
+        allow_different_output: args.allow_different_output,
+        tag: args.tag.clone(),
+        cpu,
+        stop: interrupt::flag(),
+    };
+    let mut observer = Terminal { progress: std::io::stderr().is_terminal() };
+    let record = match builds {
+        Builds::Objects | Builds::WorkloadObjects(_) => {
+            let build = |p: &Path| -> Result<Box<dyn Workload>> {
+                match &builds {
+                    Builds::WorkloadObjects(name) => workloads::build_with_object(name, matches, p),
+                    _ => workloads::build(&p.display().to_string(), matches),
+                }
+            };
+            let (wa, wb) = (build(&args.a)?, build(&args.b)?);
+            let scenarios = session::select(wa.as_ref(), &args.scenarios, &args.groups)?;
+            check_same_scenarios(&scenarios, wb.name(), wb.scenarios())?;
+            let (mut la, mut lb) = (LocalBuild::new(wa.as_ref(), cpu), LocalBuild::new(wb.as_ref(), cpu));
+            session::ab::run(plan(wa.name(), scenarios), &mut la, &mut lb, &mut observer)?
+        }
+        Builds::Executables => {
+            let mut run_args = args.run_args.clone();
+            run_args.extend(["--cpu".to_string(), cpu.to_string()]);
+            let mut a = Worker::spawn(&args.a, &run_args)?;
+            let mut b = Worker::spawn(&args.b, &run_args)?;
+            let scenarios = session::select_from(&a.workload, &a.scenarios, &args.scenarios, &args.groups)?;
+            check_same_scenarios(&scenarios, &b.workload.clone(), &b.scenarios.clone())?;
+            let name = a.workload.clone();
+            session::ab::run(plan(&name, scenarios), &mut a, &mut b, &mut observer)?
+        }
+    };
+    finish(args, &record, history.as_mut())
+}
+
+/// Shows, stores and gates a finished comparison.
+fn finish(args: &AbArgs, record: &PairedRecord, history: Option<&mut History>) -> Result<ExitCode> {
+    if record.cases.is_empty() {
+        if record.interrupted {
+            eprintln!("bpfbench: interrupted before any case was compared");
+            return Ok(ExitCode::from(130));
+        }
+        bail!("no case was compared");
+    }
+    emit(&ab_table::render(record, args.format)?, args.output.as_deref())?;
+    if record.interrupted {
+        return Ok(ExitCode::from(130));
+    }
+    if let Some(h) = history {
+        let id = h.store_paired(record)?;
+        eprintln!("bpfbench: stored as paired comparison {id} in {} ('bpfbench show --ab {id}')", h.path().display());
+    }
+    Ok(gate(record, args.gate.fail_on_regression))
+}
+
+/// Exit 1 when a case is confidently slower than `limit_pct` allows.
+pub fn gate(record: &PairedRecord, limit_pct: Option<f64>) -> ExitCode {
+    let Some(pct) = limit_pct else { return ExitCode::SUCCESS };
+    let regressions: Vec<&PairedCase> = record.cases.iter().filter(|c| c.verdict == Verdict::Slower && c.ratio_ci95.0 > 1.0 + pct / 100.0).collect();
+    for c in &regressions {
+        eprintln!("bpfbench: {}", ab_table::regression_line(c, pct));
+    }
+    if regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// The older mode for two executables: whole runs interleaved, per-run medians compared.
+fn whole_runs(args: &AbArgs) -> Result<ExitCode> {
+    let rounds = args.rounds as usize;
+    let (a, b) = (&args.a, &args.b);
+    let (runs_a, runs_b) = builds::interleave(a, b, rounds, &args.run_args, |round, binary| {
         eprintln!("bpfbench ab: round {round} of {rounds}: {}", binary.display());
     })?;
     let cmp = compare_runs(
@@ -20,11 +195,26 @@ pub fn ab(a: &Path, b: &Path, rounds: usize, gate: &Gate, format: CompareFormat,
         &format!("{} ({rounds} runs)", a.display()),
         &runs_b,
         &format!("{} ({rounds} runs, interleaved)", b.display()),
-        gate.threshold(),
+        args.gate.threshold(),
         &RunNoise::new(),
     );
     if cmp.benchmarks.is_empty() {
         bail!("the two builds measured no benchmark in common");
     }
-    print_comparison(&cmp, format, gate)
+    let format = match args.format {
+        ab_table::AbFormat::Table => CompareFormat::Table,
+        ab_table::AbFormat::Json => CompareFormat::Json,
+        other => bail!("--whole-runs prints a table or JSON, not {other:?}"),
+    };
+    print_comparison(&cmp, format, &args.gate)
+}
+
+/// `bpfbench ab-worker RUN_ARGS`: loads the workload `run RUN_ARGS` would,
+/// on the CPU given there, and serves the coordinator's requests.
+pub fn serve(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
+    let scenarios = session::select(workload.as_ref(), &args.scenarios, &args.groups)?;
+    let cpu = system::prepare_for_timing(args.cpu)?;
+    worker::serve(workload.as_ref(), cpu, &scenarios)?;
+    Ok(ExitCode::SUCCESS)
 }

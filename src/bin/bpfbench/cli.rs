@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
+use bpfbench::harness::paired::PairedSettings;
+use bpfbench::report::ab_table::AbFormat;
 use bpfbench::record::Sampling;
 use bpfbench::report::Format;
 use bpfbench::workloads;
@@ -34,13 +36,19 @@ pub enum Command {
         /// How many runs to list.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// List stored paired comparisons ('bpfbench ab') instead of runs.
+        #[arg(long, conflicts_with = "scenario")]
+        ab: bool,
         #[command(flatten)]
         db: DbArgs,
     },
     /// Print a stored run again (by id or tag), in any output format.
     Show {
-        /// Run id or tag (the newest run with that tag).
+        /// Run id or tag (the newest run with that tag); with --ab, a paired comparison's id.
         run: String,
+        /// Show a stored paired comparison ('bpfbench history --ab' lists them).
+        #[arg(long)]
+        ab: bool,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Write the output to this file instead of standard output.
@@ -65,24 +73,18 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Interleaved A/B of two bpfbench builds (e.g. before and after a BPF
-    /// change): runs A, B, B, A, ... and compares per-run medians, so a slow
-    /// phase of the machine hits both sides alike.
-    Ab {
-        /// bpfbench binary of the reference build (A).
-        a: PathBuf,
-        /// bpfbench binary of the candidate build.
-        b: PathBuf,
-        /// Runs of each build.
-        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(3..=100))]
-        rounds: u64,
-        #[command(flatten)]
-        gate: Gate,
-        /// table, or json for machines.
-        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-        format: CompareFormat,
-        /// Arguments of `bpfbench run` for both builds (after --), e.g. -- -s tcp-v4-lru-hit
-        #[arg(last = true)]
+    /// Paired A/B of two builds: each case timed in alternation on one CPU
+    /// in ~1 ms batches (A B B A ...), in rounds that set both builds up
+    /// afresh and validate the case on both (outputs compared); per case the
+    /// B/A ratio with its 95% interval and a verdict. A and B are two BPF
+    /// objects of your own, two builds of a built-in workload's object
+    /// (--workload), or two bpfbench executables (run arguments after --).
+    Ab(AbArgs),
+    /// Serves a paired comparison's batches on stdin/stdout (started by
+    /// 'bpfbench ab' with two executables; takes the arguments of 'run').
+    #[command(hide = true)]
+    AbWorker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         run_args: Vec<String>,
     },
     /// What the kernel's verifier makes of each program of an object (two
@@ -155,6 +157,58 @@ pub struct RunArgs {
     pub db: DbArgs,
 }
 
+#[derive(Debug, Args, Clone)]
+pub struct AbArgs {
+    /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench executable.
+    pub a: PathBuf,
+    /// The candidate build (B), of the same kind as A.
+    pub b: PathBuf,
+    /// A and B are builds of this workload's own BPF object (xdp-lb, maps,
+    /// lpm-trie), run with its setup, scenarios and validation.
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Compare only this scenario (repeatable).
+    #[arg(long = "scenario", short = 's')]
+    pub scenarios: Vec<String>,
+    /// Compare only this group of scenarios (repeatable).
+    #[arg(long = "group", short = 'g')]
+    pub groups: Vec<String>,
+    #[command(flatten)]
+    pub paired: PairedSettings,
+    #[command(flatten)]
+    pub gate: Gate,
+    /// Time A and B even where their verdicts or output packets differ.
+    #[arg(long)]
+    pub allow_different_output: bool,
+    /// Run on this CPU (default: the last CPU this process may use).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    #[arg(long, value_enum, default_value_t = AbFormat::Table)]
+    pub format: AbFormat,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Name this comparison in the history.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Do not store this comparison in the history.
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Two executables only: compare medians of whole interleaved runs
+    /// (builds from before paired A/B, which have no 'ab-worker').
+    #[arg(long)]
+    pub whole_runs: bool,
+    /// With --whole-runs: runs of each build.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(3..=100), requires = "whole_runs")]
+    pub rounds: u64,
+    /// Two executables: the arguments of 'bpfbench run' both get (after --),
+    /// e.g. -- maps --map hash -s hash/lookup/1000
+    #[arg(last = true)]
+    pub run_args: Vec<String>,
+}
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct DbArgs {
     /// History database (default: $XDG_DATA_HOME/bpfbench/history.sqlite or ~/.local/share/...).
@@ -188,42 +242,88 @@ pub enum CompareFormat {
     Json,
 }
 
-/// The parsed command line, and the `run` options the workloads read.
+/// The parsed command line, and the matches the workloads read their options from.
 pub struct Parsed {
     pub cli: Cli,
-    /// `run`'s matches (the default suite's when no command was given).
-    pub run_matches: Option<clap::ArgMatches>,
+    /// `run`'s or `ab`'s matches (the default suite's when no command was given).
+    pub workload_matches: Option<clap::ArgMatches>,
+}
+
+/// The paired comparison's default noise threshold, in percent: pairs
+/// resolve about ±1% in a second (the whole-run default is 2%).
+const AB_THRESHOLD_PCT: &str = "1";
+
+/// Whether `path` is one of your own programs: a BPF object, or a spec file.
+pub fn is_own_program(path: &std::path::Path) -> bool {
+    bpfbench::object_file::is_bpf_elf(path) || path.extension().is_some_and(|e| e == "toml")
+}
+
+/// The workload whose options `ab` takes: --workload, else A when it is one
+/// of your own programs (executables take theirs after --).
+fn ab_target(ab: &clap::ArgMatches) -> Option<String> {
+    if let Some(w) = ab.get_one::<String>("workload") {
+        return Some(w.clone());
+    }
+    let a = ab.get_one::<PathBuf>("a")?;
+    is_own_program(a).then(|| a.display().to_string())
 }
 
 /// Parses the process's arguments; `bpfbench` alone means `bpfbench run`.
-///
-/// Each workload has options of its own (two may even share a flag with
-/// different meanings), so `run` is parsed twice: once with every
-/// workload's options, loosely, to find the workload named; then with that
-/// workload's options only.
 pub fn parse() -> Parsed {
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if argv.len() == 1 {
         argv.push("run".into());
     }
+    parse_from(argv)
+}
+
+/// Parses `argv` (program name first).
+///
+/// Each workload has options of its own (two may even share a flag with
+/// different meanings), so `run` and `ab` are parsed twice: once with every
+/// workload's options, loosely, to find the workload named; then with that
+/// workload's options only.
+pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
     // Help would end the probe before it found the workload: leave it out.
     let without_help: Vec<&std::ffi::OsString> = argv.iter().filter(|a| *a != "--help" && *a != "-h").collect();
-    let probe = Cli::command().mut_subcommand("run", workloads::with_all_options).try_get_matches_from(without_help).ok();
-    let probed_run = probe.as_ref().and_then(|m| m.subcommand_matches("run"));
-    let target = probed_run.and_then(|m| m.get_one::<String>("workload").cloned()).unwrap_or_else(|| workloads::DEFAULT.to_string());
-    if let Some(run) = probed_run
-        && let Err(e) = workloads::check_options(&target, run)
-    {
-        eprintln!("bpfbench: error: {e}");
-        std::process::exit(1);
+    let probe = Cli::command()
+        .mut_subcommand("run", workloads::with_all_options)
+        .mut_subcommand("ab", workloads::with_all_options)
+        .try_get_matches_from(without_help)
+        .ok();
+    let (command, probed) = match probe.as_ref().and_then(|m| m.subcommand()) {
+        Some(("ab", m)) => ("ab", Some(m)),
+        Some(("run", m)) => ("run", Some(m)),
+        _ => ("run", None),
+    };
+    let target = match command {
+        "ab" => probed.and_then(ab_target),
+        _ => Some(probed.and_then(|m| m.get_one::<String>("workload").cloned()).unwrap_or_else(|| workloads::DEFAULT.to_string())),
+    };
+    if let (Some(m), Some(t)) = (probed, &target) {
+        let checked = workloads::check_options(t, m);
+        if let Err(e) = checked {
+            eprintln!("bpfbench: error: {e}");
+            std::process::exit(1);
+        }
     }
-    let command = Cli::command().mut_subcommand("run", |c| {
-        workloads::with_options_of(&target, c).after_help(
-            "Workloads have options of their own: 'bpfbench run WORKLOAD --help' shows them (lpm-trie and maps: the map options; FILE.bpf.o or FILE.toml: your own program's).",
-        )
-    });
-    let matches = command.get_matches_from(&argv);
+    let with_target = |c: clap::Command| match &target {
+        Some(t) => workloads::with_options_of(t, c),
+        None => c,
+    };
+    let cmd = Cli::command()
+        .mut_subcommand("run", |c| {
+            with_target(c).after_help(
+                "Workloads have options of their own: 'bpfbench run WORKLOAD --help' shows them (lpm-trie and maps: the map options; FILE.bpf.o or FILE.toml: your own program's).",
+            )
+        })
+        .mut_subcommand("ab", |c| {
+            with_target(c).mut_arg("threshold_pct", |a| a.default_value(AB_THRESHOLD_PCT)).after_help(
+                "With BPF objects, the options of 'bpfbench run FILE.bpf.o' apply (see its --help); with --workload, that workload's.",
+            )
+        });
+    let matches = cmd.get_matches_from(&argv);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let run_matches = matches.subcommand_matches("run").cloned();
-    Parsed { cli, run_matches }
+    let workload_matches = matches.subcommand_matches(command).cloned();
+    Parsed { cli, workload_matches }
 }

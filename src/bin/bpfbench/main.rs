@@ -50,22 +50,33 @@ fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Parses the worker's arguments as those of `run`, and serves.
+fn ab_worker(run_args: Vec<String>) -> Result<ExitCode> {
+    let argv = ["bpfbench", "run"].into_iter().map(String::from).chain(run_args).map(Into::into).collect();
+    let cli::Parsed { cli, workload_matches } = cli::parse_from(argv);
+    let Some(Command::Run(args)) = cli.command else { unreachable!("parsed as run") };
+    ab::serve(&args, workload_matches.as_ref().expect("run has matches"))
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli::Parsed { cli, run_matches } = cli::parse();
+    let cli::Parsed { cli, workload_matches } = cli::parse();
     let result = match cli.command {
         Some(Command::List { workload }) => run::list(workload.as_deref()),
         // `bpfbench` alone parses as `bpfbench run`.
         None => unreachable!("cli::parse turns no command into 'run'"),
-        Some(Command::Run(args)) => run::run(&args, run_matches.as_ref().expect("run has matches")),
+        Some(Command::Run(args)) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
         Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
         Some(Command::Verifier { a, b, format }) => verifier(&a, b.as_deref(), format),
-        Some(Command::History { scenario, limit, db }) => stored::history(scenario.as_deref(), limit, &db.path()),
-        Some(Command::Show { run, format, output, verbose, db }) => stored::show(&run, format, output.as_deref(), verbose, &db.path()),
+        Some(Command::History { scenario, limit, ab: false, db }) => stored::history(scenario.as_deref(), limit, &db.path()),
+        Some(Command::History { limit, ab: true, db, .. }) => stored::history_paired(limit, &db.path()),
+        Some(Command::Show { run, ab: false, format, output, verbose, db }) => stored::show(&run, format, output.as_deref(), verbose, &db.path()),
+        Some(Command::Show { run, ab: true, format, output, db, .. }) => stored::show_paired(&run, format, output.as_deref(), &db.path()),
         Some(Command::Compare { a, b, gate, tags, format, db }) => stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path()),
-        Some(Command::Ab { a, b, rounds, gate, format, run_args }) => ab::ab(&a, &b, rounds as usize, &gate, format, &run_args),
+        Some(Command::Ab(args)) => ab::ab(&args, workload_matches.as_ref().expect("ab has matches")),
+        Some(Command::AbWorker { run_args }) => ab_worker(run_args),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,9 @@ use anyhow::{Result, bail};
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
 use bpfbench::history::{History, resolve_runs};
+use bpfbench::report::ab_table::{self, AbFormat};
 use bpfbench::report::{self, Format};
+use bpfbench::stats::two_sample::Verdict;
 
 use crate::cli::CompareFormat;
 use crate::output::{emit, print_comparison};
@@ -68,6 +70,43 @@ fn utc(secs: u64) -> String {
 pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Path) -> Result<ExitCode> {
     let (runs, _) = resolve_runs(run, db, 1)?;
     emit(&report::render(&runs[0], format, verbose)?, output)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn history_paired(limit: usize, db: &Path) -> Result<ExitCode> {
+    if !db.exists() {
+        bail!("no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given", db.display());
+    }
+    let h = History::open(db)?;
+    println!("{:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  geomean B/A", "ab", "started (UTC)", "tag", "cases", "A", "B");
+    for (id, r) in h.list_paired(limit)? {
+        println!(
+            "{id:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  {}",
+            utc(r.environment.started_at),
+            r.tag.as_deref().unwrap_or("-"),
+            r.cases.len(),
+            r.a,
+            r.b,
+            r.geomean_ratio.map_or("-".into(), |g| format!("{g:.4} ({} slower, {} faster)", r.count(Verdict::Slower), r.count(Verdict::Faster)))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show_paired(id: &str, format: Format, output: Option<&Path>, db: &Path) -> Result<ExitCode> {
+    let Ok(id) = id.parse::<i64>() else { bail!("'{id}' is not a paired comparison's id; 'bpfbench history --ab' lists them") };
+    if !db.exists() {
+        bail!("there is no history database at {}", db.display());
+    }
+    let record = History::open(db)?.load_paired(id)?;
+    let format = match format {
+        Format::Table => AbFormat::Table,
+        Format::Json => AbFormat::Json,
+        Format::Csv => AbFormat::Csv,
+        Format::Bmf => AbFormat::Bmf,
+        Format::Gobench => bail!("a paired comparison has no gobench form; use table, json, csv or bmf"),
+    };
+    emit(&ab_table::render(&record, format)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -341,7 +341,7 @@ impl LoadedWorkload for Loaded<'_> {
             [(v, _)] => verdict_name(kind, *v),
             many => format!("mixed: {}", many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")),
         };
-        let validation = Validation { verdict, timing, checks, notes };
+        let validation = Validation { verdict, timing, checks, notes, outputs: refs };
         let program = self.user.prog_fd(name)?;
         let prepared = Prepared { timer, program, stats: self.stats.clone(), overhead_key: key };
         Ok((validation, Box::new(prepared)))

@@ -1,0 +1,192 @@
+//! The paired engine: one case of two builds, A and B, timed in
+//! alternation on one CPU in short batches (A B B A A B B A ...), each
+//! adjacent pair giving one B/A ratio, in rounds that each load both
+//! builds afresh.
+//!
+//! Two effects decide the design, both measured on this project's VM:
+//! - The machine's speed moves between levels for milliseconds to minutes.
+//!   Batches taken next to each other share the level, so their ratio does
+//!   not see it; the ABBA order cancels a steady drift within each four.
+//! - Where a load lands moves its speed for as long as it stays loaded:
+//!   the kernel JITs each program at a random offset, and maps get memory
+//!   and hash seeds of their own. Identical code loaded twice ran at a
+//!   steady 0.94-1.06 of itself; reloading only the programs over the same
+//!   maps still left the load balancer 2% apart from itself. One load of
+//!   each side is one draw of that; a verdict about the code needs many.
+//!   So each round sets both builds up afresh (programs, maps, state; in
+//!   alternating order, each behind a spacer of random size, the old load
+//!   freed only after the new one stands: see harness::spacer), validates
+//!   the case on both, takes a few pairs, and contributes its median
+//!   ratio: the rounds are the units of the interval (stats::paired).
+//!   Measured on identical load-balancer builds over five processes each:
+//!   freeing first and no spacer left B 1% faster throughout; freeing
+//!   after, without spacers, spread the results 0.8-0.9% (SD); with both,
+//!   0.1-0.6%, centred on 1.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+
+use super::runner::calibrate;
+use super::spacer::Spacer;
+use super::{PreparedScenario, ScenarioInfo, Validation, Variant};
+use crate::record::paired::PairedCase;
+use crate::stats::paired::{combined_ratio, round_median, verdict};
+use crate::stats::two_sample::Verdict;
+use crate::stats::{median_ci, percentile_sorted};
+
+/// How a paired comparison samples each case.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct PairedSettings {
+    /// Target duration of one batch of A (B runs as many iterations), in milliseconds.
+    #[arg(long = "batch-ms", value_name = "MS", default_value_t = 1.0)]
+    pub batch_ms: f64,
+    /// Stop sampling a case after this many seconds even if undecided.
+    #[arg(long = "max-time", value_name = "S", default_value_t = 10.0)]
+    pub max_time_s: f64,
+    /// Pairs of batches per round (each round sets both builds up afresh).
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub pairs_per_round: u32,
+    /// Rounds a case takes at least before it may stop.
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_rounds: u32,
+}
+
+impl Default for PairedSettings {
+    fn default() -> Self {
+        PairedSettings { batch_ms: 1.0, max_time_s: 10.0, pairs_per_round: 16, min_rounds: 12 }
+    }
+}
+
+/// Confidence of the interval that may stop a case early: stricter than
+/// the reported 95%, since it is looked at many times (after the minimum,
+/// then every eighth of the rounds so far).
+const STOP_LEVEL: f64 = 0.99;
+/// Batches of warm-up per side after each load.
+const WARMUP_BATCHES: usize = 2;
+
+/// One side of a paired comparison: a build that can be set up afresh.
+pub trait Build {
+    /// Why the case cannot run with this build here, if it cannot.
+    fn unavailable(&mut self, s: &ScenarioInfo) -> Option<String>;
+    /// Sets the build up anew (programs, maps and state, nothing kept from
+    /// an earlier load) and validates `s` on it.
+    fn fresh(&mut self, s: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)>;
+}
+
+/// Sets `build` up afresh behind a spacer of random size.
+fn load<'b>(build: &'b mut dyn Build, s: &ScenarioInfo, rng: &mut SmallRng, what: &str) -> Result<(Validation, Box<dyn PreparedScenario + 'b>)> {
+    let _spacer = Spacer::random(rng)?;
+    build.fresh(s).context(what.to_string())
+}
+
+/// Warm-up, then `pairs` pairs in ABBA order on the loaded sides; returns
+/// the pair ratios (None if `stop` cut the round short) and adds each
+/// batch's ns/op to `ns`.
+fn round(sides: [&mut dyn PreparedScenario; 2], iters: u32, pairs: u32, ns: &mut [Vec<f64>; 2], stop: &AtomicBool) -> Result<Option<Vec<f64>>> {
+    let mut batch = |side: usize| -> Result<f64> {
+        let t = sides[side].run_batch(Variant::Body, iters)?;
+        if t.iters == 0 {
+            bail!("the timing loop ran no iteration");
+        }
+        Ok(t.ns_per_op())
+    };
+    for k in 0..2 * WARMUP_BATCHES {
+        batch(k % 2)?;
+    }
+    let mut ratios = Vec::with_capacity(pairs as usize);
+    for p in 0..pairs {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut pair = [0.0f64; 2];
+        let order = if p % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            pair[side] = batch(side)?;
+        }
+        ns[0].push(pair[0]);
+        ns[1].push(pair[1]);
+        ratios.push(pair[1] / pair[0]);
+    }
+    Ok(Some(ratios))
+}
+
+/// Times case `s` of builds `a` and `b` in rounds until the combined
+/// ratio's interval is decided against `threshold` or `settings.max_time_s`
+/// passes. `check` sees both validations of every round and may refuse
+/// them. `stop` is Ctrl-C. Names are filled in by the caller.
+pub fn run(
+    a: &mut dyn Build,
+    b: &mut dyn Build,
+    s: &ScenarioInfo,
+    settings: &PairedSettings,
+    threshold: f64,
+    stop: &AtomicBool,
+    check: &mut dyn FnMut(&Validation, &Validation) -> Result<()>,
+) -> Result<PairedCase> {
+    let start = Instant::now();
+    let cap = Duration::from_secs_f64(settings.max_time_s);
+    let (mut rounds, mut ratios, mut ns) = (Vec::new(), Vec::new(), [Vec::new(), Vec::new()]);
+    let mut iters = None;
+    let mut next_look = settings.min_rounds as usize;
+    // Spacer sizes: seeded from the case, so a comparison can be rerun as it was.
+    let mut rng = SmallRng::seed_from_u64(s.name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)));
+    let stopped = loop {
+        // Alternate which build is set up first, each behind a spacer.
+        let ((va, mut pa), (vb, mut pb)) = if rounds.len() % 2 == 0 {
+            let x = load(a, s, &mut rng, "A")?;
+            (x, load(b, s, &mut rng, "B")?)
+        } else {
+            let y = load(b, s, &mut rng, "B")?;
+            (load(a, s, &mut rng, "A")?, y)
+        };
+        check(&va, &vb)?;
+        let n = match iters {
+            Some(n) => n,
+            None => *iters.insert(calibrate(pa.as_mut(), Variant::Body, settings.batch_ms * 1e6, stop).context("calibrating A")?.0),
+        };
+        let Some(r) = round([pa.as_mut(), pb.as_mut()], n, settings.pairs_per_round, &mut ns, stop)? else { break "interrupted" };
+        rounds.push(round_median(&r));
+        ratios.extend(r);
+        if rounds.len() >= next_look {
+            let (_, ci) = combined_ratio(&rounds, STOP_LEVEL);
+            if verdict(ci, threshold) != Verdict::Uncertain {
+                break "decided";
+            }
+            next_look = rounds.len() + (rounds.len() / 8).max(1);
+        }
+        if start.elapsed() >= cap {
+            break "time cap";
+        }
+    };
+    if rounds.len() < 2 {
+        bail!("interrupted before two rounds were taken");
+    }
+    let (ratio, ci) = combined_ratio(&rounds, 0.95);
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (percentile_sorted(v, 50.0), median_ci(v, 0.95))
+    };
+    let [mut ns_a, mut ns_b] = ns;
+    let ((median_a, median_a_ci95), (median_b, median_b_ci95)) = (median(&mut ns_a), median(&mut ns_b));
+    Ok(PairedCase {
+        workload: String::new(),
+        name: String::new(),
+        batch_iters: iters.unwrap_or(0),
+        median_a,
+        median_b,
+        median_a_ci95,
+        median_b_ci95,
+        ratio,
+        ratio_ci95: ci,
+        verdict: verdict(ci, threshold),
+        stop: stopped.into(),
+        elapsed_s: start.elapsed().as_secs_f64(),
+        round_ratios: rounds,
+        ratios,
+    })
+}

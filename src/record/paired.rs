@@ -1,0 +1,61 @@
+//! The record of a paired A/B (`bpfbench ab`): per case, the ratios of
+//! batches of A and B taken next to each other on one CPU, in rounds that
+//! each set both builds up afresh.
+
+use serde::{Deserialize, Serialize};
+
+use super::Environment;
+use crate::stats::two_sample::Verdict;
+
+pub const PAIRED_SCHEMA: &str = "bpfbench.ab/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairedRecord {
+    pub schema: String,
+    /// How A and B were given ("xdp_encap.bpf.o", "./bpfbench-before").
+    pub a: String,
+    pub b: String,
+    #[serde(default)]
+    pub tag: Option<String>,
+    pub environment: Environment,
+    /// Relative change below which a difference counts as noise.
+    pub threshold: f64,
+    pub cases: Vec<PairedCase>,
+    /// Geometric mean of the cases' median ratios.
+    pub geomean_ratio: Option<f64>,
+    /// Ctrl-C ended the comparison; `cases` holds what was finished.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairedCase {
+    pub workload: String,
+    pub name: String,
+    /// Iterations of every batch, A and B alike.
+    pub batch_iters: u32,
+    /// Median ns/op of A's and of B's batches, and their 95% intervals
+    /// (order statistics of the batches).
+    pub median_a: f64,
+    pub median_b: f64,
+    pub median_a_ci95: (f64, f64),
+    pub median_b_ci95: (f64, f64),
+    /// B/A: the geometric mean of the rounds' median pair ratios, and its
+    /// Student-t 95% interval over rounds.
+    pub ratio: f64,
+    pub ratio_ci95: (f64, f64),
+    pub verdict: Verdict,
+    /// Why sampling stopped: "decided", "time cap" or "interrupted".
+    pub stop: String,
+    pub elapsed_s: f64,
+    /// Each round's median B/A ratio, in the order taken.
+    pub round_ratios: Vec<f64>,
+    /// Each pair's B/A ratio, in the order taken (rounds one after another).
+    pub ratios: Vec<f64>,
+}
+
+impl PairedRecord {
+    /// How many cases got verdict `v`.
+    pub fn count(&self, v: Verdict) -> usize {
+        self.cases.iter().filter(|c| c.verdict == v).count()
+    }
+}

@@ -1,0 +1,140 @@
+//! A paired comparison (`bpfbench ab`) for people (a table) and machines
+//! (CSV, Bencher Metric Format; JSON is the record itself).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::export::BmfMeasure;
+use crate::record::paired::{PairedCase, PairedRecord};
+use crate::stats::two_sample::Verdict;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AbFormat {
+    Table,
+    /// The full record (schema bpfbench.ab/N).
+    Json,
+    /// One row per case.
+    Csv,
+    /// Bencher Metric Format: B's latency, and the B/A ratio with its interval.
+    Bmf,
+}
+
+pub fn render(rec: &PairedRecord, format: AbFormat) -> Result<String> {
+    Ok(match format {
+        AbFormat::Table => table(rec),
+        AbFormat::Json => serde_json::to_string_pretty(rec)? + "\n",
+        AbFormat::Csv => csv(rec)?,
+        AbFormat::Bmf => serde_json::to_string_pretty(&bmf(rec))? + "\n",
+    })
+}
+
+fn benchmark(c: &PairedCase) -> String {
+    format!("{}/{}", c.workload, c.name)
+}
+
+/// "40 loads x 16 pairs, 3.2 s": rounds (each a fresh load of both builds),
+/// pairs per round, time taken.
+fn rests_on(c: &PairedCase) -> String {
+    let per = c.ratios.len() / c.round_ratios.len().max(1);
+    format!("{} loads x {per} pairs, {:.1} s", c.round_ratios.len(), c.elapsed_s)
+}
+
+/// One line per case: both medians, the median ratio with its interval,
+/// the verdict, and what it rests on.
+pub fn table(rec: &PairedRecord) -> String {
+    let mut out = String::new();
+    let w = rec.cases.iter().map(|c| benchmark(c).len()).max().unwrap_or(9).max(9);
+    let _ = writeln!(out, "A: {}\nB: {}", rec.a, rec.b);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>10}  {:>10}  {:>8}  {:>17}  {:>24}  verdict (noise threshold ±{:.1}%)",
+        "benchmark",
+        "A ns/op",
+        "B ns/op",
+        "B/A",
+        "95% CI",
+        "rests on",
+        rec.threshold * 100.0
+    );
+    for c in &rec.cases {
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>10.2}  {:>10.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>24}  {}{}",
+            benchmark(c),
+            c.median_a,
+            c.median_b,
+            c.ratio,
+            c.ratio_ci95.0,
+            c.ratio_ci95.1,
+            rests_on(c),
+            c.verdict.as_str(),
+            if c.stop == "decided" { String::new() } else { format!(" ({})", c.stop) }
+        );
+    }
+    if let Some(g) = rec.geomean_ratio {
+        let _ = writeln!(out, "{:<w$}  {:>10}  {:>10}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
+    }
+    let _ = writeln!(
+        out,
+        "{} slower, {} faster, {} same, {} uncertain (B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; \
+         geometric mean of the rounds' median ratios, Student-t CI over rounds)",
+        rec.count(Verdict::Slower),
+        rec.count(Verdict::Faster),
+        rec.count(Verdict::Same),
+        rec.count(Verdict::Uncertain)
+    );
+    if rec.interrupted {
+        let _ = writeln!(out, "interrupted: the cases above are all that was measured");
+    }
+    out
+}
+
+pub fn csv(rec: &PairedRecord) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["benchmark", "median_a_ns", "median_b_ns", "ratio", "ci95_low", "ci95_high", "verdict", "loads", "pairs", "batch_iters", "elapsed_s", "stop"])?;
+    for c in &rec.cases {
+        w.write_record([
+            benchmark(c),
+            format!("{:.3}", c.median_a),
+            format!("{:.3}", c.median_b),
+            format!("{:.5}", c.ratio),
+            format!("{:.5}", c.ratio_ci95.0),
+            format!("{:.5}", c.ratio_ci95.1),
+            c.verdict.as_str().to_string(),
+            c.round_ratios.len().to_string(),
+            c.ratios.len().to_string(),
+            c.batch_iters.to_string(),
+            format!("{:.2}", c.elapsed_s),
+            c.stop.clone(),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// B's latency and the B/A ratio per benchmark, for Bencher's thresholds.
+pub fn bmf(rec: &PairedRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>> {
+    rec.cases
+        .iter()
+        .map(|c| {
+            let mut measures = BTreeMap::new();
+            measures.insert("latency".to_string(), BmfMeasure { value: c.median_b, lower_value: c.median_b_ci95.0, upper_value: c.median_b_ci95.1 });
+            measures.insert("ratio".to_string(), BmfMeasure { value: c.ratio, lower_value: c.ratio_ci95.0, upper_value: c.ratio_ci95.1 });
+            (benchmark(c), measures)
+        })
+        .collect()
+}
+
+/// The gate's line for a case confidently slower than allowed.
+pub fn regression_line(c: &PairedCase, limit_pct: f64) -> String {
+    format!(
+        "regression: {} is {:+.1}% slower in B (95% CI [{:+.1}%, {:+.1}%], over the {:.1}% limit; {} loads)",
+        benchmark(c),
+        (c.ratio - 1.0) * 100.0,
+        (c.ratio_ci95.0 - 1.0) * 100.0,
+        (c.ratio_ci95.1 - 1.0) * 100.0,
+        limit_pct,
+        c.round_ratios.len()
+    )
+}

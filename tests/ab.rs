@@ -1,0 +1,182 @@
+//! The paired A/B against the real kernel: a clearly slowed object is
+//! called slower and a copy is not; different outputs are refused with
+//! the place named; built-in workloads take other builds of their object;
+//! two executables take turns through workers; a stored comparison comes
+//! back as it was printed. Statistical checks use generous margins.
+
+mod common;
+
+use std::path::PathBuf;
+
+use bpfbench::record::paired::PairedRecord;
+use bpfbench::stats::two_sample::Verdict;
+use common::{bpfbench, stderr, stdout, temp_dir, test_object};
+
+fn object(name: &str) -> String {
+    test_object(name).to_string_lossy().into_owned()
+}
+
+/// An object build.rs compiled for a built-in workload.
+fn builtin_object(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("OUT_DIR"))).join(format!("{name}.bpf.o"))
+}
+
+/// Copies `from` to a file of its own in `dir` (a second, identical build).
+fn copy(from: &str, dir: &std::path::Path, name: &str) -> String {
+    let to = dir.join(name);
+    std::fs::copy(from, &to).unwrap();
+    to.to_string_lossy().into_owned()
+}
+
+/// `bpfbench ab ARGS --no-store --format json` with short cases: (exit code, record, stderr).
+fn ab(args: &[&str]) -> (Option<i32>, Option<PairedRecord>, String) {
+    let mut all = vec!["ab", "--no-store", "--format", "json", "--max-time", "3"];
+    all.extend_from_slice(args);
+    let o = bpfbench(&all);
+    (o.status.code(), serde_json::from_slice(&o.stdout).ok(), stderr(&o))
+}
+
+#[test]
+fn a_clearly_slowed_object_is_slower_and_an_identical_copy_is_not() {
+    let dir = temp_dir("ab-objects");
+    let a = object("xdp_swap.bpf.o");
+    let (code, rec, err) = ab(&[&a, &object("xdp_swap_slow.bpf.o")]);
+    assert_eq!(code, Some(0), "{err}");
+    let c = &rec.unwrap().cases[0];
+    assert_eq!(c.verdict, Verdict::Slower, "{c:?}");
+    assert!(c.ratio > 1.2 && c.ratio_ci95.0 > 1.1, "{c:?}");
+    assert!(c.ratios.len() >= 100 && c.median_b > c.median_a, "{c:?}");
+
+    // The same code loaded twice: no confident verdict at a 5% threshold.
+    let same = copy(&a, &dir, "xdp_swap_copy.bpf.o");
+    let (code, rec, err) = ab(&[&a, &same, "--threshold", "5"]);
+    assert_eq!(code, Some(0), "{err}");
+    let c = &rec.unwrap().cases[0];
+    assert!(matches!(c.verdict, Verdict::Same | Verdict::Uncertain), "{c:?}");
+    assert!((c.ratio - 1.0).abs() < 0.05, "{c:?}");
+}
+
+#[test]
+fn the_gate_fails_a_regression_beyond_its_limit_only() {
+    let (a, b) = (object("xdp_swap.bpf.o"), object("xdp_swap_slow.bpf.o"));
+    let (code, _, err) = ab(&[&a, &b, "--fail-on-regression", "5"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("regression: xdp_swap/xdp_swap is +") && err.contains("over the 5.0% limit"), "{err}");
+    // B faster than A is no regression.
+    let (code, _, err) = ab(&[&b, &a, "--fail-on-regression", "5"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn different_outputs_are_refused_with_the_place_named() {
+    let (swap, pass) = (object("xdp_swap.bpf.o"), object("xdp_pass.bpf.o"));
+    // Program names differ, so the case is named explicitly for both.
+    let o = bpfbench(&["ab", &swap, &pass, "--no-store"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("B (") && err.contains("has no case 'xdp_swap'"), "{err}");
+    let dir = temp_dir("ab-differ");
+    let spec = |obj: &str, prog: &str| {
+        let path = dir.join(format!("{prog}.toml"));
+        std::fs::write(&path, format!("object = \"{obj}\"\nprogram = \"{prog}\"\n[[case]]\nname = \"ping\"\npacket = \"eth/ipv4/udp/payload(8)\"\n")).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let (code, _, err) = ab(&[&spec(&swap, "xdp_swap"), &spec(&pass, "xdp_pass")]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("ping: A and B do not do the same: verdict: A XDP_TX, B XDP_PASS") && err.contains("--allow-different-output"), "{err}");
+}
+
+#[test]
+fn built_in_workloads_compare_two_builds_of_their_object() {
+    let dir = temp_dir("ab-builtin");
+    let lb = builtin_object("xdp_lb").to_string_lossy().into_owned();
+    let lb2 = copy(&lb, &dir, "xdp_lb_copy.bpf.o");
+    let (code, rec, err) = ab(&["--workload", "xdp-lb", &lb, &lb2, "-s", "tcp-v4-lru-hit", "-s", "tcp-v6-ch", "--threshold", "5"]);
+    assert_eq!(code, Some(0), "{err}");
+    let rec = rec.unwrap();
+    assert_eq!(rec.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["tcp-v4-lru-hit", "tcp-v6-ch"]);
+    assert!(rec.cases.iter().all(|c| c.workload == "xdp-lb" && matches!(c.verdict, Verdict::Same | Verdict::Uncertain)), "{rec:?}");
+
+    let ops = builtin_object("map_ops").to_string_lossy().into_owned();
+    let ops2 = copy(&ops, &dir, "map_ops_copy.bpf.o");
+    let (code, rec, err) = ab(&["--workload", "maps", &ops, &ops2, "--map", "hash", "--op", "lookup", "--entries", "1000", "--threshold", "5"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(rec.unwrap().cases[0].name, "hash/lookup/1000");
+
+    // Another program's object is refused by name before anything is timed.
+    let swap = object("xdp_swap.bpf.o");
+    let (code, _, err) = ab(&["--workload", "xdp-lb", &swap, &swap]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("has no program 'xdp_lb'") && err.contains("built from this bpfbench's source"), "{err}");
+    let (code, _, err) = ab(&["--workload", "nonesuch", &swap, &swap]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("unknown workload 'nonesuch'"), "{err}");
+}
+
+#[test]
+fn two_executables_take_turns_through_workers() {
+    let exe = env!("CARGO_BIN_EXE_bpfbench");
+    let (code, rec, err) = ab(&[exe, exe, "--threshold", "5", "--", "-s", "tcp-v4-lru-hit"]);
+    assert_eq!(code, Some(0), "{err}");
+    let c = &rec.unwrap().cases[0];
+    assert_eq!((c.workload.as_str(), c.name.as_str()), ("xdp-lb", "tcp-v4-lru-hit"));
+    assert!(matches!(c.verdict, Verdict::Same | Verdict::Uncertain) && c.ratios.len() >= 100, "{c:?}");
+    // A file that is no bpfbench cannot serve.
+    let o = bpfbench(&["ab", "/bin/true", exe, "--no-store"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/bin/true did not start as a paired-comparison worker"), "{}", stderr(&o));
+    // A BPF object and an executable are not two builds of one thing.
+    let o = bpfbench(&["ab", &object("xdp_swap.bpf.o"), exe, "--no-store"]);
+    assert!(stderr(&o).contains("A and B must be of one kind"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_stored_comparison_comes_back_as_printed() {
+    let dir = temp_dir("ab-store");
+    let db = dir.join("h.sqlite").to_string_lossy().into_owned();
+    let (a, b) = (object("xdp_swap.bpf.o"), object("xdp_swap_slow.bpf.o"));
+    let o = bpfbench(&["ab", &a, &b, "--db", &db, "--tag", "pr-7", "--format", "json", "--max-time", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("stored as paired comparison 1"), "{}", stderr(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let shown = bpfbench(&["show", "--ab", "1", "--db", &db, "--format", "json"]);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&shown.stdout).unwrap(), printed);
+    let listed = stdout(&bpfbench(&["history", "--ab", "--db", &db]));
+    assert!(listed.contains("pr-7") && listed.contains("xdp_swap_slow.bpf.o") && listed.contains("1 slower"), "{listed}");
+    let table = stdout(&bpfbench(&["show", "--ab", "1", "--db", &db]));
+    assert!(table.contains("rests on") && table.contains(" pairs, "), "{table}");
+    let missing = bpfbench(&["show", "--ab", "9", "--db", &db]);
+    assert!(stderr(&missing).contains("no paired comparison 9"), "{}", stderr(&missing));
+}
+
+/// Ctrl-C stops a comparison between batches: the cases finished so far
+/// are printed, the exit code is 130, and no worker or program is left.
+#[test]
+fn ctrl_c_ends_a_comparison_with_what_it_has_and_leaves_nothing_behind() {
+    let exe = env!("CARGO_BIN_EXE_bpfbench");
+    let child = std::process::Command::new(exe)
+        .args(["ab", exe, exe, "--no-store", "--format", "json", "--max-time", "60", "--min-rounds", "100000", "--", "-s", "tcp-v4-lru-hit"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let rec: PairedRecord = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rec.interrupted && rec.cases[0].stop == "interrupted" && rec.cases[0].round_ratios.len() >= 2, "{rec:?}");
+    let workers = std::process::Command::new("pgrep").args(["-f", "bpfbench ab-worker"]).output().unwrap();
+    assert!(workers.stdout.is_empty(), "workers left: {}", String::from_utf8_lossy(&workers.stdout));
+    // The kernel frees programs once their last descriptor closes, after a grace period.
+    let mut left = common::loaded_prog_names();
+    for _ in 0..50 {
+        if !left.iter().any(|n| n == "xdp_lb" || n == "bench_spacer") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = common::loaded_prog_names();
+    }
+    assert!(!left.iter().any(|n| n == "xdp_lb" || n == "bench_spacer"), "{left:?}");
+}
