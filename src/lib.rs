@@ -23,6 +23,7 @@ pub mod report;
 pub mod session;
 pub mod stats;
 pub mod system;
+pub mod traffic;
 pub mod workloads;
 
 /// Includes the libbpf-rs skeleton that build.rs generated for

@@ -326,16 +326,23 @@ fn parse_layer(text: &str) -> Result<Layer> {
 impl PacketSpec {
     /// Parses a spec; errors name the layer and field at fault.
     pub fn parse(text: &str) -> Result<PacketSpec> {
+        let spec = Self::parse_flows(text)?;
+        let n = spec.count();
+        ensure!(n <= MAX_PACKETS, "'{}' stands for {n} packets; at most {MAX_PACKETS} — narrow a range", spec.text);
+        Ok(spec)
+    }
+
+    /// Parses a spec whose ranges may stand for any number of packets: the
+    /// traffic generator writes each frame's flow in BPF from
+    /// [`PacketSpec::range_layout`] and never lists the packets.
+    pub fn parse_flows(text: &str) -> Result<PacketSpec> {
         let layers = split_top(text, '/').into_iter().map(parse_layer).collect::<Result<Vec<_>>>()?;
         ensure!(!layers.is_empty() && layers[0].kind == Kind::Eth, "a packet starts with eth");
         for (i, l) in layers.iter().enumerate() {
             ensure!(i == 0 || l.kind != Kind::Eth, "eth may only be the first layer");
             ensure!(l.kind != Kind::Payload || i + 1 == layers.len(), "payload must be the last layer");
         }
-        let spec = PacketSpec { text: text.trim().to_string(), layers };
-        let n = spec.count();
-        ensure!(n <= MAX_PACKETS, "'{}' stands for {n} packets; at most {MAX_PACKETS} — narrow a range", spec.text);
-        Ok(spec)
+        Ok(PacketSpec { text: text.trim().to_string(), layers })
     }
 
     /// How many packets the spec stands for (the product of its ranges).
@@ -544,6 +551,148 @@ impl PacketSpec {
             }
         }
         Ok(p)
+    }
+}
+
+/// A field a range varies: where it sits in the packet and which checksums
+/// cover it, so that a frame's flow can be written in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeSpot {
+    /// `layer.field`, as the spec names it (`ipv4.src`, `udp.dport`).
+    pub name: String,
+    /// Byte offset of the varied big-endian bytes in the packet.
+    pub offset: usize,
+    /// 2 (ports) or 4 (IPv4 addresses, and the last 4 bytes of IPv6 ones).
+    pub width: usize,
+    /// The range, as the `width` varied bytes read (first is the template's).
+    pub lo: u32,
+    pub hi: u32,
+    /// Indexes into [`RangeLayout::checksums`] of the checksums covering it.
+    pub checksums: Vec<usize>,
+}
+
+/// A checksum field that covers a varied field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksumSpot {
+    pub offset: usize,
+    /// UDP's: a computed zero is sent as 0xffff (zero means "none").
+    pub udp: bool,
+}
+
+/// Where a spec's ranges and the checksums over them sit in its packets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RangeLayout {
+    /// In spec order: packet `k`'s values are the digits of `k`, first fastest.
+    pub fields: Vec<RangeSpot>,
+    pub checksums: Vec<ChecksumSpot>,
+}
+
+impl PacketSpec {
+    /// Byte offset of each layer's header in the packet.
+    fn layer_offsets(&self) -> Vec<usize> {
+        let mut at = 0;
+        let mut out = Vec::with_capacity(self.layers.len());
+        for (li, l) in self.layers.iter().enumerate() {
+            out.push(at);
+            at += match l.kind {
+                Kind::Eth => 14,
+                Kind::Vlan => 4,
+                Kind::Ipv4 => {
+                    20 + match &self.layers[li].values[9] {
+                        Some(Value::Bytes(b)) => b.len(),
+                        _ => 0,
+                    }
+                }
+                Kind::Ipv6 => 40,
+                Kind::Ipv6Frag | Kind::Udp | Kind::Icmp | Kind::Icmpv6 => 8,
+                Kind::Tcp => 20,
+                Kind::Payload => 0,
+            };
+        }
+        out
+    }
+
+    /// The spec's ranges as places in the packet. Only addresses and ports
+    /// can vary this way (an IPv6 range only in its last 32 bits); any other
+    /// range is an error naming it.
+    pub fn range_layout(&self) -> Result<RangeLayout> {
+        let offsets = self.layer_offsets();
+        let mut layout = RangeLayout::default();
+        let checksum_at = |layout: &mut RangeLayout, offset: usize, udp: bool| -> usize {
+            if let Some(i) = layout.checksums.iter().position(|c| c.offset == offset) {
+                return i;
+            }
+            layout.checksums.push(ChecksumSpot { offset, udp });
+            layout.checksums.len() - 1
+        };
+        for (li, fi, lo, hi) in self.ranges() {
+            let kind = self.layers[li].kind;
+            let field = kind.fields()[fi].name;
+            let name = format!("{}.{field}", kind.name());
+            let base = offsets[li];
+            let (offset, width) = match (kind, field) {
+                (Kind::Ipv4, "src") => (base + 12, 4),
+                (Kind::Ipv4, "dst") => (base + 16, 4),
+                (Kind::Ipv6, "src") => (base + 8 + 12, 4),
+                (Kind::Ipv6, "dst") => (base + 24 + 12, 4),
+                (Kind::Tcp | Kind::Udp, "sport") => (base, 2),
+                (Kind::Tcp | Kind::Udp, "dport") => (base + 2, 2),
+                _ => bail!("a range in {name} cannot vary per frame: only addresses and ports can; give one --packet per value instead"),
+            };
+            ensure!(
+                lo >> 32 == hi >> 32,
+                "the {name} range {} spans more than its last 32 bits; narrow it",
+                self.text
+            );
+            let mut checksums = Vec::new();
+            match kind {
+                Kind::Ipv4 | Kind::Ipv6 => {
+                    if kind == Kind::Ipv4 {
+                        checksums.push(checksum_at(&mut layout, base + 10, false));
+                    }
+                    // The transport layer whose pseudo-header takes these addresses.
+                    let transport = self.layers[li + 1..]
+                        .iter()
+                        .position(|l| matches!(l.kind, Kind::Ipv4 | Kind::Ipv6 | Kind::Tcp | Kind::Udp | Kind::Icmpv6))
+                        .map(|i| li + 1 + i)
+                        .filter(|&t| !matches!(self.layers[t].kind, Kind::Ipv4 | Kind::Ipv6));
+                    if let Some(t) = transport {
+                        checksums.push(match self.layers[t].kind {
+                            Kind::Tcp => checksum_at(&mut layout, offsets[t] + 16, false),
+                            Kind::Udp => checksum_at(&mut layout, offsets[t] + 6, true),
+                            _ => checksum_at(&mut layout, offsets[t] + 2, false),
+                        });
+                    }
+                }
+                Kind::Tcp => checksums.push(checksum_at(&mut layout, base + 16, false)),
+                _ => checksums.push(checksum_at(&mut layout, base + 6, true)),
+            }
+            layout.fields.push(RangeSpot { name, offset, width, lo: lo as u32, hi: hi as u32, checksums });
+        }
+        Ok(layout)
+    }
+
+    /// The same spec with its payload grown so that the packet is `size`
+    /// bytes long (an Ethernet frame without its FCS).
+    pub fn with_frame_size(&self, size: usize) -> Result<PacketSpec> {
+        let len = self.packet(0)?.len();
+        ensure!(size >= len, "--size {size} is shorter than the packet's {len} bytes; give at least {len}");
+        let extra = (size - len) as u128;
+        let mut spec = self.clone();
+        match spec.layers.last_mut() {
+            Some(l) if l.kind == Kind::Payload => {
+                let given = |i: usize| matches!(&l.values[i], Some(Value::Bytes(b)) if !b.is_empty());
+                ensure!(!given(2) && !given(3) || extra == 0, "--size cannot pad a payload given as hex or text; give payload(LEN) instead");
+                if let Some(Value::Num { lo, hi }) = &mut l.values[0] {
+                    *lo += extra;
+                    *hi += extra;
+                }
+            }
+            _ if extra > 0 => spec.layers.push(parse_layer(&format!("payload({extra})"))?),
+            _ => {}
+        }
+        spec.text = format!("{} (padded to {size} bytes)", self.text);
+        Ok(spec)
     }
 }
 

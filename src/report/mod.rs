@@ -4,6 +4,7 @@
 pub mod ab_table;
 pub mod compare_table;
 pub mod export;
+pub mod gen_table;
 pub mod op_lines;
 pub mod table;
 pub mod verifier_table;

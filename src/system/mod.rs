@@ -8,6 +8,7 @@ pub mod environment;
 pub mod features;
 pub mod interrupt;
 pub mod libbpf_log;
+pub mod netdev;
 
 use anyhow::{Context, Result, bail};
 

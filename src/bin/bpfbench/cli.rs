@@ -10,6 +10,7 @@ use bpfbench::harness::paired::PairedSettings;
 use bpfbench::report::ab_table::AbFormat;
 use bpfbench::record::Sampling;
 use bpfbench::report::Format;
+use bpfbench::traffic::generator::FlowOrder;
 use bpfbench::workloads;
 
 #[derive(Debug, Parser)]
@@ -87,6 +88,9 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         run_args: Vec<String>,
     },
+    /// Send packets out of an interface at line rate with XDP live frames
+    /// (BPF_PROG_RUN), the flows of a packet spec varied inside BPF.
+    Gen(GenArgs),
     /// What the kernel's verifier makes of each program of an object (two
     /// objects: side by side, with deltas).
     Verifier {
@@ -155,6 +159,79 @@ pub struct RunArgs {
     pub tags: TagArgs,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GenArgs {
+    /// The interface to send on (it must take XDP redirects: a veth whose
+    /// peer has an XDP program, or a NIC driver with ndo_xdp_xmit).
+    pub interface: String,
+    /// The packets, in the packet language; ranges of addresses and ports
+    /// are flows, varied per frame (repeatable: the packets take turns).
+    #[arg(long = "packet", value_name = "SPEC")]
+    pub packets: Vec<String>,
+    /// Send the packets of this capture (pcap or pcapng), as they are.
+    #[arg(long, value_name = "FILE", conflicts_with = "packets")]
+    pub pcap: Option<PathBuf>,
+    /// Pad each --packet to this frame size in bytes (without FCS).
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<usize>,
+    /// Sending threads, each pinned to its own CPU.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// The CPUs for the threads, in order (default: the allowed CPUs, last first).
+    #[arg(long, value_delimiter = ',')]
+    pub cpus: Vec<usize>,
+    /// Frames per second over all threads (e.g. 10000, 250k, 1M); default: as fast as it goes.
+    #[arg(long, value_name = "PPS", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "S", value_parser = positive_seconds)]
+    pub duration: Option<f64>,
+    /// Stop after this many frames (over all threads).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Frames per kernel page-pool batch and redirect flush (1 to 256).
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: u32,
+    /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
+    #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Sequential)]
+    pub flow_order: FlowOrder,
+    #[arg(long, value_enum, default_value_t = GenFormat::Table)]
+    pub format: GenFormat,
+    /// Write the summary to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// `250k`, `1M` or a plain number of frames per second.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (digits, scale) = match s.trim().to_ascii_lowercase() {
+        t if t.ends_with('k') => (t.trim_end_matches('k').to_string(), 1e3),
+        t if t.ends_with('m') => (t.trim_end_matches('m').to_string(), 1e6),
+        t => (t, 1.0),
+    };
+    match digits.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!("'{s}' is not a rate: give frames per second, e.g. 10000, 250k or 1M")),
+    }
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("must be a positive number of seconds, got '{s}'")),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GenFormat {
+    /// A line per second and a summary.
+    Table,
+    /// The whole run (schema bpfbench.gen/N), with every second.
+    Json,
+    /// The summary as one CSV row.
+    Csv,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -3,6 +3,7 @@
 
 mod ab;
 mod cli;
+mod traffic;
 mod output;
 mod run;
 mod stored;
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
         Some(Command::Compare { a, b, gate, tags, format, db }) => stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path()),
         Some(Command::Ab(args)) => ab::ab(&args, workload_matches.as_ref().expect("ab has matches")),
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),
+        Some(Command::Gen(args)) => traffic::generate(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,92 @@
+//! `bpfbench gen`: the traffic generator on the command line.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use bpfbench::packet::{PacketSpec, pcap};
+use bpfbench::report::gen_table;
+use bpfbench::system;
+use bpfbench::traffic::{FlowPlan, GenSettings, Generator};
+
+use crate::cli::{GenArgs, GenFormat};
+use crate::output::emit;
+
+/// The plans the arguments ask for: each --packet (padded to --size), or
+/// each packet of the capture.
+fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
+    if let Some(path) = &args.pcap {
+        if args.size.is_some() {
+            bail!("--size pads --packet specs; a capture's packets are sent as they are");
+        }
+        let packets = pcap::read(path)?;
+        if packets.is_empty() {
+            bail!("{} holds no packets", path.display());
+        }
+        return Ok(packets.into_iter().enumerate().map(|(i, p)| FlowPlan::fixed(format!("{} #{}", path.display(), i + 1), p)).collect());
+    }
+    let texts = if args.packets.is_empty() { vec!["eth/ipv4/udp/payload(18)".to_string()] } else { args.packets.clone() };
+    texts
+        .iter()
+        .map(|t| {
+            let spec = PacketSpec::parse_flows(t)?;
+            let spec = match args.size {
+                Some(size) => spec.with_frame_size(size)?,
+                None => spec,
+            };
+            FlowPlan::new(&spec)
+        })
+        .collect()
+}
+
+pub fn generate(args: &GenArgs) -> Result<ExitCode> {
+    system::check_privileges()?;
+    let plans = plans(args)?;
+    system::libbpf_log::capture();
+    system::interrupt::install_handler();
+    let generator = Generator::new(&args.interface, &plans, args.flow_order)?;
+    let settings = GenSettings {
+        threads: args.threads,
+        cpus: (!args.cpus.is_empty()).then(|| args.cpus.clone()),
+        rate_pps: args.rate,
+        duration: args.duration.map(Duration::from_secs_f64),
+        count: args.count,
+        batch_size: args.batch_size,
+    };
+    let sizes: Vec<usize> = plans.iter().map(|p| p.template.len()).collect();
+    let flows = plans.iter().map(|p| p.flows).sum();
+    let table = args.format == GenFormat::Table && args.output.is_none();
+    // Per-second lines go with the table on stdout, else to stderr.
+    let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
+    say(&gen_table::start_line(&args.interface, args.threads, flows, &sizes, args.rate));
+    say(gen_table::INTERVAL_HEAD);
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message("sending (Ctrl-C stops)");
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    });
+    let record = generator.run(&settings, |interval| {
+        let line = gen_table::interval_line(interval);
+        match &bar {
+            Some(bar) => {
+                bar.suspend(|| say(&line));
+                bar.set_message(format!("sending for {:.0} s (Ctrl-C stops)", interval.t_s));
+            }
+            None => say(&line),
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let record = record?;
+    let text = match args.format {
+        GenFormat::Table => gen_table::summary(&record),
+        GenFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
+        GenFormat::Csv => gen_table::csv(&record)?,
+    };
+    emit(&text, args.output.as_deref())?;
+    Ok(if record.stopped_by == "interrupted" { ExitCode::from(130) } else { ExitCode::SUCCESS })
+}

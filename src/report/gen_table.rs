@@ -1,0 +1,115 @@
+//! The traffic generator's output: a line per second, and the summary as
+//! a table, JSON or CSV.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use crate::record::traffic::{GenInterval, GenRecord};
+
+/// `1234567` as `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn errors(e: Option<u64>) -> String {
+    e.map_or_else(|| "n/a".into(), grouped)
+}
+
+/// The column heads over the per-second lines.
+pub const INTERVAL_HEAD: &str = "    time          pps   Gbit/s   errors";
+
+/// One per-second line.
+pub fn interval_line(i: &GenInterval) -> String {
+    format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.pps.round() as u64), i.gbps, errors(i.errors))
+}
+
+/// What is about to be sent, in one line.
+pub fn start_line(interface: &str, threads: usize, flows: u64, frame_bytes: &[usize], rate: Option<f64>) -> String {
+    let mut sizes: Vec<usize> = frame_bytes.to_vec();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let sizes = sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("/");
+    let rate = rate.map_or_else(|| "as fast as it goes".to_string(), |r| format!("paced at {} pps", grouped(r.round() as u64)));
+    format!(
+        "sending on {interface}: {threads} thread{}, {} flow{}, {sizes}-byte frames, {rate}",
+        if threads == 1 { "" } else { "s" },
+        grouped(flows),
+        if flows == 1 { "" } else { "s" }
+    )
+}
+
+/// The summary after the run.
+pub fn summary(r: &GenRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sent {} frames in {:.2} s: {} pps, {:.3} Gbit/s (frame bytes, without FCS), stopped by {}",
+        grouped(r.sent),
+        r.elapsed_s,
+        grouped(r.pps.round() as u64),
+        r.gbps,
+        r.stopped_by
+    );
+    if let Some(asked) = r.rate_asked_pps {
+        let _ = writeln!(out, "asked {} pps: reached {:+.2}% of it", grouped(asked.round() as u64), (r.pps / asked - 1.0) * 100.0);
+    }
+    let cpus = r.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+    let _ = writeln!(
+        out,
+        "{} (ifindex {}): device tx {}, errors {}; threads on CPU {cpus}; {} flows; batch {}",
+        r.interface,
+        r.ifindex,
+        r.device_tx.map_or_else(|| "n/a".into(), grouped),
+        errors(r.errors),
+        grouped(r.flows),
+        r.batch_size
+    );
+    if r.errors.is_some_and(|e| e > 0 && e >= r.sent / 2) {
+        let _ = writeln!(out, "warning: {} dropped most frames; a veth takes XDP frames only when its peer has an XDP program (or GRO) on", r.interface);
+    }
+    out
+}
+
+/// One CSV row: the summary.
+pub fn csv(r: &GenRecord) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["interface", "threads", "flows", "frame_bytes", "rate_asked_pps", "elapsed_s", "sent", "pps", "gbps", "device_tx", "errors", "stopped_by"])?;
+    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    w.write_record([
+        r.interface.clone(),
+        r.threads.to_string(),
+        r.flows.to_string(),
+        r.frame_bytes.iter().map(|b| b.to_string()).collect::<Vec<_>>().join("/"),
+        r.rate_asked_pps.map(|v| format!("{v}")).unwrap_or_default(),
+        format!("{:.4}", r.elapsed_s),
+        r.sent.to_string(),
+        format!("{:.1}", r.pps),
+        format!("{:.4}", r.gbps),
+        opt(r.device_tx),
+        opt(r.errors),
+        r.stopped_by.clone(),
+    ])?;
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(6_012_345), "6,012,345");
+    }
+}

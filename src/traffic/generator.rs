@@ -1,0 +1,430 @@
+//! The traffic generator: threads pinned one per CPU, each calling
+//! BPF_PROG_RUN in live-frames mode on the generator program, which writes
+//! each frame's flow and redirects it out of the interface. Pacing, limits
+//! and per-second counting happen here, between kernel calls; no userspace
+//! work is done per frame.
+
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::skel::SkelBuilder;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use super::flows::FlowPlan;
+use crate::harness::skeleton::{self, map_handle, prog_fd};
+use crate::harness::test_run::run_live_frames;
+use crate::record::traffic::{GEN_SCHEMA, GenInterval, GenRecord};
+use crate::system::netdev::{TxCounters, ifindex};
+use crate::system::{cpu, environment, interrupt};
+
+crate::bpf_skeleton!("traffic_gen");
+
+/// What a kernel call aims to last. A live-frames call costs ~20 ms on its
+/// own (page-pool set-up and teardown, measured here on 6.18), so short
+/// calls lose that much sending time each; a second's call loses ~2%.
+const CALL_TARGET: Duration = Duration::from_secs(1);
+/// The first call's size, before the speed is known.
+const FIRST_REPEAT: u32 = 1 << 20;
+/// How often the reporter reads the counters (and checks the limits).
+const POLL: Duration = Duration::from_millis(1);
+/// The kernel's page-pool batch allows at most this many frames.
+pub const MAX_BATCH_SIZE: u32 = 256;
+
+/// How long and how fast to send.
+#[derive(Debug, Clone)]
+pub struct GenSettings {
+    pub threads: usize,
+    /// CPUs to pin the threads to, one each (None: the allowed CPUs, last first).
+    pub cpus: Option<Vec<usize>>,
+    /// Frames per second over all threads (None: as fast as possible).
+    pub rate_pps: Option<f64>,
+    pub duration: Option<Duration>,
+    pub count: Option<u64>,
+    /// Frames per page-pool refill and redirect flush (1..=256).
+    pub batch_size: u32,
+}
+
+/// A loaded generator program and its maps.
+struct Program {
+    fd: OwnedFd,
+    /// Per CPU: odometer, frames and bytes sent, quota, pacing.
+    state: MapHandle,
+    /// The stop flag.
+    ctl: MapHandle,
+}
+
+/// The per-CPU `struct gen_state` of traffic_gen.bpf.c, as bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuState {
+    sent: u64,
+    bytes: u64,
+    quota: u64,
+    interval_ps: u64,
+    next_due_ps: u64,
+    deadline_ps: u64,
+}
+
+/// Bytes of the odometer before the counters.
+const ODOMETER_BYTES: usize = 4 * 8;
+const STATE_BYTES: usize = ODOMETER_BYTES + 6 * 8;
+
+impl CpuState {
+    fn to_bytes(self) -> Vec<u8> {
+        let mut v = vec![0u8; ODOMETER_BYTES];
+        for x in [self.sent, self.bytes, self.quota, self.interval_ps, self.next_due_ps, self.deadline_ps] {
+            v.extend_from_slice(&x.to_ne_bytes());
+        }
+        v
+    }
+
+    fn from_bytes(b: &[u8]) -> CpuState {
+        let at = |i: usize| u64::from_ne_bytes(b[ODOMETER_BYTES + 8 * i..ODOMETER_BYTES + 8 * i + 8].try_into().expect("8 bytes"));
+        CpuState { sent: at(0), bytes: at(1), quota: at(2), interval_ps: at(3), next_due_ps: at(4), deadline_ps: at(5) }
+    }
+}
+
+impl Program {
+    fn cpu_states(&self) -> Result<Vec<CpuState>> {
+        let values = self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("reading the generator's state")?;
+        Ok(values.iter().map(|v| CpuState::from_bytes(v)).collect())
+    }
+
+    fn set_cpu_states(&self, states: &[CpuState]) -> Result<()> {
+        let values: Vec<Vec<u8>> = states.iter().map(|s| s.to_bytes()).collect();
+        self.state.update_percpu(&0u32.to_ne_bytes(), &values, MapFlags::ANY).context("setting the generator's state")
+    }
+
+    fn set_stop(&self, stop: bool) -> Result<()> {
+        self.ctl.update(&0u32.to_ne_bytes(), &u32::from(stop).to_ne_bytes(), MapFlags::ANY).context("setting the generator's stop flag")
+    }
+}
+
+/// A frame to send: the template and the program that varies it.
+struct Stream {
+    prog: usize,
+    label: String,
+    template: Vec<u8>,
+}
+
+/// The loaded generator for one interface.
+pub struct Generator {
+    interface: String,
+    ifindex: u32,
+    progs: Vec<Program>,
+    streams: Vec<Stream>,
+    flows: u64,
+    order: FlowOrder,
+}
+
+/// What the threads share with the reporter.
+#[derive(Default)]
+struct Shared {
+    /// Set by the reporter at a limit or Ctrl-C, or by a failing thread.
+    stop: AtomicBool,
+}
+
+/// The order in which a spec's flows are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowOrder {
+    /// Frame n carries flow n mod flows: each flow equally often.
+    #[default]
+    Sequential,
+    /// Each frame's flow drawn uniformly at random (bpf_get_prandom_u32).
+    Random,
+}
+
+/// Loads the generator program with the plan's fields (None: no variation).
+fn load_program(ifindex: u32, plan: Option<&FlowPlan>, order: FlowOrder) -> Result<Program> {
+    let mut storage = MaybeUninit::uninit();
+    let mut open = skel::TrafficGenSkelBuilder::default().open(&mut storage).context("opening the generator program")?;
+    let ro = open.maps.rodata_data.as_deref_mut().context("the generator program has no .rodata")?;
+    let cfg = &mut ro.cfg;
+    cfg.ifindex = ifindex;
+    cfg.random = u32::from(order == FlowOrder::Random);
+    if let Some(plan) = plan {
+        cfg.nfields = plan.layout.fields.len() as u32;
+        cfg.ncsums = plan.layout.checksums.len() as u32;
+        for (i, f) in plan.layout.fields.iter().enumerate() {
+            let slot = &mut cfg.fields[i];
+            slot.off = f.offset as u16;
+            slot.width = f.width as u16;
+            slot.csums = f.checksums.iter().fold(0, |bits, &c| bits | 1 << c);
+            slot.lo = f.lo;
+            slot.span = f.hi - f.lo + 1;
+            slot.old_comp = plan.old_complement(i);
+        }
+        for (j, c) in plan.layout.checksums.iter().enumerate() {
+            cfg.csums[j].off = c.offset as u16;
+            cfg.csums[j].udp = c.udp as u16;
+            cfg.csums[j].start = plan.checksum_start(c.offset);
+        }
+    }
+    let skel = skeleton::load(open, "the traffic generator program")?;
+    let state = map_handle(&skel.maps.gen_state)?;
+    if state.value_size() as usize != STATE_BYTES {
+        bail!("the generator's gen_state holds {} bytes where {STATE_BYTES} are expected", state.value_size());
+    }
+    Ok(Program { fd: prog_fd(&skel.progs.xdp_gen)?, state, ctl: map_handle(&skel.maps.gen_ctl)? })
+}
+
+impl Generator {
+    /// Loads one program per plan with ranges (plain packets share one).
+    pub fn new(interface: &str, plans: &[FlowPlan], order: FlowOrder) -> Result<Generator> {
+        if plans.is_empty() {
+            bail!("nothing to send: give --packet or --pcap");
+        }
+        let ifindex = ifindex(interface)?;
+        let mut progs = Vec::new();
+        let mut plain: Option<usize> = None;
+        let mut streams = Vec::new();
+        for plan in plans {
+            let prog = if plan.layout.fields.is_empty() {
+                match plain {
+                    Some(p) => p,
+                    None => {
+                        progs.push(load_program(ifindex, None, order)?);
+                        *plain.insert(progs.len() - 1)
+                    }
+                }
+            } else {
+                progs.push(load_program(ifindex, Some(plan), order)?);
+                progs.len() - 1
+            };
+            streams.push(Stream { prog, label: plan.spec_text.clone(), template: plan.template.clone() });
+        }
+        let flows = plans.iter().map(|p| p.flows).sum();
+        Ok(Generator { interface: interface.to_string(), ifindex, progs, streams, flows, order })
+    }
+
+    /// Frames and bytes sent so far, over every program and CPU.
+    fn totals(&self) -> Result<(u64, u64)> {
+        let mut totals = (0, 0);
+        for p in &self.progs {
+            for st in p.cpu_states()? {
+                totals.0 += st.sent;
+                totals.1 += st.bytes;
+            }
+        }
+        Ok(totals)
+    }
+
+    /// Readies every program's per-CPU state for a run starting at
+    /// `start_ns` (CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns).
+    fn prepare(&self, s: &GenSettings, cpus: &[usize], start_ns: u64) -> Result<()> {
+        let n = crate::system::cpu::possible_cpus()?;
+        let threads = cpus.len() as u64;
+        for p in &self.progs {
+            let mut states = vec![CpuState::default(); n];
+            for (t, &cpu) in cpus.iter().enumerate() {
+                let st = &mut states[cpu];
+                // Each thread's share of the count, the first ones taking the remainder.
+                st.quota = s.count.map_or(0, |c| c / threads + u64::from((t as u64) < c % threads));
+                if let Some(rate) = s.rate_pps {
+                    st.interval_ps = (1e12 / (rate / threads as f64)).round().max(1.0) as u64;
+                    st.next_due_ps = start_ns * 1000;
+                    st.deadline_ps = s.duration.map_or(0, |d| (start_ns + d.as_nanos() as u64) * 1000);
+                }
+            }
+            p.set_cpu_states(&states)?;
+            p.set_stop(false)?;
+        }
+        Ok(())
+    }
+
+    fn stop_all(&self, shared: &Shared) {
+        shared.stop.store(true, Ordering::SeqCst);
+        for p in &self.progs {
+            let _ = p.set_stop(true);
+        }
+    }
+
+    /// Sends until the duration or count is reached, or Ctrl-C; calls
+    /// `on_interval` once a second (and for the last, shorter interval).
+    pub fn run(&self, s: &GenSettings, mut on_interval: impl FnMut(&GenInterval)) -> Result<GenRecord> {
+        if s.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if !(1..=MAX_BATCH_SIZE).contains(&s.batch_size) {
+            bail!("--batch-size must be 1 to {MAX_BATCH_SIZE} (the kernel's page-pool batch)");
+        }
+        if s.rate_pps.is_some_and(|r| r <= 0.0 || !r.is_finite()) {
+            bail!("--rate must be a positive number of frames per second");
+        }
+        if s.rate_pps.is_some() && s.count.is_some() && self.progs.len() > 1 {
+            // Each program keeps its own per-CPU quota, so a count cannot be split among them.
+            bail!("--rate with --count takes one --packet spec (or a capture); give --duration instead");
+        }
+        let cpus = pick_cpus(s)?;
+        let capture = environment::start(cpus[0]);
+        let shared = Shared::default();
+        let tx_start = TxCounters::read(&self.interface);
+        let start_ns = monotonic_ns();
+        let start = Instant::now();
+        self.prepare(s, &cpus, start_ns)?;
+        let mut seconds = Vec::new();
+        let mut ended: Option<Duration> = None;
+        let outcome = std::thread::scope(|scope| -> Result<()> {
+            let workers: Vec<_> = cpus
+                .iter()
+                .enumerate()
+                .map(|(t, &cpu)| {
+                    let shared = &shared;
+                    scope.spawn(move || self.worker(t, cpu, s, shared))
+                })
+                .collect();
+            let (mut last_t, mut last_frames, mut last_bytes, mut last_tx) = (Duration::ZERO, 0u64, 0u64, tx_start);
+            let mut next_tick = Duration::from_secs(1);
+            loop {
+                let done = workers.iter().all(|w| w.is_finished());
+                let now = start.elapsed();
+                let (frames, bytes) = self.totals()?;
+                // The run's end: the duration, the count, or Ctrl-C, whichever first.
+                if ended.is_none() {
+                    let over = s.duration.is_some_and(|d| now >= d) || s.count.is_some_and(|c| frames >= c) || interrupt::interrupted() || done;
+                    if over {
+                        ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
+                        self.stop_all(&shared);
+                    }
+                }
+                if done || now >= next_tick {
+                    let at = if done { ended.unwrap_or(now) } else { now };
+                    let tx = TxCounters::read(&self.interface);
+                    let dt = (at.saturating_sub(last_t)).as_secs_f64().max(1e-9);
+                    // A last interval of a few milliseconds has no rate worth printing;
+                    // its frames are in the totals.
+                    if !done || (frames > last_frames && dt >= 0.05) {
+                        let interval = GenInterval {
+                            t_s: at.as_secs_f64(),
+                            sent: frames - last_frames,
+                            pps: (frames - last_frames) as f64 / dt,
+                            gbps: (bytes - last_bytes) as f64 * 8.0 / dt / 1e9,
+                            errors: tx.zip(last_tx).map(|(now, then)| now.since(then).failed),
+                        };
+                        on_interval(&interval);
+                        seconds.push(interval);
+                    }
+                    (last_t, last_frames, last_bytes, last_tx) = (at, frames, bytes, tx);
+                    next_tick += Duration::from_secs(1);
+                }
+                if done {
+                    break;
+                }
+                std::thread::sleep(POLL);
+            }
+            for w in workers {
+                w.join().map_err(|_| anyhow::anyhow!("a generator thread panicked"))??;
+            }
+            Ok(())
+        });
+        if outcome.is_err() {
+            self.stop_all(&shared);
+        }
+        outcome?;
+        // Frames sent after the reporter saw the end (at most a poll's worth) count too.
+        let (sent, bytes) = self.totals()?;
+        let elapsed = ended.unwrap_or_else(|| start.elapsed()).as_secs_f64().max(1e-9);
+        let tx = TxCounters::read(&self.interface).zip(tx_start).map(|(end, begin)| end.since(begin));
+        let stopped_by = if interrupt::interrupted() {
+            "interrupted"
+        } else if s.count.is_some_and(|c| sent >= c) {
+            "count"
+        } else {
+            "duration"
+        };
+        Ok(GenRecord {
+            schema: GEN_SCHEMA.into(),
+            environment: capture.finish(),
+            interface: self.interface.clone(),
+            ifindex: self.ifindex,
+            packets: self.streams.iter().map(|st| st.label.clone()).collect(),
+            frame_bytes: self.streams.iter().map(|st| st.template.len()).collect(),
+            flows: self.flows,
+            flow_order: format!("{:?}", self.order).to_lowercase(),
+            threads: s.threads,
+            cpus,
+            rate_asked_pps: s.rate_pps,
+            batch_size: s.batch_size,
+            elapsed_s: elapsed,
+            sent,
+            pps: sent as f64 / elapsed,
+            gbps: bytes as f64 * 8.0 / elapsed / 1e9,
+            device_tx: tx.map(|t| t.packets),
+            errors: tx.map(|t| t.failed),
+            stopped_by: stopped_by.into(),
+            seconds,
+        })
+    }
+
+    /// One thread's loop: long kernel calls until the reporter says stop.
+    fn worker(&self, t: usize, cpu: usize, s: &GenSettings, shared: &Shared) -> Result<()> {
+        let result = self.send(t, cpu, s, shared);
+        if result.is_err() {
+            self.stop_all(shared);
+        }
+        result
+    }
+
+    fn send(&self, t: usize, cpu: usize, s: &GenSettings, shared: &Shared) -> Result<()> {
+        cpu::pin_to_cpu(cpu)?;
+        let paced = s.rate_pps.is_some();
+        let mut repeat = FIRST_REPEAT;
+        let mut stream = t % self.streams.len();
+        let mut left = s.count.map(|c| c / s.threads as u64 + u64::from((t as u64) < c % s.threads as u64));
+        while !shared.stop.load(Ordering::SeqCst) {
+            // Unpaced, every iteration sends: a call never asks for more than is left.
+            let n = match left {
+                Some(0) => return Ok(()),
+                Some(l) if !paced => repeat.min(l.min(u64::from(u32::MAX)) as u32),
+                _ => repeat,
+            };
+            let st = &self.streams[stream];
+            let prog = &self.progs[st.prog];
+            let sent_before = prog.cpu_states()?[cpu].sent;
+            let began = Instant::now();
+            run_live_frames(prog.fd.as_fd(), &st.template, n, s.batch_size).map_err(|e| {
+                anyhow::anyhow!("sending on {} with live frames (BPF_PROG_RUN, BPF_F_TEST_XDP_LIVE_FRAMES) failed: {e}; it needs Linux 5.18 or newer", self.interface)
+            })?;
+            let took = began.elapsed().as_secs_f64().max(1e-6);
+            if let Some(l) = &mut left {
+                *l = l.saturating_sub(prog.cpu_states()?[cpu].sent - sent_before);
+            }
+            // Size the next call to last CALL_TARGET at this call's pace
+            // (iterations, sent or polled), halfway to the estimate.
+            let want = f64::from(n) * CALL_TARGET.as_secs_f64() / took;
+            repeat = ((f64::from(repeat) + want) / 2.0).clamp(1024.0, f64::from(u32::MAX / 2)) as u32;
+            stream = (stream + 1) % self.streams.len();
+        }
+        Ok(())
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns reads.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One CPU per thread: the given ones, or the allowed ones, last first.
+fn pick_cpus(s: &GenSettings) -> Result<Vec<usize>> {
+    let allowed = cpu::allowed_cpus()?;
+    let cpus = match &s.cpus {
+        Some(c) => c.clone(),
+        None => allowed.iter().rev().copied().take(s.threads).collect(),
+    };
+    if cpus.len() < s.threads {
+        bail!("--threads {} needs as many CPUs; this process may use {} ({:?})", s.threads, allowed.len(), allowed);
+    }
+    let mut seen = cpus.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != cpus.len() {
+        bail!("--cpus names a CPU twice; each thread needs its own");
+    }
+    Ok(cpus.into_iter().take(s.threads).collect())
+}

@@ -1,0 +1,218 @@
+//! The network bpfbench builds for live runs and tests: a namespace of its
+//! own holding one end of a veth pair, the other end here. The generator
+//! sends out of the outer end; the program under test (or a counter) sits
+//! in XDP on the inner end.
+//!
+//! Everything is named after the process (`bpfbench-PID` for the
+//! namespace, `bpfbenchHEXPIDg`/`...d` for the veths: interface names have
+//! at most 15 bytes), so a later run can tell an earlier, dead run's
+//! leftovers from a live run's and remove them. Programs are attached
+//! through BPF links, which the kernel detaches when the process ends,
+//! however it ends; the namespace and the veths are removed on drop, and
+//! after a SIGKILL by the next run.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::libbpf_sys;
+
+/// What every name bpfbench gives a namespace or interface starts with.
+pub const NAME_PREFIX: &str = "bpfbench";
+/// Where `ip netns` keeps named namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
+/// How a program is attached to an interface's XDP hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpMode {
+    /// In the driver (veth has native XDP).
+    Native,
+    /// Generic XDP, after the kernel built an skb.
+    Generic,
+}
+
+/// A namespace and a veth pair, removed on drop.
+#[derive(Debug)]
+pub struct Topology {
+    pub netns: String,
+    /// The end in this process's namespace, where the generator sends.
+    pub outer: String,
+    /// The end inside the namespace, where the program under test runs.
+    pub inner: String,
+}
+
+/// Runs `ip` with `args`; its error output becomes the error.
+fn ip(args: &[&str]) -> Result<String> {
+    let out = Command::new("ip").args(args).output().context("running 'ip' (iproute2); install it")?;
+    if !out.status.success() {
+        bail!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The pid a bpfbench name carries, if it is one of ours.
+fn owner_of_netns(name: &str) -> Option<u32> {
+    name.strip_prefix("bpfbench-")?.parse().ok()
+}
+
+fn owner_of_link(name: &str) -> Option<u32> {
+    let hex = name.strip_prefix(NAME_PREFIX)?.strip_suffix(['g', 'd'])?;
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// Removes the namespaces and veths of bpfbench runs that are gone (killed
+/// before they could clean up); returns what was removed.
+pub fn remove_leftovers() -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    // Links first: deleting one end of a veth deletes both at once, where a
+    // namespace's veths go only when the kernel gets round to freeing it.
+    let links = ip(&["-o", "link", "show"])?;
+    for line in links.lines() {
+        let Some(name) = line.split(": ").nth(1).map(|n| n.split('@').next().unwrap_or(n)) else { continue };
+        if let Some(pid) = owner_of_link(name)
+            && !pid_alive(pid)
+        {
+            ip(&["link", "del", name]).ok();
+            removed.push(format!("veth {name}"));
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(NETNS_DIR) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = owner_of_netns(&name)
+                && !pid_alive(pid)
+            {
+                ip(&["netns", "del", &name])?;
+                removed.push(format!("netns {name}"));
+            }
+        }
+    }
+    Ok(removed)
+}
+
+impl Topology {
+    /// Builds the namespace and the veth pair, both ends up, after
+    /// removing what dead runs left.
+    pub fn create() -> Result<Topology> {
+        for what in remove_leftovers()? {
+            eprintln!("bpfbench: removed {what}, left by a run that was killed");
+        }
+        let pid = std::process::id();
+        let t = Topology { netns: format!("bpfbench-{pid}"), outer: format!("{NAME_PREFIX}{pid:x}g"), inner: format!("{NAME_PREFIX}{pid:x}d") };
+        if std::path::Path::new(NETNS_DIR).join(&t.netns).exists() {
+            bail!("network namespace {} exists already: one live topology per process", t.netns);
+        }
+        ip(&["netns", "add", &t.netns])?;
+        // From here on, drop removes whatever part was made.
+        // A queue per CPU on each end: a veth hands a frame to the receive
+        // ring of the sending CPU's queue, so senders on several CPUs do not
+        // share (and overflow) one ring.
+        let queues = crate::system::cpu::possible_cpus()?.max(1).to_string();
+        ip(&[
+            "link", "add", &t.outer, "numtxqueues", &queues, "numrxqueues", &queues, "type", "veth", "peer", "name", &t.inner, "numtxqueues", &queues,
+            "numrxqueues", &queues, "netns", &t.netns,
+        ])?;
+        // No IPv6 on the pair: its neighbour discovery and MLD frames would
+        // mix with the generator's in every count.
+        disable_ipv6(&t.outer)?;
+        let inner = t.inner.clone();
+        t.in_netns(move || disable_ipv6(&inner))?;
+        ip(&["link", "set", &t.outer, "up"])?;
+        ip(&["-n", &t.netns, "link", "set", &t.inner, "up"])?;
+        ip(&["-n", &t.netns, "link", "set", "lo", "up"])?;
+        Ok(t)
+    }
+
+    /// Runs `f` on a thread that entered the namespace (a thread's network
+    /// namespace is its own; the process's stays where it was).
+    pub fn in_netns<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        let path = std::path::Path::new(NETNS_DIR).join(&self.netns);
+        std::thread::scope(|s| {
+            s.spawn(|| -> Result<T> {
+                let ns = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+                // SAFETY: a namespace fd we hold; only this thread moves.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    bail!("entering network namespace {}: {}", self.netns, std::io::Error::last_os_error());
+                }
+                f()
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("a thread in namespace {} panicked", self.netns))?
+        })
+    }
+
+    /// Attaches `prog` to the inner end's XDP hook; detached when the
+    /// returned link is dropped (or the process ends).
+    pub fn attach_inner(&self, prog: BorrowedFd<'_>, mode: XdpMode) -> Result<OwnedFd> {
+        let fd = prog.as_raw_fd();
+        let inner = self.inner.clone();
+        self.in_netns(move || attach_xdp(fd, &inner, mode))
+    }
+}
+
+/// Turns IPv6 off on `iface`, in the calling thread's namespace.
+fn disable_ipv6(iface: &str) -> Result<()> {
+    let path = format!("/proc/sys/net/ipv6/conf/{iface}/disable_ipv6");
+    match std::fs::write(&path, "1") {
+        // A kernel without IPv6 sends no IPv6 frames either.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        r => r.with_context(|| format!("writing {path}")),
+    }
+}
+
+/// Attaches an XDP program to `iface` (in the caller's namespace) with a BPF link.
+fn attach_xdp(prog_fd: i32, iface: &str, mode: XdpMode) -> Result<OwnedFd> {
+    let c = CString::new(iface).context("interface name")?;
+    // SAFETY: a valid C string.
+    let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if ifindex == 0 {
+        bail!("no interface {iface} to attach to");
+    }
+    // SAFETY: zero is a valid bit pattern for the options struct.
+    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_link_create_opts>() as _;
+    opts.flags = match mode {
+        XdpMode::Native => libbpf_sys::XDP_FLAGS_DRV_MODE,
+        XdpMode::Generic => libbpf_sys::XDP_FLAGS_SKB_MODE,
+    };
+    // SAFETY: valid fds and options.
+    let link = unsafe { libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_XDP, &opts) };
+    if link < 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("attaching XDP ({mode:?}) to {iface}: {e}");
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(link) })
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        // Deleting one veth end deletes both now; the namespace then goes empty.
+        let _ = ip(&["link", "del", &self.outer]);
+        if let Err(e) = ip(&["netns", "del", &self.netns]) {
+            eprintln!("bpfbench: could not remove namespace {}: {e:#}", self.netns);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_say_whose_they_are() {
+        assert_eq!(owner_of_link("bpfbench1a2bg"), Some(0x1a2b));
+        assert_eq!(owner_of_link("bpfbench1a2bd"), Some(0x1a2b));
+        assert_eq!(owner_of_link("eth0"), None);
+        assert_eq!(owner_of_link("bpfbenchxyzg"), None);
+        assert_eq!(owner_of_netns("bpfbench-4242"), Some(4242));
+        assert_eq!(owner_of_netns("bpfbench-x"), None);
+        let longest = format!("{NAME_PREFIX}{:x}g", 4_194_304u32);
+        assert!(longest.len() <= 15, "{longest} fits IFNAMSIZ");
+    }
+}

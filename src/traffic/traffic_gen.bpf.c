@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The traffic generator's XDP program. It runs in live-frames mode
+ * (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES): the kernel hands it
+ * copies of one template frame, it writes the next flow's addresses and
+ * ports into each, patches the checksums, and redirects the frame out of
+ * the interface.
+ *
+ * The flows are the combinations of the packet spec's ranges, walked like
+ * an odometer (the first range fastest), so frame n of a CPU carries flow
+ * n mod flows, exactly as the spec numbers its packets; or, with `random`,
+ * drawn uniformly per frame (what a cache such as an LRU sees from many
+ * independent clients).
+ *
+ * The kernel's page pool recycles frames without restoring them: a frame
+ * may still hold an earlier flow. So every varied field is written whole,
+ * and every checksum is derived from the template's (RFC 1624: the
+ * template's sum, minus the template's words, plus the new ones), never
+ * from what the frame holds.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define GEN_MAX_FIELDS 8
+#define GEN_MAX_CSUMS 4
+
+/* A varied field, as userspace found it in the template. */
+struct gen_field {
+	__u16 off;	/* byte offset of the big-endian field */
+	__u16 width;	/* 2 or 4 bytes */
+	__u32 csums;	/* bit j set: checksum j covers the field */
+	__u32 lo;	/* the template's value */
+	__u32 span;	/* how many values: lo .. lo + span - 1 */
+	__u32 old_comp; /* the sum of the template's words, complemented */
+	__u32 pad;
+};
+
+/* A checksum over varied fields. */
+struct gen_csum {
+	__u16 off;
+	__u16 udp;	/* a computed zero goes out as 0xffff */
+	__u32 start;	/* the template's checksum, complemented */
+};
+
+struct gen_config {
+	__u32 ifindex;	/* where frames are redirected */
+	__u32 nfields;
+	__u32 ncsums;
+	__u32 random;	/* pick each field's value at random instead */
+	struct gen_field fields[GEN_MAX_FIELDS];
+	struct gen_csum csums[GEN_MAX_CSUMS];
+};
+
+/* Set before load: the verifier sees every offset as a constant. */
+const volatile struct gen_config cfg = {};
+
+/*
+ * Per CPU (each generator thread runs on its own): the odometer, what was
+ * sent, and the pacing schedule. Pacing is done here, per frame, because a
+ * live-frames call has a fixed cost of ~20 ms (measured on kernel 6.18), so
+ * calls must be long: a frame not yet due is dropped unsent (the kernel
+ * recycles it) and the loop polls the clock again.
+ */
+struct gen_state {
+	__u32 idx[GEN_MAX_FIELDS];
+	__u64 sent;		/* frames redirected */
+	__u64 bytes;
+	__u64 quota;		/* stop sending at this many (0: no limit) */
+	__u64 interval_ps;	/* 0: unpaced */
+	__u64 next_due_ps;	/* CLOCK_MONOTONIC, in picoseconds */
+	__u64 deadline_ps;	/* paced: send nothing due at or after this (0: none) */
+};
+
+/* Set by userspace to end the calls in flight: the rest of their frames are dropped unsent. */
+struct gen_ctl {
+	__u32 stop;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_state);
+} gen_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_ctl);
+} gen_ctl SEC(".maps");
+
+static __always_inline __u32 fold(__u32 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (sum & 0xffff) + (sum >> 16);
+}
+
+SEC("xdp")
+int xdp_gen(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 acc[GEN_MAX_CSUMS] = {};
+	__u32 key = 0;
+	int carry = 1;
+
+	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &key);
+	struct gen_ctl *ctl = bpf_map_lookup_elem(&gen_ctl, &key);
+	if (!st || !ctl)
+		return XDP_ABORTED;
+	if (ctl->stop || (st->quota && st->sent >= st->quota))
+		return XDP_DROP;
+	if (st->interval_ps) {
+		__u64 now_ps = bpf_ktime_get_ns() * 1000;
+
+		if (now_ps < st->next_due_ps)
+			return XDP_DROP;
+		if (st->deadline_ps && st->next_due_ps >= st->deadline_ps)
+			return XDP_DROP;
+		/* Due times stay absolute: a late frame is followed by the
+		 * ones that fell due meanwhile, so the rate over a run holds. */
+		st->next_due_ps += st->interval_ps;
+	}
+
+#pragma unroll
+	for (int i = 0; i < GEN_MAX_FIELDS; i++) {
+		if (i >= cfg.nfields)
+			break;
+		__u32 idx = st->idx[i];
+		__u32 sum, v;
+
+		if (cfg.random)
+			idx = ((__u64)bpf_get_prandom_u32() * cfg.fields[i].span) >> 32;
+		v = cfg.fields[i].lo + idx;
+		if (!cfg.random && carry) {
+			idx++;
+			if (idx >= cfg.fields[i].span)
+				idx = 0;
+			else
+				carry = 0;
+			st->idx[i] = idx;
+		}
+		if (cfg.fields[i].width == 4) {
+			__be32 *p = data + cfg.fields[i].off;
+
+			if ((void *)(p + 1) > data_end)
+				return XDP_ABORTED;
+			*p = bpf_htonl(v);
+			sum = (v >> 16) + (v & 0xffff);
+		} else {
+			__be16 *p = data + cfg.fields[i].off;
+
+			if ((void *)(p + 1) > data_end)
+				return XDP_ABORTED;
+			*p = bpf_htons((__u16)v);
+			sum = v & 0xffff;
+		}
+		sum += cfg.fields[i].old_comp;
+#pragma unroll
+		for (int j = 0; j < GEN_MAX_CSUMS; j++)
+			if (cfg.fields[i].csums & (1u << j))
+				acc[j] += sum;
+	}
+
+#pragma unroll
+	for (int j = 0; j < GEN_MAX_CSUMS; j++) {
+		if (j >= cfg.ncsums)
+			break;
+		__be16 *p = data + cfg.csums[j].off;
+		__u16 res = ~fold(cfg.csums[j].start + acc[j]);
+
+		if ((void *)(p + 1) > data_end)
+			return XDP_ABORTED;
+		if (cfg.csums[j].udp && res == 0)
+			res = 0xffff;
+		*p = bpf_htons(res);
+	}
+	st->sent++;
+	st->bytes += data_end - data;
+	return bpf_redirect(cfg.ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "GPL";
