@@ -112,6 +112,22 @@ fn two_threads_send_ipv6_tcp_flows_padded_to_size() {
 }
 
 #[test]
+fn random_order_draws_flows_from_the_spec_unevenly() {
+    let t = Topology::create().unwrap();
+    let counter = Counter::attach(&t);
+    let spec = "eth/ipv4(src=10.9.0.1-10.9.0.4)/udp(sport=2000-2003)";
+    let doc = gen_json(&[&t.outer, "--packet", spec, "--count", "2000", "--rate", "200k", "--flow-order", "random"]);
+    assert_eq!(doc["flow_order"], "random");
+    assert_eq!(counter.totals(), Totals { frames: 2000, ..Default::default() });
+    let flows = counter.flows();
+    // All 16 flows appear (missing one has odds of about 16 x (15/16)^2000)
+    // and only those; sequential order would give each exactly 125.
+    assert_eq!(flows.len(), 16, "{flows:?}");
+    assert!(flows.keys().all(|(src, sport, _)| src[..3] == [10, 9, 0] && (1..=4).contains(&src[3]) && (2000..=2003).contains(sport)));
+    assert!(flows.values().any(|&n| n != 125), "{flows:?}");
+}
+
+#[test]
 fn rate_paces_frames_over_the_duration() {
     let t = Topology::create().unwrap();
     let counter = Counter::attach(&t);

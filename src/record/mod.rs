@@ -53,7 +53,8 @@ pub struct Sampling {
     pub max_scenario_s: f64,
 }
 
-fn positive(s: &str) -> Result<f64, String> {
+/// A command-line value that must be a positive number.
+pub fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("must be a positive number, got '{s}'")),

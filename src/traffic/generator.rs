@@ -121,12 +121,6 @@ pub struct Generator {
     order: FlowOrder,
 }
 
-/// What the threads share with the reporter.
-#[derive(Default)]
-struct Shared {
-    /// Set by the reporter at a limit or Ctrl-C, or by a failing thread.
-    stop: AtomicBool,
-}
 
 /// The order in which a spec's flows are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -237,8 +231,8 @@ impl Generator {
         Ok(())
     }
 
-    fn stop_all(&self, shared: &Shared) {
-        shared.stop.store(true, Ordering::SeqCst);
+    fn stop_all(&self, stop: &AtomicBool) {
+        stop.store(true, Ordering::SeqCst);
         for p in &self.progs {
             let _ = p.set_stop(true);
         }
@@ -262,7 +256,8 @@ impl Generator {
         }
         let cpus = pick_cpus(s)?;
         let capture = environment::start(cpus[0]);
-        let shared = Shared::default();
+        // Set by the reporter at a limit or Ctrl-C, or by a failing thread.
+        let stop = AtomicBool::new(false);
         let tx_start = TxCounters::read(&self.interface);
         let start_ns = monotonic_ns();
         let start = Instant::now();
@@ -274,8 +269,8 @@ impl Generator {
                 .iter()
                 .enumerate()
                 .map(|(t, &cpu)| {
-                    let shared = &shared;
-                    scope.spawn(move || self.worker(t, cpu, s, shared))
+                    let stop = &stop;
+                    scope.spawn(move || self.worker(t, cpu, s, stop))
                 })
                 .collect();
             let (mut last_t, mut last_frames, mut last_bytes, mut last_tx) = (Duration::ZERO, 0u64, 0u64, tx_start);
@@ -289,7 +284,7 @@ impl Generator {
                     let over = s.duration.is_some_and(|d| now >= d) || s.count.is_some_and(|c| frames >= c) || interrupt::interrupted() || done;
                     if over {
                         ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
-                        self.stop_all(&shared);
+                        self.stop_all(&stop);
                     }
                 }
                 if done || now >= next_tick {
@@ -323,7 +318,7 @@ impl Generator {
             Ok(())
         });
         if outcome.is_err() {
-            self.stop_all(&shared);
+            self.stop_all(&stop);
         }
         outcome?;
         // Frames sent after the reporter saw the end (at most a poll's worth) count too.
@@ -362,21 +357,21 @@ impl Generator {
     }
 
     /// One thread's loop: long kernel calls until the reporter says stop.
-    fn worker(&self, t: usize, cpu: usize, s: &GenSettings, shared: &Shared) -> Result<()> {
-        let result = self.send(t, cpu, s, shared);
+    fn worker(&self, t: usize, cpu: usize, s: &GenSettings, stop: &AtomicBool) -> Result<()> {
+        let result = self.send(t, cpu, s, stop);
         if result.is_err() {
-            self.stop_all(shared);
+            self.stop_all(stop);
         }
         result
     }
 
-    fn send(&self, t: usize, cpu: usize, s: &GenSettings, shared: &Shared) -> Result<()> {
+    fn send(&self, t: usize, cpu: usize, s: &GenSettings, stop: &AtomicBool) -> Result<()> {
         cpu::pin_to_cpu(cpu)?;
         let paced = s.rate_pps.is_some();
         let mut repeat = FIRST_REPEAT;
         let mut stream = t % self.streams.len();
         let mut left = s.count.map(|c| c / s.threads as u64 + u64::from((t as u64) < c % s.threads as u64));
-        while !shared.stop.load(Ordering::SeqCst) {
+        while !stop.load(Ordering::SeqCst) {
             // Unpaced, every iteration sends: a call never asks for more than is left.
             let n = match left {
                 Some(0) => return Ok(()),

@@ -186,7 +186,7 @@ pub struct GenArgs {
     #[arg(long, value_name = "PPS", value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Stop after this many seconds.
-    #[arg(long, value_name = "S", value_parser = positive_seconds)]
+    #[arg(long, value_name = "S", value_parser = bpfbench::record::positive)]
     pub duration: Option<f64>,
     /// Stop after this many frames (over all threads).
     #[arg(long, value_name = "N")]
@@ -214,13 +214,6 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     match digits.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
         _ => Err(format!("'{s}' is not a rate: give frames per second, e.g. 10000, 250k or 1M")),
-    }
-}
-
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("must be a positive number of seconds, got '{s}'")),
     }
 }
 
