@@ -20,8 +20,9 @@ fi
 # libbpf-dev has the BPF headers (bpf/bpf_helpers.h) a user's object is compiled
 # with; tshark checks that bpfbench's pcap files read cleanly; util-linux
 # provides setpriv for the unprivileged-user test.
-# iproute2 (ip) builds the namespaces and veths of bpfbench gen's tests.
-packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2)
+# iproute2 (ip) builds the namespaces and veths of bpfbench gen and live;
+# fonts-dejavu-core has the font of live --plot's labels.
+packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,6 +16,7 @@
 pub mod compare;
 pub mod harness;
 pub mod history;
+pub mod live;
 pub mod object_file;
 pub mod packet;
 pub mod record;

@@ -11,12 +11,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, parse_run};
 
 /// Version of the tables below; a database from a newer bpfbench is refused.
-/// Version 2 added the `paired` table (paired comparisons, `bpfbench ab`).
-pub const DB_SCHEMA_VERSION: i64 = 2;
+/// Version 2 added the `paired` table (paired comparisons, `bpfbench ab`),
+/// version 3 the `live` table (`bpfbench live`).
+pub const DB_SCHEMA_VERSION: i64 = 3;
 
 pub struct History {
     conn: Connection,
@@ -76,6 +78,15 @@ const TABLES: &str = "
         started_at INTEGER NOT NULL,
         a TEXT NOT NULL,
         b TEXT NOT NULL,
+        kernel TEXT NOT NULL,
+        cpu_model TEXT NOT NULL,
+        record_json TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS live (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tag TEXT,
+        started_at INTEGER NOT NULL,
+        program TEXT NOT NULL,
         kernel TEXT NOT NULL,
         cpu_model TEXT NOT NULL,
         record_json TEXT NOT NULL
@@ -259,6 +270,40 @@ impl History {
         for row in rows {
             let (id, json) = row?;
             out.push((id, serde_json::from_str(&json).with_context(|| format!("paired comparison {id}"))?));
+        }
+        Ok(out)
+    }
+
+    /// Stores a live run; returns its id.
+    pub fn store_live(&mut self, rec: &LiveRecord) -> Result<i64> {
+        let env = &rec.environment;
+        self.conn
+            .execute(
+                "INSERT INTO live (tag, started_at, program, kernel, cpu_model, record_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![rec.tag, env.started_at as i64, rec.program, env.kernel, env.cpu_model, serde_json::to_string(rec)?],
+            )
+            .with_context(|| format!("storing the live run in {}", self.path.display()))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The live run with this id.
+    pub fn load_live(&self, id: i64) -> Result<LiveRecord> {
+        let json: String = self
+            .conn
+            .query_row("SELECT record_json FROM live WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .with_context(|| format!("no live run {id} in {}; see 'bpfbench history --live'", self.path.display()))?;
+        serde_json::from_str(&json).with_context(|| format!("live run {id} in {}", self.path.display()))
+    }
+
+    /// Live runs, newest first: (id, record).
+    pub fn list_live(&self, limit: usize) -> Result<Vec<(i64, LiveRecord)>> {
+        let mut q = self.conn.prepare("SELECT id, record_json FROM live ORDER BY id DESC LIMIT ?1")?;
+        let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, json) = row?;
+            out.push((id, serde_json::from_str(&json).with_context(|| format!("live run {id}"))?));
         }
         Ok(out)
     }

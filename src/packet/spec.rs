@@ -694,6 +694,37 @@ impl PacketSpec {
         spec.text = format!("{} (padded to {size} bytes)", self.text);
         Ok(spec)
     }
+
+    /// The same spec with `field` of its first layer among `layers` taking
+    /// `count` values, counting up from the value it has (its range's low
+    /// end); a count of 1 fixes it there. Sweeps make their steps so.
+    pub fn with_field_values(&self, layers: &[&str], field: &str, count: u64) -> Result<PacketSpec> {
+        ensure!(count >= 1, "a field takes at least one value");
+        let mut spec = self.clone();
+        let layer = spec
+            .layers
+            .iter_mut()
+            .find(|l| layers.contains(&l.kind.name()))
+            .with_context(|| format!("'{}' has no {} layer to vary", self.text, layers.join(" or ")))?;
+        let fields = layer.kind.fields();
+        let i = fields.iter().position(|f| f.name == field).with_context(|| format!("{} has no field '{field}'", layer.kind.name()))?;
+        let bits = match fields[i].ty {
+            Ty::V4 => 32,
+            Ty::V6 => 128,
+            Ty::Int(bits) => bits,
+            _ => bail!("{}({field}) is not a number or address", layer.kind.name()),
+        };
+        let lo = match &layer.values[i] {
+            Some(Value::Num { lo, .. }) => *lo,
+            _ => 0,
+        };
+        let hi = lo + u128::from(count - 1);
+        ensure!(bits >= 128 || hi < 1u128 << bits, "{count} values of {}({field}) from its value {lo} do not fit in {bits} bits", layer.kind.name());
+        layer.values[i] = Some(Value::Num { lo, hi });
+        let name = layer.kind.name();
+        spec.text = format!("{} with {count} {name} {field} values", self.text);
+        Ok(spec)
+    }
 }
 
 impl fmt::Display for PacketSpec {
@@ -749,6 +780,19 @@ mod tests {
         assert_eq!((tcp.source_port(), tcp.destination_port()), (31337, 80));
         let want = tcp.to_header().calc_checksum_ipv4(&h, tcp.payload()).unwrap();
         assert_eq!(tcp.checksum(), want);
+    }
+
+    #[test]
+    fn a_sweep_step_widens_a_field_from_its_value() {
+        let base = PacketSpec::parse_flows("eth/ipv4(src=10.0.0.1)/udp(sport=1000)/payload(4)").unwrap();
+        let ports = base.with_field_values(&["tcp", "udp"], "sport", 2000).unwrap();
+        assert_eq!(ports.count(), 2000);
+        assert_eq!(&ports.packet(1999).unwrap()[34..36], &2999u16.to_be_bytes());
+        let srcs = base.with_field_values(&["ipv4", "ipv6"], "src", 300).unwrap();
+        assert_eq!(&srcs.packet(299).unwrap()[26..30], &[10, 0, 1, 44]);
+        assert_eq!(base.with_field_values(&["udp"], "sport", 1).unwrap().count(), 1);
+        assert!(base.with_field_values(&["udp"], "sport", 65_000).is_err(), "past 65535");
+        assert!(base.with_field_values(&["tcp"], "sport", 2).is_err(), "no tcp layer");
     }
 
     #[test]

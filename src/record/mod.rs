@@ -5,6 +5,7 @@
 pub mod comparison;
 mod facts;
 pub mod paired;
+pub mod live;
 pub mod traffic;
 mod schema;
 pub mod verifier;

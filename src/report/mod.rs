@@ -5,6 +5,8 @@ pub mod ab_table;
 pub mod compare_table;
 pub mod export;
 pub mod gen_table;
+pub mod live_plot;
+pub mod live_table;
 pub mod op_lines;
 pub mod table;
 pub mod verifier_table;

@@ -192,6 +192,6 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
 }
 
 /// An observer that shows nothing (re-measurements report through `compared`).
-struct Quiet;
+pub struct Quiet;
 
 impl Observer for Quiet {}

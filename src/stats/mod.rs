@@ -121,6 +121,23 @@ fn skew(p1: f64, p50: f64, p99: f64) -> Option<Skew> {
     }
 }
 
+/// The median of unsorted data (None when empty).
+pub fn median(data: &[f64]) -> Option<f64> {
+    let mut v = data.to_vec();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| percentile_sorted(&v, 50.0))
+}
+
+/// The least-squares slope of y on x (None with fewer than two distinct x).
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (points.len() >= 2 && sxx > 1e-12).then(|| sxy / sxx)
+}
+
 /// Percentile `p` (0..=100) of sorted data, linear interpolation.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
@@ -228,6 +245,15 @@ mod tests {
             .count();
         let rate = covered as f64 / trials as f64;
         assert!((0.93..=0.98).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn median_and_slope() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[]), None);
+        let line: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, 7.0 + 2.5 * i as f64)).collect();
+        assert!((slope(&line).unwrap() - 2.5).abs() < 1e-9);
+        assert_eq!(slope(&[(1.0, 2.0), (1.0, 3.0)]), None);
     }
 
     #[test]

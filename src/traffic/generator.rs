@@ -32,6 +32,8 @@ const FIRST_REPEAT: u32 = 1 << 20;
 /// each read is a syscall per program, on the senders' CPUs. Paced runs
 /// end exactly anyway: their deadline is in BPF.
 const POLL: Duration = Duration::from_millis(10);
+/// Packets (programs) one generator sends at most.
+const MAX_PLANS: usize = 256;
 /// The kernel's page-pool batch allows at most this many frames.
 pub const MAX_BATCH_SIZE: u32 = 256;
 
@@ -133,14 +135,20 @@ pub enum FlowOrder {
     Random,
 }
 
-/// Loads the generator program with the plan's fields (None: no variation).
-fn load_program(ifindex: u32, plan: Option<&FlowPlan>, order: FlowOrder) -> Result<Program> {
+/// Loads the generator program with the frame's template and the plan's
+/// fields (None: no variation).
+fn load_program(ifindex: u32, template: &[u8], plan: Option<&FlowPlan>, order: FlowOrder) -> Result<Program> {
     let mut storage = MaybeUninit::uninit();
     let mut open = skel::TrafficGenSkelBuilder::default().open(&mut storage).context("opening the generator program")?;
     let ro = open.maps.rodata_data.as_deref_mut().context("the generator program has no .rodata")?;
     let cfg = &mut ro.cfg;
     cfg.ifindex = ifindex;
     cfg.random = u32::from(order == FlowOrder::Random);
+    // The frame's first bytes come back from the template on every send
+    // (the receiver may have written into the recycled page).
+    let restore = template.len().min(cfg.template.len()) & !1;
+    cfg.template[..restore].copy_from_slice(&template[..restore]);
+    cfg.restore_len = restore as u32;
     if let Some(plan) = plan {
         cfg.nfields = plan.layout.fields.len() as u32;
         cfg.ncsums = plan.layout.checksums.len() as u32;
@@ -168,29 +176,21 @@ fn load_program(ifindex: u32, plan: Option<&FlowPlan>, order: FlowOrder) -> Resu
 }
 
 impl Generator {
-    /// Loads one program per plan with ranges (plain packets share one).
+    /// Loads one program per plan: each restores its own template.
     pub fn new(interface: &str, plans: &[FlowPlan], order: FlowOrder) -> Result<Generator> {
         if plans.is_empty() {
             bail!("nothing to send: give --packet or --pcap");
         }
+        if plans.len() > MAX_PLANS {
+            bail!("{} packets to send; the generator takes at most {MAX_PLANS} (a program each): give a shorter capture", plans.len());
+        }
         let ifindex = ifindex(interface)?;
         let mut progs = Vec::new();
-        let mut plain: Option<usize> = None;
         let mut streams = Vec::new();
         for plan in plans {
-            let prog = if plan.layout.fields.is_empty() {
-                match plain {
-                    Some(p) => p,
-                    None => {
-                        progs.push(load_program(ifindex, None, order)?);
-                        *plain.insert(progs.len() - 1)
-                    }
-                }
-            } else {
-                progs.push(load_program(ifindex, Some(plan), order)?);
-                progs.len() - 1
-            };
-            streams.push(Stream { prog, label: plan.spec_text.clone(), template: plan.template.clone() });
+            let fields = (!plan.layout.fields.is_empty()).then_some(plan);
+            progs.push(load_program(ifindex, &plan.template, fields, order)?);
+            streams.push(Stream { prog: progs.len() - 1, label: plan.spec_text.clone(), template: plan.template.clone() });
         }
         let flows = plans.iter().map(|p| p.flows).sum();
         Ok(Generator { interface: interface.to_string(), ifindex, progs, streams, flows, order })

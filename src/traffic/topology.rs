@@ -153,6 +153,11 @@ impl Topology {
         let inner = self.inner.clone();
         self.in_netns(move || attach_xdp(fd, &inner, mode))
     }
+
+    /// Attaches `prog` to the outer end's XDP hook (to take what comes back).
+    pub fn attach_outer(&self, prog: BorrowedFd<'_>, mode: XdpMode) -> Result<OwnedFd> {
+        attach_xdp(prog.as_raw_fd(), &self.outer, mode)
+    }
 }
 
 /// Turns IPv6 off on `iface`, in the calling thread's namespace.

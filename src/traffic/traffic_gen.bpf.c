@@ -13,10 +13,13 @@
  * independent clients).
  *
  * The kernel's page pool recycles frames without restoring them: a frame
- * may still hold an earlier flow. So every varied field is written whole,
- * and every checksum is derived from the template's (RFC 1624: the
- * template's sum, minus the template's words, plus the new ones), never
- * from what the frame holds.
+ * may still hold an earlier flow, or whatever the receiver's XDP wrote
+ * into it (a veth's peer runs its program on the very page, and a load
+ * balancer encapsulates in place). So the frame's first bytes are copied
+ * back from the template, every varied field is written whole, and every
+ * checksum is derived from the template's (RFC 1624: the template's sum,
+ * minus the template's words, plus the new ones), never from what the
+ * frame holds.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -24,6 +27,8 @@
 
 #define GEN_MAX_FIELDS 8
 #define GEN_MAX_CSUMS 4
+/* Bytes of the template restored per frame: every header a spec makes. */
+#define GEN_RESTORE_MAX 128
 
 /* A varied field, as userspace found it in the template. */
 struct gen_field {
@@ -48,6 +53,9 @@ struct gen_config {
 	__u32 nfields;
 	__u32 ncsums;
 	__u32 random;	/* pick each field's value at random instead */
+	__u32 restore_len;	/* even; at most the frame's length */
+	__u32 pad;
+	__u8 template[GEN_RESTORE_MAX] __attribute__((aligned(8)));
 	struct gen_field fields[GEN_MAX_FIELDS];
 	struct gen_csum csums[GEN_MAX_CSUMS];
 };
@@ -122,6 +130,29 @@ int xdp_gen(struct xdp_md *ctx)
 		/* Due times stay absolute: a late frame is followed by the
 		 * ones that fell due meanwhile, so the rate over a run holds. */
 		st->next_due_ps += st->interval_ps;
+	}
+
+	/* The template's first bytes, 8 at a time, then 2 at a time. */
+#pragma unroll
+	for (int i = 0; i < GEN_RESTORE_MAX / 8; i++) {
+		__u64 *p = data + i * 8;
+
+		if (i * 8 + 8 > cfg.restore_len)
+			break;
+		if ((void *)(p + 1) > data_end)
+			return XDP_ABORTED;
+		*p = *(const volatile __u64 *)&cfg.template[i * 8];
+	}
+#pragma unroll
+	for (int k = 0; k < 3; k++) {
+		__u32 at = cfg.restore_len / 8 * 8 + k * 2;
+		__u16 *p = data + at;
+
+		if (at + 2 > cfg.restore_len)
+			break;
+		if ((void *)(p + 1) > data_end)
+			return XDP_ABORTED;
+		*p = *(const volatile __u16 *)&cfg.template[at];
 	}
 
 #pragma unroll

@@ -40,6 +40,9 @@ pub enum Command {
         /// List stored paired comparisons ('bpfbench ab') instead of runs.
         #[arg(long, conflicts_with = "scenario")]
         ab: bool,
+        /// List stored live runs ('bpfbench live') instead of runs.
+        #[arg(long, conflicts_with_all = ["scenario", "ab"])]
+        live: bool,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -50,6 +53,9 @@ pub enum Command {
         /// Show a stored paired comparison ('bpfbench history --ab' lists them).
         #[arg(long)]
         ab: bool,
+        /// Show a stored live run ('bpfbench history --live' lists them).
+        #[arg(long, conflicts_with = "ab")]
+        live: bool,
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Write the output to this file instead of standard output.
@@ -91,6 +97,10 @@ pub enum Command {
     /// Send packets out of an interface at line rate with XDP live frames
     /// (BPF_PROG_RUN), the flows of a packet spec varied inside BPF.
     Gen(GenArgs),
+    /// Attach a program to a veth in a namespace of bpfbench's own and
+    /// measure it under generated traffic: packet rates, verdicts, ns/packet
+    /// (bpf_stats), optionally swept over ports, sizes, flows or threads.
+    Live(LiveArgs),
     /// What the kernel's verifier makes of each program of an object (two
     /// objects: side by side, with deltas).
     Verifier {
@@ -173,7 +183,28 @@ pub struct GenArgs {
     /// Send the packets of this capture (pcap or pcapng), as they are.
     #[arg(long, value_name = "FILE", conflicts_with = "packets")]
     pub pcap: Option<PathBuf>,
-    /// Pad each --packet to this frame size in bytes (without FCS).
+    #[command(flatten)]
+    pub send: SendArgs,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "S", value_parser = bpfbench::record::positive)]
+    pub duration: Option<f64>,
+    /// Stop after this many frames (over all threads).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
+    #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Sequential)]
+    pub flow_order: FlowOrder,
+    #[arg(long, value_enum, default_value_t = GenFormat::Table)]
+    pub format: GenFormat,
+    /// Write the summary to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// How the generator sends: shared by `gen` and `live`.
+#[derive(Debug, Args, Clone)]
+pub struct SendArgs {
+    /// Pad the packet to this frame size in bytes (without FCS).
     #[arg(long, value_name = "BYTES")]
     pub size: Option<usize>,
     /// Sending threads, each pinned to its own CPU.
@@ -185,23 +216,71 @@ pub struct GenArgs {
     /// Frames per second over all threads (e.g. 10000, 250k, 1M); default: as fast as it goes.
     #[arg(long, value_name = "PPS", value_parser = parse_rate)]
     pub rate: Option<f64>,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "S", value_parser = bpfbench::record::positive)]
-    pub duration: Option<f64>,
-    /// Stop after this many frames (over all threads).
-    #[arg(long, value_name = "N")]
-    pub count: Option<u64>,
     /// Frames per kernel page-pool batch and redirect flush (1 to 256).
     #[arg(long, default_value_t = 64)]
     pub batch_size: u32,
-    /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
-    #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Sequential)]
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LiveArgs {
+    /// The program under test: xdp-lb (the built-in load balancer, default),
+    /// an object file (FILE.bpf.o) or a spec file (FILE.toml) as for 'run'.
+    pub target: Option<String>,
+    /// The packet to send, in the packet language (default: the target's:
+    /// for xdp-lb, UDP to its VIP; for an object, its spec file's first packet).
+    #[arg(long, value_name = "SPEC")]
+    pub packet: Option<String>,
+    #[command(flatten)]
+    pub send: SendArgs,
+    /// Vary one quantity step by step: src-ports=0,1000,2000 | size=64,512,1500 | flows=1,1000 | threads=1,2.
+    #[arg(long, value_name = "VAR=V1,V2,...")]
+    pub sweep: Option<String>,
+    /// Seconds each step is measured for.
+    #[arg(long, value_name = "S", default_value_t = 2.0, value_parser = bpfbench::record::positive)]
+    pub duration: f64,
+    /// Seconds each step sends before it is measured (tables warm up).
+    #[arg(long, value_name = "S", default_value_t = 0.5)]
+    pub warmup: f64,
+    /// sequential: flows in turn; random (default): each frame's flow drawn at random, so an LRU of C entries over N flows hits C/N of the time.
+    #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Random)]
     pub flow_order: FlowOrder,
+    /// xdp-lb: entries of each CPU's connection table (LRU).
+    #[arg(long, value_name = "N")]
+    pub lru_size: Option<u32>,
+    /// xdp-lb: skip timing the matching in-BPF scenarios for the cross-check.
+    #[arg(long)]
+    pub no_cross_check: bool,
+    /// Attach in generic (skb) XDP mode instead of native.
+    #[arg(long)]
+    pub generic: bool,
+    /// Your object: the program to attach, when it holds several.
+    #[arg(long, value_name = "NAME")]
+    pub program: Option<String>,
+    /// Your object: fill map NAME from a JSON file first (repeatable).
+    #[arg(long = "map", value_name = "NAME=FILE.json")]
+    pub maps: Vec<String>,
+    /// Your object: use the map pinned at PATH as its map NAME (repeatable).
+    #[arg(long = "map-pin", value_name = "NAME=PATH")]
+    pub pins: Vec<String>,
     #[arg(long, value_enum, default_value_t = GenFormat::Table)]
     pub format: GenFormat,
-    /// Write the summary to this file instead of standard output.
+    /// Write the output to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Draw the sweep to FILE.svg or FILE.png.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Name this run in the history.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Do not store this run in the history.
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Remove what killed bpfbench runs left (namespaces, veths) and exit.
+    #[arg(long)]
+    pub cleanup: bool,
 }
 
 /// `250k`, `1M` or a plain number of frames per second.

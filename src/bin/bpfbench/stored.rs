@@ -52,7 +52,7 @@ pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCo
 }
 
 /// "YYYY-MM-DD HH:MM:SS" from Unix seconds (civil-from-days, UTC).
-fn utc(secs: u64) -> String {
+pub fn utc(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;

@@ -18,7 +18,7 @@ use crate::output::emit;
 /// each packet of the capture.
 fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
     if let Some(path) = &args.pcap {
-        if args.size.is_some() {
+        if args.send.size.is_some() {
             bail!("--size pads --packet specs; a capture's packets are sent as they are");
         }
         let packets = pcap::read(path)?;
@@ -32,7 +32,7 @@ fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
         .iter()
         .map(|t| {
             let spec = PacketSpec::parse_flows(t)?;
-            let spec = match args.size {
+            let spec = match args.send.size {
                 Some(size) => spec.with_frame_size(size)?,
                 None => spec,
             };
@@ -48,19 +48,19 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     system::interrupt::install_handler();
     let generator = Generator::new(&args.interface, &plans, args.flow_order)?;
     let settings = GenSettings {
-        threads: args.threads,
-        cpus: (!args.cpus.is_empty()).then(|| args.cpus.clone()),
-        rate_pps: args.rate,
+        threads: args.send.threads,
+        cpus: (!args.send.cpus.is_empty()).then(|| args.send.cpus.clone()),
+        rate_pps: args.send.rate,
         duration: args.duration.map(Duration::from_secs_f64),
         count: args.count,
-        batch_size: args.batch_size,
+        batch_size: args.send.batch_size,
     };
     let sizes: Vec<usize> = plans.iter().map(|p| p.template.len()).collect();
     let flows = plans.iter().map(|p| p.flows).sum();
     let table = args.format == GenFormat::Table && args.output.is_none();
     // Per-second lines go with the table on stdout, else to stderr.
     let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
-    say(&gen_table::start_line(&args.interface, args.threads, flows, &sizes, args.rate));
+    say(&gen_table::start_line(&args.interface, args.send.threads, flows, &sizes, args.send.rate));
     say(gen_table::INTERVAL_HEAD);
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();

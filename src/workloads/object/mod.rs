@@ -10,6 +10,7 @@
 
 mod cases;
 mod map_json;
+pub mod live;
 mod options;
 mod per_call;
 mod restore;

@@ -56,6 +56,9 @@ fn key(k: u32) -> [u8; 4] {
 pub struct LoadedLb {
     pub body: TimedProgram,
     pub overhead: TimedProgram,
+    /// The datapath alone, for an interface (`bpfbench live`); builds of
+    /// xdp_lb.bpf.c from before it existed have none.
+    pub live: Option<std::os::fd::OwnedFd>,
     vip_map: MapHandle,
     reals: MapHandle,
     ch_rings: MapHandle,
@@ -87,6 +90,7 @@ impl LoadedLb {
         let mut lb = LoadedLb {
             body: timed("xdp_lb")?,
             overhead: timed("xdp_lb_overhead")?,
+            live: object_prog(&obj, "xdp_lb_live", &label).ok(),
             vip_map: map("vip_map", size_of::<lb_vip_key>(), size_of::<lb_vip_meta>())?,
             reals: map("reals", u32s, size_of::<lb_real>())?,
             ch_rings: map("ch_rings", u32s, u32s)?,
@@ -159,8 +163,14 @@ impl LoadedLb {
         RINGS[vip_num as usize][(hash % RING_SIZE) as usize]
     }
 
-    /// Gives every CPU a fresh, empty connection table.
+    /// Gives every CPU a fresh, empty connection table of the suite's size.
     pub fn reset_lru(&self) -> Result<()> {
+        self.reset_lru_sized(Limit::LB_LRU_SIZE.0)
+    }
+
+    /// Gives every CPU a fresh, empty connection table of `entries`
+    /// (an LRU hash in a map-of-maps may have any size).
+    pub fn reset_lru_sized(&self, entries: u32) -> Result<()> {
         let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
             sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
             ..Default::default()
@@ -171,7 +181,7 @@ impl LoadedLb {
                 Some("lb_lru"),
                 size_of::<lb_flow_key>() as u32,
                 size_of::<lb_real_pos_lru>() as u32,
-                Limit::LB_LRU_SIZE.0,
+                entries,
                 &opts,
             )
             .context("creating a per-CPU LRU")?;

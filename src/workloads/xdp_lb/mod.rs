@@ -6,8 +6,10 @@
 //! the harness: a validated scenario times batches of its packet.
 
 mod checks;
+pub mod cross_check;
 mod datapath;
 mod jhash;
+pub mod live;
 mod maglev;
 mod packets;
 mod scenarios;

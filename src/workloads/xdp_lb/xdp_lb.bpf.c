@@ -527,6 +527,16 @@ __noinline int lb_empty_body(struct xdp_md *ctx)
 	return ctx ? XDP_PASS : XDP_ABORTED;
 }
 
+/*
+ * The datapath alone, for an interface's XDP hook ('bpfbench live'): what
+ * the timed programs run per iteration, without the loop and its call.
+ */
+SEC("xdp")
+int xdp_lb_live(struct xdp_md *ctx)
+{
+	return lb_verdict(lb_process(ctx));
+}
+
 /* Incremental checksum update for a 32-bit field (RFC 1624), on raw memory words. */
 static __always_inline __u16 lb_csum_replace4(__u16 check, __be32 from, __be32 to)
 {

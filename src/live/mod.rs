@@ -1,0 +1,54 @@
+//! `bpfbench live`: the program under test attached to a real interface
+//! (one end of a veth pair in a namespace of bpfbench's own) while the
+//! traffic generator sends to it, measured per step of a sweep: offered
+//! and received packets per second, the program's verdicts, and its
+//! ns/packet from the kernel's `bpf_stats`.
+//!
+//! A program reaches this module through [`LiveProgram`]: the built-in load
+//! balancer and a user's own object each implement it beside their other
+//! code; this module knows neither.
+
+pub mod session;
+pub mod sink;
+pub mod sweep;
+
+use std::os::fd::BorrowedFd;
+
+use anyhow::Result;
+
+pub use session::{LiveSession, LiveSettings};
+pub use sweep::{Sweep, SweepVar};
+
+/// The load balancer's connection-table (LRU) counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LruCounts {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl LruCounts {
+    pub fn since(self, start: LruCounts) -> LruCounts {
+        LruCounts { hits: self.hits.saturating_sub(start.hits), misses: self.misses.saturating_sub(start.misses) }
+    }
+}
+
+/// A program `bpfbench live` can attach and read.
+pub trait LiveProgram {
+    /// What results call it ("xdp-lb", "xdp_pass in pass.bpf.o").
+    fn label(&self) -> String;
+    /// The loaded XDP program.
+    fn prog(&self) -> BorrowedFd<'_>;
+    /// The packet spec sent when the user gives none.
+    fn default_packet(&self) -> String;
+    /// Readies the program for a step (the load balancer empties its
+    /// connection tables, so every step starts cold and warms up alike).
+    fn reset(&mut self) -> Result<()>;
+    /// The connection table's size in entries, for programs that have one.
+    fn lru_capacity(&self) -> Option<u64> {
+        None
+    }
+    /// The connection table's counters so far, for programs that have one.
+    fn lru_counts(&self) -> Result<Option<LruCounts>> {
+        Ok(None)
+    }
+}

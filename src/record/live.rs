@@ -1,0 +1,127 @@
+//! What a live run measured: the program on the interface, each step of
+//! the sweep, the statistics' own cost, and for the built-in load balancer
+//! the in-BPF figures set beside the live ones.
+
+use serde::{Deserialize, Serialize};
+
+use super::Environment;
+use crate::live::SweepVar;
+use crate::system::ethtool::XdpVerdicts;
+
+pub const LIVE_SCHEMA: &str = "bpfbench.live/1";
+
+/// One `bpfbench live` run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LiveRecord {
+    /// "bpfbench.live/N".
+    pub schema: String,
+    pub tag: Option<String>,
+    pub environment: Environment,
+    /// The program under test ("xdp-lb", "xdp_pass in pass.bpf.o").
+    pub program: String,
+    /// "native" or "generic" XDP on the receiving veth.
+    pub xdp_mode: String,
+    /// The base packet spec each step starts from.
+    pub packet: String,
+    pub flow_order: String,
+    /// The connection table's entries per CPU (load balancer).
+    pub lru_size: Option<u64>,
+    /// Seconds sent before each step's measurement (tables warm up).
+    pub warmup_s: f64,
+    /// Seconds each step is measured for.
+    pub step_s: f64,
+    /// The swept variable; None: one step.
+    pub sweep: Option<SweepVar>,
+    /// What the kernel's run-time statistics cost per packet, measured.
+    pub stats_overhead: StatsOverhead,
+    pub steps: Vec<LiveStep>,
+    /// For the built-in load balancer: live beside in-BPF figures.
+    pub cross_check: Option<CrossCheck>,
+    /// Notes on the set-up (maps filled, pinned maps used).
+    pub notes: Vec<String>,
+    /// Ctrl-C or SIGTERM ended the run early; the steps so far are kept.
+    pub interrupted: bool,
+}
+
+/// The cost of `bpf_stats` itself: the kernel reads the clock before and
+/// after every run of every program while they are on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StatsOverhead {
+    /// Median extra ns per packet with the statistics on, over alternating
+    /// on/off phases on one CPU (None: not measured, see `note`).
+    pub ns_per_packet: Option<f64>,
+    /// The same per program run: every program on the path pays it.
+    pub ns_per_program_run: Option<f64>,
+    /// Programs run per frame while it was measured.
+    pub runs_per_frame: f64,
+    /// Each on/off pair's difference, ns per packet.
+    pub pairs_ns: Vec<f64>,
+    pub note: String,
+}
+
+/// One step: traffic of one setting, measured for `elapsed_s`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LiveStep {
+    /// The swept variable's value (None without a sweep).
+    pub value: Option<u64>,
+    pub packet: String,
+    pub frame_bytes: usize,
+    pub flows: u64,
+    pub threads: usize,
+    pub cpus: Vec<usize>,
+    pub elapsed_s: f64,
+    /// Frames the generator sent per second.
+    pub offered_pps: f64,
+    /// Frames the program under test ran on per second.
+    pub received_pps: f64,
+    /// Received frame bits per second.
+    pub received_gbps: f64,
+    /// Frames the generator's veth could not hand over (ring full).
+    pub send_errors: Option<u64>,
+    /// What the program did with them (the veth driver's counts).
+    pub verdicts: XdpVerdicts,
+    /// bpf_stats over the step: runs and nanoseconds.
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+    /// run_time_ns / run_cnt.
+    pub ns_per_packet: Option<f64>,
+    pub lru: Option<LruStep>,
+}
+
+/// The load balancer's connection table over a step.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LruStep {
+    pub hits: u64,
+    pub misses: u64,
+    pub hit_rate: f64,
+    /// What an LRU of this size predicts for uniformly random flows:
+    /// min(1, entries / flows).
+    pub predicted_hit_rate: f64,
+}
+
+/// Live ns/packet beside the in-BPF figures of the matching scenarios,
+/// measured in the same run on the same CPU.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CrossCheck {
+    pub hit_scenario: String,
+    pub hit_ns: f64,
+    pub miss_scenario: String,
+    pub miss_ns: f64,
+    /// Per step with a hit rate: in-BPF prediction h·hit + (1−h)·miss, and
+    /// the live figure's excess over it.
+    pub steps: Vec<CrossCheckStep>,
+    /// Live ns/packet per unit of miss rate (a least-squares slope over
+    /// the steps) against the in-BPF miss − hit.
+    pub live_slope_ns: Option<f64>,
+    pub in_bpf_slope_ns: f64,
+    pub explanation: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CrossCheckStep {
+    pub value: Option<u64>,
+    pub hit_rate: f64,
+    pub live_ns: f64,
+    pub predicted_ns: f64,
+    pub excess_ns: f64,
+}

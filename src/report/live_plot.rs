@@ -1,0 +1,142 @@
+//! A live sweep drawn (`bpfbench live --sweep ... --plot FILE.svg|png`):
+//! the packet rate, the program's ns/packet and, for the load balancer,
+//! the LRU hit rate, each in its own panel against the swept quantity.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::record::live::LiveRecord;
+
+/// Where Debian's fonts-dejavu-core puts the font the labels are drawn in.
+const FONT_FILES: &[&str] = &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf"];
+const WIDTH: u32 = 900;
+const PANEL_HEIGHT: u32 = 320;
+
+/// Makes the labels' font known to the plotting library (once).
+fn register_font() -> Result<()> {
+    static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let path = FONT_FILES.iter().find(|p| Path::new(p).exists()).ok_or("no DejaVuSans.ttf for the plot's labels; install fonts-dejavu-core")?;
+        let bytes: &'static [u8] = Box::leak(std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).map_err(|_| format!("{path} is not a font the plot can use"))
+    })
+    .clone()
+    .map_err(|e| anyhow::anyhow!(e))
+}
+
+/// A named, coloured line of (x, y) points.
+type Series = (&'static str, RGBColor, Vec<(f64, f64)>);
+
+/// One panel: a y quantity with its series, over the swept x. The first
+/// series (the reference: offered, predicted) is drawn wide, the measured
+/// one over it, so both show where they coincide.
+struct Panel {
+    title: &'static str,
+    y_label: &'static str,
+    series: Vec<Series>,
+}
+
+fn panels(rec: &LiveRecord) -> Vec<Panel> {
+    let x = |v: Option<u64>| v.unwrap_or(0) as f64;
+    let steps = &rec.steps;
+    let mut out = vec![Panel {
+        title: "Packet rate",
+        y_label: "Mpps",
+        series: vec![
+            ("offered (generator)", BLUE, steps.iter().map(|s| (x(s.value), s.offered_pps / 1e6)).collect()),
+            ("received (program)", RED, steps.iter().map(|s| (x(s.value), s.received_pps / 1e6)).collect()),
+        ],
+    }];
+    let mut ns = Vec::new();
+    if let Some(cc) = &rec.cross_check {
+        ns.push(("in-BPF prediction from hit rate", BLUE, cc.steps.iter().map(|r| (x(r.value), r.predicted_ns)).collect()));
+    }
+    ns.push(("live (bpf_stats)", RED, steps.iter().filter_map(|s| Some((x(s.value), s.ns_per_packet?))).collect()));
+    out.push(Panel { title: "Program run time", y_label: "ns per packet", series: ns });
+    if steps.iter().any(|s| s.lru.is_some()) {
+        out.push(Panel {
+            title: "Connection table (LRU)",
+            y_label: "hit rate (%)",
+            series: vec![
+                ("predicted: entries / flows", BLUE, steps.iter().filter_map(|s| Some((x(s.value), s.lru.as_ref()?.predicted_hit_rate * 100.0))).collect()),
+                ("measured", RED, steps.iter().filter_map(|s| Some((x(s.value), s.lru.as_ref()?.hit_rate * 100.0))).collect()),
+            ],
+        });
+    }
+    out
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel, x_label: &str, x_range: (f64, f64)) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let ys = panel.series.iter().flat_map(|s| s.2.iter().map(|p| p.1));
+    let y_max = ys.fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let mut chart = ChartBuilder::on(area)
+        .caption(panel.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x_range.0..x_range.1, 0.0..y_max)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(panel.y_label)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (i, (name, color, points)) in panel.series.iter().enumerate() {
+        let color = *color;
+        let width = if i == 0 && panel.series.len() > 1 { 5 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), color.mix(if width == 5 { 0.5 } else { 1.0 }).stroke_width(width)))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width)));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, rec: &LiveRecord, panels: &[Panel]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sweep = rec.sweep.context("a plot needs a sweep (--sweep VAR=...)")?;
+    let xs: Vec<f64> = rec.steps.iter().map(|s| s.value.unwrap_or(0) as f64).collect();
+    let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let pad = ((hi - lo) * 0.05).max(0.5);
+    let areas = root.split_evenly((panels.len(), 1));
+    for (area, panel) in areas.iter().zip(panels) {
+        draw_panel(area, panel, sweep.axis_label(), (lo - pad, hi + pad))?;
+    }
+    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// Draws `rec` to `path`, SVG or PNG by its extension.
+pub fn plot(rec: &LiveRecord, path: &Path) -> Result<()> {
+    ensure!(rec.sweep.is_some(), "--plot draws a sweep; give --sweep VAR=V1,V2,...");
+    ensure!(!rec.steps.is_empty(), "no step was measured, so there is nothing to plot");
+    register_font()?;
+    let panels = panels(rec);
+    let size = (WIDTH, PANEL_HEIGHT * panels.len() as u32);
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("svg") => draw(SVGBackend::new(path, size).into_drawing_area(), rec, &panels),
+        Some("png") => draw(BitMapBackend::new(path, size).into_drawing_area(), rec, &panels),
+        _ => bail!("--plot {}: give a file ending in .svg or .png", path.display()),
+    }
+    .with_context(|| format!("drawing {}", path.display()))
+}

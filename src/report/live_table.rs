@@ -1,0 +1,159 @@
+//! A live run's output: the steps as a table (with the statistics' cost
+//! and the load balancer's cross-check) or as CSV rows.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+
+use super::gen_table::grouped;
+use crate::record::live::{LiveRecord, LiveStep};
+use crate::system::ethtool::XdpVerdicts;
+
+/// The verdicts as shares of the frames, largest first ("TX 100%").
+fn verdict_shares(v: &XdpVerdicts) -> String {
+    if v.packets == 0 {
+        return "-".into();
+    }
+    let mut parts = [("PASS", v.pass), ("DROP", v.drop), ("TX", v.tx), ("REDIRECT", v.redirect)];
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    parts
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{name} {:.0}%", *n as f64 * 100.0 / v.packets as f64))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn step_value(rec: &LiveRecord, s: &LiveStep) -> String {
+    match (rec.sweep, s.value) {
+        (Some(_), Some(v)) => grouped(v),
+        _ => "-".into(),
+    }
+}
+
+/// The run as a table.
+pub fn render(rec: &LiveRecord) -> String {
+    let mut out = String::new();
+    let lru = rec.lru_size.map(|n| format!(", connection tables of {} entries per CPU", grouped(n))).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{} on a veth ({} XDP){lru}; {} flow order; {:.1} s warm-up, then {:.1} s per step",
+        rec.program, rec.xdp_mode, rec.flow_order, rec.warmup_s, rec.step_s
+    );
+    let _ = writeln!(out, "packet: {}", rec.packet);
+    for n in &rec.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    let var = rec.sweep.map_or("step", |v| v.name());
+    let has_lru = rec.steps.iter().any(|s| s.lru.is_some());
+    let _ = write!(
+        out,
+        "\n{var:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>7}",
+        "flows", "bytes", "thr", "offered", "received", "Gbit/s", "ns/pkt", "errors"
+    );
+    if has_lru {
+        let _ = write!(out, " {:>8} {:>9}", "LRU hit", "predicted");
+    }
+    let _ = writeln!(out, "  verdicts");
+    let _ = write!(out, "{:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>7}", "", "", "", "", "Mpps", "Mpps", "", "", "");
+    let _ = writeln!(out);
+    for s in &rec.steps {
+        let _ = write!(
+            out,
+            "{:>10} {:>9} {:>6} {:>4} {:>9.3} {:>9.3} {:>7.3} {:>8} {:>7}",
+            step_value(rec, s),
+            grouped(s.flows),
+            s.frame_bytes,
+            s.threads,
+            s.offered_pps / 1e6,
+            s.received_pps / 1e6,
+            s.received_gbps,
+            opt(s.ns_per_packet, 1),
+            s.send_errors.map_or_else(|| "-".into(), grouped)
+        );
+        if has_lru {
+            match &s.lru {
+                Some(l) => {
+                    let _ = write!(out, " {:>7.1}% {:>8.1}%", l.hit_rate * 100.0, l.predicted_hit_rate * 100.0);
+                }
+                None => {
+                    let _ = write!(out, " {:>8} {:>9}", "-", "-");
+                }
+            }
+        }
+        let _ = writeln!(out, "  {}", verdict_shares(&s.verdicts));
+    }
+    let o = &rec.stats_overhead;
+    match o.ns_per_packet {
+        Some(ns) => {
+            let pairs = o.pairs_ns.iter().map(|p| format!("{p:.1}")).collect::<Vec<_>>().join(", ");
+            let per_run = o.ns_per_program_run.map_or_else(String::new, |r| format!(", {r:.1} ns per program run"));
+            let _ = writeln!(out, "\nbpf_stats cost: {ns:.1} ns/packet{per_run} ({}; pairs: {pairs} ns)", o.note);
+        }
+        None => {
+            let _ = writeln!(out, "\nbpf_stats cost: {}", o.note);
+        }
+    }
+    let _ = writeln!(out, "ns/pkt is bpf_stats' run_time_ns / run_cnt over the step; the statistics were on only for this run.");
+    if let Some(cc) = &rec.cross_check {
+        let _ = writeln!(
+            out,
+            "\nCross-check against the in-BPF suite (same run, same CPU; medians less the loop's cost): {} {:.1} ns, {} {:.1} ns",
+            cc.hit_scenario, cc.hit_ns, cc.miss_scenario, cc.miss_ns
+        );
+        let _ = writeln!(out, "{var:>10} {:>9} {:>9} {:>10} {:>8}", "hit rate", "live ns", "predicted", "excess");
+        for r in &cc.steps {
+            let value = r.value.map_or_else(|| "-".into(), grouped);
+            let _ = writeln!(out, "{value:>10} {:>8.1}% {:>9.1} {:>10.1} {:>+8.1}", r.hit_rate * 100.0, r.live_ns, r.predicted_ns, r.excess_ns);
+        }
+        let slope = cc.live_slope_ns.map_or_else(|| "not measurable (the hit rate did not vary)".into(), |s| format!("{s:.1} ns"));
+        let _ = writeln!(
+            out,
+            "from all hits to all misses: live {slope}, in-BPF (miss - hit) {:.1} ns\n{}",
+            cc.in_bpf_slope_ns, cc.explanation
+        );
+    }
+    if rec.interrupted {
+        let _ = writeln!(out, "\ninterrupted: the steps above were measured before Ctrl-C or SIGTERM");
+    }
+    out
+}
+
+/// One CSV row per step.
+pub fn csv(rec: &LiveRecord) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "program", "sweep", "value", "flows", "frame_bytes", "threads", "elapsed_s", "offered_pps", "received_pps", "received_gbps", "send_errors",
+        "run_cnt", "run_time_ns", "ns_per_packet", "xdp_pass", "xdp_drop", "xdp_tx", "xdp_redirect", "lru_hit_rate", "lru_predicted_hit_rate",
+    ])?;
+    let f = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
+    for s in &rec.steps {
+        w.write_record([
+            rec.program.clone(),
+            rec.sweep.map(|v| v.name().to_string()).unwrap_or_default(),
+            s.value.map(|v| v.to_string()).unwrap_or_default(),
+            s.flows.to_string(),
+            s.frame_bytes.to_string(),
+            s.threads.to_string(),
+            format!("{:.4}", s.elapsed_s),
+            format!("{:.1}", s.offered_pps),
+            format!("{:.1}", s.received_pps),
+            format!("{:.4}", s.received_gbps),
+            s.send_errors.map(|v| v.to_string()).unwrap_or_default(),
+            s.run_cnt.to_string(),
+            s.run_time_ns.to_string(),
+            f(s.ns_per_packet),
+            s.verdicts.pass.to_string(),
+            s.verdicts.drop.to_string(),
+            s.verdicts.tx.to_string(),
+            s.verdicts.redirect.to_string(),
+            f(s.lru.as_ref().map(|l| l.hit_rate)),
+            f(s.lru.as_ref().map(|l| l.predicted_hit_rate)),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}

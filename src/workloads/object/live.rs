@@ -1,0 +1,67 @@
+//! A user's own XDP program on an interface (`bpfbench live FILE.bpf.o`):
+//! loaded as `run` loads it (pinned maps reused, JSON maps filled), then
+//! attached as it is, unspliced.
+
+use std::os::fd::BorrowedFd;
+
+use anyhow::{Result, bail};
+
+use super::cases::DEFAULT_PACKET;
+use super::map_json;
+use super::options::ObjectSetup;
+use crate::live::LiveProgram;
+use crate::object_file::{ObjectFile, ProgKind};
+
+pub struct LiveObject {
+    user: ObjectFile,
+    program: String,
+    label: String,
+    packet: String,
+    /// What was done to the maps, for the report.
+    pub notes: Vec<String>,
+}
+
+impl LiveObject {
+    pub fn load(setup: &ObjectSetup) -> Result<LiveObject> {
+        let mut user = ObjectFile::open(&setup.object)?;
+        let (program, kind) = user.select(setup.program.as_deref())?;
+        if kind != ProgKind::Xdp {
+            bail!("'{}' is a {} program; bpfbench live attaches XDP programs (time tc programs with 'bpfbench run')", program.name, program.type_name);
+        }
+        user.configure(&program.name, &setup.pins)?;
+        user.prepare()?;
+        let mut notes = Vec::new();
+        for (map, file) in &setup.maps {
+            let n = map_json::fill(&user, map, file)?;
+            notes.push(format!("map {map}: {n} entries from {}", file.display()));
+        }
+        for (map, path) in &setup.pins {
+            notes.push(format!("map {map}: the map pinned at {}", path.display()));
+        }
+        user.load(&program.name)?;
+        let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        // The first packet the spec file names, if it names one.
+        let packet = setup.cases.iter().flat_map(|c| c.packets.first()).next().cloned().unwrap_or_else(|| DEFAULT_PACKET.to_string());
+        Ok(LiveObject { user, label: format!("{} in {file}", program.name), program: program.name, packet, notes })
+    }
+}
+
+impl LiveProgram for LiveObject {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn prog(&self) -> BorrowedFd<'_> {
+        self.user.prog_fd(&self.program).expect("the program was loaded")
+    }
+
+    fn default_packet(&self) -> String {
+        self.packet.clone()
+    }
+
+    /// The user's maps keep what the program wrote: their program would
+    /// see the same on a real interface.
+    fn reset(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

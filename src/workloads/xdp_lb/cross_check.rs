@@ -1,0 +1,84 @@
+//! The built-in load balancer's live figures beside its in-BPF ones: the
+//! suite's LRU-hit and LRU-miss scenarios timed in the same run on the
+//! same CPU, and each live step's ns/packet set against what its measured
+//! hit rate predicts from them.
+
+use anyhow::{Context, Result, bail};
+
+use crate::history::History;
+use crate::record::live::{CrossCheck, CrossCheckStep, LiveStep};
+use crate::record::{RunRecord, Sampling};
+use crate::session::{self, Plan, Quiet};
+use super::XdpLb;
+use super::live::{HIT_SCENARIO, MISS_SCENARIO};
+
+/// Samples per in-BPF scenario: enough for a median within about 1%.
+const SAMPLES: u64 = 60;
+
+/// The in-BPF figures the live ones are set beside: each scenario's
+/// median less its loop's own cost (the live figure has no loop).
+#[derive(Debug, Clone, Copy)]
+pub struct InBpf {
+    pub hit_ns: f64,
+    pub miss_ns: f64,
+}
+
+/// Times the hit and miss scenarios on `cpu`.
+pub fn measure_in_bpf(cpu: usize) -> Result<InBpf> {
+    let workload = XdpLb::default();
+    let scenarios = session::select(&workload, &[HIT_SCENARIO.to_string(), MISS_SCENARIO.to_string()], &[])?;
+    let plan = Plan {
+        workload: &workload,
+        scenarios,
+        sampling: Sampling { samples: SAMPLES, max_scenario_s: 3.0, ..Sampling::default() },
+        cpu: Some(cpu),
+        rounds: 1,
+        tag: None,
+        history: None::<&mut History>,
+        store: false,
+        reference: None,
+        gate: Default::default(),
+        confirm: 0,
+        progress: false,
+    };
+    let outcome = session::run(plan, &mut Quiet)?;
+    let net = |run: &RunRecord, name: &str| -> Result<f64> {
+        let s = run.results.iter().find(|r| r.name == name).with_context(|| format!("the in-BPF run has no {name}"))?;
+        if let Some(e) = &s.error {
+            bail!("in-BPF {name}: {e}");
+        }
+        let m = s.measurement.as_ref().with_context(|| format!("in-BPF {name} was not measured"))?;
+        Ok(m.summary.median - m.overhead.summary.median)
+    };
+    let run = outcome.last();
+    Ok(InBpf { hit_ns: net(run, HIT_SCENARIO)?, miss_ns: net(run, MISS_SCENARIO)? })
+}
+
+/// Sets each step with a hit rate and a live figure against the in-BPF prediction.
+pub fn cross_check(in_bpf: InBpf, steps: &[LiveStep]) -> CrossCheck {
+    let rows: Vec<CrossCheckStep> = steps
+        .iter()
+        .filter_map(|s| {
+            let (lru, live) = (s.lru.as_ref()?, s.ns_per_packet?);
+            let predicted = lru.hit_rate * in_bpf.hit_ns + (1.0 - lru.hit_rate) * in_bpf.miss_ns;
+            Some(CrossCheckStep { value: s.value, hit_rate: lru.hit_rate, live_ns: live, predicted_ns: predicted, excess_ns: live - predicted })
+        })
+        .collect();
+    let points: Vec<(f64, f64)> = rows.iter().map(|r| (1.0 - r.hit_rate, r.live_ns)).collect();
+    CrossCheck {
+        hit_scenario: HIT_SCENARIO.into(),
+        hit_ns: in_bpf.hit_ns,
+        miss_scenario: MISS_SCENARIO.into(),
+        miss_ns: in_bpf.miss_ns,
+        steps: rows,
+        live_slope_ns: crate::stats::slope(&points),
+        in_bpf_slope_ns: in_bpf.miss_ns - in_bpf.hit_ns,
+        explanation: "in-BPF figures are medians less the timing loop's own cost, with one packet hot in cache; \
+            live figures are bpf_stats' run_time_ns / run_cnt, which add the entry from the driver (a call and a \
+            return, ~8-9 ns each way with Safe-RET here), half the statistics' clock reads, and frames \
+            fresh from the page pool rather than one packet in cache: a fixed excess. What the hit rate \
+            changes, the LRU lookup against a consistent-hash pick and insert, should move both alike: \
+            compare the slopes."
+            .into(),
+    }
+}

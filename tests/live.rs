@@ -1,0 +1,178 @@
+//! `bpfbench live` against the kernel: the built-in load balancer and a
+//! test object on a veth under generated traffic, the sweep's figures, and
+//! the cleanup after errors, SIGTERM and SIGKILL.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Bpffs, bpfbench, stderr, stdout, test_object};
+use libbpf_rs::{MapCore, MapFlags};
+
+/// Short steps: the tests check plumbing and proportions, not speed.
+const QUICK: &[&str] = &["--duration", "0.3", "--warmup", "0.2", "--no-store", "--format", "json"];
+
+fn live_json(args: &[&str]) -> serde_json::Value {
+    let o = bpfbench(&[&["live"], args, QUICK].concat());
+    assert!(o.status.success(), "live {args:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+}
+
+/// Namespaces and veths whose names say bpfbench, of this process's children or anyone.
+fn our_leftovers() -> Vec<String> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/run/netns") {
+        found.extend(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("bpfbench-")));
+    }
+    let links = String::from_utf8(Command::new("ip").args(["-o", "link"]).output().unwrap().stdout).unwrap();
+    found.extend(links.lines().filter_map(|l| l.split(": ").nth(1)).filter(|n| n.starts_with("bpfbench")).map(str::to_string));
+    found
+}
+
+/// The namespace a running bpfbench with `pid` made, once it exists.
+fn wait_for_netns(pid: u32) -> bool {
+    let path = std::path::PathBuf::from(format!("/run/netns/bpfbench-{pid}"));
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        // The veths come after the namespace: wait for the inner one too.
+        if path.exists() && Command::new("ip").args(["-n", &format!("bpfbench-{pid}"), "-o", "link"]).output().is_ok_and(|o| o.stdout.len() > 200) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
+    // 500 flows fit a 1000-entry table; 4000 random flows hit it a quarter of the time.
+    let doc = live_json(&["xdp-lb", "--lru-size", "1000", "--sweep", "src-ports=500,4000", "--no-cross-check"]);
+    assert_eq!(doc["schema"], "bpfbench.live/1");
+    assert_eq!(doc["lru_size"], 1000);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for s in steps {
+        let v = &s["verdicts"];
+        let packets = v["packets"].as_u64().unwrap();
+        assert!(packets > 10_000, "{s}");
+        // Every packet encapsulated and sent back: frames the balancer wrote
+        // into come back from the generator restored.
+        assert_eq!(v["tx"], v["packets"], "{s}");
+        // bpf_stats counted the program's every run.
+        assert_eq!(s["run_cnt"], v["packets"], "{s}");
+        assert!(s["ns_per_packet"].as_f64().unwrap() > 0.0);
+    }
+    let hit = |i: usize| steps[i]["lru"]["hit_rate"].as_f64().unwrap();
+    assert!(hit(0) > 0.98, "500 flows in 1000 entries: {}", hit(0));
+    assert!((hit(1) - 0.25).abs() < 0.08, "1000 entries over 4000 flows: {}", hit(1));
+    assert_eq!(steps[1]["lru"]["predicted_hit_rate"], 0.25);
+    assert!(doc["stats_overhead"]["note"].as_str().unwrap().contains("clock reads"));
+    assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+}
+
+#[test]
+fn your_object_runs_with_a_pinned_map_and_sees_valid_frames() {
+    // The test loads the counter object to pin its totals; live reuses the
+    // pinned map, so the counts are readable here afterwards.
+    let fs = Bpffs::mount("live-pin");
+    let mut obj = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_flow_count.bpf.o")).unwrap().load().unwrap();
+    let mut totals = obj.maps_mut().find(|m| m.name() == "totals").unwrap();
+    let pin = fs.0.join("totals");
+    totals.pin(&pin).unwrap();
+    let object = test_object("xdp_flow_count.bpf.o");
+    let spec = "eth/ipv4(src=10.9.0.1,dst=10.9.1.1)/udp(sport=1000-1063,dport=53)/payload(18)";
+    let doc = live_json(&[object.to_str().unwrap(), "--map-pin", &format!("totals={}", pin.display()), "--packet", spec, "--sweep", "size=64,256"]);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps[1]["frame_bytes"], 256);
+    let mut measured = 0;
+    for s in steps {
+        assert_eq!(s["verdicts"]["drop"], s["verdicts"]["packets"], "the counter drops all: {s}");
+        assert_eq!(s["flows"], 64);
+        measured += s["verdicts"]["packets"].as_u64().unwrap();
+    }
+    let v = obj.maps().find(|m| m.name() == "totals").unwrap().lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap();
+    let n = |i: usize| u64::from_ne_bytes(v[i * 8..i * 8 + 8].try_into().unwrap());
+    // Warm-up and the statistics' cost are sent too, beyond the steps.
+    assert!(n(0) >= measured, "counted {} of at least {measured}", n(0));
+    assert_eq!((n(1), n(2), n(4)), (0, 0, 0), "bad IP checksums, bad L4 checksums, others");
+    assert!(doc["notes"][0].as_str().unwrap().contains("pinned"), "{}", doc["notes"]);
+    assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+}
+
+#[test]
+fn the_plot_has_labelled_axes_and_csv_a_row_per_step() {
+    let dir = common::temp_dir("live-plot");
+    let svg = dir.join("sweep.svg");
+    let o = bpfbench(&[
+        "live", test_object("xdp_drop.bpf.o").to_str().unwrap(), "--sweep", "threads=1,2", "--plot", svg.to_str().unwrap(), "--duration", "0.2",
+        "--warmup", "0", "--no-store", "--format", "csv",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(rows.len(), 3, "header and two steps: {rows:?}");
+    assert!(rows[0].starts_with("program,sweep,value,") && rows[2].contains(",threads,2,"), "{rows:?}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for label in ["generator threads", "Mpps", "ns per packet"] {
+        assert!(text.contains(label), "{label} missing from the plot");
+    }
+}
+
+#[test]
+fn sigterm_ends_a_run_with_nothing_left() {
+    let child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["live", "--duration", "30", "--warmup", "0", "--no-store", "--no-cross-check"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for_netns(child.id()), "no topology appeared");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+}
+
+#[test]
+fn a_killed_runs_leftovers_are_found_by_cleanup() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["live", "--duration", "30", "--warmup", "0", "--no-store", "--no-cross-check"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(wait_for_netns(pid), "no topology appeared");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!our_leftovers().is_empty(), "a SIGKILL leaves the namespace");
+    let o = bpfbench(&["live", "--cleanup"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("netns bpfbench-{pid}")), "{}", stdout(&o));
+    assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+    // Programs went with the process: links are the kernel's to undo.
+    assert!(!common::loaded_prog_names().iter().any(|n| n == "xdp_lb_live" || n == "bpfbench_sink"), "a program outlived its run");
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors() {
+    let drop = test_object("xdp_drop.bpf.o");
+    let tc = test_object("tc_ttl.bpf.o");
+    let cases: [(&[&str], &str); 6] = [
+        (&["no-such-thing"], "no such target 'no-such-thing'"),
+        (&["--sweep", "speed=1"], "unknown variable 'speed'"),
+        (&[drop.to_str().unwrap(), "--lru-size", "10"], "--lru-size sizes xdp-lb's connection tables"),
+        (&[tc.to_str().unwrap()], "bpfbench live attaches XDP programs"),
+        (&["--plot", "x.svg"], "--plot draws a sweep"),
+        (&["--packet", "eth/ipv5"], "unknown layer 'ipv5'"),
+    ];
+    for (args, want) in cases {
+        let o = bpfbench(&[&["live"], args, &["--no-store"]].concat());
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = stderr(&o);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+}
