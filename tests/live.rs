@@ -119,19 +119,21 @@ fn the_plot_has_labelled_axes_and_csv_a_row_per_step() {
 }
 
 #[test]
-fn sigterm_ends_a_run_with_nothing_left() {
-    let child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
-        .args(["live", "--duration", "30", "--warmup", "0", "--no-store", "--no-cross-check"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    assert!(wait_for_netns(child.id()), "no topology appeared");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+fn ctrl_c_and_sigterm_end_a_run_with_nothing_left() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+            .args(["live", "--duration", "30", "--warmup", "0", "--no-store", "--no-cross-check"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(wait_for_netns(child.id()), "no topology appeared");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(130), "signal {signal}: {}", stderr(&o));
+        assert!(our_leftovers().is_empty(), "signal {signal} left: {:?}", our_leftovers());
+    }
 }
 
 #[test]
@@ -175,4 +177,23 @@ fn bad_inputs_get_one_line_errors() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
     assert!(our_leftovers().is_empty(), "left: {:?}", our_leftovers());
+}
+
+#[test]
+fn a_live_run_is_stored_and_shown_again() {
+    let dir = common::temp_dir("live-history");
+    let db = dir.join("h.sqlite");
+    let db = db.to_str().unwrap();
+    let drop = test_object("xdp_drop.bpf.o");
+    let o = bpfbench(&["live", drop.to_str().unwrap(), "--duration", "0.2", "--warmup", "0", "--tag", "t1", "--db", db, "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ran: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let listed = bpfbench(&["history", "--live", "--db", db]);
+    assert!(stdout(&listed).lines().nth(1).is_some_and(|l| l.contains("t1") && l.contains("xdp_drop")), "{}", stdout(&listed));
+    let shown = bpfbench(&["show", "--live", "1", "--db", db, "--format", "json"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let back: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(back["steps"], ran["steps"]);
+    let missing = bpfbench(&["show", "--live", "9", "--db", db]);
+    assert!(stderr(&missing).contains("no live run 9"), "{}", stderr(&missing));
 }
