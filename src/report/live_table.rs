@@ -14,7 +14,7 @@ fn verdict_shares(v: &XdpVerdicts) -> String {
     if v.packets == 0 {
         return "-".into();
     }
-    let mut parts = [("PASS", v.pass), ("DROP", v.drop), ("TX", v.tx), ("REDIRECT", v.redirect)];
+    let mut parts = [("PASS", v.pass), ("DROP", v.drop), ("TX", v.tx), ("TX failed", v.tx_errors), ("REDIRECT", v.redirect)];
     parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     parts
         .iter()
@@ -128,7 +128,7 @@ pub fn csv(rec: &LiveRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "program", "sweep", "value", "flows", "frame_bytes", "threads", "elapsed_s", "offered_pps", "received_pps", "received_gbps", "send_errors",
-        "run_cnt", "run_time_ns", "ns_per_packet", "xdp_pass", "xdp_drop", "xdp_tx", "xdp_redirect", "lru_hit_rate", "lru_predicted_hit_rate",
+        "run_cnt", "run_time_ns", "ns_per_packet", "xdp_pass", "xdp_drop", "xdp_tx", "xdp_tx_failed", "xdp_redirect", "lru_hit_rate", "lru_predicted_hit_rate",
     ])?;
     let f = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     for s in &rec.steps {
@@ -150,6 +150,7 @@ pub fn csv(rec: &LiveRecord) -> Result<String> {
             s.verdicts.pass.to_string(),
             s.verdicts.drop.to_string(),
             s.verdicts.tx.to_string(),
+            s.verdicts.tx_errors.to_string(),
             s.verdicts.redirect.to_string(),
             f(s.lru.as_ref().map(|l| l.hit_rate)),
             f(s.lru.as_ref().map(|l| l.predicted_hit_rate)),

@@ -84,7 +84,8 @@ pub struct XdpVerdicts {
     pub drop: u64,
     pub tx: u64,
     pub redirect: u64,
-    /// Frames XDP_TX could not send back (the peer's ring was full).
+    /// Frames the program returned XDP_TX for that could not be sent back
+    /// (longer than the peer's MTU, or its ring full); not in `tx`.
     pub tx_errors: u64,
 }
 
@@ -100,7 +101,7 @@ impl XdpVerdicts {
         let (drop, tx, redirect) = (sum("_xdp_drops"), sum("_xdp_tx"), sum("_xdp_redirect"));
         Ok(XdpVerdicts {
             packets,
-            pass: packets.saturating_sub(drop + tx + redirect),
+            pass: packets.saturating_sub(drop + tx + redirect + sum("_xdp_tx_errors")),
             drop,
             tx,
             redirect,

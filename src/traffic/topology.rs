@@ -20,6 +20,8 @@ use libbpf_rs::libbpf_sys;
 
 /// What every name bpfbench gives a namespace or interface starts with.
 pub const NAME_PREFIX: &str = "bpfbench";
+/// The veths' MTU: a 1500-byte packet plus an IPv6 encapsulation fits.
+const LINK_MTU: &str = "2000";
 /// Where `ip netns` keeps named namespaces.
 const NETNS_DIR: &str = "/run/netns";
 
@@ -122,8 +124,11 @@ impl Topology {
         disable_ipv6(&t.outer)?;
         let inner = t.inner.clone();
         t.in_netns(move || disable_ipv6(&inner))?;
-        ip(&["link", "set", &t.outer, "up"])?;
-        ip(&["-n", &t.netns, "link", "set", &t.inner, "up"])?;
+        // Room above 1500 bytes: a load balancer encapsulates full-size
+        // frames and sends them back (XDP_TX), which a veth refuses past
+        // the peer's MTU. Still within what veth allows plain XDP (~3.5 KB).
+        ip(&["link", "set", &t.outer, "mtu", LINK_MTU, "up"])?;
+        ip(&["-n", &t.netns, "link", "set", &t.inner, "mtu", LINK_MTU, "up"])?;
         ip(&["-n", &t.netns, "link", "set", "lo", "up"])?;
         Ok(t)
     }
