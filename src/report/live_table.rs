@@ -87,6 +87,9 @@ pub fn render(rec: &LiveRecord) -> String {
         }
         let _ = writeln!(out, "  {}", verdict_shares(&s.verdicts));
     }
+    if rec.steps.iter().any(|s| s.received_pps < s.offered_pps / 2.0) {
+        let _ = writeln!(out, "warning: the program ran on fewer than half the frames sent in some step; see errors and TX failed");
+    }
     let o = &rec.stats_overhead;
     match o.ns_per_packet {
         Some(ns) => {

@@ -250,9 +250,6 @@ pub struct LiveArgs {
     /// xdp-lb: skip timing the matching in-BPF scenarios for the cross-check.
     #[arg(long)]
     pub no_cross_check: bool,
-    /// Attach in generic (skb) XDP mode instead of native.
-    #[arg(long)]
-    pub generic: bool,
     /// Your object: the program to attach, when it holds several.
     #[arg(long, value_name = "NAME")]
     pub program: Option<String>,

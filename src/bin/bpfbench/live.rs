@@ -88,7 +88,9 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         rate_pps: args.send.rate,
         batch_size: args.send.batch_size,
         flow_order: args.flow_order,
-        mode: if args.generic { XdpMode::Generic } else { XdpMode::Native },
+        // Native only: a veth takes redirected frames into its peer only
+        // when the peer runs native XDP (or has NAPI on through GRO).
+        mode: XdpMode::Native,
     };
     let label = program.label();
     let lru_size = program.lru_capacity();
@@ -142,7 +144,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         tag: args.tag.clone(),
         environment: capture.finish(),
         program: label,
-        xdp_mode: if args.generic { "generic" } else { "native" }.into(),
+        xdp_mode: "native".into(),
         packet: packet.to_string(),
         flow_order: format!("{:?}", args.flow_order).to_lowercase(),
         lru_size,
