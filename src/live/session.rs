@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 
 use super::sweep::StepTraffic;
 use super::{LiveProgram, LruCounts, sink};
-use crate::record::live::{LiveStep, LruStep, StatsOverhead};
+use crate::record::live::{LiveStep, LruStep, StatsOverhead, StepWindow};
 use crate::system::bpf_stats::{self, RunStats, StatsEnabled};
 use crate::system::ethtool::XdpVerdicts;
 use crate::system::interrupt;
@@ -36,6 +36,8 @@ pub struct LiveSettings {
     pub mode: XdpMode,
 }
 
+/// The windows a step is cut into for its spread.
+const WINDOW: Duration = Duration::from_millis(100);
 /// On/off pairs the statistics' cost is measured over, and each phase's length.
 const OVERHEAD_PAIRS: usize = 4;
 const OVERHEAD_PHASE: Duration = Duration::from_millis(250);
@@ -99,6 +101,7 @@ impl<'p> LiveSession<'p> {
             duration: Some(duration),
             count: None,
             batch_size: self.settings.batch_size,
+            interval: Duration::from_secs(1),
         }
     }
 
@@ -110,8 +113,24 @@ impl<'p> LiveSession<'p> {
             generator.run(&self.gen_settings(traffic.threads, self.settings.warmup), |_| {})?;
         }
         let before = self.counters()?;
-        let sent = generator.run(&self.gen_settings(traffic.threads, self.settings.step), |_| {})?;
+        // Each window reads the program's statistics again: the step's
+        // spread, at the cost of one syscall per window.
+        let prog = self.program.prog();
+        let mut windows = Vec::new();
+        let mut last = before.run;
+        let mut settings = self.gen_settings(traffic.threads, self.settings.step);
+        settings.interval = WINDOW;
+        let sent = generator.run(&settings, |interval| {
+            if let Ok(now) = RunStats::read(prog) {
+                let d = now.since(last);
+                windows.push(StepWindow { offered_pps: interval.pps, run_cnt: d.run_cnt, ns_per_packet: d.ns_per_run() });
+                last = now;
+            }
+        })?;
         let after = self.counters()?;
+        // A short last window says little; the step's totals include it.
+        let full: Vec<&StepWindow> = windows.iter().filter(|w| w.run_cnt > 0).collect();
+        let cv = |xs: Vec<f64>| crate::stats::Summary::of(&xs).filter(|s| s.n >= 2).map(|s| s.cv);
         let run = after.run.since(before.run);
         let verdicts = after.verdicts.since(before.verdicts);
         let elapsed = sent.elapsed_s.max(1e-9);
@@ -144,6 +163,10 @@ impl<'p> LiveSession<'p> {
             run_cnt: run.run_cnt,
             run_time_ns: run.run_time_ns,
             ns_per_packet: run.ns_per_run(),
+            window_s: WINDOW.as_secs_f64(),
+            offered_pps_cv: cv(full.iter().map(|w| w.offered_pps).collect()),
+            ns_per_packet_cv: cv(full.iter().filter_map(|w| w.ns_per_packet).collect()),
+            windows,
             lru,
         })
     }

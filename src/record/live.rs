@@ -85,7 +85,22 @@ pub struct LiveStep {
     pub run_time_ns: u64,
     /// run_time_ns / run_cnt.
     pub ns_per_packet: Option<f64>,
+    /// The step cut into windows of `window_s`: how much the rate and
+    /// ns/packet move within it.
+    pub window_s: f64,
+    pub windows: Vec<StepWindow>,
+    /// Coefficients of variation over the windows (None: fewer than two).
+    pub offered_pps_cv: Option<f64>,
+    pub ns_per_packet_cv: Option<f64>,
     pub lru: Option<LruStep>,
+}
+
+/// One window of a step (the last one may be shorter).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepWindow {
+    pub offered_pps: f64,
+    pub run_cnt: u64,
+    pub ns_per_packet: Option<f64>,
 }
 
 /// The load balancer's connection table over a step.
@@ -105,8 +120,13 @@ pub struct LruStep {
 pub struct CrossCheck {
     pub hit_scenario: String,
     pub hit_ns: f64,
+    /// The median's 95% interval (less the loop's median), and samples.
+    pub hit_ci95: (f64, f64),
+    pub hit_samples: usize,
     pub miss_scenario: String,
     pub miss_ns: f64,
+    pub miss_ci95: (f64, f64),
+    pub miss_samples: usize,
     /// Per step with a hit rate: in-BPF prediction h·hit + (1−h)·miss, and
     /// the live figure's excess over it.
     pub steps: Vec<CrossCheckStep>,

@@ -28,6 +28,10 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}"))
 }
 
+fn percent(cv: Option<f64>) -> String {
+    cv.map_or_else(|| "-".into(), |c| format!("{:.1}%", c * 100.0))
+}
+
 fn step_value(rec: &LiveRecord, s: &LiveStep) -> String {
     match (rec.sweep, s.value) {
         (Some(_), Some(v)) => grouped(v),
@@ -52,19 +56,19 @@ pub fn render(rec: &LiveRecord) -> String {
     let has_lru = rec.steps.iter().any(|s| s.lru.is_some());
     let _ = write!(
         out,
-        "\n{var:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>7}",
-        "flows", "bytes", "thr", "offered", "received", "Gbit/s", "ns/pkt", "errors"
+        "\n{var:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>6} {:>4} {:>7}",
+        "flows", "bytes", "thr", "offered", "received", "Gbit/s", "ns/pkt", "±ns", "±pps", "n", "errors"
     );
     if has_lru {
         let _ = write!(out, " {:>8} {:>9}", "LRU hit", "predicted");
     }
     let _ = writeln!(out, "  verdicts");
-    let _ = write!(out, "{:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>7}", "", "", "", "", "Mpps", "Mpps", "", "", "");
+    let _ = write!(out, "{:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>6} {:>4} {:>7}", "", "", "", "", "Mpps", "Mpps", "", "", "CV", "CV", "", "");
     let _ = writeln!(out);
     for s in &rec.steps {
         let _ = write!(
             out,
-            "{:>10} {:>9} {:>6} {:>4} {:>9.3} {:>9.3} {:>7.3} {:>8} {:>7}",
+            "{:>10} {:>9} {:>6} {:>4} {:>9.3} {:>9.3} {:>7.3} {:>8} {:>6} {:>6} {:>4} {:>7}",
             step_value(rec, s),
             grouped(s.flows),
             s.frame_bytes,
@@ -73,6 +77,9 @@ pub fn render(rec: &LiveRecord) -> String {
             s.received_pps / 1e6,
             s.received_gbps,
             opt(s.ns_per_packet, 1),
+            percent(s.ns_per_packet_cv),
+            percent(s.offered_pps_cv),
+            s.windows.len(),
             s.send_errors.map_or_else(|| "-".into(), grouped)
         );
         if has_lru {
@@ -101,12 +108,27 @@ pub fn render(rec: &LiveRecord) -> String {
             let _ = writeln!(out, "\nbpf_stats cost: {}", o.note);
         }
     }
-    let _ = writeln!(out, "ns/pkt is bpf_stats' run_time_ns / run_cnt over the step; the statistics were on only for this run.");
+    let window_ms = rec.steps.first().map_or(0.0, |s| s.window_s * 1e3);
+    let _ = writeln!(
+        out,
+        "ns/pkt is bpf_stats' run_time_ns / run_cnt over the step (the statistics were on only for this run); \
+         ±ns and ±pps: coefficients of variation over the step's n windows of {window_ms:.0} ms."
+    );
     if let Some(cc) = &rec.cross_check {
         let _ = writeln!(
             out,
-            "\nCross-check against the in-BPF suite (same run, same CPU; medians less the loop's cost): {} {:.1} ns, {} {:.1} ns",
-            cc.hit_scenario, cc.hit_ns, cc.miss_scenario, cc.miss_ns
+            "\nCross-check against the in-BPF suite (same run, same CPU; medians less the loop's cost, [95% CI], samples): \
+             {} {:.1} ns [{:.1}, {:.1}] n={}, {} {:.1} ns [{:.1}, {:.1}] n={}",
+            cc.hit_scenario,
+            cc.hit_ns,
+            cc.hit_ci95.0,
+            cc.hit_ci95.1,
+            cc.hit_samples,
+            cc.miss_scenario,
+            cc.miss_ns,
+            cc.miss_ci95.0,
+            cc.miss_ci95.1,
+            cc.miss_samples
         );
         let _ = writeln!(out, "{var:>10} {:>9} {:>9} {:>10} {:>8}", "hit rate", "live ns", "predicted", "excess");
         for r in &cc.steps {

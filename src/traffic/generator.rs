@@ -49,6 +49,8 @@ pub struct GenSettings {
     pub count: Option<u64>,
     /// Frames per page-pool refill and redirect flush (1..=256).
     pub batch_size: u32,
+    /// How often `run` reports an interval (the per-second lines: 1 s).
+    pub interval: Duration,
 }
 
 /// A loaded generator program and its maps.
@@ -239,10 +241,13 @@ impl Generator {
     }
 
     /// Sends until the duration or count is reached, or Ctrl-C; calls
-    /// `on_interval` once a second (and for the last, shorter interval).
+    /// `on_interval` every `interval` (and for the last, shorter one).
     pub fn run(&self, s: &GenSettings, mut on_interval: impl FnMut(&GenInterval)) -> Result<GenRecord> {
         if s.threads == 0 {
             bail!("--threads must be at least 1");
+        }
+        if s.interval < POLL {
+            bail!("a reporting interval must be at least {} ms", POLL.as_millis());
         }
         if !(1..=MAX_BATCH_SIZE).contains(&s.batch_size) {
             bail!("--batch-size must be 1 to {MAX_BATCH_SIZE} (the kernel's page-pool batch)");
@@ -274,7 +279,7 @@ impl Generator {
                 })
                 .collect();
             let (mut last_t, mut last_frames, mut last_bytes, mut last_tx) = (Duration::ZERO, 0u64, 0u64, tx_start);
-            let mut next_tick = Duration::from_secs(1);
+            let mut next_tick = s.interval;
             loop {
                 let done = workers.iter().all(|w| w.is_finished());
                 let now = start.elapsed();
@@ -305,7 +310,7 @@ impl Generator {
                         seconds.push(interval);
                     }
                     (last_t, last_frames, last_bytes, last_tx) = (at, frames, bytes, tx);
-                    next_tick += Duration::from_secs(1);
+                    next_tick += s.interval;
                 }
                 if done {
                     break;

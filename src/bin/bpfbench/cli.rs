@@ -194,8 +194,8 @@ pub struct GenArgs {
     /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
     #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Sequential)]
     pub flow_order: FlowOrder,
-    #[arg(long, value_enum, default_value_t = GenFormat::Table)]
-    pub format: GenFormat,
+    #[arg(long, value_enum, default_value_t = TrafficFormat::Table)]
+    pub format: TrafficFormat,
     /// Write the summary to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -259,8 +259,8 @@ pub struct LiveArgs {
     /// Your object: use the map pinned at PATH as its map NAME (repeatable).
     #[arg(long = "map-pin", value_name = "NAME=PATH")]
     pub pins: Vec<String>,
-    #[arg(long, value_enum, default_value_t = GenFormat::Table)]
-    pub format: GenFormat,
+    #[arg(long, value_enum, default_value_t = TrafficFormat::Table)]
+    pub format: TrafficFormat,
     /// Write the output to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -294,12 +294,12 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GenFormat {
-    /// A line per second and a summary.
+pub enum TrafficFormat {
+    /// Readable: gen prints a line per second and a summary; live a row per step.
     Table,
-    /// The whole run (schema bpfbench.gen/N), with every second.
+    /// The whole run: bpfbench.gen/N with every second, or bpfbench.live/N with every step.
     Json,
-    /// The summary as one CSV row.
+    /// gen: the summary as one row; live: a row per step.
     Csv,
 }
 

@@ -22,7 +22,7 @@ use bpfbench::workloads::object::live::LiveObject;
 use bpfbench::workloads::xdp_lb::cross_check;
 use bpfbench::workloads::xdp_lb::live::LiveLb;
 
-use crate::cli::{GenFormat, LiveArgs};
+use crate::cli::{TrafficFormat, LiveArgs};
 use crate::output::emit;
 
 /// The Katran-on-userspace study's connection table size.
@@ -163,9 +163,9 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db.display());
     }
     let text = match args.format {
-        GenFormat::Table => live_table::render(&record),
-        GenFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
-        GenFormat::Csv => live_table::csv(&record)?,
+        TrafficFormat::Table => live_table::render(&record),
+        TrafficFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
+        TrafficFormat::Csv => live_table::csv(&record)?,
     };
     emit(&text, args.output.as_deref())?;
     if let Some(path) = &args.plot {

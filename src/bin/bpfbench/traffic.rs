@@ -11,7 +11,7 @@ use bpfbench::report::gen_table;
 use bpfbench::system;
 use bpfbench::traffic::{FlowPlan, GenSettings, Generator};
 
-use crate::cli::{GenArgs, GenFormat};
+use crate::cli::{GenArgs, TrafficFormat};
 use crate::output::emit;
 
 /// The plans the arguments ask for: each --packet (padded to --size), or
@@ -54,10 +54,11 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
         duration: args.duration.map(Duration::from_secs_f64),
         count: args.count,
         batch_size: args.send.batch_size,
+        interval: Duration::from_secs(1),
     };
     let sizes: Vec<usize> = plans.iter().map(|p| p.template.len()).collect();
     let flows = plans.iter().map(|p| p.flows).sum();
-    let table = args.format == GenFormat::Table && args.output.is_none();
+    let table = args.format == TrafficFormat::Table && args.output.is_none();
     // Per-second lines go with the table on stdout, else to stderr.
     let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
     say(&gen_table::start_line(&args.interface, args.send.threads, flows, &sizes, args.send.rate));
@@ -83,9 +84,9 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     }
     let record = record?;
     let text = match args.format {
-        GenFormat::Table => gen_table::summary(&record),
-        GenFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
-        GenFormat::Csv => gen_table::csv(&record)?,
+        TrafficFormat::Table => gen_table::summary(&record),
+        TrafficFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
+        TrafficFormat::Csv => gen_table::csv(&record)?,
     };
     emit(&text, args.output.as_deref())?;
     Ok(if record.stopped_by == "interrupted" { ExitCode::from(130) } else { ExitCode::SUCCESS })
