@@ -111,7 +111,7 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     } else if !args.run_args.is_empty() {
         bail!("arguments after -- are for two bpfbench executables; with BPF objects give the options before A and B");
     }
-    let mut history = if args.no_store { None } else { Some(History::open(&args.db.path())?) };
+    let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
     let cpu = system::prepare_for_timing(args.cpu)?;
     let plan = |workload: &str, scenarios: Vec<ScenarioInfo>| AbPlan {
         workload: workload.to_string(),
@@ -120,7 +120,7 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         settings: args.paired.clone(),
         threshold: args.gate.threshold(),
         allow_different_output: args.allow_different_output,
-        tag: args.tag.clone(),
+        tag: args.store.tag.clone(),
         cpu,
         stop: interrupt::flag(),
     };

@@ -146,12 +146,8 @@ pub struct RunArgs {
     /// Write the output to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
-    /// Name this run in the history (e.g. a branch or commit).
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// Do not store this run in the history.
-    #[arg(long)]
-    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// After the run, compare it against the stored runs with this tag.
     #[arg(long, value_name = "TAG")]
     pub compare_to: Option<String>,
@@ -167,8 +163,6 @@ pub struct RunArgs {
     pub confirm: u32,
     #[command(flatten)]
     pub tags: TagArgs,
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -267,14 +261,8 @@ pub struct LiveArgs {
     /// Draw the sweep to FILE.svg or FILE.png.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// Name this run in the history.
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// Do not store this run in the history.
-    #[arg(long)]
-    pub no_store: bool,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub store: StoreArgs,
     /// Remove what killed bpfbench runs left (namespaces, veths) and exit.
     #[arg(long)]
     pub cleanup: bool,
@@ -334,14 +322,8 @@ pub struct AbArgs {
     /// Write the output to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
-    /// Name this comparison in the history.
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// Do not store this comparison in the history.
-    #[arg(long)]
-    pub no_store: bool,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub store: StoreArgs,
     /// Two executables only: compare medians of whole interleaved runs
     /// (builds from before paired A/B, which have no 'ab-worker').
     #[arg(long)]
@@ -366,6 +348,19 @@ impl DbArgs {
     pub fn path(&self) -> PathBuf {
         self.db.clone().unwrap_or_else(bpfbench::history::default_path)
     }
+}
+
+/// Where a result goes: `run`, `ab` and `live` store theirs in the history.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// Name the result in the history (e.g. a branch or commit).
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Do not store the result in the history.
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -141,7 +141,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     };
     let record = LiveRecord {
         schema: LIVE_SCHEMA.into(),
-        tag: args.tag.clone(),
+        tag: args.store.tag.clone(),
         environment: capture.finish(),
         program: label,
         xdp_mode: "native".into(),
@@ -157,8 +157,8 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         notes,
         interrupted,
     };
-    if !args.no_store && !interrupted && !record.steps.is_empty() {
-        let db = args.db.path();
+    if !args.store.no_store && !interrupted && !record.steps.is_empty() {
+        let db = args.store.db.path();
         let id = History::open(&db)?.store_live(&record)?;
         eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db.display());
     }

@@ -77,7 +77,7 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let scenarios = session::select(workload.as_ref(), &args.scenarios, &args.groups)?;
     system::check_privileges()?;
     // Open the history and find the reference before spending minutes measuring.
-    let mut history = if args.no_store && args.compare_to.is_none() { None } else { Some(History::open(&args.db.path())?) };
+    let mut history = if args.store.no_store && args.compare_to.is_none() { None } else { Some(History::open(&args.store.db.path())?) };
     let reference = match (&args.compare_to, &history) {
         (Some(tag), Some(h)) => {
             let ids = h.runs_with_tag(tag, args.tags.tag_runs as usize)?;
@@ -96,9 +96,9 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         sampling: args.sampling.clone(),
         cpu: args.cpu,
         rounds: args.repeat,
-        tag: args.tag.clone(),
+        tag: args.store.tag.clone(),
         history: history.as_mut(),
-        store: !args.no_store,
+        store: !args.store.no_store,
         reference,
         gate: args.gate.clone(),
         confirm: args.confirm,
