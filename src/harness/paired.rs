@@ -35,7 +35,7 @@ use super::runner::calibrate;
 use super::spacer::Spacer;
 use super::{PreparedScenario, ScenarioInfo, Validation, Variant};
 use crate::record::paired::PairedCase;
-use crate::stats::paired::{combined_ratio, round_median, verdict};
+use crate::stats::paired::{combined_ratio, verdict};
 use crate::stats::two_sample::Verdict;
 use crate::stats::{median_ci, percentile_sorted};
 
@@ -150,7 +150,7 @@ pub fn run(
             None => *iters.insert(calibrate(pa.as_mut(), Variant::Body, settings.batch_ms * 1e6, stop).context("calibrating A")?.0),
         };
         let Some(r) = round([pa.as_mut(), pb.as_mut()], n, settings.pairs_per_round, &mut ns, stop)? else { break "interrupted" };
-        rounds.push(round_median(&r));
+        rounds.push(crate::stats::median(&r).context("a round took no pairs")?);
         ratios.extend(r);
         if rounds.len() >= next_look {
             let (_, ci) = combined_ratio(&rounds, STOP_LEVEL);

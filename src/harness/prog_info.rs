@@ -9,7 +9,7 @@ use libbpf_rs::libbpf_sys;
 
 use crate::record::{ProgramRecord, VerifierStats};
 
-fn prog_info(fd: BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info> {
+pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info> {
     // SAFETY: zero is a valid bpf_prog_info; the kernel fills at most `len` bytes.
     let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
     let mut len = size_of::<libbpf_sys::bpf_prog_info>() as u32;

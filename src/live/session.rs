@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use super::sweep::StepTraffic;
 use super::{LiveProgram, LruCounts, sink};
 use crate::record::live::{LiveStep, LruStep, StatsOverhead, StepWindow};
-use crate::system::bpf_stats::{self, RunStats, StatsEnabled};
+use crate::harness::bpf_stats::{self, RunStats, StatsEnabled};
 use crate::system::ethtool::XdpVerdicts;
 use crate::system::interrupt;
 use crate::traffic::generator::FlowOrder;

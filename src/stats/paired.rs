@@ -13,15 +13,7 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::percentile_sorted;
 use super::two_sample::Verdict;
-
-/// The median of one round's pair ratios.
-pub fn round_median(ratios: &[f64]) -> f64 {
-    let mut v = ratios.to_vec();
-    v.sort_by(f64::total_cmp);
-    percentile_sorted(&v, 50.0)
-}
 
 /// The rounds' combined ratio (geometric mean of their medians) and its
 /// two-sided Student-t interval at `level`; the interval is NaN with fewer
@@ -168,6 +160,5 @@ mod tests {
         let (r, ci) = combined_ratio(&[1.3], 0.95);
         assert_eq!(r, 1.3);
         assert_eq!(verdict(ci, 0.01), Verdict::Uncertain);
-        assert_eq!(round_median(&[1.0, 3.0, 2.0]), 2.0);
     }
 }

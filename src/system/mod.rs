@@ -2,7 +2,6 @@
 //! log, Ctrl-C, and the environment a run records. Probes only; nothing
 //! here knows about workloads or reports.
 
-pub mod bpf_stats;
 pub mod bpffs;
 pub mod cpu;
 pub mod environment;

@@ -5,7 +5,7 @@
 //! whose fd keeps them on only while it is open, never through the
 //! `kernel.bpf_stats_enabled` sysctl, which would outlive a killed run.
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
 
 use anyhow::{Result, bail};
 use libbpf_rs::libbpf_sys as sys;
@@ -40,14 +40,7 @@ pub struct RunStats {
 impl RunStats {
     /// The counters of the program behind `prog`.
     pub fn read(prog: BorrowedFd<'_>) -> Result<RunStats> {
-        // SAFETY: zero is a valid bit pattern for the info struct.
-        let mut info: sys::bpf_prog_info = unsafe { std::mem::zeroed() };
-        let mut len = size_of::<sys::bpf_prog_info>() as u32;
-        // SAFETY: a valid fd and an info buffer of `len` bytes.
-        let rc = unsafe { sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
-        if rc != 0 {
-            bail!("reading a program's statistics: {}", std::io::Error::from_raw_os_error(-rc));
-        }
+        let info = super::prog_info::prog_info(prog)?;
         Ok(RunStats { run_time_ns: info.run_time_ns, run_cnt: info.run_cnt, recursion_misses: info.recursion_misses })
     }
 
