@@ -254,24 +254,12 @@ impl History {
 
     /// The paired comparison with this id.
     pub fn load_paired(&self, id: i64) -> Result<PairedRecord> {
-        let json: String = self
-            .conn
-            .query_row("SELECT record_json FROM paired WHERE id = ?1", [id], |r| r.get(0))
-            .optional()?
-            .with_context(|| format!("no paired comparison {id} in {}; see 'bpfbench history --ab'", self.path.display()))?;
-        serde_json::from_str(&json).with_context(|| format!("paired comparison {id} in {}", self.path.display()))
+        self.load_record("paired", id, "paired comparison", "--ab")
     }
 
     /// Paired comparisons, newest first: (id, record).
     pub fn list_paired(&self, limit: usize) -> Result<Vec<(i64, PairedRecord)>> {
-        let mut q = self.conn.prepare("SELECT id, record_json FROM paired ORDER BY id DESC LIMIT ?1")?;
-        let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, json) = row?;
-            out.push((id, serde_json::from_str(&json).with_context(|| format!("paired comparison {id}"))?));
-        }
-        Ok(out)
+        self.list_records("paired", limit, "paired comparison")
     }
 
     /// Stores a live run; returns its id.
@@ -288,22 +276,33 @@ impl History {
 
     /// The live run with this id.
     pub fn load_live(&self, id: i64) -> Result<LiveRecord> {
-        let json: String = self
-            .conn
-            .query_row("SELECT record_json FROM live WHERE id = ?1", [id], |r| r.get(0))
-            .optional()?
-            .with_context(|| format!("no live run {id} in {}; see 'bpfbench history --live'", self.path.display()))?;
-        serde_json::from_str(&json).with_context(|| format!("live run {id} in {}", self.path.display()))
+        self.load_record("live", id, "live run", "--live")
     }
 
     /// Live runs, newest first: (id, record).
     pub fn list_live(&self, limit: usize) -> Result<Vec<(i64, LiveRecord)>> {
-        let mut q = self.conn.prepare("SELECT id, record_json FROM live ORDER BY id DESC LIMIT ?1")?;
+        self.list_records("live", limit, "live run")
+    }
+
+    /// The record stored as JSON in row `id` of `table` (a `what`, which
+    /// `bpfbench history FLAG` lists).
+    fn load_record<T: serde::de::DeserializeOwned>(&self, table: &str, id: i64, what: &str, flag: &str) -> Result<T> {
+        let json: String = self
+            .conn
+            .query_row(&format!("SELECT record_json FROM {table} WHERE id = ?1"), [id], |r| r.get(0))
+            .optional()?
+            .with_context(|| format!("no {what} {id} in {}; see 'bpfbench history {flag}'", self.path.display()))?;
+        serde_json::from_str(&json).with_context(|| format!("{what} {id} in {}", self.path.display()))
+    }
+
+    /// The newest `limit` records of `table`: (id, record).
+    fn list_records<T: serde::de::DeserializeOwned>(&self, table: &str, limit: usize, what: &str) -> Result<Vec<(i64, T)>> {
+        let mut q = self.conn.prepare(&format!("SELECT id, record_json FROM {table} ORDER BY id DESC LIMIT ?1"))?;
         let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut out = Vec::new();
         for row in rows {
             let (id, json) = row?;
-            out.push((id, serde_json::from_str(&json).with_context(|| format!("live run {id}"))?));
+            out.push((id, serde_json::from_str(&json).with_context(|| format!("{what} {id}"))?));
         }
         Ok(out)
     }
