@@ -12,6 +12,7 @@
 //! measurement. [`timing`] is the host side of the in-BPF timing loop.
 
 pub mod bpf_stats;
+pub mod constant_program;
 pub mod loops;
 pub mod paired;
 pub mod prog_info;

@@ -24,6 +24,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
 use libbpf_rs::libbpf_sys as sys;
 
+use crate::harness::constant_program;
 use crate::harness::test_run::{RunOutput, run};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::object_file::{ObjectFile, ProgKind, ProgramInfo};
@@ -73,18 +74,11 @@ pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) 
 
 /// The program the per-call overhead is measured with: it returns at once.
 fn empty_program(kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<OwnedFd> {
-    let verdict = match kind {
-        ProgKind::Xdp => 2, // XDP_PASS
-        ProgKind::Tc => 0,  // TC_ACT_OK
+    let (prog_type, verdict) = match kind {
+        ProgKind::Xdp => (sys::BPF_PROG_TYPE_XDP, 2), // XDP_PASS
+        ProgKind::Tc => (sys::BPF_PROG_TYPE_SCHED_CLS, 0), // TC_ACT_OK
     };
-    // SAFETY: zero is a valid instruction to fill in.
-    let mut mov: sys::bpf_insn = unsafe { std::mem::zeroed() };
-    mov.code = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K: r0 = verdict
-    mov.imm = verdict;
-    let mut exit: sys::bpf_insn = unsafe { std::mem::zeroed() };
-    exit.code = 0x95; // BPF_JMP | BPF_EXIT
-    let spec = splice::LoadSpec { kind, name: "bench_empty", license: "GPL", attach, flags, funcs: None };
-    splice::load_program(&spec, &[mov, exit]).context("loading the empty program of per-call timing")
+    constant_program::load(prog_type, c"bench_empty", verdict, attach, flags).context("loading the empty program of per-call timing")
 }
 
 /// A user's object and its cases, as configured.
