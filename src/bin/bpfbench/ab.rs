@@ -134,7 +134,7 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
                 }
             };
             let (wa, wb) = (build(&args.a)?, build(&args.b)?);
-            let scenarios = session::select(wa.as_ref(), &args.scenarios, &args.groups)?;
+            let scenarios = session::select(wa.as_ref(), &args.select.scenarios, &args.select.groups)?;
             check_same_scenarios(&scenarios, wb.name(), wb.scenarios())?;
             let (mut la, mut lb) = (LocalBuild::new(wa.as_ref(), cpu), LocalBuild::new(wb.as_ref(), cpu));
             session::ab::run(plan(wa.name(), scenarios), &mut la, &mut lb, &mut observer)?
@@ -144,7 +144,7 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
             run_args.extend(["--cpu".to_string(), cpu.to_string()]);
             let mut a = Worker::spawn(&args.a, &run_args)?;
             let mut b = Worker::spawn(&args.b, &run_args)?;
-            let scenarios = session::select_from(&a.workload, &a.scenarios, &args.scenarios, &args.groups)?;
+            let scenarios = session::select_from(&a.workload, &a.scenarios, &args.select.scenarios, &args.select.groups)?;
             check_same_scenarios(&scenarios, &b.workload.clone(), &b.scenarios.clone())?;
             let name = a.workload.clone();
             session::ab::run(plan(&name, scenarios), &mut a, &mut b, &mut observer)?
@@ -213,7 +213,7 @@ fn whole_runs(args: &AbArgs) -> Result<ExitCode> {
 /// on the CPU given there, and serves the coordinator's requests.
 pub fn serve(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
-    let scenarios = session::select(workload.as_ref(), &args.scenarios, &args.groups)?;
+    let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     let cpu = system::prepare_for_timing(args.cpu)?;
     worker::serve(workload.as_ref(), cpu, &scenarios)?;
     Ok(ExitCode::SUCCESS)

@@ -127,12 +127,8 @@ pub enum Command {
 pub struct RunArgs {
     /// Workload to run (default: xdp-lb); see 'bpfbench list'.
     pub workload: Option<String>,
-    /// Run only this scenario (repeatable).
-    #[arg(long = "scenario", short = 's')]
-    pub scenarios: Vec<String>,
-    /// Run only this group of scenarios (repeatable).
-    #[arg(long = "group", short = 'g')]
-    pub groups: Vec<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     #[command(flatten)]
     pub sampling: Sampling,
     /// Pin the run to this CPU (default: the last CPU this process may use).
@@ -244,15 +240,9 @@ pub struct LiveArgs {
     /// xdp-lb: skip timing the matching in-BPF scenarios for the cross-check.
     #[arg(long)]
     pub no_cross_check: bool,
-    /// Your object: the program to attach, when it holds several.
-    #[arg(long, value_name = "NAME")]
-    pub program: Option<String>,
-    /// Your object: fill map NAME from a JSON file first (repeatable).
-    #[arg(long = "map", value_name = "NAME=FILE.json")]
-    pub maps: Vec<String>,
-    /// Your object: use the map pinned at PATH as its map NAME (repeatable).
-    #[arg(long = "map-pin", value_name = "NAME=PATH")]
-    pub pins: Vec<String>,
+    /// Your object: the program, and its maps, as for 'run'.
+    #[command(flatten)]
+    pub load: bpfbench::workloads::object::LoadArgs,
     #[arg(long, value_enum, default_value_t = TrafficFormat::Table)]
     pub format: TrafficFormat,
     /// Write the output to this file instead of standard output.
@@ -301,12 +291,8 @@ pub struct AbArgs {
     /// lpm-trie), run with its setup, scenarios and validation.
     #[arg(long)]
     pub workload: Option<String>,
-    /// Compare only this scenario (repeatable).
-    #[arg(long = "scenario", short = 's')]
-    pub scenarios: Vec<String>,
-    /// Compare only this group of scenarios (repeatable).
-    #[arg(long = "group", short = 'g')]
-    pub groups: Vec<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     #[command(flatten)]
     pub paired: PairedSettings,
     #[command(flatten)]
@@ -348,6 +334,17 @@ impl DbArgs {
     pub fn path(&self) -> PathBuf {
         self.db.clone().unwrap_or_else(bpfbench::history::default_path)
     }
+}
+
+/// Which of a workload's scenarios `run` and `ab` take (all when neither is given).
+#[derive(Debug, Args, Clone)]
+pub struct SelectArgs {
+    /// Only this scenario (repeatable).
+    #[arg(long = "scenario", short = 's')]
+    pub scenarios: Vec<String>,
+    /// Only this group of scenarios (repeatable).
+    #[arg(long = "group", short = 'g')]
+    pub groups: Vec<String>,
 }
 
 /// Where a result goes: `run`, `ab` and `live` store theirs in the history.

@@ -32,7 +32,7 @@ const DEFAULT_LRU_SIZE: u32 = 2000;
 fn load_target(args: &LiveArgs) -> Result<(Box<dyn LiveProgram>, Vec<String>, bool)> {
     let target = args.target.as_deref().unwrap_or("xdp-lb");
     if target == "xdp-lb" {
-        if args.program.is_some() || !args.maps.is_empty() || !args.pins.is_empty() {
+        if args.load.program.is_some() || !args.load.maps.is_empty() || !args.load.pins.is_empty() {
             bail!("--program, --map and --map-pin apply to your own object, not to xdp-lb");
         }
         let lb = LiveLb::load(args.lru_size.unwrap_or(DEFAULT_LRU_SIZE))?;
@@ -45,7 +45,7 @@ fn load_target(args: &LiveArgs) -> Result<(Box<dyn LiveProgram>, Vec<String>, bo
     if !path.exists() {
         bail!("no such target '{target}': give xdp-lb, an object file (FILE.bpf.o) or a spec file (FILE.toml)");
     }
-    let object_args = ObjectArgs { program: args.program.clone(), maps: args.maps.clone(), pins: args.pins.clone(), ..Default::default() };
+    let object_args = ObjectArgs { load: args.load.clone(), ..Default::default() };
     let setup = if target.ends_with(".toml") { ObjectSetup::from_spec_file(path, &object_args)? } else { ObjectSetup::from_args(path, &object_args)? };
     let mut object = LiveObject::load(&setup)?;
     let notes = std::mem::take(&mut object.notes);

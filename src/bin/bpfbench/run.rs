@@ -74,7 +74,7 @@ impl Observer for Terminal<'_> {
 
 pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
-    let scenarios = session::select(workload.as_ref(), &args.scenarios, &args.groups)?;
+    let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     system::check_privileges()?;
     // Open the history and find the reference before spending minutes measuring.
     let mut history = if args.store.no_store && args.compare_to.is_none() { None } else { Some(History::open(&args.store.db.path())?) };

@@ -32,7 +32,7 @@ use crate::packet::{diff_packets, pcap};
 use crate::record::{Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
-pub use options::{ObjectArgs, ObjectSetup};
+pub use options::{LoadArgs, ObjectArgs, ObjectSetup};
 use per_call::PerCall;
 use restore::Restore;
 use spliced::{Spliced, UserProgram};

@@ -17,9 +17,8 @@ use super::cases::CaseSpec;
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Your own object (bpfbench run FILE.bpf.o)")]
 pub struct ObjectArgs {
-    /// The program to time, when the object holds several.
-    #[arg(long, value_name = "NAME")]
-    pub program: Option<String>,
+    #[command(flatten)]
+    pub load: LoadArgs,
     /// A test packet in the packet language, e.g. eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(64);
     /// ranges (src=10.0.0.1-10.0.0.255) make several flows, cycled per iteration (repeatable).
     #[arg(long = "packet", value_name = "SPEC")]
@@ -36,18 +35,26 @@ pub struct ObjectArgs {
     /// The packets the program must output, from a capture file.
     #[arg(long, value_name = "FILE")]
     pub expect_pcap: Option<PathBuf>,
-    /// Fill the object's map NAME from a JSON file before validation (repeatable).
-    #[arg(long = "map", value_name = "NAME=FILE.json")]
-    pub maps: Vec<String>,
-    /// Use the map pinned at PATH (by your control plane) as the object's map NAME (repeatable).
-    #[arg(long = "map-pin", value_name = "NAME=PATH")]
-    pub pins: Vec<String>,
     /// Write the packets the program output to FILE.pcap (to bootstrap expectations).
     #[arg(long, value_name = "FILE.pcap")]
     pub record: Option<PathBuf>,
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
+}
+
+// How a user's object is loaded: shared by `run` and `live`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LoadArgs {
+    /// The program to use, when the object holds several.
+    #[arg(long, value_name = "NAME")]
+    pub program: Option<String>,
+    /// Fill the object's map NAME from a JSON file first (repeatable).
+    #[arg(long = "map", value_name = "NAME=FILE.json")]
+    pub maps: Vec<String>,
+    /// Use the map pinned at PATH (by your control plane) as the object's map NAME (repeatable).
+    #[arg(long = "map-pin", value_name = "NAME=PATH")]
+    pub pins: Vec<String>,
 }
 
 /// Everything bpfbench needs to know about a user's object.
@@ -85,7 +92,7 @@ impl ObjectSetup {
     /// program (or "default" until the object says which program it is).
     pub fn from_args(object: &Path, args: &ObjectArgs) -> Result<ObjectSetup> {
         let case = CaseSpec {
-            name: args.program.clone().unwrap_or_else(|| "default".into()),
+            name: args.load.program.clone().unwrap_or_else(|| "default".into()),
             packets: args.packets.clone(),
             pcap: args.pcap.clone(),
             expect: args.expect.clone(),
@@ -95,9 +102,9 @@ impl ObjectSetup {
         Ok(ObjectSetup {
             name: stem(object),
             object: object.to_path_buf(),
-            program: args.program.clone(),
-            maps: args.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
-            pins: args.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
+            program: args.load.program.clone(),
+            maps: args.load.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
+            pins: args.load.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
             cases: vec![case],
             record: args.record.clone(),
             per_call: args.per_call,
@@ -107,14 +114,14 @@ impl ObjectSetup {
     /// `bpfbench run bench.toml`: the spec file says what the options would.
     pub fn from_spec_file(path: &Path, args: &ObjectArgs) -> Result<ObjectSetup> {
         let given: Vec<&str> = [
-            ("--program", args.program.is_some()),
+            ("--program", args.load.program.is_some()),
             ("--packet", !args.packets.is_empty()),
             ("--pcap", args.pcap.is_some()),
             ("--expect", args.expect.is_some()),
             ("--expect-packet", !args.expect_packets.is_empty()),
             ("--expect-pcap", args.expect_pcap.is_some()),
-            ("--map", !args.maps.is_empty()),
-            ("--map-pin", !args.pins.is_empty()),
+            ("--map", !args.load.maps.is_empty()),
+            ("--map-pin", !args.load.pins.is_empty()),
         ]
         .iter()
         .filter(|(_, set)| *set)
