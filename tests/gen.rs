@@ -142,7 +142,9 @@ fn rate_paces_frames_over_the_duration() {
 
 #[test]
 fn bad_inputs_get_one_line_errors() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 7] = [
+        (&["gen", "lo", "--tcp", "127.0.0.1:9", "--threads", "2"], "leave --threads at 1"),
+        (&["gen", "lo", "--tcp", "127.0.0.1:9", "--count", "1"], "native XDP on lo"),
         (&["gen", "bpfbench-nosuch", "--count", "1"], "no network interface 'bpfbench-nosuch'"),
         (&["gen", "lo", "--packet", "eth/ipv4(ttl=1-9)/udp", "--count", "1"], "a range in ipv4.ttl cannot vary per frame"),
         (&["gen", "lo", "--packet", "eth/ipv5", "--count", "1"], "unknown layer 'ipv5'"),
@@ -182,4 +184,102 @@ fn a_killed_runs_namespace_and_veths_are_removed_by_the_next() {
     drop(t);
     let links = String::from_utf8(Command::new("ip").args(["-o", "link"]).output().unwrap().stdout).unwrap();
     assert!(!links.contains(&outer) && !std::path::Path::new("/run/netns").join(&netns).exists(), "dropped topology removed");
+}
+
+/// A listening socket in the topology's namespace, behind an XDP_PASS
+/// program on the inner end (a veth takes redirected frames only into XDP).
+struct Receiver {
+    peer: std::net::SocketAddr,
+    reader: std::thread::JoinHandle<(Vec<u8>, usize)>,
+    _pass: (libbpf_rs::Object, std::os::fd::OwnedFd),
+}
+
+impl Receiver {
+    /// Reads one connection to its end; keeps the stream's first `keep` bytes.
+    fn start(t: &Topology, ipv6: bool, keep: usize) -> Receiver {
+        Receiver::behind(t, "xdp_pass.bpf.o", ipv6, keep)
+    }
+
+    /// The same behind another XDP program on the inner end.
+    fn behind(t: &Topology, object: &str, ipv6: bool, keep: usize) -> Receiver {
+        let (_, inner) = t.add_addresses(ipv6).unwrap();
+        let obj = libbpf_rs::ObjectBuilder::default().open_file(test_object(object)).unwrap().load().unwrap();
+        let prog = obj.progs().next().unwrap();
+        let link = t.attach_inner(prog.as_fd(), XdpMode::Native).unwrap();
+        let listener = t.in_netns(move || Ok(std::net::TcpListener::bind((inner, 0))?)).unwrap();
+        let peer = listener.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+            let (mut kept, mut total, mut buf) = (Vec::new(), 0usize, vec![0u8; 1 << 16]);
+            loop {
+                let n = s.read(&mut buf).unwrap();
+                if n == 0 {
+                    return (kept, total);
+                }
+                let room = keep.saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&buf[..room]);
+                total += n;
+            }
+        });
+        Receiver { peer, reader, _pass: (obj, link) }
+    }
+}
+
+#[test]
+fn tcp_mode_moves_the_counted_segments_into_a_socket() {
+    let t = Topology::create().unwrap();
+    let rx = Receiver::start(&t, false, 1 << 20);
+    let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--count", "20000"]);
+    let (kept, total) = rx.reader.join().unwrap();
+    let tcp = &doc["tcp"];
+    let payload = tcp["payload_bytes"].as_u64().unwrap() as usize;
+    // A full MSS with timestamps on a 2000-byte MTU.
+    assert_eq!(tcp["mss"], 2000 - 20 - 20 - 12, "{doc}");
+    assert_eq!(payload, 1948);
+    assert_eq!(total, 20_000 * payload, "{doc}");
+    assert_eq!(tcp["bytes_acked"], total as u64);
+    assert_eq!(tcp["fin_acked"], true);
+    assert_eq!(doc["stopped_by"], "count");
+    assert_eq!(doc["sent"], tcp["segments"]);
+    assert_eq!(tcp["segments"].as_u64().unwrap() - tcp["retransmitted"].as_u64().unwrap(), 20_000, "{doc}");
+    // In order and whole: every segment carries the same bytes.
+    let expected: Vec<u8> = (0..kept.len()).map(|i| bpfbench::traffic::tcp::payload_byte(i % payload)).collect();
+    assert!(kept == expected, "the stream's bytes differ from the segments'");
+}
+
+#[test]
+fn tcp_mode_recovers_from_lost_segments() {
+    let t = Topology::create().unwrap();
+    // Drops one data segment in 500.
+    let rx = Receiver::behind(&t, "xdp_lossy.bpf.o", false, 1 << 22);
+    let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--count", "30000"]);
+    let (kept, total) = rx.reader.join().unwrap();
+    let tcp = &doc["tcp"];
+    let payload = tcp["payload_bytes"].as_u64().unwrap() as usize;
+    assert_eq!(total, 30_000 * payload, "{doc}");
+    assert_eq!(tcp["fin_acked"], true, "{doc}");
+    assert!(tcp["retransmitted"].as_u64().unwrap() > 0, "{doc}");
+    let rewinds = tcp["rewinds_dupack"].as_u64().unwrap() + tcp["rewinds_timer"].as_u64().unwrap();
+    assert!(rewinds >= 30_000 / 500 / 2, "at least one rewind per two losses: {doc}");
+    let expected: Vec<u8> = (0..kept.len()).map(|i| bpfbench::traffic::tcp::payload_byte(i % payload)).collect();
+    assert!(kept == expected, "the stream's bytes differ from the segments'");
+}
+
+#[test]
+fn tcp_mode_over_ipv6_ends_a_timed_stream_with_fin() {
+    let t = Topology::create().unwrap();
+    let rx = Receiver::start(&t, true, 0);
+    let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--duration", "0.5", "--size", "600"]);
+    let (_, total) = rx.reader.join().unwrap();
+    let tcp = &doc["tcp"];
+    assert_eq!(doc["frame_bytes"][0], 600);
+    // Ethernet, IPv6, TCP with timestamps.
+    assert_eq!(tcp["payload_bytes"], 600 - 14 - 40 - 32);
+    assert_eq!(doc["stopped_by"], "duration");
+    assert_eq!(tcp["fin_acked"], true, "{doc}");
+    assert!(total > 0);
+    assert_eq!(tcp["bytes_acked"], total as u64, "{doc}");
+    assert!(doc["seconds"][0]["goodput_gbps"].as_f64().unwrap() > 0.0, "{doc}");
 }

@@ -44,6 +44,40 @@ pub struct GenRecord {
     /// "duration", "count", or "interrupted".
     pub stopped_by: String,
     pub seconds: Vec<GenInterval>,
+    /// TCP mode's connection (None: frames without a connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpRecord>,
+}
+
+/// What TCP mode's connection carried.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TcpRecord {
+    pub local: String,
+    pub peer: String,
+    /// The connection's MSS (TCP_INFO's tcpi_snd_mss).
+    pub mss: u32,
+    /// Stream bytes per segment.
+    pub payload_bytes: usize,
+    /// The receiver's window shift, if negotiated.
+    pub window_scale: Option<u8>,
+    pub timestamps: bool,
+    /// Stream bytes the receiver acknowledged: what its socket took in.
+    pub bytes_acked: u64,
+    /// bytes_acked over the run's time, in Gbit/s.
+    pub goodput_gbps: f64,
+    /// Segments sent, first sends and retransmissions.
+    pub segments: u64,
+    pub retransmitted: u64,
+    /// Times the sender went back to the first unacknowledged byte: at a
+    /// third duplicate ACK, and after a time without progress.
+    pub rewinds_dupack: u64,
+    pub rewinds_timer: u64,
+    /// ACKs the return path read (and kept from the kernel's socket).
+    pub acks: u64,
+    pub dupacks: u64,
+    /// The receiver acknowledged the closing FIN.
+    pub fin_acked: bool,
+    pub reset_by_peer: bool,
 }
 
 /// One reporting interval (a second, the last one shorter).
@@ -55,4 +89,7 @@ pub struct GenInterval {
     pub pps: f64,
     pub gbps: f64,
     pub errors: Option<u64>,
+    /// TCP mode: acknowledged stream bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_gbps: Option<f64>,
 }

@@ -24,12 +24,18 @@ fn errors(e: Option<u64>) -> String {
     e.map_or_else(|| "n/a".into(), grouped)
 }
 
-/// The column heads over the per-second lines.
-pub const INTERVAL_HEAD: &str = "    time          pps   Gbit/s   errors";
+/// The column heads over the per-second lines (TCP mode adds goodput).
+pub fn interval_head(tcp: bool) -> &'static str {
+    if tcp { "    time          pps   Gbit/s   errors  goodput Gbit/s" } else { "    time          pps   Gbit/s   errors" }
+}
 
 /// One per-second line.
 pub fn interval_line(i: &GenInterval) -> String {
-    format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.pps.round() as u64), i.gbps, errors(i.errors))
+    let mut line = format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.pps.round() as u64), i.gbps, errors(i.errors));
+    if let Some(g) = i.goodput_gbps {
+        let _ = write!(line, " {g:>15.3}");
+    }
+    line
 }
 
 /// What is about to be sent, in one line.
@@ -73,6 +79,30 @@ pub fn summary(r: &GenRecord) -> String {
         grouped(r.flows),
         r.batch_size
     );
+    if let Some(t) = &r.tcp {
+        let _ = writeln!(
+            out,
+            "tcp {} -> {}: {} bytes acknowledged, goodput {:.3} Gbit/s; {} segments of {} bytes (MSS {}), {} retransmitted",
+            t.local,
+            t.peer,
+            grouped(t.bytes_acked),
+            t.goodput_gbps,
+            grouped(t.segments),
+            t.payload_bytes,
+            t.mss,
+            grouped(t.retransmitted)
+        );
+        let _ = writeln!(
+            out,
+            "    rewinds: {} at a third duplicate ACK, {} after no progress; {} ACKs read, {} duplicate; FIN {}{}",
+            t.rewinds_dupack,
+            t.rewinds_timer,
+            grouped(t.acks),
+            grouped(t.dupacks),
+            if t.fin_acked { "acknowledged" } else { "not acknowledged" },
+            if t.reset_by_peer { "; the receiver reset the connection" } else { "" }
+        );
+    }
     if r.errors.is_some_and(|e| e > 0 && e >= r.sent / 2) {
         let _ = writeln!(out, "warning: {} dropped most frames; a veth takes XDP frames only when its peer has an XDP program (or GRO) on", r.interface);
     }
@@ -82,8 +112,25 @@ pub fn summary(r: &GenRecord) -> String {
 /// One CSV row: the summary.
 pub fn csv(r: &GenRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["interface", "threads", "flows", "frame_bytes", "rate_asked_pps", "elapsed_s", "sent", "pps", "gbps", "device_tx", "errors", "stopped_by"])?;
+    w.write_record([
+        "interface",
+        "threads",
+        "flows",
+        "frame_bytes",
+        "rate_asked_pps",
+        "elapsed_s",
+        "sent",
+        "pps",
+        "gbps",
+        "device_tx",
+        "errors",
+        "stopped_by",
+        "tcp_bytes_acked",
+        "tcp_goodput_gbps",
+        "tcp_retransmitted",
+    ])?;
     let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let tcp = r.tcp.as_ref();
     w.write_record([
         r.interface.clone(),
         r.threads.to_string(),
@@ -97,6 +144,9 @@ pub fn csv(r: &GenRecord) -> Result<String> {
         opt(r.device_tx),
         opt(r.errors),
         r.stopped_by.clone(),
+        opt(tcp.map(|t| t.bytes_acked)),
+        tcp.map(|t| format!("{:.4}", t.goodput_gbps)).unwrap_or_default(),
+        opt(tcp.map(|t| t.retransmitted)),
     ])?;
     Ok(String::from_utf8(w.into_inner()?)?)
 }

@@ -36,6 +36,14 @@ pub fn check_privileges() -> Result<()> {
     )
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns reads.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// (major, minor) of the running kernel.
 pub fn kernel_version() -> Option<(u32, u32)> {
     let release = kernel_release();

@@ -1,9 +1,11 @@
-//! Network interfaces as the generator sees them: index by name, and the
-//! kernel's transmit counters.
+//! Network interfaces as the generator sees them: index by name, the
+//! kernel's transmit counters, and attaching XDP programs.
 
 use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use libbpf_rs::libbpf_sys;
 
 /// The interface index of `name` in this process's network namespace.
 pub fn ifindex(name: &str) -> Result<u32> {
@@ -14,6 +16,40 @@ pub fn ifindex(name: &str) -> Result<u32> {
         bail!("no network interface '{name}' here; 'ip link' lists them");
     }
     Ok(index)
+}
+
+/// How a program is attached to an interface's XDP hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XdpMode {
+    /// In the driver (veth has native XDP).
+    Native,
+    /// Generic XDP, after the kernel built an skb.
+    Generic,
+}
+
+/// Attaches an XDP program to `iface` (in the caller's namespace) with a BPF link.
+pub fn attach_xdp(prog_fd: i32, iface: &str, mode: XdpMode) -> Result<OwnedFd> {
+    let c = CString::new(iface).context("interface name")?;
+    // SAFETY: a valid C string.
+    let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if ifindex == 0 {
+        bail!("no interface {iface} to attach to");
+    }
+    // SAFETY: zero is a valid bit pattern for the options struct.
+    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_link_create_opts>() as _;
+    opts.flags = match mode {
+        XdpMode::Native => libbpf_sys::XDP_FLAGS_DRV_MODE,
+        XdpMode::Generic => libbpf_sys::XDP_FLAGS_SKB_MODE,
+    };
+    // SAFETY: valid fds and options.
+    let link = unsafe { libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_XDP, &opts) };
+    if link < 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("attaching XDP ({mode:?}) to {iface}: {e}");
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(link) })
 }
 
 /// An interface's transmit counters (`/sys/class/net/NAME/statistics`).

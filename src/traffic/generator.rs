@@ -14,6 +14,7 @@ use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::flows::FlowPlan;
+use super::tcp::TcpConnection;
 use crate::harness::skeleton::{self, map_handle, prog_fd};
 use crate::harness::test_run::run_live_frames;
 use crate::record::traffic::{GEN_SCHEMA, GenInterval, GenRecord};
@@ -32,6 +33,9 @@ const FIRST_REPEAT: u32 = 1 << 20;
 /// each read is a syscall per program, on the senders' CPUs. Paced runs
 /// end exactly anyway: their deadline is in BPF.
 const POLL: Duration = Duration::from_millis(10);
+/// How long a TCP stream cut short (duration, Ctrl-C) may take to have
+/// its FIN acknowledged before the run stops anyway.
+const FIN_GRACE: Duration = Duration::from_secs(1);
 /// Packets (programs) one generator sends at most.
 const MAX_PLANS: usize = 256;
 /// The kernel's page-pool batch allows at most this many frames.
@@ -123,6 +127,8 @@ pub struct Generator {
     streams: Vec<Stream>,
     flows: u64,
     order: FlowOrder,
+    /// TCP mode's connection: its stream ends runs, not a frame count.
+    tcp: Option<TcpConnection>,
 }
 
 
@@ -137,36 +143,60 @@ pub enum FlowOrder {
     Random,
 }
 
-/// Loads the generator program with the frame's template and the plan's
-/// fields (None: no variation).
-fn load_program(ifindex: u32, template: &[u8], plan: Option<&FlowPlan>, order: FlowOrder) -> Result<Program> {
+/// What a generator program does to each frame.
+enum Varying<'a> {
+    /// Writes the plan's flows (None: sends the template as it is).
+    Flows(Option<&'a FlowPlan>, FlowOrder),
+    /// Makes it the connection's next in-window segment.
+    Tcp(&'a TcpConnection),
+}
+
+/// Loads the generator program for one frame's template.
+fn load_program(ifindex: u32, template: &[u8], varying: Varying<'_>) -> Result<Program> {
     let mut storage = MaybeUninit::uninit();
     let mut open = skel::TrafficGenSkelBuilder::default().open(&mut storage).context("opening the generator program")?;
+    // One of the two programs is loaded: the other would only cost verifier time.
+    let tcp = matches!(varying, Varying::Tcp(_));
+    open.progs.xdp_gen.set_autoload(!tcp);
+    open.progs.xdp_gen_tcp.set_autoload(tcp);
+    if let Varying::Tcp(conn) = varying {
+        open.maps.tcp_conn.reuse_fd(conn.map_fd()).context("sharing the TCP connection's map with the generator")?;
+        open.maps.tcp_ctl.reuse_fd(conn.ctl_fd()).context("sharing the TCP connection's control with the generator")?;
+    }
     let ro = open.maps.rodata_data.as_deref_mut().context("the generator program has no .rodata")?;
     let cfg = &mut ro.cfg;
     cfg.ifindex = ifindex;
-    cfg.random = u32::from(order == FlowOrder::Random);
     // The frame's first bytes come back from the template on every send
     // (the receiver may have written into the recycled page).
     let restore = template.len().min(cfg.template.len()) & !1;
     cfg.template[..restore].copy_from_slice(&template[..restore]);
     cfg.restore_len = restore as u32;
-    if let Some(plan) = plan {
-        cfg.nfields = plan.layout.fields.len() as u32;
-        cfg.ncsums = plan.layout.checksums.len() as u32;
-        for (i, f) in plan.layout.fields.iter().enumerate() {
-            let slot = &mut cfg.fields[i];
-            slot.off = f.offset as u16;
-            slot.width = f.width as u16;
-            slot.csums = f.checksums.iter().fold(0, |bits, &c| bits | 1 << c);
-            slot.lo = f.lo;
-            slot.span = f.hi - f.lo + 1;
-            slot.old_comp = plan.old_complement(i);
+    match varying {
+        Varying::Tcp(conn) => {
+            cfg.tcp.off = conn.tcp_offset as u16;
+            cfg.tcp.has_ts = u16::from(conn.timestamps);
+            cfg.tcp.csum_start = conn.checksum_start();
         }
-        for (j, c) in plan.layout.checksums.iter().enumerate() {
-            cfg.csums[j].off = c.offset as u16;
-            cfg.csums[j].udp = c.udp as u16;
-            cfg.csums[j].start = plan.checksum_start(c.offset);
+        Varying::Flows(plan, order) => {
+            cfg.random = u32::from(order == FlowOrder::Random);
+            if let Some(plan) = plan {
+                cfg.nfields = plan.layout.fields.len() as u32;
+                cfg.ncsums = plan.layout.checksums.len() as u32;
+                for (i, f) in plan.layout.fields.iter().enumerate() {
+                    let slot = &mut cfg.fields[i];
+                    slot.off = f.offset as u16;
+                    slot.width = f.width as u16;
+                    slot.csums = f.checksums.iter().fold(0, |bits, &c| bits | 1 << c);
+                    slot.lo = f.lo;
+                    slot.span = f.hi - f.lo + 1;
+                    slot.old_comp = plan.old_complement(i);
+                }
+                for (j, c) in plan.layout.checksums.iter().enumerate() {
+                    cfg.csums[j].off = c.offset as u16;
+                    cfg.csums[j].udp = c.udp as u16;
+                    cfg.csums[j].start = plan.checksum_start(c.offset);
+                }
+            }
         }
     }
     let skel = skeleton::load(open, "the traffic generator program")?;
@@ -174,7 +204,8 @@ fn load_program(ifindex: u32, template: &[u8], plan: Option<&FlowPlan>, order: F
     if state.value_size() as usize != STATE_BYTES {
         bail!("the generator's gen_state holds {} bytes where {STATE_BYTES} are expected", state.value_size());
     }
-    Ok(Program { fd: prog_fd(&skel.progs.xdp_gen)?, state, ctl: map_handle(&skel.maps.gen_ctl)? })
+    let prog = if tcp { &skel.progs.xdp_gen_tcp } else { &skel.progs.xdp_gen };
+    Ok(Program { fd: prog_fd(prog)?, state, ctl: map_handle(&skel.maps.gen_ctl)? })
 }
 
 impl Generator {
@@ -191,11 +222,29 @@ impl Generator {
         let mut streams = Vec::new();
         for plan in plans {
             let fields = (!plan.layout.fields.is_empty()).then_some(plan);
-            progs.push(load_program(ifindex, &plan.template, fields, order)?);
+            progs.push(load_program(ifindex, &plan.template, Varying::Flows(fields, order))?);
             streams.push(Stream { prog: progs.len() - 1, label: plan.spec_text.clone(), template: plan.template.clone() });
         }
         let flows = plans.iter().map(|p| p.flows).sum();
-        Ok(Generator { interface: interface.to_string(), ifindex, progs, streams, flows, order })
+        Ok(Generator { interface: interface.to_string(), ifindex, progs, streams, flows, order, tcp: None })
+    }
+
+    /// TCP mode: sends the connection's stream (it was opened over `interface`).
+    pub fn tcp(interface: &str, conn: TcpConnection) -> Result<Generator> {
+        let ifindex = ifindex(interface)?;
+        let prog = load_program(ifindex, &conn.template, Varying::Tcp(&conn))?;
+        let stream = Stream { prog: 0, label: format!("tcp {} -> {}", conn.local, conn.peer), template: conn.template.clone() };
+        Ok(Generator { interface: interface.to_string(), ifindex, progs: vec![prog], streams: vec![stream], flows: 1, order: FlowOrder::Sequential, tcp: Some(conn) })
+    }
+
+    /// Each packet's frame length in bytes.
+    pub fn frame_sizes(&self) -> Vec<usize> {
+        self.streams.iter().map(|st| st.template.len()).collect()
+    }
+
+    /// Distinct flows over all packets.
+    pub fn flows(&self) -> u64 {
+        self.flows
     }
 
     /// Frames and bytes sent so far, over every program and CPU.
@@ -220,17 +269,26 @@ impl Generator {
             for (t, &cpu) in cpus.iter().enumerate() {
                 let st = &mut states[cpu];
                 // Each thread's share of the count, the first ones taking the remainder.
-                st.quota = s.count.map_or(0, |c| c / threads + u64::from((t as u64) < c % threads));
+                st.quota = self.frame_count(s).map_or(0, |c| c / threads + u64::from((t as u64) < c % threads));
                 if let Some(rate) = s.rate_pps {
                     st.interval_ps = (1e12 / (rate / threads as f64)).round().max(1.0) as u64;
                     st.next_due_ps = start_ns * 1000;
-                    st.deadline_ps = s.duration.map_or(0, |d| (start_ns + d.as_nanos() as u64) * 1000);
+                    // A TCP stream still has its FIN to send at the end.
+                    if self.tcp.is_none() {
+                        st.deadline_ps = s.duration.map_or(0, |d| (start_ns + d.as_nanos() as u64) * 1000);
+                    }
                 }
             }
             p.set_cpu_states(&states)?;
             p.set_stop(false)?;
         }
         Ok(())
+    }
+
+    /// The frames a run sends at most: TCP mode's count is of new
+    /// segments, kept by the connection (retransmissions come on top).
+    fn frame_count(&self, s: &GenSettings) -> Option<u64> {
+        if self.tcp.is_some() { None } else { s.count }
     }
 
     fn stop_all(&self, stop: &AtomicBool) {
@@ -259,16 +317,22 @@ impl Generator {
             // Each program keeps its own per-CPU quota, so a count cannot be split among them.
             bail!("--rate with --count takes one --packet spec (or a capture); give --duration instead");
         }
+        if self.tcp.is_some() && s.threads != 1 {
+            bail!("TCP mode sends one connection's stream from one thread; leave --threads at 1");
+        }
         let cpus = pick_cpus(s)?;
         let capture = environment::start(cpus[0]);
         // Set by the reporter at a limit or Ctrl-C, or by a failing thread.
         let stop = AtomicBool::new(false);
         let tx_start = TxCounters::read(&self.interface);
-        let start_ns = monotonic_ns();
+        let start_ns = crate::system::monotonic_ns();
         let start = Instant::now();
         self.prepare(s, &cpus, start_ns)?;
         let mut seconds = Vec::new();
         let mut ended: Option<Duration> = None;
+        // TCP mode: until when the stream's FIN may take to be acknowledged.
+        let mut fin_deadline: Option<Duration> = None;
+        let mut acked_before = 0u64;
         let outcome = std::thread::scope(|scope| -> Result<()> {
             let workers: Vec<_> = cpus
                 .iter()
@@ -286,11 +350,28 @@ impl Generator {
                 let (frames, bytes) = self.totals()?;
                 // The run's end: the duration, the count, or Ctrl-C, whichever first.
                 if ended.is_none() {
-                    let over = s.duration.is_some_and(|d| now >= d) || s.count.is_some_and(|c| frames >= c) || interrupt::interrupted() || done;
+                    let count_reached = match &self.tcp {
+                        Some(tcp) => tcp.finished()? || tcp.reset_by_peer()?,
+                        None => s.count.is_some_and(|c| frames >= c),
+                    };
+                    let over = s.duration.is_some_and(|d| now >= d) || count_reached || interrupt::interrupted() || done;
                     if over {
                         ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
-                        self.stop_all(&stop);
+                        match &self.tcp {
+                            // A stream cut short still ends with FIN, so the receiver sees its end.
+                            Some(tcp) if !count_reached && !done => {
+                                tcp.request_fin()?;
+                                fin_deadline = Some(now + FIN_GRACE);
+                            }
+                            _ => self.stop_all(&stop),
+                        }
                     }
+                }
+                if let (Some(deadline), Some(tcp)) = (fin_deadline, &self.tcp)
+                    && (now >= deadline || tcp.finished()? || tcp.reset_by_peer()?)
+                {
+                    fin_deadline = None;
+                    self.stop_all(&stop);
                 }
                 if done || now >= next_tick {
                     let at = if done { ended.unwrap_or(now) } else { now };
@@ -305,6 +386,15 @@ impl Generator {
                             pps: (frames - last_frames) as f64 / dt,
                             gbps: (bytes - last_bytes) as f64 * 8.0 / dt / 1e9,
                             errors: tx.zip(last_tx).map(|(now, then)| now.since(then).failed),
+                            goodput_gbps: match &self.tcp {
+                                Some(tcp) => {
+                                    let acked = tcp.bytes_acked()?;
+                                    let g = (acked - acked_before) as f64 * 8.0 / dt / 1e9;
+                                    acked_before = acked;
+                                    Some(g)
+                                }
+                                None => None,
+                            },
                         };
                         on_interval(&interval);
                         seconds.push(interval);
@@ -330,9 +420,17 @@ impl Generator {
         let (sent, bytes) = self.totals()?;
         let elapsed = ended.unwrap_or_else(|| start.elapsed()).as_secs_f64().max(1e-9);
         let tx = TxCounters::read(&self.interface).zip(tx_start).map(|(end, begin)| end.since(begin));
+        let count_reached = match &self.tcp {
+            Some(tcp) => s.count.is_some() && tcp.finished()?,
+            None => s.count.is_some_and(|c| sent >= c),
+        };
         let stopped_by = if interrupt::interrupted() {
             "interrupted"
-        } else if s.count.is_some_and(|c| sent >= c) {
+        } else if let Some(tcp) = &self.tcp
+            && tcp.reset_by_peer()?
+        {
+            "reset by peer"
+        } else if count_reached {
             "count"
         } else {
             "duration"
@@ -358,6 +456,7 @@ impl Generator {
             errors: tx.map(|t| t.failed),
             stopped_by: stopped_by.into(),
             seconds,
+            tcp: self.tcp.as_ref().map(|t| t.record(elapsed)).transpose()?,
         })
     }
 
@@ -375,7 +474,7 @@ impl Generator {
         let paced = s.rate_pps.is_some();
         let mut repeat = FIRST_REPEAT;
         let mut stream = t % self.streams.len();
-        let mut left = s.count.map(|c| c / s.threads as u64 + u64::from((t as u64) < c % s.threads as u64));
+        let mut left = self.frame_count(s).map(|c| c / s.threads as u64 + u64::from((t as u64) < c % s.threads as u64));
         while !stop.load(Ordering::SeqCst) {
             // Unpaced, every iteration sends: a call never asks for more than is left.
             let n = match left {
@@ -402,14 +501,6 @@ impl Generator {
         }
         Ok(())
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns reads.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One CPU per thread: the given ones, or the allowed ones, last first.

@@ -4,7 +4,9 @@
 
 pub mod flows;
 pub mod generator;
+pub mod tcp;
 pub mod topology;
 
 pub use flows::FlowPlan;
 pub use generator::{GenSettings, Generator};
+pub use tcp::TcpConnection;

@@ -11,12 +11,14 @@
 //! however it ends; the namespace and the veths are removed on drop, and
 //! after a SIGKILL by the next run.
 
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use libbpf_rs::libbpf_sys;
+
+pub use crate::system::netdev::XdpMode;
+use crate::system::netdev::attach_xdp;
 
 /// What every name bpfbench gives a namespace or interface starts with.
 pub const NAME_PREFIX: &str = "bpfbench";
@@ -24,15 +26,6 @@ pub const NAME_PREFIX: &str = "bpfbench";
 const LINK_MTU: &str = "2000";
 /// Where `ip netns` keeps named namespaces.
 const NETNS_DIR: &str = "/run/netns";
-
-/// How a program is attached to an interface's XDP hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum XdpMode {
-    /// In the driver (veth has native XDP).
-    Native,
-    /// Generic XDP, after the kernel built an skb.
-    Generic,
-}
 
 /// A namespace and a veth pair, removed on drop.
 #[derive(Debug)]
@@ -133,6 +126,30 @@ impl Topology {
         Ok(t)
     }
 
+    /// Gives the pair addresses for traffic through the kernel's stack (TCP
+    /// mode's connection): the outer end ::1/.1, the inner ::2/.2 of a
+    /// subnet picked by the process id, so concurrent runs do not share
+    /// one. IPv4 takes a /30 of 198.18.0.0/15 (RFC 2544's benchmarking
+    /// range); IPv6 a /64 of a unique-local prefix, and turns IPv6 on.
+    pub fn add_addresses(&self, ipv6: bool) -> Result<(IpAddr, IpAddr)> {
+        let pid = std::process::id();
+        let (outer, inner, prefix): (IpAddr, IpAddr, u8) = if ipv6 {
+            let net = |host: u16| Ipv6Addr::new(0xfd62, 0x7066, 0x6265, (pid >> 16) as u16, pid as u16, 0, 0, host);
+            enable_ipv6(&self.outer)?;
+            let inner = self.inner.clone();
+            self.in_netns(move || enable_ipv6(&inner))?;
+            (net(1).into(), net(2).into(), 64)
+        } else {
+            let base = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + pid % (1 << 15) * 4;
+            (Ipv4Addr::from(base + 1).into(), Ipv4Addr::from(base + 2).into(), 30)
+        };
+        // nodad: the address is usable at once, not after duplicate detection.
+        let nodad = if ipv6 { "nodad" } else { "" };
+        ip(&["addr", "add", &format!("{outer}/{prefix}"), "dev", &self.outer, nodad].into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>())?;
+        ip(&["-n", &self.netns, "addr", "add", &format!("{inner}/{prefix}"), "dev", &self.inner, nodad].into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>())?;
+        Ok((outer, inner))
+    }
+
     /// Runs `f` on a thread that entered the namespace (a thread's network
     /// namespace is its own; the process's stays where it was).
     pub fn in_netns<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
@@ -167,37 +184,20 @@ impl Topology {
 
 /// Turns IPv6 off on `iface`, in the calling thread's namespace.
 fn disable_ipv6(iface: &str) -> Result<()> {
+    set_ipv6_disabled(iface, "1")
+}
+
+fn enable_ipv6(iface: &str) -> Result<()> {
+    set_ipv6_disabled(iface, "0")
+}
+
+fn set_ipv6_disabled(iface: &str, value: &str) -> Result<()> {
     let path = format!("/proc/sys/net/ipv6/conf/{iface}/disable_ipv6");
-    match std::fs::write(&path, "1") {
+    match std::fs::write(&path, value) {
         // A kernel without IPv6 sends no IPv6 frames either.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         r => r.with_context(|| format!("writing {path}")),
     }
-}
-
-/// Attaches an XDP program to `iface` (in the caller's namespace) with a BPF link.
-fn attach_xdp(prog_fd: i32, iface: &str, mode: XdpMode) -> Result<OwnedFd> {
-    let c = CString::new(iface).context("interface name")?;
-    // SAFETY: a valid C string.
-    let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if ifindex == 0 {
-        bail!("no interface {iface} to attach to");
-    }
-    // SAFETY: zero is a valid bit pattern for the options struct.
-    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
-    opts.sz = size_of::<libbpf_sys::bpf_link_create_opts>() as _;
-    opts.flags = match mode {
-        XdpMode::Native => libbpf_sys::XDP_FLAGS_DRV_MODE,
-        XdpMode::Generic => libbpf_sys::XDP_FLAGS_SKB_MODE,
-    };
-    // SAFETY: valid fds and options.
-    let link = unsafe { libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_XDP, &opts) };
-    if link < 0 {
-        let e = std::io::Error::last_os_error();
-        bail!("attaching XDP ({mode:?}) to {iface}: {e}");
-    }
-    // SAFETY: a new fd we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(link) })
 }
 
 impl Drop for Topology {

@@ -25,6 +25,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "tcp_conn.h"
+
 #define GEN_MAX_FIELDS 8
 #define GEN_MAX_CSUMS 4
 /* Bytes of the template restored per frame: every header a spec makes. */
@@ -48,6 +50,13 @@ struct gen_csum {
 	__u32 start;	/* the template's checksum, complemented */
 };
 
+/* TCP mode: where the segment's varying words are. */
+struct gen_tcp {
+	__u16 off;		/* the TCP header's offset; 0: not TCP mode */
+	__u16 has_ts;		/* the template carries NOP NOP TS at +20 */
+	__u32 csum_start;	/* the template's checksum, complemented */
+};
+
 struct gen_config {
 	__u32 ifindex;	/* where frames are redirected */
 	__u32 nfields;
@@ -58,6 +67,7 @@ struct gen_config {
 	__u8 template[GEN_RESTORE_MAX] __attribute__((aligned(8)));
 	struct gen_field fields[GEN_MAX_FIELDS];
 	struct gen_csum csums[GEN_MAX_CSUMS];
+	struct gen_tcp tcp;
 };
 
 /* Set before load: the verifier sees every offset as a constant. */
@@ -65,10 +75,7 @@ const volatile struct gen_config cfg = {};
 
 /*
  * Per CPU (each generator thread runs on its own): the odometer, what was
- * sent, and the pacing schedule. Pacing is done here, per frame, because a
- * live-frames call has a fixed cost of ~20 ms (measured on kernel 6.18), so
- * calls must be long: a frame not yet due is dropped unsent (the kernel
- * recycles it) and the loop polls the clock again.
+ * sent, and the pacing schedule (see admit()).
  */
 struct gen_state {
 	__u32 idx[GEN_MAX_FIELDS];
@@ -99,10 +106,77 @@ struct {
 	__type(value, struct gen_ctl);
 } gen_ctl SEC(".maps");
 
+/* TCP mode's connection and its control: the return path's maps, shared at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_conn);
+} tcp_conn SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_ctl);
+} tcp_ctl SEC(".maps");
+
 static __always_inline __u32 fold(__u32 sum)
 {
 	sum = (sum & 0xffff) + (sum >> 16);
 	return (sum & 0xffff) + (sum >> 16);
+}
+
+/*
+ * Whether a frame may go now: not stopped, within the quota, and due
+ * (paced runs). Pacing is done here, per frame, because a live-frames
+ * call has a fixed cost of ~20 ms (measured on kernel 6.18), so calls
+ * must be long: a frame not yet due is dropped unsent (the kernel
+ * recycles it) and the loop polls the clock again.
+ */
+static __always_inline int admit(struct gen_state *st, struct gen_ctl *ctl)
+{
+	if (ctl->stop || (st->quota && st->sent >= st->quota))
+		return 0;
+	if (st->interval_ps) {
+		__u64 now_ps = bpf_ktime_get_ns() * 1000;
+
+		if (now_ps < st->next_due_ps)
+			return 0;
+		if (st->deadline_ps && st->next_due_ps >= st->deadline_ps)
+			return 0;
+		/* Due times stay absolute: a late frame is followed by the
+		 * ones that fell due meanwhile, so the rate over a run holds. */
+		st->next_due_ps += st->interval_ps;
+	}
+	return 1;
+}
+
+/* Copies the template's first bytes back, 8 at a time, then 2 at a time. */
+static __always_inline int restore_template(void *data, void *data_end)
+{
+#pragma unroll
+	for (int i = 0; i < GEN_RESTORE_MAX / 8; i++) {
+		__u64 *p = data + i * 8;
+
+		if (i * 8 + 8 > cfg.restore_len)
+			break;
+		if ((void *)(p + 1) > data_end)
+			return -1;
+		*p = *(const volatile __u64 *)&cfg.template[i * 8];
+	}
+#pragma unroll
+	for (int k = 0; k < 3; k++) {
+		__u32 at = cfg.restore_len / 8 * 8 + k * 2;
+		__u16 *p = data + at;
+
+		if (at + 2 > cfg.restore_len)
+			break;
+		if ((void *)(p + 1) > data_end)
+			return -1;
+		*p = *(const volatile __u16 *)&cfg.template[at];
+	}
+	return 0;
 }
 
 SEC("xdp")
@@ -118,42 +192,10 @@ int xdp_gen(struct xdp_md *ctx)
 	struct gen_ctl *ctl = bpf_map_lookup_elem(&gen_ctl, &key);
 	if (!st || !ctl)
 		return XDP_ABORTED;
-	if (ctl->stop || (st->quota && st->sent >= st->quota))
+	if (!admit(st, ctl))
 		return XDP_DROP;
-	if (st->interval_ps) {
-		__u64 now_ps = bpf_ktime_get_ns() * 1000;
-
-		if (now_ps < st->next_due_ps)
-			return XDP_DROP;
-		if (st->deadline_ps && st->next_due_ps >= st->deadline_ps)
-			return XDP_DROP;
-		/* Due times stay absolute: a late frame is followed by the
-		 * ones that fell due meanwhile, so the rate over a run holds. */
-		st->next_due_ps += st->interval_ps;
-	}
-
-	/* The template's first bytes, 8 at a time, then 2 at a time. */
-#pragma unroll
-	for (int i = 0; i < GEN_RESTORE_MAX / 8; i++) {
-		__u64 *p = data + i * 8;
-
-		if (i * 8 + 8 > cfg.restore_len)
-			break;
-		if ((void *)(p + 1) > data_end)
-			return XDP_ABORTED;
-		*p = *(const volatile __u64 *)&cfg.template[i * 8];
-	}
-#pragma unroll
-	for (int k = 0; k < 3; k++) {
-		__u32 at = cfg.restore_len / 8 * 8 + k * 2;
-		__u16 *p = data + at;
-
-		if (at + 2 > cfg.restore_len)
-			break;
-		if ((void *)(p + 1) > data_end)
-			return XDP_ABORTED;
-		*p = *(const volatile __u16 *)&cfg.template[at];
-	}
+	if (restore_template(data, data_end))
+		return XDP_ABORTED;
 
 #pragma unroll
 	for (int i = 0; i < GEN_MAX_FIELDS; i++) {
@@ -208,6 +250,108 @@ int xdp_gen(struct xdp_md *ctx)
 			res = 0xffff;
 		*p = bpf_htons(res);
 	}
+	st->sent++;
+	st->bytes += data_end - data;
+	return bpf_redirect(cfg.ifindex, 0);
+}
+
+/*
+ * TCP mode: one connection, one sending CPU. Each frame is the next
+ * in-window segment of the stream, its sequence, ACK and timestamps
+ * written and the checksum patched from the template's (whose varying
+ * words are zero). When the window is full the frame is dropped unsent,
+ * which makes the live-frames loop poll the return path's ACKs. Losses
+ * are recovered the simplest way: back to snd_una (the whole window again)
+ * at the third duplicate ACK, or after rto_ns without progress.
+ */
+SEC("xdp")
+int xdp_gen_tcp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 key = 0;
+
+	struct gen_state *st = bpf_map_lookup_elem(&gen_state, &key);
+	struct gen_ctl *ctl = bpf_map_lookup_elem(&gen_ctl, &key);
+	struct tcp_conn *c = bpf_map_lookup_elem(&tcp_conn, &key);
+	struct tcp_ctl *tctl = bpf_map_lookup_elem(&tcp_ctl, &key);
+	if (!st || !ctl || !c || !tctl)
+		return XDP_ABORTED;
+	if (!c->taken_over || ctl->stop)
+		return XDP_DROP;
+
+	/* The retransmission timer starts with the first segment. */
+	if (!c->segments && !c->last_rewind_ns)
+		c->last_rewind_ns = bpf_ktime_get_ns();
+
+	__u32 una = c->snd_una;
+	__u32 nxt = c->snd_nxt;
+	__u32 req = c->rewind_req;
+
+	if (req != c->rewind_seen) {
+		c->rewind_seen = req;
+		nxt = una;
+		c->rewinds_dupack++;
+	}
+	if (seq_before(nxt, una))
+		nxt = una;
+	if (tctl->fin_req && !c->fin_set) {
+		c->fin_at = c->snd_max;
+		c->fin_set = 1;
+	}
+	int ended = c->fin_set && seq_before(c->fin_at, nxt);
+	if (ended || seq_before(una + c->wnd, nxt + c->payload)) {
+		/* Blocked: the stream is sent, or the window is full. */
+		__u64 now = bpf_ktime_get_ns();
+		__u64 since = c->last_progress_ns > c->last_rewind_ns ? c->last_progress_ns : c->last_rewind_ns;
+
+		if (!seq_before(una, c->snd_max) || now - since < c->rto_ns) {
+			c->snd_nxt = nxt;
+			return XDP_DROP;
+		}
+		nxt = una;
+		c->last_rewind_ns = now;
+		c->rewinds_timer++;
+		if (c->fin_set && seq_before(c->fin_at, nxt))
+			return XDP_DROP; /* everything, FIN too, is acknowledged */
+	}
+	c->snd_nxt = nxt;
+	if (!admit(st, ctl))
+		return XDP_DROP;
+	if (restore_template(data, data_end))
+		return XDP_ABORTED;
+
+	__u32 off = cfg.tcp.off;
+	__u8 *tcp = data + off;
+	__u32 ack = c->rcv_nxt;
+	__u32 sum = cfg.tcp.csum_start;
+	int fin = c->fin_set && nxt == c->fin_at;
+
+	if ((void *)(tcp + 32) > data_end)
+		return XDP_ABORTED;
+	*(__be32 *)(tcp + 4) = bpf_htonl(nxt);
+	*(__be32 *)(tcp + 8) = bpf_htonl(ack);
+	sum += (nxt >> 16) + (nxt & 0xffff) + (ack >> 16) + (ack & 0xffff);
+	if (fin) {
+		tcp[13] |= 0x01;
+		sum += 0x01;
+	}
+	if (cfg.tcp.has_ts) {
+		__u32 tsval = c->tsval, tsecr = c->peer_tsval;
+
+		*(__be32 *)(tcp + 24) = bpf_htonl(tsval);
+		*(__be32 *)(tcp + 28) = bpf_htonl(tsecr);
+		sum += (tsval >> 16) + (tsval & 0xffff) + (tsecr >> 16) + (tsecr & 0xffff);
+	}
+	*(__be16 *)(tcp + 16) = bpf_htons((__u16)~fold(sum));
+
+	if (seq_before(nxt, c->snd_max))
+		c->retransmitted++;
+	c->segments++;
+	nxt += c->payload + fin;
+	c->snd_nxt = nxt;
+	if (seq_before(c->snd_max, nxt))
+		c->snd_max = nxt;
 	st->sent++;
 	st->bytes += data_end - data;
 	return bpf_redirect(cfg.ifindex, 0);

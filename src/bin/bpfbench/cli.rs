@@ -173,17 +173,23 @@ pub struct GenArgs {
     /// Send the packets of this capture (pcap or pcapng), as they are.
     #[arg(long, value_name = "FILE", conflicts_with = "packets")]
     pub pcap: Option<PathBuf>,
+    /// TCP mode: connect to this listening socket (ADDR:PORT, [ADDR]:PORT
+    /// for IPv6) over the interface and send it a stream from XDP; the
+    /// interface's XDP hook takes the return path. --count counts segments.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["packets", "pcap", "flow_order"])]
+    pub tcp: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub send: SendArgs,
     /// Stop after this many seconds.
     #[arg(long, value_name = "S", value_parser = bpfbench::record::positive)]
     pub duration: Option<f64>,
-    /// Stop after this many frames (over all threads).
+    /// Stop after this many frames (over all threads); TCP mode: after this
+    /// many segments of the stream, the last with FIN.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
     /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
-    #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Sequential)]
-    pub flow_order: FlowOrder,
+    #[arg(long = "flow-order", value_enum)]
+    pub flow_order: Option<FlowOrder>,
     #[arg(long, value_enum, default_value_t = TrafficFormat::Table)]
     pub format: TrafficFormat,
     /// Write the summary to this file instead of standard output.

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use bpfbench::packet::{PacketSpec, pcap};
 use bpfbench::report::gen_table;
 use bpfbench::system;
-use bpfbench::traffic::{FlowPlan, GenSettings, Generator};
+use bpfbench::traffic::{FlowPlan, GenSettings, Generator, TcpConnection};
 
 use crate::cli::{GenArgs, TrafficFormat};
 use crate::output::emit;
@@ -43,10 +43,18 @@ fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
 
 pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     system::check_privileges()?;
-    let plans = plans(args)?;
     system::libbpf_log::capture();
     system::interrupt::install_handler();
-    let generator = Generator::new(&args.interface, &plans, args.flow_order)?;
+    let generator = match args.tcp {
+        Some(peer) => {
+            if args.send.threads != 1 {
+                bail!("TCP mode sends one connection's stream from one thread; leave --threads at 1");
+            }
+            let conn = TcpConnection::open(&args.interface, peer, args.send.size, args.count)?;
+            Generator::tcp(&args.interface, conn)?
+        }
+        None => Generator::new(&args.interface, &plans(args)?, args.flow_order.unwrap_or_default())?,
+    };
     let settings = GenSettings {
         threads: args.send.threads,
         cpus: (!args.send.cpus.is_empty()).then(|| args.send.cpus.clone()),
@@ -56,13 +64,13 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
         batch_size: args.send.batch_size,
         interval: Duration::from_secs(1),
     };
-    let sizes: Vec<usize> = plans.iter().map(|p| p.template.len()).collect();
-    let flows = plans.iter().map(|p| p.flows).sum();
+    let sizes = generator.frame_sizes();
+    let flows = generator.flows();
     let table = args.format == TrafficFormat::Table && args.output.is_none();
     // Per-second lines go with the table on stdout, else to stderr.
     let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
     say(&gen_table::start_line(&args.interface, args.send.threads, flows, &sizes, args.send.rate));
-    say(gen_table::INTERVAL_HEAD);
+    say(gen_table::interval_head(args.tcp.is_some()));
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_message("sending (Ctrl-C stops)");

@@ -16,13 +16,6 @@ use crate::object_file::ProgKind;
 /// of this many stays near the runner's few milliseconds of wall time.
 pub const MAX_CALLS_PER_BATCH: u32 = 2_000;
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 pub struct PerCall<'a> {
     prog: BorrowedFd<'a>,
     /// A program that returns at once: the test run's own cost.
@@ -42,7 +35,7 @@ impl<'a> PerCall<'a> {
     /// each verdict and the last packet are checked.
     pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
         let n = iters.min(MAX_CALLS_PER_BATCH);
-        let started_ns = monotonic_ns();
+        let started_ns = crate::system::monotonic_ns();
         let mut elapsed = 0u64;
         for call in 0..n {
             let i = self.next % self.packets.len();
