@@ -29,19 +29,6 @@ struct acks_filter {
 
 const volatile struct acks_filter filter = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tcp_conn);
-} tcp_conn SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tcp_ctl);
-} tcp_ctl SEC(".maps");
 
 #define TCPOPT_EOL 0
 #define TCPOPT_NOP 1

@@ -11,6 +11,8 @@
 #define BPFBENCH_TCP_CONN_H
 
 #include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
 
 /* The receiver's SYN-ACK, as the return path saw it (written before the
  * kernel's socket finished connect(); read by userspace to build frames). */
@@ -72,6 +74,22 @@ struct tcp_conn {
 struct tcp_ctl {
 	__u32 fin_req;		/* 1: end after what was sent (fin_at = snd_max) */
 };
+
+/* The two maps, declared alike by both programs' objects: the generator
+ * reuses the return path's (bpf_map__reuse_fd) before it loads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_conn);
+} tcp_conn SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_ctl);
+} tcp_ctl SEC(".maps");
 
 /* a is before b in sequence space. */
 static inline int seq_before(__u32 a, __u32 b)

@@ -106,20 +106,6 @@ struct {
 	__type(value, struct gen_ctl);
 } gen_ctl SEC(".maps");
 
-/* TCP mode's connection and its control: the return path's maps, shared at load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tcp_conn);
-} tcp_conn SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tcp_ctl);
-} tcp_ctl SEC(".maps");
 
 static __always_inline __u32 fold(__u32 sum)
 {
