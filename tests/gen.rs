@@ -137,7 +137,7 @@ fn rate_paces_frames_over_the_duration() {
     assert!((19_000..=21_000).contains(&sent), "{sent} frames at 20 kpps for 1 s");
     assert_eq!(counter.totals().frames, sent);
     assert_eq!(doc["stopped_by"], "duration");
-    assert!(doc["seconds"].as_array().unwrap().len() >= 1);
+    assert!(!doc["seconds"].as_array().unwrap().is_empty());
 }
 
 #[test]

@@ -83,11 +83,11 @@ mod tests {
     #[test]
     fn unchanged_packets_need_nothing_and_a_rewrite_needs_its_extent() {
         let p = vec![7u8; 64];
-        assert_eq!(plan(ProgKind::Xdp, &[p.clone()], &[p.clone()]), Restore::Bytes(0));
+        assert_eq!(plan(ProgKind::Xdp, std::slice::from_ref(&p), std::slice::from_ref(&p)), Restore::Bytes(0));
         let mut swapped = p.clone();
         swapped[0] = 1;
         swapped[11] = 2;
-        assert_eq!(plan(ProgKind::Xdp, &[p.clone()], &[swapped]), Restore::Bytes(16));
+        assert_eq!(plan(ProgKind::Xdp, std::slice::from_ref(&p), &[swapped]), Restore::Bytes(16));
     }
 
     #[test]
@@ -96,13 +96,13 @@ mod tests {
         let input: Vec<u8> = (0..64).collect();
         let mut output = vec![0xee; 34];
         output.extend_from_slice(&input[14..]);
-        assert_eq!(plan(ProgKind::Xdp, &[input.clone()], &[output]), Restore::Bytes(16));
+        assert_eq!(plan(ProgKind::Xdp, std::slice::from_ref(&input), &[output]), Restore::Bytes(16));
         // A shorter tail was cut: everything from the cut on must come back.
-        assert_eq!(plan(ProgKind::Xdp, &[input.clone()], &[input[..40].to_vec()]), Restore::Bytes(64));
+        assert_eq!(plan(ProgKind::Xdp, std::slice::from_ref(&input), &[input[..40].to_vec()]), Restore::Bytes(64));
         // tc cannot tell where bytes were inserted: all of it.
         let mut longer = input.clone();
         longer.insert(30, 9);
-        assert_eq!(plan(ProgKind::Tc, &[input.clone()], &[longer]), Restore::Bytes(64));
+        assert_eq!(plan(ProgKind::Tc, std::slice::from_ref(&input), &[longer]), Restore::Bytes(64));
     }
 
     #[test]
