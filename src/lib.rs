@@ -25,6 +25,7 @@ pub mod session;
 pub mod stats;
 pub mod system;
 pub mod traffic;
+pub mod uvm;
 pub mod workloads;
 
 /// Includes the libbpf-rs skeleton that build.rs generated for

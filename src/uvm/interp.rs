@@ -1,0 +1,480 @@
+//! The interpreter: runs relocated BPF bytecode with every memory access
+//! checked against the regions the runtime handed out, and counts what it
+//! executes. Bytecode the kernel's verifier would refuse ends in an error
+//! naming the instruction, never in a crash: an instruction budget bounds
+//! every run.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::insn::*;
+use super::memory::{Memory, RegionKind};
+
+/// Stack bytes per frame, as in the kernel.
+pub const STACK_PER_FRAME: usize = 512;
+/// Frames deep a program may call (the kernel allows 8).
+pub const MAX_FRAMES: usize = 8;
+/// may_goto's budget per run (the kernel's BPF_MAX_LOOPS).
+const MAY_GOTO_BUDGET: u64 = 8 * 1024 * 1024;
+
+/// What a program reaches outside itself: helpers, maps, and the context's
+/// pointer fields.
+pub trait Env {
+    /// Calls helper `id`; map values it returns go into `mem` as regions.
+    fn helper(&mut self, id: i32, args: [u64; 5], mem: &mut Memory) -> Result<u64, String>;
+    /// What `ld_imm64` of map `fd` puts in a register.
+    fn map_handle(&mut self, fd: i32) -> Result<u64, String>;
+    /// The address of byte `off` of map `fd`'s value (global data), added to `mem`.
+    fn map_value(&mut self, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String>;
+    /// A load of `size` bytes at `off` in the context, if it is a pointer
+    /// field the runtime translates (XDP's 32-bit data and data_end).
+    fn context_load(&self, off: u64, size: usize) -> Option<u64>;
+}
+
+/// An error at one instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmError {
+    pub pc: usize,
+    pub insn: Insn,
+    pub what: String,
+}
+
+impl fmt::Display for VmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "instruction {} (code {:#04x}, dst r{}, src r{}, off {}, imm {}): {}", self.pc, self.insn.code, self.insn.dst, self.insn.src, self.insn.off, self.insn.imm, self.what)
+    }
+}
+
+impl std::error::Error for VmError {}
+
+/// What one run executed: identical for the same program and input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub insns: u64,
+    /// Calls per helper id.
+    pub helpers: BTreeMap<i32, u64>,
+}
+
+struct Frame {
+    return_pc: usize,
+    saved: [u64; 4],
+}
+
+/// A program ready to run.
+pub struct Interpreter<'p> {
+    insns: &'p [Insn],
+    /// Instructions a run may execute before it is stopped.
+    pub budget: u64,
+}
+
+impl<'p> Interpreter<'p> {
+    pub fn new(insns: &'p [Insn]) -> Interpreter<'p> {
+        Interpreter { insns, budget: 1 << 24 }
+    }
+
+    /// Runs from instruction 0 with r1 = `ctx` (an address inside a region
+    /// of `mem`). `mem` gets the stack for the run; its regions are back
+    /// as they were afterwards.
+    pub fn run(&self, ctx: u64, env: &mut dyn Env, mem: &mut Memory, counts: &mut Counts) -> Result<u64, VmError> {
+        let mut stack = vec![0u8; STACK_PER_FRAME * MAX_FRAMES];
+        let regions = mem.len();
+        mem.add(&stack, true, RegionKind::Stack);
+        let result = self.execute(ctx, stack.as_mut_ptr() as u64, env, mem, counts);
+        mem.truncate(regions);
+        result
+    }
+
+    fn execute(&self, ctx: u64, stack: u64, env: &mut dyn Env, mem: &mut Memory, counts: &mut Counts) -> Result<u64, VmError> {
+        let mut r = [0u64; 11];
+        r[1] = ctx;
+        r[10] = stack + STACK_PER_FRAME as u64;
+        let mut frames: Vec<Frame> = Vec::new();
+        let mut may_goto_left = MAY_GOTO_BUDGET;
+        let mut pc = 0usize;
+        let mut executed = 0u64;
+        loop {
+            let Some(&i) = self.insns.get(pc) else {
+                return Err(VmError { pc, insn: Insn::default(), what: "runs off the end of the program".into() });
+            };
+            let fail = |what: String| VmError { pc, insn: i, what };
+            executed += 1;
+            if executed > self.budget {
+                counts.insns += executed - 1;
+                return Err(fail(format!("the budget of {} instructions is spent (a loop the verifier would refuse?)", self.budget)));
+            }
+            if i.dst > 10 || i.src > 10 {
+                return Err(fail("no such register".into()));
+            }
+            let (dst, src) = (i.dst as usize, i.src as usize);
+            let imm = i.imm as i64 as u64;
+            let mut next = pc + 1;
+            match i.class() {
+                ALU64 | ALU => {
+                    if dst == 10 {
+                        return Err(fail("r10 (the frame pointer) is read-only".into()));
+                    }
+                    let wide = i.class() == ALU64;
+                    let op = i.code & 0xf0;
+                    let s = if i.code & X != 0 { r[src] } else { imm };
+                    r[dst] = alu(op, wide, i.off, i.imm, r[dst], s, i.code & X != 0).map_err(fail)?;
+                }
+                JMP | JMP32 => {
+                    let op = i.code & 0xf0;
+                    match op {
+                        CALL if i.class() == JMP => {
+                            match i.src {
+                                0 => {
+                                    *counts.helpers.entry(i.imm).or_default() += 1;
+                                    r[0] = env.helper(i.imm, [r[1], r[2], r[3], r[4], r[5]], mem).map_err(fail)?;
+                                }
+                                PSEUDO_CALL => {
+                                    if frames.len() + 1 >= MAX_FRAMES {
+                                        return Err(fail(format!("calls nest deeper than {MAX_FRAMES} frames")));
+                                    }
+                                    frames.push(Frame { return_pc: next, saved: [r[6], r[7], r[8], r[9]] });
+                                    r[10] = r[10].wrapping_add(STACK_PER_FRAME as u64);
+                                    next = target(pc, i.imm as i64).ok_or_else(|| fail("calls outside the program".into()))?;
+                                }
+                                _ => return Err(fail("calls a kfunc, which bpfbench's userspace runtime does not have".into())),
+                            }
+                        }
+                        EXIT if i.class() == JMP => match frames.pop() {
+                            None => {
+                                counts.insns += executed;
+                                return Ok(r[0]);
+                            }
+                            Some(f) => {
+                                [r[6], r[7], r[8], r[9]] = f.saved;
+                                r[10] = r[10].wrapping_sub(STACK_PER_FRAME as u64);
+                                next = f.return_pc;
+                            }
+                        },
+                        JCOND if i.class() == JMP => {
+                            // may_goto: falls through until the budget is spent.
+                            if may_goto_left == 0 {
+                                next = target(pc, i64::from(i.off)).ok_or_else(|| fail("jumps outside the program".into()))?;
+                            } else {
+                                may_goto_left -= 1;
+                            }
+                        }
+                        JA => {
+                            // JMP32's JA is gotol: a 32-bit offset in imm.
+                            let off = if i.class() == JMP32 { i.imm as i64 } else { i64::from(i.off) };
+                            next = target(pc, off).ok_or_else(|| fail("jumps outside the program".into()))?;
+                        }
+                        _ => {
+                            let s = if i.code & X != 0 { r[src] } else { imm };
+                            let taken = compare(op, i.class() == JMP, r[dst], s).ok_or_else(|| fail("unknown jump".into()))?;
+                            if taken {
+                                next = target(pc, i64::from(i.off)).ok_or_else(|| fail("jumps outside the program".into()))?;
+                            }
+                        }
+                    }
+                }
+                LDX => {
+                    let mode = i.code & 0xe0;
+                    if mode != MEM && mode != MEMSX {
+                        return Err(fail("legacy packet loads (LD_ABS/LD_IND) are not supported".into()));
+                    }
+                    if dst == 10 {
+                        return Err(fail("r10 (the frame pointer) is read-only".into()));
+                    }
+                    let size = size_bytes(i.code);
+                    let addr = r[src].wrapping_add(i.off as i64 as u64);
+                    let region = mem.check(addr, size, false).map_err(|e| fail(e.to_string()))?;
+                    let translated = if region.kind == RegionKind::Context { env.context_load(addr - region.start, size) } else { None };
+                    let v = match translated {
+                        Some(v) => v,
+                        None => mem.load(addr, size).map_err(|e| fail(e.to_string()))?,
+                    };
+                    r[dst] = if mode == MEMSX { sign_extend(v, size * 8) } else { v };
+                }
+                ST | STX => {
+                    let size = size_bytes(i.code);
+                    let addr = r[dst].wrapping_add(i.off as i64 as u64);
+                    match (i.class(), i.code & 0xe0) {
+                        (ST, MEM) => mem.store(addr, size, imm).map_err(|e| fail(e.to_string()))?,
+                        (STX, MEM) => mem.store(addr, size, r[src]).map_err(|e| fail(e.to_string()))?,
+                        (STX, ATOMIC) if size == 4 || size == 8 => {
+                            let old = mem.load(addr, size).map_err(|e| fail(e.to_string()))?;
+                            let operand = r[src];
+                            let (new, fetched) = match i.imm {
+                                XCHG => (operand, true),
+                                CMPXCHG => {
+                                    let expected = if size == 4 { r[0] & 0xffff_ffff } else { r[0] };
+                                    r[0] = old;
+                                    (if old == expected { operand } else { old }, false)
+                                }
+                                op => {
+                                    let v = match op & !FETCH {
+                                        0x00 => old.wrapping_add(operand),
+                                        0x40 => old | operand,
+                                        0x50 => old & operand,
+                                        0xa0 => old ^ operand,
+                                        _ => return Err(fail("unknown atomic operation".into())),
+                                    };
+                                    (v, op & FETCH != 0)
+                                }
+                            };
+                            mem.store(addr, size, new).map_err(|e| fail(e.to_string()))?;
+                            if fetched {
+                                r[src] = old;
+                            }
+                        }
+                        _ => return Err(fail("unknown store".into())),
+                    }
+                }
+                LD => {
+                    if i.code != (LD | IMM | SIZE_DW) {
+                        return Err(fail("legacy packet loads (LD_ABS/LD_IND) are not supported".into()));
+                    }
+                    let Some(&hi) = self.insns.get(pc + 1) else {
+                        return Err(fail("ld_imm64 is missing its second half".into()));
+                    };
+                    if dst == 10 {
+                        return Err(fail("r10 (the frame pointer) is read-only".into()));
+                    }
+                    r[dst] = match i.src {
+                        0 => (u64::from(hi.imm as u32) << 32) | u64::from(i.imm as u32),
+                        PSEUDO_MAP_FD => env.map_handle(i.imm).map_err(fail)?,
+                        PSEUDO_MAP_VALUE => env.map_value(i.imm, hi.imm as u32, mem).map_err(fail)?,
+                        s => return Err(fail(format!("ld_imm64 of pseudo source {s} is not supported"))),
+                    };
+                    next = pc + 2;
+                }
+                _ => unreachable!("three bits of class"),
+            }
+            pc = next;
+        }
+    }
+}
+
+fn target(pc: usize, off: i64) -> Option<usize> {
+    usize::try_from(pc as i64 + 1 + off).ok()
+}
+
+fn sign_extend(v: u64, bits: usize) -> u64 {
+    let shift = 64 - bits;
+    (((v << shift) as i64) >> shift) as u64
+}
+
+/// One ALU operation; 32-bit ones work on the low halves and zero-extend.
+fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_reg: bool) -> Result<u64, String> {
+    let signed = off == 1;
+    if wide {
+        Ok(match op {
+            ADD => d.wrapping_add(s),
+            SUB => d.wrapping_sub(s),
+            MUL => d.wrapping_mul(s),
+            DIV if signed => if s == 0 { 0 } else { (d as i64).wrapping_div(s as i64) as u64 },
+            DIV => d.checked_div(s).unwrap_or(0),
+            MOD if signed => if s == 0 { d } else { (d as i64).wrapping_rem(s as i64) as u64 },
+            MOD => if s == 0 { d } else { d % s },
+            OR => d | s,
+            AND => d & s,
+            XOR => d ^ s,
+            LSH => d << (s & 63),
+            RSH => d >> (s & 63),
+            ARSH => ((d as i64) >> (s & 63)) as u64,
+            NEG => (d as i64).wrapping_neg() as u64,
+            MOV => match off {
+                0 => s,
+                8 | 16 | 32 if from_reg => sign_extend(s, off as usize),
+                _ => return Err(format!("mov with offset {off}")),
+            },
+            // ALU64 END is bswap, whatever the source bit.
+            END => match imm {
+                16 => u64::from((d as u16).swap_bytes()),
+                32 => u64::from((d as u32).swap_bytes()),
+                64 => d.swap_bytes(),
+                _ => return Err(format!("bswap of {imm} bits")),
+            },
+            _ => return Err("unknown ALU operation".into()),
+        })
+    } else {
+        let (d32, s32) = (d as u32, s as u32);
+        let v: u32 = match op {
+            ADD => d32.wrapping_add(s32),
+            SUB => d32.wrapping_sub(s32),
+            MUL => d32.wrapping_mul(s32),
+            DIV if signed => if s32 == 0 { 0 } else { (d32 as i32).wrapping_div(s32 as i32) as u32 },
+            DIV => d32.checked_div(s32).unwrap_or(0),
+            MOD if signed => if s32 == 0 { d32 } else { (d32 as i32).wrapping_rem(s32 as i32) as u32 },
+            MOD => if s32 == 0 { d32 } else { d32 % s32 },
+            OR => d32 | s32,
+            AND => d32 & s32,
+            XOR => d32 ^ s32,
+            LSH => d32 << (s32 & 31),
+            RSH => d32 >> (s32 & 31),
+            ARSH => ((d32 as i32) >> (s32 & 31)) as u32,
+            NEG => (d32 as i32).wrapping_neg() as u32,
+            MOV => match off {
+                0 => s32,
+                8 | 16 if from_reg => sign_extend(u64::from(s32), off as usize) as u32,
+                _ => return Err(format!("mov32 with offset {off}")),
+            },
+            END => {
+                // Source bit set: to big-endian (a swap on this little-endian host); clear: to little-endian (a truncation).
+                let to_be = from_reg;
+                return match (imm, to_be) {
+                    (16, true) => Ok(u64::from((d as u16).swap_bytes())),
+                    (32, true) => Ok(u64::from((d as u32).swap_bytes())),
+                    (64, true) => Ok(d.swap_bytes()),
+                    (16, false) => Ok(u64::from(d as u16)),
+                    (32, false) => Ok(u64::from(d as u32)),
+                    (64, false) => Ok(d),
+                    _ => Err(format!("byte swap of {imm} bits")),
+                };
+            }
+            _ => return Err("unknown ALU operation".into()),
+        };
+        Ok(u64::from(v))
+    }
+}
+
+/// Whether a conditional jump is taken; JMP32 compares the low halves.
+fn compare(op: u8, wide: bool, d: u64, s: u64) -> Option<bool> {
+    let (d, s) = if wide { (d, s) } else { (d & 0xffff_ffff, s & 0xffff_ffff) };
+    let (sd, ss) = if wide { (d as i64, s as i64) } else { (i64::from(d as u32 as i32), i64::from(s as u32 as i32)) };
+    Some(match op {
+        JEQ => d == s,
+        JNE => d != s,
+        JGT => d > s,
+        JGE => d >= s,
+        JLT => d < s,
+        JLE => d <= s,
+        JSET => d & s != 0,
+        JSGT => sd > ss,
+        JSGE => sd >= ss,
+        JSLT => sd < ss,
+        JSLE => sd <= ss,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoEnv;
+
+    impl Env for NoEnv {
+        fn helper(&mut self, id: i32, args: [u64; 5], _mem: &mut Memory) -> Result<u64, String> {
+            // Helper 1000 adds its first two arguments, for the call tests.
+            if id == 1000 { Ok(args[0] + args[1]) } else { Err(format!("helper {id}")) }
+        }
+        fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
+            Err(format!("map {fd}"))
+        }
+        fn map_value(&mut self, fd: i32, _off: u32, _mem: &mut Memory) -> Result<u64, String> {
+            Err(format!("map {fd}"))
+        }
+        fn context_load(&self, _off: u64, _size: usize) -> Option<u64> {
+            None
+        }
+    }
+
+    fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn { code, dst, src, off, imm }
+    }
+
+    const EXIT: Insn = Insn { code: 0x95, dst: 0, src: 0, off: 0, imm: 0 };
+
+    /// Runs the instructions with r1 = 0 and returns r0.
+    fn eval(prog: &[Insn]) -> u64 {
+        let mut counts = Counts::default();
+        Interpreter::new(prog).run(0, &mut NoEnv, &mut Memory::default(), &mut counts).unwrap()
+    }
+
+    /// r0 = a; r0 OP= b (64- or 32-bit, register source).
+    fn op(code_op: u8, wide: bool, a: u64, b: u64, off: i16) -> u64 {
+        let class = if wide { ALU64 } else { ALU };
+        let ld = |dst: u8, v: u64| [i(0x18, dst, 0, 0, v as u32 as i32), i(0, 0, 0, 0, (v >> 32) as i32)];
+        let mut p = Vec::new();
+        p.extend(ld(0, a));
+        p.extend(ld(2, b));
+        p.push(i(class | X | code_op, 0, 2, off, 0));
+        p.push(EXIT);
+        eval(&p)
+    }
+
+    #[test]
+    fn arithmetic_follows_the_kernels_rules() {
+        // Division by zero gives 0; modulo by zero leaves the dividend.
+        assert_eq!(op(DIV, true, 7, 0, 0), 0);
+        assert_eq!(op(MOD, true, 7, 0, 0), 7);
+        assert_eq!(op(MOD, false, 0xffff_ffff_0000_0007, 0, 0), 7, "32-bit: the low half, zero-extended");
+        // Signed division (off 1), including the one overflow.
+        assert_eq!(op(DIV, true, (-7i64) as u64, 2, 1), (-3i64) as u64);
+        assert_eq!(op(DIV, true, i64::MIN as u64, u64::MAX, 1), i64::MIN as u64);
+        // 32-bit results are zero-extended; shifts are masked.
+        assert_eq!(op(ADD, false, 0xffff_ffff, 1, 0), 0);
+        assert_eq!(op(LSH, true, 1, 65, 0), 2);
+        assert_eq!(op(ARSH, false, 0x8000_0000, 4, 0), 0xf800_0000);
+        // movsx: sign-extends the low 8 bits.
+        assert_eq!(op(MOV, true, 0, 0x80, 8), 0xffff_ffff_ffff_ff80);
+    }
+
+    #[test]
+    fn byte_swaps_and_32_bit_jumps() {
+        // r0 = 0x1122; be16 r0 (to big-endian: a swap here).
+        assert_eq!(eval(&[i(0xb7, 0, 0, 0, 0x1122), i(ALU | END | X, 0, 0, 0, 16), EXIT]), 0x2211);
+        // le32 truncates.
+        assert_eq!(eval(&[i(0x18, 0, 0, 0, 0x4433_2211), i(0, 0, 0, 0, 0x55), i(ALU | END, 0, 0, 0, 32), EXIT]), 0x4433_2211);
+        // JMP32: r1 = 1 << 32 equals 0 in its low half.
+        let p = [i(0xb7, 1, 0, 0, 1), i(0x67, 1, 0, 0, 32), i(0xb7, 0, 0, 0, 5), i(JMP32 | JEQ, 1, 0, 1, 0), EXIT, i(0xb7, 0, 0, 0, 9), EXIT];
+        assert_eq!(eval(&p), 9);
+    }
+
+    #[test]
+    fn calls_keep_callee_saved_registers_and_give_each_frame_its_stack() {
+        // main: r6 = 40; *(u64 *)(r10 - 8) = 2; call f; r0 += r6; r0 += *(r10 - 8); exit
+        // f:    r6 = 1000; *(u64 *)(r10 - 8) = 7 (its own frame); r1 = 1; r2 = 2; call helper 1000 (3); exit
+        let p = [
+            i(0xb7, 6, 0, 0, 40),
+            i(0x7a, 10, 0, -8, 2),
+            i(0x85, 0, PSEUDO_CALL, 0, 4),
+            i(0x0f, 0, 6, 0, 0),
+            i(0x79, 1, 10, -8, 0),
+            i(0x0f, 0, 1, 0, 0),
+            EXIT,
+            i(0xb7, 6, 0, 0, 1000),
+            i(0x7a, 10, 0, -8, 7),
+            i(0xb7, 1, 0, 0, 1),
+            i(0xb7, 2, 0, 0, 2),
+            i(0x85, 0, 0, 0, 1000),
+            EXIT,
+        ];
+        let mut counts = Counts::default();
+        let r0 = Interpreter::new(&p).run(0, &mut NoEnv, &mut Memory::default(), &mut counts).unwrap();
+        assert_eq!(r0, 3 + 40 + 2);
+        assert_eq!(counts.insns, 13);
+        assert_eq!(counts.helpers.get(&1000), Some(&1));
+    }
+
+    #[test]
+    fn atomics_fetch_and_compare() {
+        // *(u64 *)(r10 - 8) = 5; r1 = 3; lock fetch-add; r0 = r1 (5) + *(r10 - 8) (8)
+        let p = [
+            i(0x7a, 10, 0, -8, 5),
+            i(0xb7, 1, 0, 0, 3),
+            i(STX | ATOMIC | SIZE_DW, 10, 1, -8, FETCH),
+            i(0xbf, 0, 1, 0, 0),
+            i(0x79, 2, 10, -8, 0),
+            i(0x0f, 0, 2, 0, 0),
+            EXIT,
+        ];
+        assert_eq!(eval(&p), 13);
+        // cmpxchg: memory 5, r0 = 5 (expected), r1 = 9: memory becomes 9, r0 the old 5.
+        let p = [
+            i(0x7a, 10, 0, -8, 5),
+            i(0xb7, 0, 0, 0, 5),
+            i(0xb7, 1, 0, 0, 9),
+            i(STX | ATOMIC | SIZE_DW, 10, 1, -8, CMPXCHG),
+            i(0x79, 2, 10, -8, 0),
+            i(0x0f, 0, 2, 0, 0),
+            EXIT,
+        ];
+        assert_eq!(eval(&p), 14);
+    }
+}

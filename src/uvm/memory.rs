@@ -1,0 +1,140 @@
+//! The memory a program may touch: regions the runtime handed out (stack,
+//! context, packet, map values), each checked on every access. Programs
+//! see real host addresses, so their pointer arithmetic needs no
+//! translation; an address outside every region is an error, not a crash.
+
+use std::fmt;
+
+/// What a region holds, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegionKind {
+    Stack,
+    Context,
+    Packet,
+    MapValue,
+}
+
+impl fmt::Display for RegionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RegionKind::Stack => "stack",
+            RegionKind::Context => "context",
+            RegionKind::Packet => "packet",
+            RegionKind::MapValue => "map value",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Region {
+    pub start: u64,
+    pub len: u64,
+    pub writable: bool,
+    pub kind: RegionKind,
+}
+
+/// Why an access was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessError {
+    /// No region holds these bytes.
+    Outside { addr: u64, size: usize },
+    /// The region is read-only.
+    ReadOnly { addr: u64, kind: RegionKind },
+}
+
+impl fmt::Display for AccessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccessError::Outside { addr, size } => write!(f, "{size}-byte access at {addr:#x} is outside the stack, context, packet and map values"),
+            AccessError::ReadOnly { addr, kind } => write!(f, "write at {addr:#x} into the read-only {kind}"),
+        }
+    }
+}
+
+/// The regions of one run.
+#[derive(Debug, Default)]
+pub struct Memory {
+    regions: Vec<Region>,
+}
+
+impl Memory {
+    pub fn add(&mut self, bytes: &[u8], writable: bool, kind: RegionKind) {
+        self.regions.push(Region { start: bytes.as_ptr() as u64, len: bytes.len() as u64, writable, kind });
+    }
+
+    /// Forgets the regions from `len` on (map values handed out during a run).
+    pub fn truncate(&mut self, len: usize) {
+        self.regions.truncate(len);
+    }
+
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// The region holding all of [addr, addr + size).
+    pub fn check(&self, addr: u64, size: usize, write: bool) -> Result<&Region, AccessError> {
+        let end = addr.checked_add(size as u64).ok_or(AccessError::Outside { addr, size })?;
+        // Newest first: map values handed out last are the likeliest.
+        let r = self.regions.iter().rev().find(|r| addr >= r.start && end <= r.start + r.len).ok_or(AccessError::Outside { addr, size })?;
+        if write && !r.writable {
+            return Err(AccessError::ReadOnly { addr, kind: r.kind });
+        }
+        Ok(r)
+    }
+
+    /// Reads `size` (1, 2, 4 or 8) bytes, little-endian, zero-extended.
+    pub fn load(&self, addr: u64, size: usize) -> Result<u64, AccessError> {
+        self.check(addr, size, false)?;
+        // SAFETY: the bytes lie inside a region the runtime owns for this run.
+        unsafe {
+            let p = addr as *const u8;
+            Ok(match size {
+                1 => u64::from(p.read()),
+                2 => u64::from((p as *const u16).read_unaligned()),
+                4 => u64::from((p as *const u32).read_unaligned()),
+                _ => (p as *const u64).read_unaligned(),
+            })
+        }
+    }
+
+    pub fn store(&self, addr: u64, size: usize, value: u64) -> Result<(), AccessError> {
+        self.check(addr, size, true)?;
+        // SAFETY: as in load; the region is writable.
+        unsafe {
+            let p = addr as *mut u8;
+            match size {
+                1 => p.write(value as u8),
+                2 => (p as *mut u16).write_unaligned(value as u16),
+                4 => (p as *mut u32).write_unaligned(value as u32),
+                _ => (p as *mut u64).write_unaligned(value),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accesses_must_lie_wholly_inside_a_region() {
+        let stack = vec![0u8; 16];
+        let ro = vec![7u8; 4];
+        let mut m = Memory::default();
+        m.add(&stack, true, RegionKind::Stack);
+        m.add(&ro, false, RegionKind::Context);
+        let s = stack.as_ptr() as u64;
+        m.store(s + 8, 8, 0x0102_0304_0506_0708).unwrap();
+        assert_eq!(m.load(s + 8, 4).unwrap(), 0x0506_0708);
+        assert!(matches!(m.load(s + 9, 8), Err(AccessError::Outside { .. })));
+        assert!(matches!(m.load(u64::MAX - 2, 8), Err(AccessError::Outside { .. })));
+        let r = ro.as_ptr() as u64;
+        assert_eq!(m.load(r, 1).unwrap(), 7);
+        assert!(matches!(m.store(r, 1, 0), Err(AccessError::ReadOnly { kind: RegionKind::Context, .. })));
+    }
+}

@@ -1,0 +1,42 @@
+//! The userspace runtime (issue 12, in progress): the same BPF object run
+//! outside the kernel.
+//!
+//! An object is opened and prepared by libbpf exactly as for the kernel
+//! (`bpf_object__prepare`: maps created, CO-RE, subprogram and map
+//! relocations done), and each program's final instructions are taken from
+//! it ([`prepared_insns`]). The [`interp::Interpreter`] runs them with
+//! every access checked against the regions it handed out and counts what
+//! it executes. Built so far: the instruction set (ALU, jumps, calls
+//! between BPF functions, atomics, may_goto) and XDP's context. To come:
+//! maps with the kernel's semantics, helpers, a JIT, and the `--runtime`
+//! and `--metric insns` options.
+
+pub mod insn;
+pub mod interp;
+pub mod memory;
+pub mod xdp;
+
+use anyhow::{Result, bail};
+use libbpf_rs::AsRawLibbpf;
+
+pub use insn::Insn;
+pub use interp::{Counts, Interpreter, VmError};
+
+/// Has libbpf prepare an opened object for loading (maps created,
+/// relocations done) without loading its programs.
+pub fn prepare(open: &mut libbpf_rs::OpenObject) -> Result<()> {
+    // SAFETY: a valid open object; prepare is allowed once, before load.
+    let rc = unsafe { libbpf_rs::libbpf_sys::bpf_object__prepare(open.as_libbpf_object().as_ptr()) };
+    if rc != 0 {
+        bail!("libbpf could not prepare the object: {}", std::io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+/// A prepared program's instructions, relocated as the kernel would get them.
+pub fn prepared_insns(prog: &libbpf_rs::OpenProgram<'_>) -> Vec<Insn> {
+    let insns = prog.insns();
+    // SAFETY: bpf_insn is 8 plain bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(insns.as_ptr().cast::<u8>(), std::mem::size_of_val(insns)) };
+    Insn::decode_all(bytes)
+}
