@@ -78,7 +78,7 @@ impl<'p> Interpreter<'p> {
     pub fn run(&self, ctx: u64, env: &mut dyn Env, mem: &mut Memory, counts: &mut Counts) -> Result<u64, VmError> {
         let mut stack = vec![0u8; STACK_PER_FRAME * MAX_FRAMES];
         let regions = mem.len();
-        mem.add(&stack, true, RegionKind::Stack);
+        mem.add(stack.as_mut_ptr(), stack.len(), true, RegionKind::Stack);
         let result = self.execute(ctx, stack.as_mut_ptr() as u64, env, mem, counts);
         mem.truncate(regions);
         result

@@ -58,8 +58,18 @@ pub struct Memory {
 }
 
 impl Memory {
-    pub fn add(&mut self, bytes: &[u8], writable: bool, kind: RegionKind) {
-        self.regions.push(Region { start: bytes.as_ptr() as u64, len: bytes.len() as u64, writable, kind });
+    /// Hands out `len` bytes at `start` (a pointer from `as_mut_ptr` when
+    /// writable: the program writes through it).
+    pub fn add(&mut self, start: *const u8, len: usize, writable: bool, kind: RegionKind) {
+        self.regions.push(Region { start: start as u64, len: len as u64, writable, kind });
+    }
+
+    /// Moves the (first) region of `kind`: a packet whose head or tail moved.
+    pub fn reset(&mut self, kind: RegionKind, start: u64, len: u64) {
+        if let Some(r) = self.regions.iter_mut().find(|r| r.kind == kind) {
+            r.start = start;
+            r.len = len;
+        }
     }
 
     /// Forgets the regions from `len` on (map values handed out during a run).
@@ -123,11 +133,11 @@ mod tests {
 
     #[test]
     fn accesses_must_lie_wholly_inside_a_region() {
-        let stack = vec![0u8; 16];
+        let mut stack = vec![0u8; 16];
         let ro = vec![7u8; 4];
         let mut m = Memory::default();
-        m.add(&stack, true, RegionKind::Stack);
-        m.add(&ro, false, RegionKind::Context);
+        m.add(stack.as_mut_ptr(), stack.len(), true, RegionKind::Stack);
+        m.add(ro.as_ptr(), ro.len(), false, RegionKind::Context);
         let s = stack.as_ptr() as u64;
         m.store(s + 8, 8, 0x0102_0304_0506_0708).unwrap();
         assert_eq!(m.load(s + 8, 4).unwrap(), 0x0506_0708);

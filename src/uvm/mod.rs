@@ -11,8 +11,10 @@
 //! maps with the kernel's semantics, helpers, a JIT, and the `--runtime`
 //! and `--metric insns` options.
 
+pub mod helpers;
 pub mod insn;
 pub mod interp;
+pub mod maps;
 pub mod memory;
 pub mod xdp;
 

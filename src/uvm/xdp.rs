@@ -1,19 +1,34 @@
-//! XDP as a userspace program sees it: the packet in a buffer with the
-//! kernel's headroom, and `struct xdp_md`, whose 32-bit `data`,
-//! `data_meta` and `data_end` read as real pointers (what the kernel's
-//! verifier rewrites the loads into, and what userspace runtimes do).
+//! XDP as a userspace program sees it: the packet in a page-sized buffer
+//! laid out as the kernel's test run lays it out (headroom, data,
+//! tailroom), and `struct xdp_md`, whose 32-bit `data`, `data_meta` and
+//! `data_end` read as real pointers (what the kernel's verifier rewrites
+//! the loads into, and what userspace runtimes do). Helpers and maps come
+//! from [`XdpEnv`].
 
+use super::helpers::Helpers;
 use super::interp::{Counts, Env, Interpreter, VmError};
+use super::maps::UserMaps;
 use super::memory::{Memory, RegionKind};
 
-/// Bytes before the packet, as the kernel's test run gives (XDP_PACKET_HEADROOM).
+/// Bytes before the packet (XDP_PACKET_HEADROOM).
 pub const HEADROOM: usize = 256;
+/// The frame: one page, as the kernel's test run allocates.
+const FRAME: usize = 4096;
+/// The end of the frame kept for skb_shared_info: the tail grows up to it.
+const TAILROOM: usize = 320;
+/// adjust_head may not reach into the xdp_frame kept at the buffer's start.
+const XDP_FRAME_BYTES: usize = 40;
+const ETH_HLEN: u64 = 14;
 
 /// Offsets in `struct xdp_md`.
 const DATA: u64 = 0;
 const DATA_END: u64 = 4;
 const DATA_META: u64 = 8;
 const XDP_MD_BYTES: usize = 6 * 4;
+
+/// Helper ids (uapi/linux/bpf.h).
+const XDP_ADJUST_HEAD: i32 = 44;
+const XDP_ADJUST_TAIL: i32 = 65;
 
 /// What a run returned and left.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,23 +37,51 @@ pub struct XdpOutcome {
     pub packet: Vec<u8>,
 }
 
-/// The environment of an XDP program without maps or helpers (those come next).
-struct PacketEnv {
+/// The packet's bounds, and everything else a helper may reach.
+struct XdpEnv<'a> {
+    buf_start: u64,
     data: u64,
     data_end: u64,
+    helpers: &'a mut Helpers,
+    maps: Option<&'a mut UserMaps>,
 }
 
-impl Env for PacketEnv {
-    fn helper(&mut self, id: i32, _args: [u64; 5], _mem: &mut Memory) -> Result<u64, String> {
-        Err(format!("helper {id} is not available in bpfbench's userspace runtime yet"))
+impl XdpEnv<'_> {
+    fn adjust(&mut self, id: i32, delta: i64, mem: &mut Memory) -> u64 {
+        let (data, end) = match id {
+            XDP_ADJUST_HEAD => (self.data.wrapping_add(delta as u64), self.data_end),
+            _ => (self.data, self.data_end.wrapping_add(delta as u64)),
+        };
+        let lowest = self.buf_start + XDP_FRAME_BYTES as u64;
+        let highest = self.buf_start + (FRAME - TAILROOM) as u64;
+        if data < lowest || end > highest || end < data + ETH_HLEN {
+            return (-22i64) as u64; // -EINVAL
+        }
+        if id == XDP_ADJUST_TAIL && end > self.data_end {
+            // The kernel clears what the tail grows into.
+            // SAFETY: [data_end, end) lies inside the frame buffer.
+            unsafe { std::ptr::write_bytes(self.data_end as *mut u8, 0, (end - self.data_end) as usize) };
+        }
+        (self.data, self.data_end) = (data, end);
+        mem.reset(RegionKind::Packet, data, end - data);
+        0
+    }
+}
+
+impl Env for XdpEnv<'_> {
+    fn helper(&mut self, id: i32, args: [u64; 5], mem: &mut Memory) -> Result<u64, String> {
+        match id {
+            XDP_ADJUST_HEAD | XDP_ADJUST_TAIL => Ok(self.adjust(id, args[1] as i32 as i64, mem)),
+            _ => self.helpers.call(id, args, self.maps.as_deref_mut(), mem),
+        }
     }
 
     fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
-        Err(format!("map fd {fd}: maps are not available in bpfbench's userspace runtime yet"))
+        self.helpers.map_handle(self.maps.as_deref(), fd)
     }
 
-    fn map_value(&mut self, fd: i32, _off: u32, _mem: &mut Memory) -> Result<u64, String> {
-        Err(format!("map fd {fd}: global data is not available in bpfbench's userspace runtime yet"))
+    fn map_value(&mut self, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String> {
+        self.helpers.map_value(self.maps.as_deref_mut(), fd, off, mem)
     }
 
     fn context_load(&self, off: u64, size: usize) -> Option<u64> {
@@ -50,19 +93,25 @@ impl Env for PacketEnv {
     }
 }
 
-/// Runs an XDP program once on `packet`.
-pub fn run(interp: &Interpreter<'_>, packet: &[u8], counts: &mut Counts) -> Result<XdpOutcome, VmError> {
-    let mut buf = vec![0u8; HEADROOM + packet.len()];
-    buf[HEADROOM..].copy_from_slice(packet);
-    let data = buf.as_ptr() as u64 + HEADROOM as u64;
-    let mut env = PacketEnv { data, data_end: data + packet.len() as u64 };
+/// Runs an XDP program once on `packet`, with `maps` if it has any.
+pub fn run(interp: &Interpreter<'_>, packet: &[u8], helpers: &mut Helpers, mut maps: Option<&mut UserMaps>, counts: &mut Counts) -> Result<XdpOutcome, VmError> {
+    if HEADROOM + packet.len() > FRAME - TAILROOM {
+        return Err(VmError { pc: 0, insn: Default::default(), what: format!("a {}-byte packet does not fit the page the kernel's test run uses", packet.len()) });
+    }
+    let mut buf = vec![0u8; FRAME];
+    buf[HEADROOM..HEADROOM + packet.len()].copy_from_slice(packet);
+    let buf_start = buf.as_mut_ptr() as u64;
+    let data = buf_start + HEADROOM as u64;
     // ingress_ifindex, rx_queue_index, egress_ifindex: 0, as a test run with no device gives.
     let ctx = [0u8; XDP_MD_BYTES];
     let mut mem = Memory::default();
-    mem.add(&ctx, false, RegionKind::Context);
-    mem.add(&buf[HEADROOM..], true, RegionKind::Packet);
-    let verdict = interp.run(ctx.as_ptr() as u64, &mut env, &mut mem, counts)?;
-    let start = (env.data - buf.as_ptr() as u64) as usize;
-    let end = (env.data_end - buf.as_ptr() as u64) as usize;
-    Ok(XdpOutcome { verdict: verdict as u32, packet: buf[start..end].to_vec() })
+    mem.add(ctx.as_ptr(), ctx.len(), false, RegionKind::Context);
+    mem.add((buf_start + HEADROOM as u64) as *const u8, packet.len(), true, RegionKind::Packet);
+    let mut env = XdpEnv { buf_start, data, data_end: data + packet.len() as u64, helpers, maps: maps.as_deref_mut() };
+    let verdict = interp.run(ctx.as_ptr() as u64, &mut env, &mut mem, counts);
+    let (start, end) = ((env.data - buf_start) as usize, (env.data_end - buf_start) as usize);
+    if let Some(m) = maps {
+        m.end_run();
+    }
+    Ok(XdpOutcome { verdict: verdict? as u32, packet: buf[start..end].to_vec() })
 }

@@ -1,0 +1,105 @@
+//! The helpers a program calls, as the kernel defines them, and the map
+//! handles `ld_imm64` gives. An unsupported helper is an error naming it.
+
+use super::maps::UserMaps;
+use super::memory::{Memory, RegionKind};
+
+/// Helper ids (uapi/linux/bpf.h).
+const MAP_LOOKUP_ELEM: i32 = 1;
+const MAP_UPDATE_ELEM: i32 = 2;
+const MAP_DELETE_ELEM: i32 = 3;
+const KTIME_GET_NS: i32 = 5;
+const GET_PRANDOM_U32: i32 = 7;
+const GET_SMP_PROCESSOR_ID: i32 = 8;
+
+/// What `ld_imm64` of a map puts in a register: a tag the program cannot
+/// dereference (no region holds it), and the map's index.
+const MAP_HANDLE_TAG: u64 = 0x4d41_5000_0000_0000;
+
+/// The helpers' state: the CPU a run claims to be on, and prandom's.
+pub struct Helpers {
+    pub cpu: usize,
+    prandom: u64,
+}
+
+impl Helpers {
+    /// `seed` makes bpf_get_prandom_u32's sequence repeatable.
+    pub fn new(cpu: usize, seed: u64) -> Helpers {
+        Helpers { cpu, prandom: seed | 1 }
+    }
+
+    pub fn map_handle(&self, maps: Option<&UserMaps>, fd: i32) -> Result<u64, String> {
+        let i = maps.and_then(|m| m.index_of_fd(fd)).ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
+        Ok(MAP_HANDLE_TAG | i as u64)
+    }
+
+    /// Global data: byte `off` of the map's only value.
+    pub fn map_value(&self, maps: Option<&mut UserMaps>, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String> {
+        let maps = maps.ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
+        let i = maps.index_of_fd(fd).ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
+        let map = &mut maps.maps[i];
+        let writable = !map.def.read_only;
+        let value = map.lookup(&0u32.to_ne_bytes(), self.cpu).ok_or_else(|| format!("map {} has no value 0", i))?;
+        if off as usize > value.len() {
+            return Err(format!("offset {off} is past the end of a {}-byte value", value.len()));
+        }
+        mem.add(value.as_mut_ptr(), value.len(), writable, RegionKind::MapValue);
+        Ok(value.as_ptr() as u64 + u64::from(off))
+    }
+
+    fn map_of(maps: &mut Option<&mut UserMaps>, handle: u64) -> Result<usize, String> {
+        let i = (handle & !MAP_HANDLE_TAG) as usize;
+        match maps {
+            Some(m) if handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < m.maps.len() => Ok(i),
+            _ => Err(format!("{handle:#x} is not a map")),
+        }
+    }
+
+    /// Reads `len` bytes the program points at.
+    fn bytes(mem: &Memory, addr: u64, len: usize) -> Result<Vec<u8>, String> {
+        mem.check(addr, len, false).map_err(|e| e.to_string())?;
+        // SAFETY: checked to lie inside a region of this run.
+        Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
+    }
+
+    pub fn call(&mut self, id: i32, a: [u64; 5], mut maps: Option<&mut UserMaps>, mem: &mut Memory) -> Result<u64, String> {
+        Ok(match id {
+            MAP_LOOKUP_ELEM => {
+                let i = Self::map_of(&mut maps, a[0])?;
+                let m = &mut maps.as_deref_mut().expect("checked").maps[i];
+                let key = Self::bytes(mem, a[1], m.def.key_size)?;
+                let writable = !m.def.read_only;
+                match m.lookup(&key, self.cpu) {
+                    Some(v) => {
+                        mem.add(v.as_mut_ptr(), v.len(), writable, RegionKind::MapValue);
+                        v.as_ptr() as u64
+                    }
+                    None => 0,
+                }
+            }
+            MAP_UPDATE_ELEM => {
+                let i = Self::map_of(&mut maps, a[0])?;
+                let m = &mut maps.as_deref_mut().expect("checked").maps[i];
+                let key = Self::bytes(mem, a[1], m.def.key_size)?;
+                let value = Self::bytes(mem, a[2], m.def.value_size)?;
+                m.update(&key, &[&value], a[3]) as u64
+            }
+            MAP_DELETE_ELEM => {
+                let i = Self::map_of(&mut maps, a[0])?;
+                let m = &mut maps.as_deref_mut().expect("checked").maps[i];
+                let key = Self::bytes(mem, a[1], m.def.key_size)?;
+                m.delete(&key) as u64
+            }
+            KTIME_GET_NS => crate::system::monotonic_ns(),
+            GET_PRANDOM_U32 => {
+                // xorshift64*: repeatable from the seed.
+                self.prandom ^= self.prandom >> 12;
+                self.prandom ^= self.prandom << 25;
+                self.prandom ^= self.prandom >> 27;
+                (self.prandom.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) & 0xffff_ffff
+            }
+            GET_SMP_PROCESSOR_ID => self.cpu as u64,
+            _ => return Err(format!("calls helper {id}, which bpfbench's userspace runtime does not have")),
+        })
+    }
+}

@@ -1,0 +1,216 @@
+//! Maps in userspace, with the kernel's semantics, built from the kernel's
+//! own maps of the prepared object and filled with what they hold: so the
+//! same setup code fills both.
+//!
+//! Values live in boxes whose addresses stay put while the program holds
+//! them: a deleted value is kept until the run ends, as the kernel's RCU
+//! keeps it until the program is done.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::{MapCore, MapFlags, MapType};
+
+/// Errnos a map operation returns to the program (negated).
+const ENOENT: i64 = 2;
+const EEXIST: i64 = 17;
+const E2BIG: i64 = 7;
+const EINVAL: i64 = 22;
+
+/// Update flags (uapi).
+const BPF_NOEXIST: u64 = 1;
+const BPF_EXIST: u64 = 2;
+
+/// A map's shape.
+#[derive(Debug, Clone)]
+pub struct MapDef {
+    pub name: String,
+    pub map_type: MapType,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub max_entries: u32,
+    /// Frozen global data (.rodata): the program may not write it.
+    pub read_only: bool,
+}
+
+enum Store {
+    /// Array and global data: one box per index; per CPU for percpu arrays.
+    Array(Vec<Vec<Box<[u8]>>>),
+    /// Hash: a box per CPU per key.
+    Hash(HashMap<Vec<u8>, Vec<Box<[u8]>>>),
+}
+
+/// One map.
+pub struct UserMap {
+    pub def: MapDef,
+    store: Store,
+    cpus: usize,
+    /// Values deleted during a run, freed after it.
+    graveyard: Vec<Vec<Box<[u8]>>>,
+}
+
+fn percpu(t: MapType) -> bool {
+    matches!(t, MapType::PercpuArray | MapType::PercpuHash)
+}
+
+impl UserMap {
+    /// An empty map of `def`'s shape, or a one-line refusal naming the type.
+    pub fn new(def: MapDef, cpus: usize) -> Result<UserMap> {
+        let copies = if percpu(def.map_type) { cpus } else { 1 };
+        let store = match def.map_type {
+            MapType::Array | MapType::PercpuArray => {
+                if def.key_size != 4 {
+                    bail!("map {}: an array's key is 4 bytes, not {}", def.name, def.key_size);
+                }
+                Store::Array((0..def.max_entries).map(|_| (0..copies).map(|_| vec![0u8; def.value_size].into_boxed_slice()).collect()).collect())
+            }
+            MapType::Hash | MapType::PercpuHash => Store::Hash(HashMap::new()),
+            t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
+        };
+        Ok(UserMap { def, store, cpus: copies, graveyard: Vec::new() })
+    }
+
+    fn copies(&self) -> usize {
+        self.cpus
+    }
+
+    /// The value's address for `cpu`, or None.
+    pub fn lookup(&mut self, key: &[u8], cpu: usize) -> Option<&mut [u8]> {
+        let c = cpu.min(self.copies() - 1);
+        match &mut self.store {
+            Store::Array(slots) => {
+                let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
+                slots.get_mut(i).map(|v| &mut *v[c])
+            }
+            Store::Hash(m) => m.get_mut(key).map(|v| &mut *v[c]),
+        }
+    }
+
+    /// Sets `key` to `value` on every CPU's copy (a program's update) or
+    /// on each from `values` (userspace's, per CPU). Returns 0 or -errno.
+    pub fn update(&mut self, key: &[u8], values: &[&[u8]], flags: u64) -> i64 {
+        if flags > BPF_EXIST || values.iter().any(|v| v.len() != self.def.value_size) {
+            return -EINVAL;
+        }
+        let copies = self.copies();
+        let value_for = |c: usize| values[c.min(values.len() - 1)];
+        match &mut self.store {
+            Store::Array(slots) => {
+                let Some(i) = key.try_into().ok().map(u32::from_ne_bytes) else { return -EINVAL };
+                let Some(slot) = slots.get_mut(i as usize) else { return -E2BIG };
+                if flags == BPF_NOEXIST {
+                    return -EEXIST;
+                }
+                for (c, v) in slot.iter_mut().enumerate() {
+                    v.copy_from_slice(value_for(c));
+                }
+                0
+            }
+            Store::Hash(m) => {
+                let exists = m.contains_key(key);
+                if flags == BPF_NOEXIST && exists {
+                    return -EEXIST;
+                }
+                if flags == BPF_EXIST && !exists {
+                    return -ENOENT;
+                }
+                if !exists && m.len() >= self.def.max_entries as usize {
+                    return -E2BIG;
+                }
+                // A new box: a program holding the old value keeps reading what it read.
+                let fresh: Vec<Box<[u8]>> = (0..copies).map(|c| value_for(c).to_vec().into_boxed_slice()).collect();
+                if let Some(old) = m.insert(key.to_vec(), fresh) {
+                    self.graveyard.push(old);
+                }
+                0
+            }
+        }
+    }
+
+    pub fn delete(&mut self, key: &[u8]) -> i64 {
+        match &mut self.store {
+            Store::Array(_) => -EINVAL,
+            Store::Hash(m) => match m.remove(key) {
+                Some(old) => {
+                    self.graveyard.push(old);
+                    0
+                }
+                None => -ENOENT,
+            },
+        }
+    }
+
+    /// Frees what was deleted during the run just ended.
+    pub fn end_run(&mut self) {
+        self.graveyard.clear();
+    }
+
+    /// Every (key, per-CPU values), for comparisons and copying back.
+    pub fn entries(&self) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+        match &self.store {
+            Store::Array(slots) => slots.iter().enumerate().map(|(i, v)| ((i as u32).to_ne_bytes().to_vec(), v.iter().map(|b| b.to_vec()).collect())).collect(),
+            Store::Hash(m) => m.iter().map(|(k, v)| (k.clone(), v.iter().map(|b| b.to_vec()).collect())).collect(),
+        }
+    }
+}
+
+/// The maps of one object, by the kernel fd its instructions name.
+pub struct UserMaps {
+    pub maps: Vec<UserMap>,
+    by_fd: HashMap<i32, usize>,
+}
+
+impl UserMaps {
+    /// Copies the loaded object's maps, shapes and contents.
+    pub fn mirror(obj: &libbpf_rs::Object) -> Result<UserMaps> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let cpus = crate::system::cpu::possible_cpus()?;
+        let mut maps = Vec::new();
+        let mut by_fd = HashMap::new();
+        for m in obj.maps() {
+            let name = m.name().to_string_lossy().into_owned();
+            let def = MapDef {
+                read_only: name.ends_with(".rodata") || name.contains(".rodata."),
+                name: name.clone(),
+                map_type: m.map_type(),
+                key_size: m.key_size() as usize,
+                value_size: m.value_size() as usize,
+                max_entries: m.max_entries(),
+            };
+            let mut um = UserMap::new(def, cpus)?;
+            for key in m.keys() {
+                let values: Vec<Vec<u8>> = if percpu(m.map_type()) {
+                    m.lookup_percpu(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.unwrap_or_default()
+                } else {
+                    m.lookup(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.into_iter().collect()
+                };
+                if values.is_empty() {
+                    continue;
+                }
+                let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
+                let rc = um.update(&key, &refs, 0);
+                if rc != 0 {
+                    bail!("copying map {name} to userspace: error {rc}");
+                }
+            }
+            by_fd.insert(m.as_fd().as_raw_fd(), maps.len());
+            maps.push(um);
+        }
+        Ok(UserMaps { maps, by_fd })
+    }
+
+    /// The map an instruction's fd names.
+    pub fn index_of_fd(&self, fd: i32) -> Option<usize> {
+        self.by_fd.get(&fd).copied()
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&UserMap> {
+        self.maps.iter().find(|m| m.def.name == name)
+    }
+
+    pub fn end_run(&mut self) {
+        for m in &mut self.maps {
+            m.end_run();
+        }
+    }
+}
