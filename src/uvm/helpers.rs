@@ -1,7 +1,7 @@
 //! The helpers a program calls, as the kernel defines them, and the map
 //! handles `ld_imm64` gives. An unsupported helper is an error naming it.
 
-use super::maps::UserMaps;
+use super::maps::{UserMap, UserMaps};
 use super::memory::{Memory, RegionKind};
 
 /// Helper ids (uapi/linux/bpf.h).
@@ -47,10 +47,11 @@ impl Helpers {
         Ok(value.as_ptr() as u64 + u64::from(off))
     }
 
-    fn map_of(maps: &mut Option<&mut UserMaps>, handle: u64) -> Result<usize, String> {
+    /// The map a helper's argument names.
+    fn map_of(maps: Option<&mut UserMaps>, handle: u64) -> Result<&mut UserMap, String> {
         let i = (handle & !MAP_HANDLE_TAG) as usize;
         match maps {
-            Some(m) if handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < m.maps.len() => Ok(i),
+            Some(m) if handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < m.maps.len() => Ok(&mut m.maps[i]),
             _ => Err(format!("{handle:#x} is not a map")),
         }
     }
@@ -62,11 +63,10 @@ impl Helpers {
         Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec())
     }
 
-    pub fn call(&mut self, id: i32, a: [u64; 5], mut maps: Option<&mut UserMaps>, mem: &mut Memory) -> Result<u64, String> {
+    pub fn call(&mut self, id: i32, a: [u64; 5], maps: Option<&mut UserMaps>, mem: &mut Memory) -> Result<u64, String> {
         Ok(match id {
             MAP_LOOKUP_ELEM => {
-                let i = Self::map_of(&mut maps, a[0])?;
-                let m = &mut maps.as_deref_mut().expect("checked").maps[i];
+                let m = Self::map_of(maps, a[0])?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let writable = !m.def.read_only;
                 match m.lookup(&key, self.cpu) {
@@ -78,15 +78,13 @@ impl Helpers {
                 }
             }
             MAP_UPDATE_ELEM => {
-                let i = Self::map_of(&mut maps, a[0])?;
-                let m = &mut maps.as_deref_mut().expect("checked").maps[i];
+                let m = Self::map_of(maps, a[0])?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let value = Self::bytes(mem, a[2], m.def.value_size)?;
                 m.update(&key, &[&value], a[3]) as u64
             }
             MAP_DELETE_ELEM => {
-                let i = Self::map_of(&mut maps, a[0])?;
-                let m = &mut maps.as_deref_mut().expect("checked").maps[i];
+                let m = Self::map_of(maps, a[0])?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 m.delete(&key) as u64
             }

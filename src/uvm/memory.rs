@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn accesses_must_lie_wholly_inside_a_region() {
         let mut stack = vec![0u8; 16];
-        let ro = vec![7u8; 4];
+        let ro = [7u8; 4];
         let mut m = Memory::default();
         m.add(stack.as_mut_ptr(), stack.len(), true, RegionKind::Stack);
         m.add(ro.as_ptr(), ro.len(), false, RegionKind::Context);
