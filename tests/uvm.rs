@@ -190,3 +190,61 @@ fn a_hash_map_ends_as_the_kernels_does() {
     let counts: Vec<u64> = user.iter().map(|(_, v)| u64::from_ne_bytes(v[..8].try_into().unwrap())).collect();
     assert_eq!(counts.iter().filter(|&&n| n == 3).count(), 5, "{counts:?}");
 }
+
+/// A frame that asks xdp_lru for `op` on `key`.
+fn lru_op(key: u32, op: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 32];
+    f[14..18].copy_from_slice(&key.to_ne_bytes());
+    f[18] = op;
+    f
+}
+
+#[test]
+fn an_lru_hash_evicts_what_the_kernels_evicts() {
+    // Every operation on one CPU, in the kernel (test run) and in userspace.
+    let cpu = common::prepared_cpu();
+    bpfbench::system::cpu::pin_to_cpu(cpu).unwrap();
+    let mut b = Both::open("xdp_lru.bpf.o", "xdp_lru");
+    let mut helpers = Helpers::new(cpu, 1);
+    // A mix: inserts past the 16 entries, lookups that make some keys
+    // referenced, refused inserts, deletes, replacements.
+    let mut ops = Vec::new();
+    for round in 0..6u32 {
+        for k in 0..12u32 {
+            let key = round * 7 + k;
+            ops.push((key, 1));
+            if k % 3 == 0 {
+                ops.push((key / 2, 0));
+            }
+            if k % 5 == 0 {
+                ops.push((key.saturating_sub(4), 2));
+            }
+            if k % 7 == 6 {
+                ops.push((key.saturating_sub(2), 3));
+            }
+        }
+    }
+    let last = |b: &Both| -> i64 {
+        let bss = b.obj.maps().find(|m| m.name().to_string_lossy().ends_with(".bss")).unwrap();
+        i64::from_ne_bytes(bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap()[..8].try_into().unwrap())
+    };
+    let user_last = |b: &Both| -> i64 {
+        let bss = b.maps.maps.iter().find(|m| m.def.name.ends_with(".bss")).unwrap();
+        i64::from_ne_bytes(bss.entries()[0].1[0][..8].try_into().unwrap())
+    };
+    let p = b.obj.progs().find(|p| p.name() == "xdp_lru").unwrap().as_fd().try_clone_to_owned().unwrap();
+    for (i, &(key, op)) in ops.iter().enumerate() {
+        let frame = lru_op(key, op);
+        xdp::run(&Interpreter::new(&b.insns), &frame, &mut helpers, Some(&mut b.maps), &mut Counts::default()).unwrap();
+        test_run::run(std::os::fd::AsFd::as_fd(&p), &frame).unwrap();
+        assert_eq!(user_last(&b), last(&b), "operation {i}: {op} on key {key}");
+    }
+    let kernel_map = b.obj.maps().find(|m| m.name() == "lru").unwrap();
+    let mut kernel: Vec<Vec<u8>> = kernel_map.keys().collect();
+    let mut user: Vec<Vec<u8>> = b.maps.by_name("lru").unwrap().entries().into_iter().map(|(k, _)| k).collect();
+    kernel.sort();
+    user.sort();
+    // Evictions happened: more keys went in than the 16 entries hold.
+    assert!((10..=16).contains(&kernel.len()), "{}", kernel.len());
+    assert_eq!(user, kernel, "the keys left after {} operations", ops.len());
+}

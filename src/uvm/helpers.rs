@@ -81,7 +81,7 @@ impl Helpers {
                 let m = Self::map_of(maps, a[0])?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let value = Self::bytes(mem, a[2], m.def.value_size)?;
-                m.update(&key, &[&value], a[3]) as u64
+                m.update(&key, &[&value], a[3], self.cpu) as u64
             }
             MAP_DELETE_ELEM => {
                 let m = Self::map_of(maps, a[0])?;

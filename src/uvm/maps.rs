@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use anyhow::{Context, Result, bail};
 use libbpf_rs::{MapCore, MapFlags, MapType};
 
+use super::lru::LruHash;
+
 /// Errnos a map operation returns to the program (negated).
 const ENOENT: i64 = 2;
 const EEXIST: i64 = 17;
@@ -38,6 +40,8 @@ enum Store {
     Array(Vec<Vec<Box<[u8]>>>),
     /// Hash: a box per CPU per key.
     Hash(HashMap<Vec<u8>, Vec<Box<[u8]>>>),
+    /// LRU hash, with the kernel's eviction.
+    Lru(LruHash),
 }
 
 /// One map.
@@ -65,6 +69,7 @@ impl UserMap {
                 Store::Array((0..def.max_entries).map(|_| (0..copies).map(|_| vec![0u8; def.value_size].into_boxed_slice()).collect()).collect())
             }
             MapType::Hash | MapType::PercpuHash => Store::Hash(HashMap::new()),
+            MapType::LruHash => Store::Lru(LruHash::new(def.max_entries as usize, def.value_size, cpus)),
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
         };
         Ok(UserMap { def, store, cpus: copies, graveyard: Vec::new() })
@@ -74,10 +79,11 @@ impl UserMap {
         self.cpus
     }
 
-    /// The value's address for `cpu`, or None.
+    /// The value's address for `cpu`, or None (a program's lookup).
     pub fn lookup(&mut self, key: &[u8], cpu: usize) -> Option<&mut [u8]> {
         let c = cpu.min(self.copies() - 1);
         match &mut self.store {
+            Store::Lru(l) => l.lookup(key),
             Store::Array(slots) => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
                 slots.get_mut(i).map(|v| &mut *v[c])
@@ -87,14 +93,16 @@ impl UserMap {
     }
 
     /// Sets `key` to `value` on every CPU's copy (a program's update) or
-    /// on each from `values` (userspace's, per CPU). Returns 0 or -errno.
-    pub fn update(&mut self, key: &[u8], values: &[&[u8]], flags: u64) -> i64 {
+    /// on each from `values` (userspace's, per CPU), as done on `cpu`.
+    /// Returns 0 or -errno.
+    pub fn update(&mut self, key: &[u8], values: &[&[u8]], flags: u64, cpu: usize) -> i64 {
         if flags > BPF_EXIST || values.iter().any(|v| v.len() != self.def.value_size) {
             return -EINVAL;
         }
         let copies = self.copies();
         let value_for = |c: usize| values[c.min(values.len() - 1)];
         match &mut self.store {
+            Store::Lru(l) => l.update(key, values[0], flags, cpu),
             Store::Array(slots) => {
                 let Some(i) = key.try_into().ok().map(u32::from_ne_bytes) else { return -EINVAL };
                 let Some(slot) = slots.get_mut(i as usize) else { return -E2BIG };
@@ -129,6 +137,7 @@ impl UserMap {
 
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match &mut self.store {
+            Store::Lru(l) => l.delete(key),
             Store::Array(_) => -EINVAL,
             Store::Hash(m) => match m.remove(key) {
                 Some(old) => {
@@ -150,6 +159,7 @@ impl UserMap {
         match &self.store {
             Store::Array(slots) => slots.iter().enumerate().map(|(i, v)| ((i as u32).to_ne_bytes().to_vec(), v.iter().map(|b| b.to_vec()).collect())).collect(),
             Store::Hash(m) => m.iter().map(|(k, v)| (k.clone(), v.iter().map(|b| b.to_vec()).collect())).collect(),
+            Store::Lru(l) => l.entries().into_iter().map(|(k, v)| (k, vec![v])).collect(),
         }
     }
 }
@@ -188,7 +198,7 @@ impl UserMaps {
                     continue;
                 }
                 let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
-                let rc = um.update(&key, &refs, 0);
+                let rc = um.update(&key, &refs, 0, 0);
                 if rc != 0 {
                     bail!("copying map {name} to userspace: error {rc}");
                 }

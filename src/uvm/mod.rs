@@ -16,6 +16,7 @@
 pub mod helpers;
 pub mod insn;
 pub mod interp;
+pub mod lru;
 pub mod maps;
 pub mod memory;
 pub mod xdp;
