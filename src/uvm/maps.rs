@@ -41,7 +41,7 @@ enum Store {
     /// Hash: a box per CPU per key.
     Hash(HashMap<Vec<u8>, Vec<Box<[u8]>>>),
     /// LRU hash, with the kernel's eviction.
-    Lru(LruHash),
+    Lru(Box<LruHash>),
 }
 
 /// One map.
@@ -69,7 +69,7 @@ impl UserMap {
                 Store::Array((0..def.max_entries).map(|_| (0..copies).map(|_| vec![0u8; def.value_size].into_boxed_slice()).collect()).collect())
             }
             MapType::Hash | MapType::PercpuHash => Store::Hash(HashMap::new()),
-            MapType::LruHash => Store::Lru(LruHash::new(def.max_entries as usize, def.value_size, cpus)),
+            MapType::LruHash => Store::Lru(Box::new(LruHash::new(def.max_entries as usize, def.value_size, cpus))),
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
         };
         Ok(UserMap { def, store, cpus: copies, graveyard: Vec::new() })
