@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use bpfbench::harness::test_run;
 use bpfbench::uvm::helpers::Helpers;
@@ -29,13 +29,37 @@ struct Both {
 
 impl Both {
     fn open(object: &str, prog: &str) -> Both {
+        Both::open_with(object, prog, |_| {})
+    }
+
+    /// Opens, runs `setup` on the loaded object (the kernel's maps), then mirrors.
+    fn open_with(object: &str, prog: &str, setup: impl FnOnce(&libbpf_rs::Object)) -> Both {
         bpfbench::system::check_privileges().unwrap();
         let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object(object)).unwrap();
         uvm::prepare(&mut open).unwrap();
         let insns = uvm::prepared_insns(&open.progs().find(|p| p.name() == prog).unwrap());
         let obj = open.load().unwrap();
+        setup(&obj);
         let maps = UserMaps::mirror(&obj).unwrap();
         Both { obj, insns, maps, prog: prog.into() }
+    }
+
+    /// One run in each, `helpers` claiming the CPU the kernel runs on.
+    fn run_with(&mut self, helpers: &mut Helpers, packet: &[u8]) {
+        xdp::run(&Interpreter::new(&self.insns), packet, helpers, Some(&mut self.maps), &mut Counts::default()).unwrap();
+        let p = self.obj.progs().find(|p| p.name() == self.prog.as_str()).unwrap();
+        test_run::run(p.as_fd(), packet).unwrap();
+    }
+
+    /// The program's global `long last`, in the kernel and in userspace.
+    fn kernel_last(&self) -> i64 {
+        let bss = self.obj.maps().find(|m| m.name().to_string_lossy().ends_with(".bss")).unwrap();
+        i64::from_ne_bytes(bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap()[..8].try_into().unwrap())
+    }
+
+    fn user_last(&self) -> i64 {
+        let bss = self.maps.maps.iter().find(|m| m.def.name.ends_with(".bss")).unwrap();
+        i64::from_ne_bytes(bss.entries()[0].1[0][..8].try_into().unwrap())
     }
 
     /// One run in userspace, then one in the kernel.
@@ -224,20 +248,10 @@ fn an_lru_hash_evicts_what_the_kernels_evicts() {
             }
         }
     }
-    let last = |b: &Both| -> i64 {
-        let bss = b.obj.maps().find(|m| m.name().to_string_lossy().ends_with(".bss")).unwrap();
-        i64::from_ne_bytes(bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap()[..8].try_into().unwrap())
-    };
-    let user_last = |b: &Both| -> i64 {
-        let bss = b.maps.maps.iter().find(|m| m.def.name.ends_with(".bss")).unwrap();
-        i64::from_ne_bytes(bss.entries()[0].1[0][..8].try_into().unwrap())
-    };
-    let p = b.obj.progs().find(|p| p.name() == "xdp_lru").unwrap().as_fd().try_clone_to_owned().unwrap();
     for (i, &(key, op)) in ops.iter().enumerate() {
         let frame = lru_op(key, op);
-        xdp::run(&Interpreter::new(&b.insns), &frame, &mut helpers, Some(&mut b.maps), &mut Counts::default()).unwrap();
-        test_run::run(std::os::fd::AsFd::as_fd(&p), &frame).unwrap();
-        assert_eq!(user_last(&b), last(&b), "operation {i}: {op} on key {key}");
+        b.run_with(&mut helpers, &frame);
+        assert_eq!(b.user_last(), b.kernel_last(), "operation {i}: {op} on key {key}");
     }
     let kernel_map = b.obj.maps().find(|m| m.name() == "lru").unwrap();
     let mut kernel: Vec<Vec<u8>> = kernel_map.keys().collect();
@@ -247,4 +261,32 @@ fn an_lru_hash_evicts_what_the_kernels_evicts() {
     // Evictions happened: more keys went in than the 16 entries hold.
     assert!((10..=16).contains(&kernel.len()), "{}", kernel.len());
     assert_eq!(user, kernel, "the keys left after {} operations", ops.len());
+}
+
+#[test]
+fn an_array_of_maps_reaches_the_inner_maps_setup_put_there() {
+    // Setup as a load balancer's host does it: inner maps made here and
+    // put into slots 0 and 2; slots 1 and 3 stay empty.
+    let mut b = Both::open_with("xdp_mim.bpf.o", "xdp_mim", |obj| {
+        let outer = obj.maps().find(|m| m.name() == "tables").unwrap();
+        for (slot, base) in [(0u32, 100u64), (2, 200)] {
+            let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
+            let inner = libbpf_rs::MapHandle::create(libbpf_rs::MapType::Hash, Some("bpfbench_inner"), 4, 8, 8, &opts).unwrap();
+            for key in 0..4u32 {
+                inner.update(&key.to_ne_bytes(), &(base + u64::from(key)).to_ne_bytes(), MapFlags::ANY).unwrap();
+            }
+            outer.update(&slot.to_ne_bytes(), &inner.as_fd().as_raw_fd().to_ne_bytes(), MapFlags::ANY).unwrap();
+        }
+    });
+    let mut helpers = Helpers::new(0, 1);
+    let mut seen = Vec::new();
+    for (slot, key) in [(0u8, 1u32), (0, 1), (2, 3), (1, 0), (2, 9), (3, 1), (2, 3), (0, 0)] {
+        let mut f = vec![0u8; 32];
+        f[14] = slot;
+        f[15..19].copy_from_slice(&key.to_ne_bytes());
+        b.run_with(&mut helpers, &f);
+        assert_eq!(b.user_last(), b.kernel_last(), "slot {slot} key {key}");
+        seen.push(b.user_last());
+    }
+    assert_eq!(seen, [101, 102, 203, -1, -2, -1, 204, 100]);
 }

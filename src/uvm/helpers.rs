@@ -69,7 +69,13 @@ impl Helpers {
                 let m = Self::map_of(maps, a[0])?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let writable = !m.def.read_only;
+                let of_maps = super::maps::of_maps(m.def.map_type);
                 match m.lookup(&key, self.cpu) {
+                    // A map of maps gives the inner map, which the program can only pass on.
+                    Some(v) if of_maps => {
+                        let inner = u32::from_ne_bytes(v[..4].try_into().expect("4-byte inner map index"));
+                        if inner == super::maps::NO_INNER_MAP { 0 } else { MAP_HANDLE_TAG | u64::from(inner) }
+                    }
                     Some(v) => {
                         mem.add(v.as_mut_ptr(), v.len(), writable, RegionKind::MapValue);
                         v.as_ptr() as u64

@@ -57,18 +57,28 @@ fn percpu(t: MapType) -> bool {
     matches!(t, MapType::PercpuArray | MapType::PercpuHash)
 }
 
+/// Maps whose values are maps: here, the index of the inner map in [`UserMaps`].
+pub fn of_maps(t: MapType) -> bool {
+    matches!(t, MapType::ArrayOfMaps | MapType::HashOfMaps)
+}
+
+/// An array of maps' slot that holds no map.
+pub const NO_INNER_MAP: u32 = u32::MAX;
+
 impl UserMap {
     /// An empty map of `def`'s shape, or a one-line refusal naming the type.
     pub fn new(def: MapDef, cpus: usize) -> Result<UserMap> {
         let copies = if percpu(def.map_type) { cpus } else { 1 };
         let store = match def.map_type {
-            MapType::Array | MapType::PercpuArray => {
+            MapType::Array | MapType::PercpuArray | MapType::ArrayOfMaps => {
                 if def.key_size != 4 {
                     bail!("map {}: an array's key is 4 bytes, not {}", def.name, def.key_size);
                 }
-                Store::Array((0..def.max_entries).map(|_| (0..copies).map(|_| vec![0u8; def.value_size].into_boxed_slice()).collect()).collect())
+                // An array of maps starts with no map in any slot.
+                let fill = if of_maps(def.map_type) { 0xff } else { 0 };
+                Store::Array((0..def.max_entries).map(|_| (0..copies).map(|_| vec![fill; def.value_size].into_boxed_slice()).collect()).collect())
             }
-            MapType::Hash | MapType::PercpuHash => Store::Hash(HashMap::new()),
+            MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => Store::Hash(HashMap::new()),
             MapType::LruHash => Store::Lru(Box::new(LruHash::new(def.max_entries as usize, def.value_size, cpus))),
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
         };
@@ -171,42 +181,63 @@ pub struct UserMaps {
 }
 
 impl UserMaps {
-    /// Copies the loaded object's maps, shapes and contents.
+    /// Copies the loaded object's maps, shapes and contents (the inner
+    /// maps of maps of maps too).
     pub fn mirror(obj: &libbpf_rs::Object) -> Result<UserMaps> {
         use std::os::fd::{AsFd, AsRawFd};
         let cpus = crate::system::cpu::possible_cpus()?;
-        let mut maps = Vec::new();
-        let mut by_fd = HashMap::new();
+        let mut out = UserMaps { maps: Vec::new(), by_fd: HashMap::new() };
+        let mut inner_by_id = HashMap::new();
         for m in obj.maps() {
             let name = m.name().to_string_lossy().into_owned();
-            let def = MapDef {
-                read_only: name.ends_with(".rodata") || name.contains(".rodata."),
-                name: name.clone(),
-                map_type: m.map_type(),
-                key_size: m.key_size() as usize,
-                value_size: m.value_size() as usize,
-                max_entries: m.max_entries(),
-            };
-            let mut um = UserMap::new(def, cpus)?;
-            for key in m.keys() {
-                let values: Vec<Vec<u8>> = if percpu(m.map_type()) {
-                    m.lookup_percpu(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.unwrap_or_default()
-                } else {
-                    m.lookup(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.into_iter().collect()
-                };
-                if values.is_empty() {
-                    continue;
-                }
-                let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
-                let rc = um.update(&key, &refs, 0, 0);
-                if rc != 0 {
-                    bail!("copying map {name} to userspace: error {rc}");
-                }
-            }
-            by_fd.insert(m.as_fd().as_raw_fd(), maps.len());
-            maps.push(um);
+            let i = out.mirror_one(&m, name, cpus, &mut inner_by_id)?;
+            out.by_fd.insert(m.as_fd().as_raw_fd(), i);
         }
-        Ok(UserMaps { maps, by_fd })
+        Ok(out)
+    }
+
+    /// Copies one map; returns its index.
+    fn mirror_one<M: MapCore>(&mut self, m: &M, name: String, cpus: usize, inner_by_id: &mut HashMap<u32, usize>) -> Result<usize> {
+        let def = MapDef {
+            read_only: name.ends_with(".rodata") || name.contains(".rodata."),
+            name: name.clone(),
+            map_type: m.map_type(),
+            key_size: m.key_size() as usize,
+            value_size: m.value_size() as usize,
+            max_entries: m.max_entries(),
+        };
+        let mut um = UserMap::new(def, cpus)?;
+        for key in m.keys() {
+            let mut values: Vec<Vec<u8>> = if percpu(m.map_type()) {
+                m.lookup_percpu(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.unwrap_or_default()
+            } else {
+                m.lookup(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.into_iter().collect()
+            };
+            if values.is_empty() {
+                continue;
+            }
+            if of_maps(m.map_type()) {
+                // The kernel gives the inner map's id: copy that map once, keep its index.
+                let id = u32::from_ne_bytes(values[0][..4].try_into().context("an inner map id")?);
+                let index = match inner_by_id.get(&id) {
+                    Some(&i) => i,
+                    None => {
+                        let inner = libbpf_rs::MapHandle::from_map_id(id).with_context(|| format!("opening the inner map {id} of {name}"))?;
+                        let i = self.mirror_one(&inner, format!("{name}[inner {id}]"), cpus, inner_by_id)?;
+                        inner_by_id.insert(id, i);
+                        i
+                    }
+                };
+                values = vec![(index as u32).to_ne_bytes().to_vec()];
+            }
+            let refs: Vec<&[u8]> = values.iter().map(|v| v.as_slice()).collect();
+            let rc = um.update(&key, &refs, 0, 0);
+            if rc != 0 {
+                bail!("copying map {name} to userspace: error {rc}");
+            }
+        }
+        self.maps.push(um);
+        Ok(self.maps.len() - 1)
     }
 
     /// The map an instruction's fd names.
