@@ -97,6 +97,13 @@ pub fn load_object(open: libbpf_rs::OpenObject, what: &str) -> Result<libbpf_rs:
         .map_err(|e| anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES)))
 }
 
+/// Loads an opened object as [`load_object`] does, after libbpf prepared
+/// it and the userspace runtime took its programs' instructions.
+pub fn load_object_keeping_code(mut open: libbpf_rs::OpenObject, what: &str) -> Result<(libbpf_rs::Object, crate::uvm::PreparedCode)> {
+    let code = crate::uvm::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
+    Ok((load_object(open, what)?, code))
+}
+
 /// The part of an opened object named `name` (a map name may carry libbpf's
 /// object prefix, as `.rodata` sections do).
 fn find_named<T>(items: impl Iterator<Item = T>, name_of: impl Fn(&T) -> String, name: &str, kind: &str, source: &str) -> Result<T> {

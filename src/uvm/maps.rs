@@ -185,13 +185,23 @@ impl UserMaps {
     /// maps of maps of maps too).
     pub fn mirror(obj: &libbpf_rs::Object) -> Result<UserMaps> {
         use std::os::fd::{AsFd, AsRawFd};
+        let mut named = Vec::new();
+        for m in obj.maps() {
+            let id = libbpf_rs::MapInfo::new(m.as_fd())?.info.id;
+            named.push((m.as_fd().as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
+        }
+        UserMaps::mirror_ids(&named)
+    }
+
+    /// Copies the maps (fd in the instructions, id, name) as they are now.
+    pub fn mirror_ids(maps: &[(i32, u32, String)]) -> Result<UserMaps> {
         let cpus = crate::system::cpu::possible_cpus()?;
         let mut out = UserMaps { maps: Vec::new(), by_fd: HashMap::new() };
         let mut inner_by_id = HashMap::new();
-        for m in obj.maps() {
-            let name = m.name().to_string_lossy().into_owned();
-            let i = out.mirror_one(&m, name, cpus, &mut inner_by_id)?;
-            out.by_fd.insert(m.as_fd().as_raw_fd(), i);
+        for (fd, id, name) in maps {
+            let m = libbpf_rs::MapHandle::from_map_id(*id).with_context(|| format!("opening map {name}"))?;
+            let i = out.mirror_one(&m, name.clone(), cpus, &mut inner_by_id)?;
+            out.by_fd.insert(*fd, i);
         }
         Ok(out)
     }

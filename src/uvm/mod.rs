@@ -38,6 +38,38 @@ pub fn prepare(open: &mut libbpf_rs::OpenObject) -> Result<()> {
     Ok(())
 }
 
+/// What userspace needs of a prepared object once it is loaded: each
+/// program's instructions, and which map each instruction's fd names (by
+/// id: the fds may be closed by the time the maps are copied).
+#[derive(Debug, Clone, Default)]
+pub struct PreparedCode {
+    pub programs: std::collections::BTreeMap<String, Vec<Insn>>,
+    /// (fd in the instructions, map id, map name).
+    pub maps: Vec<(i32, u32, String)>,
+}
+
+impl PreparedCode {
+    /// Prepares `open` and takes its programs' instructions and maps.
+    pub fn capture(open: &mut libbpf_rs::OpenObject) -> Result<PreparedCode> {
+        use std::os::fd::{AsFd, AsRawFd};
+        prepare(open)?;
+        let programs = open.progs().map(|p| (p.name().to_string_lossy().into_owned(), prepared_insns(&p))).collect();
+        let mut maps = Vec::new();
+        for m in open.maps() {
+            // SAFETY: a prepared object's map has its fd (or -1 if it was not created).
+            let fd = unsafe { libbpf_rs::libbpf_sys::bpf_map__fd(m.as_libbpf_object().as_ptr()) };
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: a valid fd owned by the object for as long as it lives.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
+            maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
+        }
+        Ok(PreparedCode { programs, maps })
+    }
+}
+
 /// A prepared program's instructions, relocated as the kernel would get them.
 pub fn prepared_insns(prog: &libbpf_rs::OpenProgram<'_>) -> Vec<Insn> {
     let insns = prog.insns();

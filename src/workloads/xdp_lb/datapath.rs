@@ -59,6 +59,10 @@ pub struct LoadedLb {
     /// The datapath alone, for an interface (`bpfbench live`); builds of
     /// xdp_lb.bpf.c from before it existed have none.
     pub live: Option<std::os::fd::OwnedFd>,
+    /// The programs' relocated instructions and their maps, for the
+    /// userspace runtime (only its tests read them until `--runtime` comes).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub code: crate::uvm::PreparedCode,
     vip_map: MapHandle,
     reals: MapHandle,
     ch_rings: MapHandle,
@@ -81,13 +85,14 @@ impl LoadedLb {
     /// host's layouts, and fills VIPs, reals, rings and per-CPU LRUs.
     pub fn load(source: &ObjectSource) -> Result<LoadedLb> {
         let label = source.label();
-        let obj = skeleton::load_object(source.open()?, &format!("the xdp-lb programs of {label}"))?;
+        let (obj, code) = skeleton::load_object_keeping_code(source.open()?, &format!("the xdp-lb programs of {label}"))?;
         let map = |name: &str, key: usize, value: usize| object_map_sized(&obj, name, key, value, &label);
         let timed = |name: &str| -> Result<TimedProgram> {
             TimedProgram::new(object_prog(&obj, name, &label)?, object_map(&obj, "bench_ctl", &label)?, object_map(&obj, "bench_result", &label)?)
         };
         let u32s = size_of::<u32>();
         let mut lb = LoadedLb {
+            code,
             body: timed("xdp_lb")?,
             overhead: timed("xdp_lb_overhead")?,
             live: object_prog(&obj, "xdp_lb_live", &label).ok(),

@@ -127,3 +127,41 @@ impl PreparedScenario for Prepared<'_> {
         }
     }
 }
+
+/// The LB's datapath in the userspace runtime beside the kernel (issue 12,
+/// in progress): same object, same setup, same packets.
+#[cfg(test)]
+mod userspace_tests {
+    use super::*;
+    use crate::uvm::helpers::Helpers;
+    use crate::uvm::maps::UserMaps;
+    use crate::uvm::{Counts, Interpreter, xdp};
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn single_flow_scenarios_give_the_kernels_verdicts_and_packets() {
+        crate::system::check_privileges().unwrap();
+        let cpu = crate::system::cpu::default_cpu().unwrap();
+        crate::system::cpu::pin_to_cpu(cpu).unwrap();
+        let lb = LoadedLb::load(&LoadedLb::builtin()).unwrap();
+        let live = lb.live.as_ref().expect("the built-in object has xdp_lb_live");
+        let insns = &lb.code.programs["xdp_lb_live"];
+        let mut maps = UserMaps::mirror_ids(&lb.code.maps).unwrap();
+        let mut helpers = Helpers::new(cpu, 1);
+        let interp = Interpreter::new(insns);
+        let mut compared = 0;
+        for s in SCENARIOS.iter().filter(|s| s.flows == Flows::Single) {
+            let packet = packets::build_client_packet(&s.packet).unwrap();
+            // Twice: a first packet may insert into the LRU, the second then hits.
+            for round in 0..2 {
+                let user = xdp::run(&interp, &packet, &mut helpers, Some(&mut maps), &mut Counts::default())
+                    .unwrap_or_else(|e| panic!("{}: {e}", s.info.name));
+                let kernel = crate::harness::test_run::run(live.as_fd(), &packet).unwrap();
+                assert_eq!(xdp_action_name(user.verdict), xdp_action_name(kernel.retval), "{} round {round}", s.info.name);
+                assert!(user.packet == kernel.packet, "{} round {round}: the packets differ", s.info.name);
+                compared += 1;
+            }
+        }
+        assert!(compared >= 20, "{compared} runs compared");
+    }
+}
