@@ -290,3 +290,49 @@ fn an_array_of_maps_reaches_the_inner_maps_setup_put_there() {
     }
     assert_eq!(seen, [101, 102, 203, -1, -2, -1, 204, 100]);
 }
+
+#[test]
+fn an_lpm_trie_finds_the_kernels_longest_prefixes() {
+    // Setup puts two prefixes in; the program adds, looks up and deletes more.
+    let mut b = Both::open_with("xdp_lpm.bpf.o", "xdp_lpm", |obj| {
+        let m = obj.maps().find(|m| m.name() == "prefixes").unwrap();
+        for (plen, addr, value) in [(8u32, [10u8, 0, 0, 0], 8u64), (0, [0, 0, 0, 0], 1)] {
+            m.update(&[plen.to_ne_bytes().as_slice(), &addr].concat(), &value.to_ne_bytes(), MapFlags::ANY).unwrap();
+        }
+    });
+    let mut helpers = Helpers::new(0, 1);
+    let op = |addr: [u8; 4], op: u8, plen: u8| {
+        let mut f = vec![0u8; 32];
+        f[14..18].copy_from_slice(&addr);
+        f[18] = op;
+        f[19] = plen;
+        f
+    };
+    let steps = [
+        op([10, 1, 2, 3], 0, 0),
+        op([192, 168, 1, 1], 0, 0),
+        op([10, 1, 0, 0], 1, 16),
+        op([10, 1, 2, 0], 1, 24),
+        op([10, 1, 2, 3], 1, 32),
+        op([10, 1, 2, 99], 1, 33), // longer than the key: refused
+        op([10, 1, 2, 3], 0, 0),   // the /32
+        op([10, 1, 2, 4], 0, 0),   // the /24
+        op([10, 1, 9, 9], 0, 0),   // the /16
+        op([10, 2, 0, 0], 0, 0),   // the /8
+        op([11, 0, 0, 0], 0, 0),   // the /0
+        op([10, 1, 2, 77], 1, 24), // the same /24, other host bits: replaces
+        op([10, 1, 2, 4], 0, 0),
+        op([10, 1, 2, 3], 2, 32),
+        op([10, 1, 2, 3], 0, 0),   // back to the /24
+        op([10, 1, 2, 3], 2, 32),  // gone already
+        op([10, 1, 0, 0], 2, 16),
+        op([10, 1, 9, 9], 0, 0),   // the /8
+    ];
+    let mut seen = Vec::new();
+    for (i, f) in steps.iter().enumerate() {
+        b.run_with(&mut helpers, f);
+        assert_eq!(b.user_last(), b.kernel_last(), "step {i}");
+        seen.push(b.user_last());
+    }
+    assert_eq!(seen, [8, 1, 0, 0, 0, -22, 32010, 24010, 16010, 8, 1, 0, 24010, 0, 24010, -2, 0, 8]);
+}

@@ -18,6 +18,7 @@ const ENOENT: i64 = 2;
 const EEXIST: i64 = 17;
 const E2BIG: i64 = 7;
 const EINVAL: i64 = 22;
+const ENOSPC: i64 = 28;
 
 /// Update flags (uapi).
 const BPF_NOEXIST: u64 = 1;
@@ -42,6 +43,25 @@ enum Store {
     Hash(HashMap<Vec<u8>, Vec<Box<[u8]>>>),
     /// LRU hash, with the kernel's eviction.
     Lru(Box<LruHash>),
+    /// LPM trie: values by (prefix length, the key's bits past it cleared).
+    Lpm(HashMap<(u32, Vec<u8>), Box<[u8]>>),
+}
+
+/// An LPM key's data with the bits past `plen` cleared.
+fn lpm_prefix(data: &[u8], plen: u32) -> Vec<u8> {
+    data.iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let bits = plen.saturating_sub(8 * i as u32).min(8);
+            if bits == 0 { 0 } else { b & (0xffu8 << (8 - bits)) }
+        })
+        .collect()
+}
+
+/// An LPM key: (prefix length, data), if it is one.
+fn lpm_key(key: &[u8]) -> Option<(u32, &[u8])> {
+    let plen = u32::from_ne_bytes(key.get(..4)?.try_into().ok()?);
+    Some((plen, &key[4..]))
 }
 
 /// One map.
@@ -79,6 +99,12 @@ impl UserMap {
                 Store::Array((0..def.max_entries).map(|_| (0..copies).map(|_| vec![fill; def.value_size].into_boxed_slice()).collect()).collect())
             }
             MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => Store::Hash(HashMap::new()),
+            MapType::LpmTrie => {
+                if def.key_size <= 4 {
+                    bail!("map {}: an LPM trie's key is a 4-byte prefix length and data, not {} bytes", def.name, def.key_size);
+                }
+                Store::Lpm(HashMap::new())
+            }
             MapType::LruHash => Store::Lru(Box::new(LruHash::new(def.max_entries as usize, def.value_size, cpus))),
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
         };
@@ -94,6 +120,13 @@ impl UserMap {
         let c = cpu.min(self.copies() - 1);
         match &mut self.store {
             Store::Lru(l) => l.lookup(key),
+            Store::Lpm(m) => {
+                // The longest stored prefix no longer than the key's that matches it.
+                let (plen, data) = lpm_key(key)?;
+                let max = (8 * data.len()) as u32;
+                let found = (0..=plen.min(max)).rev().find(|&p| m.contains_key(&(p, lpm_prefix(data, p))))?;
+                m.get_mut(&(found, lpm_prefix(data, found))).map(|v| &mut **v)
+            }
             Store::Array(slots) => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
                 slots.get_mut(i).map(|v| &mut *v[c])
@@ -113,6 +146,24 @@ impl UserMap {
         let value_for = |c: usize| values[c.min(values.len() - 1)];
         match &mut self.store {
             Store::Lru(l) => l.update(key, values[0], flags, cpu),
+            Store::Lpm(m) => {
+                let Some((plen, data)) = lpm_key(key) else { return -EINVAL };
+                if plen > (8 * data.len()) as u32 {
+                    return -EINVAL;
+                }
+                let k = (plen, lpm_prefix(data, plen));
+                let exists = m.contains_key(&k);
+                match (flags, exists) {
+                    (BPF_NOEXIST, true) => return -EEXIST,
+                    (BPF_EXIST, false) => return -ENOENT,
+                    (_, false) if m.len() >= self.def.max_entries as usize => return -ENOSPC,
+                    _ => {}
+                }
+                if let Some(old) = m.insert(k, values[0].to_vec().into_boxed_slice()) {
+                    self.graveyard.push(vec![old]);
+                }
+                0
+            }
             Store::Array(slots) => {
                 let Some(i) = key.try_into().ok().map(u32::from_ne_bytes) else { return -EINVAL };
                 let Some(slot) = slots.get_mut(i as usize) else { return -E2BIG };
@@ -148,6 +199,16 @@ impl UserMap {
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match &mut self.store {
             Store::Lru(l) => l.delete(key),
+            Store::Lpm(m) => {
+                let Some((plen, data)) = lpm_key(key) else { return -EINVAL };
+                match m.remove(&(plen, lpm_prefix(data, plen))) {
+                    Some(old) => {
+                        self.graveyard.push(vec![old]);
+                        0
+                    }
+                    None => -ENOENT,
+                }
+            }
             Store::Array(_) => -EINVAL,
             Store::Hash(m) => match m.remove(key) {
                 Some(old) => {
@@ -170,6 +231,7 @@ impl UserMap {
             Store::Array(slots) => slots.iter().enumerate().map(|(i, v)| ((i as u32).to_ne_bytes().to_vec(), v.iter().map(|b| b.to_vec()).collect())).collect(),
             Store::Hash(m) => m.iter().map(|(k, v)| (k.clone(), v.iter().map(|b| b.to_vec()).collect())).collect(),
             Store::Lru(l) => l.entries().into_iter().map(|(k, v)| (k, vec![v])).collect(),
+            Store::Lpm(m) => m.iter().map(|((plen, data), v)| ([plen.to_ne_bytes().as_slice(), data].concat(), vec![v.to_vec()])).collect(),
         }
     }
 }
