@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 
+use super::uapi::{BPF_EXIST, BPF_NOEXIST, EEXIST, EINVAL, ENOENT, ENOMEM};
+
 /// Nodes moved per refill at most, and scanned per rotation or shrink.
 const LOCAL_FREE_TARGET: usize = 128;
 const NR_SCANS: usize = LOCAL_FREE_TARGET;
@@ -30,14 +32,6 @@ enum Kind {
     LocalFree,
     LocalPending,
 }
-
-/// Errnos (negated into results).
-const ENOENT: i64 = 2;
-const ENOMEM: i64 = 12;
-const EEXIST: i64 = 17;
-const EINVAL: i64 = 22;
-const BPF_NOEXIST: u64 = 1;
-const BPF_EXIST: u64 = 2;
 
 /// An LRU hash of `n` preallocated elements over `cpus` CPUs.
 pub struct LruHash {

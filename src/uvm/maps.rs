@@ -12,17 +12,7 @@ use anyhow::{Context, Result, bail};
 use libbpf_rs::{MapCore, MapFlags, MapType};
 
 use super::lru::LruHash;
-
-/// Errnos a map operation returns to the program (negated).
-const ENOENT: i64 = 2;
-const EEXIST: i64 = 17;
-const E2BIG: i64 = 7;
-const EINVAL: i64 = 22;
-const ENOSPC: i64 = 28;
-
-/// Update flags (uapi).
-const BPF_NOEXIST: u64 = 1;
-const BPF_EXIST: u64 = 2;
+use super::uapi::{BPF_EXIST, BPF_NOEXIST, E2BIG, EEXIST, EINVAL, ENOENT, ENOSPC};
 
 /// A map's shape.
 #[derive(Debug, Clone)]

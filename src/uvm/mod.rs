@@ -19,6 +19,7 @@ pub mod interp;
 pub mod lru;
 pub mod maps;
 pub mod memory;
+pub mod uapi;
 pub mod xdp;
 
 use anyhow::{Result, bail};

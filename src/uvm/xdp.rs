@@ -55,7 +55,7 @@ impl XdpEnv<'_> {
         let lowest = self.buf_start + XDP_FRAME_BYTES as u64;
         let highest = self.buf_start + (FRAME - TAILROOM) as u64;
         if data < lowest || end > highest || end < data + ETH_HLEN {
-            return (-22i64) as u64; // -EINVAL
+            return (-super::uapi::EINVAL) as u64;
         }
         if id == XDP_ADJUST_TAIL && end > self.data_end {
             // The kernel clears what the tail grows into.
