@@ -8,10 +8,10 @@
 //! every access checked against the regions it handed out and counts what
 //! it executes. Built so far: the instruction set (ALU, jumps, calls
 //! between BPF functions, atomics, may_goto), XDP's context and frame,
-//! array/hash maps (per-CPU too, and global data) copied from the kernel's
-//! after setup, and the map, time, random and adjust helpers. To come: LRU
-//! and LPM maps, maps of maps, a JIT, and the `--runtime` and
-//! `--metric insns` options.
+//! array, hash, LRU (the kernel's eviction), LPM and map-of-maps maps
+//! (per-CPU arrays and hashes too, and global data) copied from the
+//! kernel's after setup, and the map, time, random and adjust helpers. To
+//! come: a JIT, and the `--runtime` and `--metric insns` options.
 
 pub mod helpers;
 pub mod insn;
