@@ -223,13 +223,11 @@ fn lru_op(key: u32, op: u8) -> Vec<u8> {
     f
 }
 
-#[test]
-fn an_lru_hash_evicts_what_the_kernels_evicts() {
-    // Every operation on one CPU, in the kernel (test run) and in userspace.
-    let cpu = common::prepared_cpu();
-    bpfbench::system::cpu::pin_to_cpu(cpu).unwrap();
+/// Drives xdp_lru in both runtimes, each operation on the CPU `cpu_of`
+/// picks for it (pinned, and claimed by the userspace helpers), and
+/// compares every result and the keys left.
+fn lru_matches_the_kernel(cpu_of: impl Fn(usize) -> usize) {
     let mut b = Both::open("xdp_lru.bpf.o", "xdp_lru");
-    let mut helpers = Helpers::new(cpu, 1);
     // A mix: inserts past the 16 entries, lookups that make some keys
     // referenced, refused inserts, deletes, replacements.
     let mut ops = Vec::new();
@@ -249,9 +247,10 @@ fn an_lru_hash_evicts_what_the_kernels_evicts() {
         }
     }
     for (i, &(key, op)) in ops.iter().enumerate() {
-        let frame = lru_op(key, op);
-        b.run_with(&mut helpers, &frame);
-        assert_eq!(b.user_last(), b.kernel_last(), "operation {i}: {op} on key {key}");
+        let cpu = cpu_of(i);
+        bpfbench::system::cpu::pin_to_cpu(cpu).unwrap();
+        b.run_with(&mut Helpers::new(cpu, 1), &lru_op(key, op));
+        assert_eq!(b.user_last(), b.kernel_last(), "operation {i}: {op} on key {key}, CPU {cpu}");
     }
     let kernel_map = b.obj.maps().find(|m| m.name() == "lru").unwrap();
     let mut kernel: Vec<Vec<u8>> = kernel_map.keys().collect();
@@ -259,8 +258,24 @@ fn an_lru_hash_evicts_what_the_kernels_evicts() {
     kernel.sort();
     user.sort();
     // Evictions happened: more keys went in than the 16 entries hold.
-    assert!((10..=16).contains(&kernel.len()), "{}", kernel.len());
+    assert!((8..=16).contains(&kernel.len()), "{}", kernel.len());
     assert_eq!(user, kernel, "the keys left after {} operations", ops.len());
+}
+
+#[test]
+fn an_lru_hash_evicts_what_the_kernels_evicts() {
+    let cpu = common::prepared_cpu();
+    lru_matches_the_kernel(|_| cpu);
+}
+
+#[test]
+fn an_lru_hash_shared_by_cpus_evicts_as_the_kernels() {
+    // Runs of five operations on each CPU in turn: each CPU keeps its own
+    // free and pending nodes, and a refill on one CPU shrinks what the
+    // other's flushed. (Stealing, for when every node sits in some CPU's
+    // local lists, is not reached by this sequence.)
+    let cpus = bpfbench::system::cpu::allowed_cpus().unwrap();
+    lru_matches_the_kernel(|i| cpus[(i / 5) % cpus.len()]);
 }
 
 #[test]
