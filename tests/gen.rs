@@ -268,6 +268,17 @@ fn tcp_mode_recovers_from_lost_segments() {
 }
 
 #[test]
+fn tcp_mode_ends_at_the_duration_before_a_count_it_did_not_reach() {
+    let t = Topology::create().unwrap();
+    let rx = Receiver::start(&t, false, 0);
+    let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--count", "1000000", "--duration", "0.3"]);
+    let (_, total) = rx.reader.join().unwrap();
+    assert_eq!(doc["stopped_by"], "duration", "{doc}");
+    assert_eq!(doc["tcp"]["fin_acked"], true, "{doc}");
+    assert_eq!(doc["tcp"]["bytes_acked"], total as u64, "{doc}");
+}
+
+#[test]
 fn tcp_mode_over_ipv6_ends_a_timed_stream_with_fin() {
     let t = Topology::create().unwrap();
     let rx = Receiver::start(&t, true, 0);

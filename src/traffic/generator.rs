@@ -317,8 +317,8 @@ impl Generator {
             // Each program keeps its own per-CPU quota, so a count cannot be split among them.
             bail!("--rate with --count takes one --packet spec (or a capture); give --duration instead");
         }
-        if self.tcp.is_some() && s.threads != 1 {
-            bail!("TCP mode sends one connection's stream from one thread; leave --threads at 1");
+        if self.tcp.is_some() {
+            super::tcp::check_threads(s.threads)?;
         }
         let cpus = pick_cpus(s)?;
         let capture = environment::start(cpus[0]);
@@ -330,6 +330,8 @@ impl Generator {
         self.prepare(s, &cpus, start_ns)?;
         let mut seconds = Vec::new();
         let mut ended: Option<Duration> = None;
+        // Why the run ended, decided when it did.
+        let mut stopped_by = "duration";
         // TCP mode: until when the stream's FIN may take to be acknowledged.
         let mut fin_deadline: Option<Duration> = None;
         let mut acked_before = 0u64;
@@ -348,18 +350,30 @@ impl Generator {
                 let done = workers.iter().all(|w| w.is_finished());
                 let now = start.elapsed();
                 let (frames, bytes) = self.totals()?;
+                let progress = self.tcp.as_ref().map(|t| t.progress()).transpose()?;
+                // TCP mode's stream is over: its FIN acknowledged, or reset.
+                let stream_over = progress.is_some_and(|p| p.finished || p.reset);
                 // The run's end: the duration, the count, or Ctrl-C, whichever first.
                 if ended.is_none() {
-                    let count_reached = match &self.tcp {
-                        Some(tcp) => tcp.finished()? || tcp.reset_by_peer()?,
+                    let count_reached = match progress {
+                        Some(p) => p.finished,
                         None => s.count.is_some_and(|c| frames >= c),
                     };
-                    let over = s.duration.is_some_and(|d| now >= d) || count_reached || interrupt::interrupted() || done;
-                    if over {
+                    let duration_over = s.duration.is_some_and(|d| now >= d);
+                    if duration_over || count_reached || stream_over || interrupt::interrupted() || done {
                         ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
+                        stopped_by = if interrupt::interrupted() {
+                            "interrupted"
+                        } else if progress.is_some_and(|p| p.reset) {
+                            "reset by peer"
+                        } else if count_reached {
+                            "count"
+                        } else {
+                            "duration"
+                        };
                         match &self.tcp {
                             // A stream cut short still ends with FIN, so the receiver sees its end.
-                            Some(tcp) if !count_reached && !done => {
+                            Some(tcp) if !stream_over && !done => {
                                 tcp.request_fin()?;
                                 fin_deadline = Some(now + FIN_GRACE);
                             }
@@ -367,8 +381,8 @@ impl Generator {
                         }
                     }
                 }
-                if let (Some(deadline), Some(tcp)) = (fin_deadline, &self.tcp)
-                    && (now >= deadline || tcp.finished()? || tcp.reset_by_peer()?)
+                if let Some(deadline) = fin_deadline
+                    && (now >= deadline || stream_over)
                 {
                     fin_deadline = None;
                     self.stop_all(&stop);
@@ -386,15 +400,11 @@ impl Generator {
                             pps: (frames - last_frames) as f64 / dt,
                             gbps: (bytes - last_bytes) as f64 * 8.0 / dt / 1e9,
                             errors: tx.zip(last_tx).map(|(now, then)| now.since(then).failed),
-                            goodput_gbps: match &self.tcp {
-                                Some(tcp) => {
-                                    let acked = tcp.bytes_acked()?;
-                                    let g = (acked - acked_before) as f64 * 8.0 / dt / 1e9;
-                                    acked_before = acked;
-                                    Some(g)
-                                }
-                                None => None,
-                            },
+                            goodput_gbps: progress.map(|p| {
+                                let g = (p.bytes_acked - acked_before) as f64 * 8.0 / dt / 1e9;
+                                acked_before = p.bytes_acked;
+                                g
+                            }),
                         };
                         on_interval(&interval);
                         seconds.push(interval);
@@ -420,21 +430,10 @@ impl Generator {
         let (sent, bytes) = self.totals()?;
         let elapsed = ended.unwrap_or_else(|| start.elapsed()).as_secs_f64().max(1e-9);
         let tx = TxCounters::read(&self.interface).zip(tx_start).map(|(end, begin)| end.since(begin));
-        let count_reached = match &self.tcp {
-            Some(tcp) => s.count.is_some() && tcp.finished()?,
-            None => s.count.is_some_and(|c| sent >= c),
-        };
-        let stopped_by = if interrupt::interrupted() {
-            "interrupted"
-        } else if let Some(tcp) = &self.tcp
-            && tcp.reset_by_peer()?
-        {
-            "reset by peer"
-        } else if count_reached {
-            "count"
-        } else {
-            "duration"
-        };
+        // Ctrl-C during the FIN's grace still counts as an interruption.
+        if interrupt::interrupted() {
+            stopped_by = "interrupted";
+        }
         Ok(GenRecord {
             schema: GEN_SCHEMA.into(),
             environment: capture.finish(),

@@ -140,7 +140,8 @@ impl TcpConnection {
         let timestamps = info.options & TCPI_OPT_TIMESTAMPS != 0 && c.synack.has_ts != 0;
         let window_scale = (info.options & TCPI_OPT_WSCALE != 0 && c.synack.wscale != 0xff).then_some(c.synack.wscale.min(14));
 
-        let headers = if peer.is_ipv4() { ETH_IPV4 } else { ETH_IPV6 } + 20 + if timestamps { 12 } else { 0 };
+        let tcp_offset = if peer.is_ipv4() { ETH_IPV4 } else { ETH_IPV6 };
+        let headers = tcp_offset + 20 + if timestamps { 12 } else { 0 };
         let payload = match frame_size {
             None => info.snd_mss as usize,
             Some(size) if size > headers => (size - headers).min(info.snd_mss as usize),
@@ -178,7 +179,7 @@ impl TcpConnection {
             peer,
             first_seq,
             template,
-            tcp_offset: headers - 20 - if timestamps { 12 } else { 0 },
+            tcp_offset,
             payload,
             mss: info.snd_mss,
             window_scale,
@@ -211,28 +212,22 @@ impl TcpConnection {
         self.ctl.update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY).context("asking the TCP sender for its FIN")
     }
 
-    /// The receiver acknowledged the FIN (everything it was sent arrived).
-    pub fn finished(&self) -> Result<bool> {
-        let c = self.state()?;
-        Ok(c.fin_set != 0 && seq_after(c.snd_una, c.fin_at.wrapping_add(self.payload as u32)))
+    /// Where the stream stands, from one read of the shared state.
+    pub fn progress(&self) -> Result<TcpProgress> {
+        Ok(self.progress_of(&self.state()?))
     }
 
-    /// The receiver reset the connection.
-    pub fn reset_by_peer(&self) -> Result<bool> {
-        Ok(self.state()?.peer_rst != 0)
-    }
-
-    /// Stream bytes the receiver has acknowledged (the FIN not counted).
-    pub fn bytes_acked(&self) -> Result<u64> {
-        let c = self.state()?;
-        let fin = u32::from(c.fin_set != 0 && seq_after(c.snd_una, c.fin_at.wrapping_add(self.payload as u32)));
-        Ok(u64::from(c.snd_una.wrapping_sub(self.first_seq).wrapping_sub(fin)))
+    fn progress_of(&self, c: &Conn) -> TcpProgress {
+        // The FIN takes one sequence number past the last segment's data.
+        let finished = c.fin_set != 0 && seq_after(c.snd_una, c.fin_at.wrapping_add(self.payload as u32));
+        let acked = c.snd_una.wrapping_sub(self.first_seq).wrapping_sub(u32::from(finished));
+        TcpProgress { bytes_acked: u64::from(acked), finished, reset: c.peer_rst != 0 }
     }
 
     /// What the connection did, for a run of `elapsed_s` seconds.
     pub fn record(&self, elapsed_s: f64) -> Result<TcpRecord> {
         let c = self.state()?;
-        let bytes_acked = self.bytes_acked()?;
+        let p = self.progress_of(&c);
         Ok(TcpRecord {
             local: self.local.to_string(),
             peer: self.peer.to_string(),
@@ -240,18 +235,37 @@ impl TcpConnection {
             payload_bytes: self.payload,
             window_scale: self.window_scale,
             timestamps: self.timestamps,
-            bytes_acked,
-            goodput_gbps: bytes_acked as f64 * 8.0 / elapsed_s.max(1e-9) / 1e9,
+            bytes_acked: p.bytes_acked,
+            goodput_gbps: p.bytes_acked as f64 * 8.0 / elapsed_s.max(1e-9) / 1e9,
             segments: c.segments,
             retransmitted: c.retransmitted,
             rewinds_dupack: c.rewinds_dupack,
             rewinds_timer: c.rewinds_timer,
             acks: c.acks,
             dupacks: c.dupacks_total,
-            fin_acked: self.finished()?,
-            reset_by_peer: c.peer_rst != 0,
+            fin_acked: p.finished,
+            reset_by_peer: p.reset,
         })
     }
+}
+
+/// Where a TCP stream stands.
+#[derive(Debug, Clone, Copy)]
+pub struct TcpProgress {
+    /// Stream bytes the receiver acknowledged (the FIN not counted).
+    pub bytes_acked: u64,
+    /// The receiver acknowledged the FIN: everything it was sent arrived.
+    pub finished: bool,
+    /// The receiver reset the connection.
+    pub reset: bool,
+}
+
+/// TCP mode sends one connection's sequence space from one CPU.
+pub fn check_threads(threads: usize) -> Result<()> {
+    if threads != 1 {
+        bail!("TCP mode sends one connection's stream from one thread; leave --threads at 1");
+    }
+    Ok(())
 }
 
 impl Drop for TcpConnection {

@@ -281,7 +281,8 @@ int xdp_gen_tcp(struct xdp_md *ctx)
 	}
 	if (seq_before(nxt, una))
 		nxt = una;
-	if (tctl->fin_req && !c->fin_set) {
+	/* Asked to end: FIN on the next new segment, unless a count put it sooner. */
+	if (tctl->fin_req && (!c->fin_set || seq_before(c->snd_max, c->fin_at))) {
 		c->fin_at = c->snd_max;
 		c->fin_set = 1;
 	}

@@ -47,9 +47,8 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     system::interrupt::install_handler();
     let generator = match args.tcp {
         Some(peer) => {
-            if args.send.threads != 1 {
-                bail!("TCP mode sends one connection's stream from one thread; leave --threads at 1");
-            }
+            // Before connecting: a refused run leaves no connection behind.
+            bpfbench::traffic::tcp::check_threads(args.send.threads)?;
             let conn = TcpConnection::open(&args.interface, peer, args.send.size, args.count)?;
             Generator::tcp(&args.interface, conn)?
         }
