@@ -2,15 +2,9 @@
 //! handles `ld_imm64` gives. An unsupported helper is an error naming it.
 
 use super::maps::{UserMap, UserMaps};
+use super::uapi::{GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM};
 use super::memory::{Memory, RegionKind};
 
-/// Helper ids (uapi/linux/bpf.h).
-const MAP_LOOKUP_ELEM: i32 = 1;
-const MAP_UPDATE_ELEM: i32 = 2;
-const MAP_DELETE_ELEM: i32 = 3;
-const KTIME_GET_NS: i32 = 5;
-const GET_PRANDOM_U32: i32 = 7;
-const GET_SMP_PROCESSOR_ID: i32 = 8;
 
 /// What `ld_imm64` of a map puts in a register: a tag the program cannot
 /// dereference (no region holds it), and the map's index.
@@ -39,7 +33,8 @@ impl Helpers {
         let i = maps.index_of_fd(fd).ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
         let map = &mut maps.maps[i];
         let writable = !map.def.read_only;
-        let value = map.lookup(&0u32.to_ne_bytes(), self.cpu).ok_or_else(|| format!("map {} has no value 0", i))?;
+        let name = map.def.name.clone();
+        let value = map.lookup(&0u32.to_ne_bytes(), self.cpu).ok_or_else(|| format!("map {name} has no value 0"))?;
         if off as usize > value.len() {
             return Err(format!("offset {off} is past the end of a {}-byte value", value.len()));
         }

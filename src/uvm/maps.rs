@@ -114,8 +114,8 @@ impl UserMap {
                 // The longest stored prefix no longer than the key's that matches it.
                 let (plen, data) = lpm_key(key)?;
                 let max = (8 * data.len()) as u32;
-                let found = (0..=plen.min(max)).rev().find(|&p| m.contains_key(&(p, lpm_prefix(data, p))))?;
-                m.get_mut(&(found, lpm_prefix(data, found))).map(|v| &mut **v)
+                let found = (0..=plen.min(max)).rev().map(|p| (p, lpm_prefix(data, p))).find(|k| m.contains_key(k))?;
+                m.get_mut(&found).map(|v| &mut **v)
             }
             Store::Array(slots) => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;

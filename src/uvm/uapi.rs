@@ -1,5 +1,5 @@
-//! The kernel's numbers a program sees from maps and helpers: errnos
-//! (returned negated) and update flags.
+//! The kernel's numbers a program sees from maps and helpers: helper ids,
+//! errnos (returned negated) and update flags.
 
 pub const ENOENT: i64 = 2;
 pub const E2BIG: i64 = 7;
@@ -11,3 +11,13 @@ pub const ENOSPC: i64 = 28;
 /// bpf_map_update_elem's flags.
 pub const BPF_NOEXIST: u64 = 1;
 pub const BPF_EXIST: u64 = 2;
+
+/// Helper ids (uapi/linux/bpf.h).
+pub const MAP_LOOKUP_ELEM: i32 = 1;
+pub const MAP_UPDATE_ELEM: i32 = 2;
+pub const MAP_DELETE_ELEM: i32 = 3;
+pub const KTIME_GET_NS: i32 = 5;
+pub const GET_PRANDOM_U32: i32 = 7;
+pub const GET_SMP_PROCESSOR_ID: i32 = 8;
+pub const XDP_ADJUST_HEAD: i32 = 44;
+pub const XDP_ADJUST_TAIL: i32 = 65;

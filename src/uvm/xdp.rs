@@ -9,6 +9,7 @@ use super::helpers::Helpers;
 use super::interp::{Counts, Env, Interpreter, VmError};
 use super::maps::UserMaps;
 use super::memory::{Memory, RegionKind};
+use super::uapi::{EINVAL, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
 
 /// Bytes before the packet (XDP_PACKET_HEADROOM).
 pub const HEADROOM: usize = 256;
@@ -26,9 +27,6 @@ const DATA_END: u64 = 4;
 const DATA_META: u64 = 8;
 const XDP_MD_BYTES: usize = 6 * 4;
 
-/// Helper ids (uapi/linux/bpf.h).
-const XDP_ADJUST_HEAD: i32 = 44;
-const XDP_ADJUST_TAIL: i32 = 65;
 
 /// What a run returned and left.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +53,7 @@ impl XdpEnv<'_> {
         let lowest = self.buf_start + XDP_FRAME_BYTES as u64;
         let highest = self.buf_start + (FRAME - TAILROOM) as u64;
         if data < lowest || end > highest || end < data + ETH_HLEN {
-            return (-super::uapi::EINVAL) as u64;
+            return (-EINVAL) as u64;
         }
         if id == XDP_ADJUST_TAIL && end > self.data_end {
             // The kernel clears what the tail grows into.
