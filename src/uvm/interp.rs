@@ -181,12 +181,10 @@ impl<'p> Interpreter<'p> {
                     }
                     let size = size_bytes(i.code);
                     let addr = r[src].wrapping_add(i.off as i64 as u64);
-                    let region = mem.check(addr, size, false).map_err(|e| fail(e.to_string()))?;
+                    // One check per load; the context's pointer fields read translated.
+                    let (loaded, region) = mem.load_from(addr, size).map_err(|e| fail(e.to_string()))?;
                     let translated = if region.kind == RegionKind::Context { env.context_load(addr - region.start, size) } else { None };
-                    let v = match translated {
-                        Some(v) => v,
-                        None => mem.load(addr, size).map_err(|e| fail(e.to_string()))?,
-                    };
+                    let v = translated.unwrap_or(loaded);
                     r[dst] = if mode == MEMSX { sign_extend(v, size * 8) } else { v };
                 }
                 ST | STX => {

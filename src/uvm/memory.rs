@@ -98,17 +98,23 @@ impl Memory {
 
     /// Reads `size` (1, 2, 4 or 8) bytes, little-endian, zero-extended.
     pub fn load(&self, addr: u64, size: usize) -> Result<u64, AccessError> {
-        self.check(addr, size, false)?;
+        self.load_from(addr, size).map(|(v, _)| v)
+    }
+
+    /// As [`Memory::load`], with the region the bytes came from.
+    pub fn load_from(&self, addr: u64, size: usize) -> Result<(u64, &Region), AccessError> {
+        let region = self.check(addr, size, false)?;
         // SAFETY: the bytes lie inside a region the runtime owns for this run.
-        unsafe {
+        let value = unsafe {
             let p = addr as *const u8;
-            Ok(match size {
+            match size {
                 1 => u64::from(p.read()),
                 2 => u64::from((p as *const u16).read_unaligned()),
                 4 => u64::from((p as *const u32).read_unaligned()),
                 _ => (p as *const u64).read_unaligned(),
-            })
-        }
+            }
+        };
+        Ok((value, region))
     }
 
     pub fn store(&self, addr: u64, size: usize, value: u64) -> Result<(), AccessError> {
