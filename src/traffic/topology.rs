@@ -144,9 +144,9 @@ impl Topology {
             (Ipv4Addr::from(base + 1).into(), Ipv4Addr::from(base + 2).into(), 30)
         };
         // nodad: the address is usable at once, not after duplicate detection.
-        let nodad = if ipv6 { "nodad" } else { "" };
-        ip(&["addr", "add", &format!("{outer}/{prefix}"), "dev", &self.outer, nodad].into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>())?;
-        ip(&["-n", &self.netns, "addr", "add", &format!("{inner}/{prefix}"), "dev", &self.inner, nodad].into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>())?;
+        let nodad: &[&str] = if ipv6 { &["nodad"] } else { &[] };
+        ip(&[&["addr", "add", &format!("{outer}/{prefix}"), "dev", &self.outer], nodad].concat())?;
+        ip(&[&["-n", &self.netns, "addr", "add", &format!("{inner}/{prefix}"), "dev", &self.inner], nodad].concat())?;
         Ok((outer, inner))
     }
 
