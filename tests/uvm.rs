@@ -129,7 +129,7 @@ fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() 
     assert_eq!(e.pc, 1);
     // A helper the runtime lacks is named (6: bpf_trace_printk).
     let e = run_raw(&[insn(0x85, 0, 0, 0, 6), exit]).unwrap_err();
-    assert!(e.to_string().contains("calls helper 6, which bpfbench's userspace runtime does not have"), "{e}");
+    assert!(e.to_string().contains("calls helper 6 (bpf_trace_printk), which bpfbench's userspace runtime does not have"), "{e}");
     // A map lookup on what is not a map (r1 is the context).
     let e = run_raw(&[insn(0x85, 0, 0, 0, 1), exit]).unwrap_err();
     assert!(e.to_string().contains("is not a map"), "{e}");
@@ -350,4 +350,119 @@ fn an_lpm_trie_finds_the_kernels_longest_prefixes() {
         seen.push(b.user_last());
     }
     assert_eq!(seen, [8, 1, 0, 0, 0, -22, 32010, 24010, 16010, 8, 1, 0, 24010, 0, 24010, -2, 0, 8]);
+}
+
+/// The JSON of `bpfbench run ARGS --format json --no-store`.
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend(["--format", "json", "--no-store"]);
+    let o = common::bpfbench(&all);
+    assert!(o.status.success(), "{all:?}: {}", common::stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn every_lb_scenario_validates_in_userspace_and_counts_the_same_each_run() {
+    let counts: Vec<Vec<serde_json::Value>> = (0..3)
+        .map(|_| {
+            let run = run_json(&["xdp-lb", "--metric", "insns"]);
+            let results = run["results"].as_array().unwrap().clone();
+            assert_eq!(results.len(), 24);
+            for r in &results {
+                assert_eq!(r["validated"], true, "{}: {}", r["name"], r["error"]);
+                assert_eq!(r["runtime"], "user");
+                assert!(r["checks"].as_array().unwrap().len() >= 3, "{}: the kernel's checks ran", r["name"]);
+            }
+            results.iter().map(|r| r["instructions"].clone()).collect()
+        })
+        .collect();
+    assert_eq!(counts[0], counts[1]);
+    assert_eq!(counts[0], counts[2]);
+    let hit = &counts[0][0];
+    let per_packet = (hit["body_insns"].as_u64().unwrap() - hit["loop_insns"].as_u64().unwrap()) as f64 / hit["packets"].as_u64().unwrap() as f64;
+    assert!(per_packet > 200.0 && per_packet.fract() == 0.0, "an LRU hit's path is a whole number of instructions: {per_packet}");
+    assert_eq!(hit["map_ops"]["vip_map: bpf_map_lookup_elem"].as_i64(), hit["packets"].as_i64(), "one VIP lookup per packet");
+}
+
+#[test]
+fn runtime_both_times_each_scenario_in_the_kernel_and_in_userspace() {
+    let args = ["xdp-lb", "--runtime", "both", "--scenario", "tcp-v4-lru-hit", "--scenario", "udp-v4-lru-miss", "--samples", "5", "--batch-ms", "2", "--warmup", "0"];
+    let run = run_json(&args);
+    let results = run["results"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = results.iter().map(|r| (r["name"].as_str().unwrap(), r["runtime"].as_str().unwrap())).collect();
+    assert_eq!(names, [("tcp-v4-lru-hit", "kernel"), ("tcp-v4-lru-hit", "user"), ("udp-v4-lru-miss", "kernel"), ("udp-v4-lru-miss", "user")]);
+    for r in results {
+        let m = &r["measurement"];
+        assert!(m["summary"]["median"].as_f64().unwrap() > 0.0, "{}/{}", r["name"], r["runtime"]);
+        assert!(m["overhead"]["summary"]["median"].as_f64().unwrap() > 0.0);
+    }
+    let o = common::bpfbench(&[&["run"], &args[..], &["--no-store"]].concat());
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let table = common::stdout(&o);
+    assert!(table.contains("tcp-v4-lru-hit (user)") && table.contains("Kernel vs userspace runtime"), "{table}");
+}
+
+#[test]
+fn a_one_instruction_change_is_counted_as_exactly_one_more() {
+    let dir = common::temp_dir("uvm-one-insn");
+    let (a, b) = (dir.join("a.bpf.o"), dir.join("b.bpf.o"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/build-object.sh");
+    for (out, extra) in [(&a, None), (&b, Some("-DLB_EXTRA_INSN"))] {
+        let mut c = std::process::Command::new(script);
+        c.arg("xdp-lb").arg(out).args(extra);
+        assert!(c.status().unwrap().success());
+    }
+    let o = common::bpfbench(&[
+        "ab", "--workload", "xdp-lb", a.to_str().unwrap(), b.to_str().unwrap(), "--metric", "insns",
+        "--scenario", "tcp-v4-lru-hit", "--scenario", "tcp-v6-ch", "--scenario", "pass-v4-icmp",
+        "--format", "json", "--fail-on-regression", "0",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "more instructions fail the gate: {}", common::stderr(&o));
+    let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let delta = |name: &str| {
+        let d = cmp["instructions"].as_array().unwrap().iter().find(|d| d["benchmark"] == format!("xdp-lb/{name}@user")).unwrap();
+        d["b"].as_f64().unwrap() - d["a"].as_f64().unwrap()
+    };
+    assert_eq!(delta("tcp-v4-lru-hit"), 1.0);
+    assert_eq!(delta("tcp-v6-ch"), 1.0);
+    assert_eq!(delta("pass-v4-icmp"), 0.0, "ICMP leaves before the extra instruction");
+    assert!(common::stderr(&o).contains("regression: xdp-lb/tcp-v4-lru-hit@user executes +0.2% instructions per packet"));
+}
+
+#[test]
+fn runtime_and_metric_mistakes_get_one_line() {
+    for (args, needle) in [
+        (vec!["run", "--metric", "insns", "--runtime", "kernel"], "--metric insns counts in the userspace runtime only"),
+        (vec!["run", "maps", "--runtime", "user"], "maps does not run in the userspace runtime yet; use --runtime kernel"),
+    ] {
+        let o = common::bpfbench(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = common::stderr(&o);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
+    let call = |imm| Insn { code: 0x85, dst: 0, src: 0, off: 0, imm };
+    let exit = Insn { code: 0x95, ..Default::default() };
+    let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![] };
+    let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
+    assert_eq!(err, "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel");
+    let fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![] };
+    assert!(uvm::UserRuntime::new(&fine, 0).is_ok());
+}
+
+#[test]
+fn mutated_load_balancer_programs_end_in_a_result_or_an_error() {
+    // A short, bounded run for CI; `bpfbench fuzz-uvm` runs a million.
+    bpfbench::system::check_privileges().unwrap();
+    let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(0).unwrap();
+    let mut runtime = corpus.runtime;
+    let r = uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, 20_000, 7, 20_000);
+    assert!(r.panics.is_empty(), "{:?}", r.panics);
+    assert_eq!(r.programs, 20_000);
+    assert!(r.mutated > 5_000 && r.finished > 0 && r.refused > 0, "{r:?}");
 }

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use crate::record::{BenchmarkComparison, ComparisonRecord};
+use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta};
 use crate::stats::two_sample::Verdict;
 
 /// The comparison settings a user gives: noise threshold and failure limit.
@@ -40,11 +40,13 @@ pub struct GateDecision {
     pub cleared: Vec<(String, u32)>,
     /// Regressions every measurement confirmed, as the last one saw them.
     pub regressions: Vec<BenchmarkComparison>,
+    /// Instruction counts that grew by more than allowed (exact: never re-measured).
+    pub instruction_regressions: Vec<InstructionDelta>,
 }
 
 impl GateDecision {
     pub fn failed(&self) -> bool {
-        !self.regressions.is_empty()
+        !self.regressions.is_empty() || !self.instruction_regressions.is_empty()
     }
 }
 
@@ -64,6 +66,13 @@ impl Gate {
             .collect()
     }
 
+    /// Instruction counts per packet that grew by more than
+    /// --fail-on-regression percent (any growth at 0).
+    pub fn instruction_regressions<'a>(&self, cmp: &'a ComparisonRecord) -> Vec<&'a InstructionDelta> {
+        let Some(pct) = self.fail_on_regression else { return Vec::new() };
+        cmp.instructions.iter().filter(|d| d.b > d.a && d.ratio() > 1.0 + pct / 100.0).collect()
+    }
+
     /// Decides on `first`. A whole run can land in a slow state of a shared
     /// machine; a real regression survives re-measuring, a bad run does not.
     /// So each suspect is re-measured up to `confirm` times
@@ -75,7 +84,7 @@ impl Gate {
         confirm: u32,
         mut remeasure: impl FnMut(&[String], u32) -> Result<ComparisonRecord>,
     ) -> Result<GateDecision> {
-        let mut decision = GateDecision::default();
+        let mut decision = GateDecision { instruction_regressions: self.instruction_regressions(first).into_iter().cloned().collect(), ..Default::default() };
         let mut suspects: Vec<BenchmarkComparison> = self.regressions(first).into_iter().cloned().collect();
         for round in 1..=confirm {
             if suspects.is_empty() {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::history::History;
 use crate::record::comparison::COMPARISON_SCHEMA;
-use crate::record::{BenchmarkComparison, ComparisonRecord, Method, RunRecord};
+use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method, RunRecord};
 use crate::stats::two_sample::{RunShift, compare_all_with_noise, geomean, spread_of_medians};
 
 pub use gate::{Gate, GateDecision};
@@ -45,21 +45,22 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     diff("CPU model", ea.cpu_model.clone(), eb.cpu_model.clone());
     diff("host", ea.host.clone(), eb.host.clone());
     diff("JIT settings", format!("{:?}", ea.jit), format!("{:?}", eb.jit));
+    // One line per changed program, however many benchmarks ran it.
+    let mut programs: Vec<(String, usize)> = Vec::new();
     for rb in &b.results {
         let Some(ra) = a.results.iter().find(|r| r.benchmark_name() == rb.benchmark_name()) else { continue };
         if let (Some(pa), Some(pb)) = (&ra.program, &rb.program)
             && pa.tag != pb.tag
         {
-            out.push(format!(
-                "{}: program {} changed (tag {} -> {}, jited {} -> {} bytes)",
-                rb.benchmark_name(),
-                pb.name,
-                pa.tag,
-                pb.tag,
-                pa.jited_bytes,
-                pb.jited_bytes
-            ));
+            let line = format!("program {} changed (tag {} -> {}, jited {} -> {} bytes)", pb.name, pa.tag, pb.tag, pa.jited_bytes, pb.jited_bytes);
+            match programs.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, n)) => *n += 1,
+                None => programs.push((line, 1)),
+            }
         }
+    }
+    for (line, n) in programs {
+        out.push(format!("{line}, in {n} benchmark{}", if n == 1 { "" } else { "s" }));
     }
     out
 }
@@ -158,6 +159,23 @@ pub fn compare_runs(a: &[RunRecord], a_label: &str, b: &[RunRecord], b_label: &s
             (Some(x), Some(y)) => environment_changes(x, y),
             _ => Vec::new(),
         },
+        instructions: match (a.first(), b.first()) {
+            (Some(x), Some(y)) => instruction_deltas(x, y),
+            _ => Vec::new(),
+        },
         benchmarks,
     }
+}
+
+/// Instruction counts of every benchmark both runs counted. Counts are
+/// the same on every run, so the newest run of a side is the side.
+fn instruction_deltas(a: &RunRecord, b: &RunRecord) -> Vec<InstructionDelta> {
+    b.results
+        .iter()
+        .filter_map(|rb| {
+            let cb = rb.instructions.as_ref()?;
+            let ca = a.results.iter().find(|ra| ra.benchmark_name() == rb.benchmark_name())?.instructions.as_ref()?;
+            Some(InstructionDelta::between(rb.benchmark_name(), ca, cb))
+        })
+        .collect()
 }

@@ -27,7 +27,7 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
-use crate::record::{ScenarioFacts, Timing, VerifierStats};
+use crate::record::{InstructionCount, Runtime, ScenarioFacts, Timing, VerifierStats};
 pub use timing::BatchTiming;
 
 /// A scenario as users see it in `bpfbench list`, and the facts its
@@ -85,6 +85,13 @@ pub trait Workload {
     fn scenarios(&self) -> &[ScenarioInfo];
     /// Loads the BPF objects and fills maps; batches will run on `cpu`.
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>>;
+    /// As [`Workload::setup`], with the programs run by `runtime`.
+    fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
+        match runtime {
+            Runtime::Kernel => self.setup(cpu),
+            Runtime::User => anyhow::bail!("{} does not run in the userspace runtime yet; use --runtime kernel", self.name()),
+        }
+    }
 }
 
 /// A workload whose BPF objects are loaded.
@@ -116,6 +123,33 @@ pub trait PreparedScenario {
     fn verifier_stats(&self) -> Option<VerifierStats> {
         None
     }
+    /// Counts what a body batch of `iters` executes beyond the empty
+    /// loop's, where the programs run in the userspace runtime (None elsewhere).
+    fn count_instructions(&mut self, _iters: u32) -> Result<Option<InstructionCount>> {
+        Ok(None)
+    }
+}
+
+/// What one iteration of the body executes beyond one of the empty loop,
+/// in the userspace runtime `rt`, where `batch` runs a timed batch: each
+/// is counted as a batch of 2N less a batch of N, so the validation
+/// iteration and each batch's fixed instructions drop out and a path's
+/// count is a whole number.
+pub fn count_instructions(
+    rt: &timing::SharedRuntime,
+    iters: u32,
+    mut batch: impl FnMut(Variant, u32) -> Result<()>,
+) -> Result<InstructionCount> {
+    let mut per_iteration = |variant: Variant| -> Result<crate::uvm::RunCounts> {
+        rt.borrow_mut().take_counts();
+        batch(variant, iters)?;
+        let once = rt.borrow_mut().take_counts();
+        batch(variant, 2 * iters)?;
+        Ok(rt.borrow_mut().take_counts().minus(&once))
+    };
+    let body = per_iteration(Variant::Body)?;
+    let empty = per_iteration(Variant::Overhead)?;
+    Ok(body.beyond(empty, u64::from(iters)))
 }
 
 /// Distinct groups of `scenarios`, in first-seen order.

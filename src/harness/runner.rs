@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant, prog_info};
-use crate::record::{Calibration, Measurement, Overhead, Sampling, ScenarioRecord};
+use crate::record::{Calibration, Measurement, Metric, Overhead, Runtime, Sampling, ScenarioRecord};
 use crate::stats::Summary;
 
 /// Batch sizes stay within these bounds whatever the calibration says.
@@ -30,7 +30,12 @@ const FIRST_CALIBRATION_BATCH: u32 = 1_000;
 #[error("interrupted")]
 pub struct Interrupted;
 
+/// Iterations an instruction count covers: one pass over the diverse
+/// flows, and even, so flows of two packets each come whole.
+pub const COUNT_ITERS: u32 = 4096;
+
 pub struct Runner {
+    metric: Metric,
     sampling: Sampling,
     progress: bool,
     stop: &'static AtomicBool,
@@ -71,7 +76,13 @@ pub fn calibrate(p: &mut dyn PreparedScenario, variant: Variant, target_ns: f64,
 impl Runner {
     /// A runner that stops between batches once `stop` is set (Ctrl-C).
     pub fn new(sampling: Sampling, progress: bool, stop: &'static AtomicBool) -> Self {
-        Self { sampling, progress, stop, overheads: HashMap::new() }
+        Self { metric: Metric::Time, sampling, progress, stop, overheads: HashMap::new() }
+    }
+
+    /// Scenarios are measured by `metric` (time unless told).
+    pub fn with_metric(mut self, metric: Metric) -> Self {
+        self.metric = metric;
+        self
     }
 
     fn batch(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32) -> Result<(f64, u64, u64)> {
@@ -194,6 +205,11 @@ impl Runner {
     /// Errors are recorded, so the suite can go on with the other scenarios;
     /// None when the stop flag cut the scenario short.
     pub fn run_scenario(&mut self, workload: &str, w: &mut dyn LoadedWorkload, s: &ScenarioInfo) -> Option<ScenarioRecord> {
+        self.run_scenario_in(workload, Runtime::Kernel, w, s)
+    }
+
+    /// [`Runner::run_scenario`] of a workload whose programs run in `runtime`.
+    pub fn run_scenario_in(&mut self, workload: &str, runtime: Runtime, w: &mut dyn LoadedWorkload, s: &ScenarioInfo) -> Option<ScenarioRecord> {
         let mut rec = ScenarioRecord {
             workload: workload.to_string(),
             name: s.name.to_string(),
@@ -209,6 +225,8 @@ impl Runner {
             error: None,
             program: None,
             measurement: None,
+            runtime,
+            instructions: None,
         };
         if let Some(why) = w.unavailable(s) {
             rec.unavailable = Some(why);
@@ -229,6 +247,14 @@ impl Runner {
             }
         };
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
+        if self.metric == Metric::Insns {
+            match prepared.count_instructions(COUNT_ITERS) {
+                Ok(Some(c)) => rec.instructions = Some(c),
+                Ok(None) => rec.error = Some("instructions are counted in the userspace runtime, which this scenario did not run in".into()),
+                Err(e) => rec.error = Some(format!("counting instructions failed: {e:#}")),
+            }
+            return Some(rec);
+        }
         match self.measure(prepared.as_mut(), &s.name) {
             Ok(m) => rec.measurement = Some(m),
             Err(e) if e.is::<Interrupted>() => return None,

@@ -46,7 +46,19 @@ pub struct TimedProgram {
     ctl_map: MapHandle,
     result_map: MapHandle,
     ctl: bench_ctl,
+    /// Where runs go instead of the kernel: the same program in the
+    /// userspace runtime, timing itself with the same loop.
+    user: Option<UserProgram>,
 }
+
+/// A program of an object in the userspace runtime; the object's programs
+/// share its runtime (and so its maps), as they share maps in the kernel.
+pub struct UserProgram {
+    pub runtime: SharedRuntime,
+    pub name: String,
+}
+
+pub type SharedRuntime = std::rc::Rc<std::cell::RefCell<crate::uvm::UserRuntime>>;
 
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 /// BENCH_SAVE_BYTES in bench_timing.bpf.h.
@@ -59,15 +71,45 @@ impl TimedProgram {
             ctl_map.value_size() as usize == size_of::<bench_ctl>() && result_map.value_size() as usize == size_of::<bench_result>(),
             "bench_ctl/bench_result differ between this object and the harness: rebuild bpfbench"
         );
-        let mut p = Self { prog, ctl_map, result_map, ctl: bench_ctl::default() };
+        let mut p = Self { prog, ctl_map, result_map, ctl: bench_ctl::default(), user: None };
         p.write_ctl(bench_ctl::default())?;
         Ok(p)
     }
 
+    /// Runs this program in the userspace runtime from now on (its
+    /// instructions as prepared for the kernel, under the same name).
+    pub fn run_in_user(&mut self, runtime: SharedRuntime, name: &str) -> Result<()> {
+        self.user = Some(UserProgram { runtime, name: name.to_string() });
+        self.write_ctl(self.ctl)
+    }
+
+    /// Whether runs go to the userspace runtime.
+    pub fn user(&self) -> Option<&UserProgram> {
+        self.user.as_ref()
+    }
+
     fn write_ctl(&mut self, ctl: bench_ctl) -> Result<()> {
-        self.ctl_map.update(&KEY0, bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing bench_ctl")?;
+        match &self.user {
+            Some(u) => {
+                let cpu = u.runtime.borrow().cpu();
+                let rc = u.runtime.borrow_mut().map_mut("bench_ctl")?.update(&KEY0, &[bytemuck::bytes_of(&ctl)], 0, cpu);
+                ensure!(rc == 0, "writing bench_ctl in the userspace runtime: error {rc}");
+            }
+            None => self.ctl_map.update(&KEY0, bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing bench_ctl")?,
+        }
         self.ctl = ctl;
         Ok(())
+    }
+
+    /// One run on `packet`, in the kernel or in the userspace runtime.
+    fn run(&self, packet: &[u8]) -> Result<RunOutput> {
+        match &self.user {
+            Some(u) => {
+                let out = u.runtime.borrow_mut().run_xdp(&u.name, packet)?;
+                Ok(RunOutput { retval: out.verdict, packet: out.packet, duration_ns: 0 })
+            }
+            None => run(self.prog.as_fd(), packet),
+        }
     }
 
     fn set_ctl(&mut self, enabled: bool, iters: u32, restore: RestoreMode) -> Result<()> {
@@ -85,7 +127,7 @@ impl TimedProgram {
     /// Runs the program once, untimed, exactly as in production.
     pub fn run_once(&mut self, packet: &[u8]) -> Result<RunOutput> {
         self.set_ctl(false, 0, RestoreMode::BENCH_RESTORE_NONE)?;
-        run(self.prog.as_fd(), packet)
+        self.run(packet)
     }
 
     /// Runs one timed batch of `iters` iterations (plus, for programs built
@@ -95,7 +137,7 @@ impl TimedProgram {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
         self.set_ctl(true, iters, restore)?;
         let before = self.read_results()?;
-        let out = run(self.prog.as_fd(), packet)?;
+        let out = self.run(packet)?;
         let after = self.read_results()?;
         Ok((fresh_sample(&before, &after, cpu)?, out))
     }
@@ -104,6 +146,7 @@ impl TimedProgram {
     /// per CPU (the selftests bench's "producers"); one timing per CPU.
     pub fn run_batch_parallel(&mut self, packet: &[u8], iters: u32, cpus: &[usize]) -> Result<Vec<BatchTiming>> {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
+        ensure!(self.user.is_none(), "the userspace runtime runs on one thread");
         self.set_ctl(true, iters, RestoreMode::BENCH_RESTORE_NONE)?;
         let before = self.read_results()?;
         let prog = self.prog.as_fd();
@@ -135,6 +178,11 @@ impl TimedProgram {
 
     /// This program's bench_result, one entry per possible CPU.
     fn read_results(&self) -> Result<Vec<bench_result>> {
+        if let Some(u) = &self.user {
+            let rt = u.runtime.borrow();
+            let per_cpu = rt.map("bench_result")?.peek_all(&KEY0).context("bench_result has no slot 0")?;
+            return Ok(per_cpu.iter().map(|raw| bytemuck::pod_read_unaligned(raw)).collect());
+        }
         let per_cpu = self
             .result_map
             .lookup_percpu(&KEY0, MapFlags::ANY)

@@ -22,6 +22,46 @@ pub struct ComparisonRecord {
     pub only_in_b: Vec<String>,
     /// Environment facts that differ between A and B ("kernel: x -> y").
     pub environment_changes: Vec<String>,
+    /// Instruction counts (`--metric insns`) of benchmarks both counted:
+    /// exact, so no statistics.
+    #[serde(default)]
+    pub instructions: Vec<InstructionDelta>,
+}
+
+/// One benchmark's instruction counts per packet in A and B, and what changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionDelta {
+    pub benchmark: String,
+    pub a: f64,
+    pub b: f64,
+    /// Helper calls and map operations per packet whose count changed: (A, B).
+    pub changed: std::collections::BTreeMap<String, (f64, f64)>,
+}
+
+impl InstructionDelta {
+    pub fn delta(&self) -> f64 {
+        self.b - self.a
+    }
+
+    /// B/A (1 when A counted none).
+    pub fn ratio(&self) -> f64 {
+        if self.a > 0.0 { self.b / self.a } else { 1.0 }
+    }
+
+    /// The counts of `a` and `b` (same benchmark), per packet.
+    pub fn between(benchmark: String, a: &crate::record::InstructionCount, b: &crate::record::InstructionCount) -> InstructionDelta {
+        let per = |c: &crate::record::InstructionCount, n: i64| n as f64 / c.packets.max(1) as f64;
+        let mut changed = std::collections::BTreeMap::new();
+        let keys: std::collections::BTreeSet<&String> = a.helpers.keys().chain(a.map_ops.keys()).chain(b.helpers.keys()).chain(b.map_ops.keys()).collect();
+        for k in keys {
+            let get = |c: &crate::record::InstructionCount| per(c, c.helpers.get(k).or_else(|| c.map_ops.get(k)).copied().unwrap_or(0));
+            let (x, y) = (get(a), get(b));
+            if x != y {
+                changed.insert(k.clone(), (x, y));
+            }
+        }
+        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed }
+    }
 }
 
 /// What the comparison of one benchmark rests on.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use comparison::{BenchmarkComparison, ComparisonRecord, Method};
+pub use comparison::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
 pub use schema::{RecordError, SCHEMA_NAME, SCHEMA_VERSION, parse_run, schema};
 
@@ -151,18 +151,88 @@ pub struct ScenarioRecord {
     #[serde(default)]
     pub program: Option<ProgramRecord>,
     pub measurement: Option<Measurement>,
+    /// Where the program ran: the kernel, or bpfbench's userspace runtime.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// What the userspace runtime executed per packet (`--metric insns`).
+    #[serde(default)]
+    pub instructions: Option<InstructionCount>,
+}
+
+/// Where a scenario's program runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runtime {
+    /// BPF_PROG_TEST_RUN: the kernel's JIT.
+    #[default]
+    Kernel,
+    /// bpfbench's userspace runtime (src/uvm), the same instructions.
+    User,
+}
+
+impl Runtime {
+    /// Appended to benchmark names: kernel and userspace figures never compare.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Runtime::Kernel => "",
+            Runtime::User => "@user",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Runtime::Kernel => "kernel",
+            Runtime::User => "userspace",
+        }
+    }
+}
+
+/// What a scenario is measured by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// ns per operation, timed in batches.
+    #[default]
+    Time,
+    /// BPF instructions executed per packet, counted by the userspace
+    /// runtime's interpreter: the same on every run and every machine.
+    Insns,
+}
+
+/// Instructions, helper calls and map operations per packet, counted by
+/// the userspace runtime: the body's iterations less as many of the empty
+/// loop, so the harness's own instructions drop out (a path that moves the
+/// packet's head keeps the loop's restore of it, as its ns/op does).
+/// Totals are kept, so two counts of the same packets differ exactly.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionCount {
+    /// Packets (iterations) counted.
+    pub packets: u64,
+    /// Instructions of the body's iterations, and of as many of the empty loop's.
+    pub body_insns: u64,
+    pub loop_insns: u64,
+    /// Calls by helper, and operations by "map: helper", the body's less the loop's.
+    pub helpers: std::collections::BTreeMap<String, i64>,
+    pub map_ops: std::collections::BTreeMap<String, i64>,
+}
+
+impl InstructionCount {
+    /// Instructions per packet.
+    pub fn per_packet(&self) -> f64 {
+        (self.body_insns as f64 - self.loop_insns as f64) / self.packets.max(1) as f64
+    }
 }
 
 impl ScenarioRecord {
     /// The name benchmarks are matched and exported by: "workload/scenario",
     /// marked "@per-call" when timed per call (never compared with in-BPF figures).
     pub fn benchmark_name(&self) -> String {
-        format!("{}/{}{}", self.workload, self.name, self.timing.suffix())
+        format!("{}/{}{}{}", self.workload, self.name, self.runtime.suffix(), self.timing.suffix())
     }
 
-    /// Measured, or neither measured nor excused as unavailable.
+    /// Neither measured nor counted nor excused as unavailable.
     pub fn failed(&self) -> bool {
-        self.measurement.is_none() && self.unavailable.is_none()
+        self.measurement.is_none() && self.instructions.is_none() && self.unavailable.is_none()
     }
 }
 

@@ -4,13 +4,55 @@
 use std::fmt::Write as _;
 
 use crate::compare::MIN_RUNS_PER_SIDE;
-use crate::record::{BenchmarkComparison, ComparisonRecord, Method};
+use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
 use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, Verdict};
 
 pub fn render(cmp: &ComparisonRecord) -> String {
     let mut out = String::new();
-    let w = cmp.benchmarks.iter().map(|b| b.benchmark.len()).max().unwrap_or(9).max(9);
     let _ = writeln!(out, "A: {}\nB: {}", cmp.a, cmp.b);
+    if !cmp.benchmarks.is_empty() || cmp.instructions.is_empty() {
+        times(cmp, &mut out);
+    }
+    instructions(cmp, &mut out);
+    for n in &cmp.only_in_a {
+        let _ = writeln!(out, "only in A: {n}");
+    }
+    for n in &cmp.only_in_b {
+        let _ = writeln!(out, "only in B: {n}");
+    }
+    for c in &cmp.environment_changes {
+        let _ = writeln!(out, "changed: {c}");
+    }
+    out
+}
+
+/// Instruction counts per packet, with exact deltas and what changed in helper calls and map operations.
+fn instructions(cmp: &ComparisonRecord, out: &mut String) {
+    if cmp.instructions.is_empty() {
+        return;
+    }
+    let w = cmp.instructions.iter().map(|d| d.benchmark.len()).max().unwrap_or(9).max(9);
+    let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8}", "benchmark", "A insns/pkt", "B insns/pkt", "delta", "B/A");
+    for d in &cmp.instructions {
+        let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
+        let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
+        let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8.4}", d.benchmark, num(d.a), num(d.b), delta, d.ratio());
+        for (what, (a, b)) in &d.changed {
+            let _ = writeln!(out, "{:<w$}    {what}: {} -> {} per packet", "", num(*a), num(*b));
+        }
+    }
+    let more = cmp.instructions.iter().filter(|d| d.b > d.a).count();
+    let fewer = cmp.instructions.iter().filter(|d| d.b < d.a).count();
+    let _ = writeln!(
+        out,
+        "{more} more, {fewer} fewer, {} same (BPF instructions per packet, counted by the userspace runtime: exact, no noise)",
+        cmp.instructions.len() - more - fewer
+    );
+}
+
+/// The timed benchmarks, with their statistics.
+fn times(cmp: &ComparisonRecord, out: &mut String) {
+    let w = cmp.benchmarks.iter().map(|b| b.benchmark.len()).max().unwrap_or(9).max(9);
     let _ = writeln!(
         out,
         "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>16}  {:>9}  verdict (noise threshold ±{:.1}%)",
@@ -67,19 +109,19 @@ pub fn render(cmp: &ComparisonRecord) -> String {
             ASSUMED_RUN_CV * 100.0
         );
     }
-    for n in &cmp.only_in_a {
-        let _ = writeln!(out, "only in A: {n}");
-    }
-    for n in &cmp.only_in_b {
-        let _ = writeln!(out, "only in B: {n}");
-    }
-    for c in &cmp.environment_changes {
-        let _ = writeln!(out, "changed: {c}");
-    }
-    out
 }
 
 /// The line the gate prints for a confirmed regression.
+pub fn instruction_regression_line(d: &InstructionDelta, against: &str, limit_pct: f64) -> String {
+    format!(
+        "regression: {} executes {:+.1}% instructions per packet against {against} ({} -> {}), beyond --fail-on-regression {limit_pct}%",
+        d.benchmark,
+        (d.ratio() - 1.0) * 100.0,
+        crate::report::insns_table::per_packet(d.a, 1),
+        crate::report::insns_table::per_packet(d.b, 1)
+    )
+}
+
 pub fn regression_line(b: &BenchmarkComparison, against: &str, limit_pct: f64) -> String {
     let r = &b.result;
     format!(

@@ -19,15 +19,26 @@ pub struct BmfMeasure {
 
 /// benchmark name -> measure name -> measure. `latency` is the median ns/op
 /// with the bounds of its 95% confidence interval; `throughput` is ops/s
-/// over all producers, with the same interval inverted.
+/// over all producers, with the same interval inverted; `instructions` is
+/// BPF instructions per packet (`--metric insns`), exact.
 pub fn bmf(report: &RunRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>> {
     let mut out = BTreeMap::new();
     for r in &report.results {
-        let Some(m) = &r.measurement else { continue };
+        let mut measures = BTreeMap::new();
+        if let Some(c) = &r.instructions {
+            // Exact: the bounds are the value.
+            let v = c.per_packet();
+            measures.insert("instructions".to_string(), BmfMeasure { value: v, lower_value: v, upper_value: v });
+        }
+        let Some(m) = &r.measurement else {
+            if !measures.is_empty() {
+                out.insert(r.benchmark_name(), measures);
+            }
+            continue;
+        };
         let s = &m.summary;
         let (lo, hi) = s.median_ci95;
         let p = f64::from(r.facts.producers);
-        let mut measures = BTreeMap::new();
         measures.insert("latency".to_string(), BmfMeasure { value: s.median, lower_value: lo, upper_value: hi });
         measures.insert(
             "throughput".to_string(),
@@ -88,6 +99,8 @@ struct CsvRow<'a> {
     max_ns: Option<f64>,
     loop_median_ns: Option<f64>,
     batch_iters: Option<u32>,
+    runtime: &'static str,
+    insns_per_packet: Option<f64>,
 }
 
 /// One row per scenario with its summary statistics.
@@ -117,6 +130,8 @@ pub fn csv(report: &RunRecord) -> Result<String> {
             max_ns: s.map(|s| s.max),
             loop_median_ns: m.map(|m| m.overhead.summary.median),
             batch_iters: m.map(|m| m.batch_iters),
+            runtime: r.runtime.label(),
+            insns_per_packet: r.instructions.as_ref().map(|c| c.per_packet()),
         })?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

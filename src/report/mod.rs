@@ -5,9 +5,11 @@ pub mod ab_table;
 pub mod compare_table;
 pub mod export;
 pub mod gen_table;
+pub mod insns_table;
 pub mod live_plot;
 pub mod live_table;
 pub mod op_lines;
+pub mod runtime_table;
 pub mod table;
 pub mod verifier_table;
 
@@ -31,6 +33,9 @@ pub enum Format {
 
 pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> {
     Ok(match format {
+        Format::Table if run.results.iter().any(|r| r.instructions.is_some()) && run.results.iter().all(|r| r.measurement.is_none()) => {
+            insns_table::render_run(run, verbose)
+        }
         Format::Table if !run.results.is_empty() && run.results.iter().all(|r| r.facts.layout == Layout::OpLines) => {
             op_lines::render_run(run, verbose)
         }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{RunRecord, ScenarioRecord, Timing};
+use crate::record::{RunRecord, Runtime, ScenarioRecord, Timing};
 use crate::stats::render_histogram;
 
 const NAME_W: usize = 34;
@@ -37,11 +37,16 @@ fn row(name: &str, cells: &[String]) -> String {
     s + "|\n"
 }
 
-/// A row's label: the scenario, marked when it was timed per call.
+/// A row's label: the scenario, marked when it was timed per call or ran
+/// in the userspace runtime.
 fn label(r: &ScenarioRecord) -> String {
+    let name = match r.runtime {
+        Runtime::Kernel => r.name.clone(),
+        Runtime::User => format!("{} (user)", r.name),
+    };
     match r.timing {
-        Timing::InBpf => r.name.clone(),
-        Timing::PerCall { .. } => format!("{} (per call)", r.name),
+        Timing::InBpf => name,
+        Timing::PerCall { .. } => format!("{name} (per call)"),
     }
 }
 
@@ -181,6 +186,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         out.push_str(&rule());
     }
     out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
+    out.push_str(&super::runtime_table::render(report));
     if per_call {
         out.push_str(
             "(per call): one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",

@@ -13,7 +13,7 @@ use crate::compare::{Gate, GateDecision, RunNoise, compare_runs, run_noise_from_
 use crate::harness::runner::Runner;
 use crate::harness::{LoadedWorkload, ScenarioInfo, Workload, groups};
 use crate::history::History;
-use crate::record::{ComparisonRecord, RunRecord, Sampling, ScenarioRecord, schema};
+use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime, Sampling, ScenarioRecord, schema};
 use crate::system::{self, environment, interrupt};
 
 /// What happens during a session, for the caller to show.
@@ -44,6 +44,9 @@ pub struct Plan<'a> {
     pub sampling: Sampling,
     /// The CPU to run on (default: the last allowed one).
     pub cpu: Option<usize>,
+    /// Where the programs run; each scenario runs in each, in this order.
+    pub runtimes: Vec<Runtime>,
+    pub metric: Metric,
     pub rounds: u32,
     pub tag: Option<String>,
     /// The history: where run-to-run noise is looked up for the comparison.
@@ -103,11 +106,18 @@ pub fn select_from(workload: &str, all: &[ScenarioInfo], names: &[String], group
         .collect())
 }
 
-/// The parts of a session that measure: the loaded workload and the runner.
-struct Measurer<'w> {
-    name: &'w str,
+/// The workload set up in one runtime, with its runner (each runtime has
+/// its own loop overhead).
+struct Side<'w> {
+    runtime: Runtime,
     loaded: Box<dyn LoadedWorkload + 'w>,
     runner: Runner,
+}
+
+/// The parts of a session that measure: the loaded workload, per runtime.
+struct Measurer<'w> {
+    name: &'w str,
+    sides: Vec<Side<'w>>,
     cpu: usize,
 }
 
@@ -121,8 +131,10 @@ impl Measurer<'_> {
                 break;
             }
             observer.scenario_started(i, scenarios.len(), &s.name);
-            if let Some(rec) = self.runner.run_scenario(self.name, self.loaded.as_mut(), s) {
-                results.push(rec);
+            for side in &mut self.sides {
+                if let Some(rec) = side.runner.run_scenario_in(self.name, side.runtime, side.loaded.as_mut(), s) {
+                    results.push(rec);
+                }
             }
         }
         RunRecord {
@@ -140,11 +152,15 @@ impl Measurer<'_> {
 /// rounds (storing each one that was not interrupted), then compares
 /// against the reference and lets the gate re-measure suspects.
 pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
-    let Plan { workload, scenarios, sampling, cpu, rounds, tag, mut history, store, reference, gate, confirm, progress } = plan;
+    let Plan { workload, scenarios, sampling, cpu, runtimes, metric, rounds, tag, mut history, store, reference, gate, confirm, progress } = plan;
     let cpu = system::prepare_for_timing(cpu)?;
-    let loaded = workload.setup(cpu)?;
-    let runner = Runner::new(sampling.clone(), progress, interrupt::flag());
-    let mut m = Measurer { name: workload.name(), loaded, runner, cpu };
+    let mut sides = Vec::new();
+    for runtime in runtimes {
+        let loaded = workload.setup_in(cpu, runtime)?;
+        let runner = Runner::new(sampling.clone(), progress, interrupt::flag()).with_metric(metric);
+        sides.push(Side { runtime, loaded, runner });
+    }
+    let mut m = Measurer { name: workload.name(), sides, cpu };
 
     let mut done: Vec<RunRecord> = Vec::new();
     for round in 1..=rounds {
@@ -181,7 +197,7 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
     observer.compared(&first, None);
     let newest = &outcome.rounds[0];
     let decision = gate.decide(&first, confirm, |suspects, number| {
-        let rerun: Vec<ScenarioInfo> = scenarios.iter().filter(|s| suspects.contains(&format!("{}/{}", m.name, s.name))).cloned().collect();
+        let rerun: Vec<ScenarioInfo> = scenarios.iter().filter(|s| suspects.iter().any(|b| names_scenario(b, m.name, &s.name))).cloned().collect();
         let again = m.round(&rerun, &newest.tag, &sampling, &mut Quiet);
         let cmp = compare(std::slice::from_ref(&again), &format!("re-measurement {number}"));
         observer.compared(&cmp, Some(number));
@@ -189,6 +205,12 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
     })?;
     outcome.gate = Some((first, decision));
     Ok(outcome)
+}
+
+/// Whether benchmark name `benchmark` is scenario `scenario` of `workload`
+/// (in any runtime, however timed: "xdp-lb/tcp-v4-ch@user").
+fn names_scenario(benchmark: &str, workload: &str, scenario: &str) -> bool {
+    benchmark.strip_prefix(workload).and_then(|r| r.strip_prefix('/')).and_then(|r| r.strip_prefix(scenario)).is_some_and(|r| r.is_empty() || r.starts_with('@'))
 }
 
 /// An observer that shows nothing (re-measurements report through `compared`).

@@ -1,8 +1,10 @@
 //! The helpers a program calls, as the kernel defines them, and the map
 //! handles `ld_imm64` gives. An unsupported helper is an error naming it.
 
+use std::collections::BTreeMap;
+
 use super::maps::{UserMap, UserMaps};
-use super::uapi::{GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM};
+use super::uapi::{GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
 use super::memory::{Memory, RegionKind};
 
 
@@ -10,16 +12,22 @@ use super::memory::{Memory, RegionKind};
 /// dereference (no region holds it), and the map's index.
 const MAP_HANDLE_TAG: u64 = 0x4d41_5000_0000_0000;
 
-/// The helpers' state: the CPU a run claims to be on, and prandom's.
+/// The helpers this runtime has: a program calling any other is refused
+/// when it is loaded.
+pub const SUPPORTED: &[i32] = &[MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, KTIME_GET_NS, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL];
+
+/// The helpers' state: the CPU a run claims to be on, prandom's, and the
+/// map operations done, by (map index, helper id).
 pub struct Helpers {
     pub cpu: usize,
     prandom: u64,
+    pub map_ops: BTreeMap<(usize, i32), u64>,
 }
 
 impl Helpers {
     /// `seed` makes bpf_get_prandom_u32's sequence repeatable.
     pub fn new(cpu: usize, seed: u64) -> Helpers {
-        Helpers { cpu, prandom: seed | 1 }
+        Helpers { cpu, prandom: seed | 1, map_ops: BTreeMap::new() }
     }
 
     pub fn map_handle(&self, maps: Option<&UserMaps>, fd: i32) -> Result<u64, String> {
@@ -42,11 +50,14 @@ impl Helpers {
         Ok(value.as_ptr() as u64 + u64::from(off))
     }
 
-    /// The map a helper's argument names.
-    fn map_of(maps: Option<&mut UserMaps>, handle: u64) -> Result<&mut UserMap, String> {
+    /// The map a helper's argument names, with the operation counted.
+    fn map_of<'m>(&mut self, maps: Option<&'m mut UserMaps>, handle: u64, op: i32) -> Result<&'m mut UserMap, String> {
         let i = (handle & !MAP_HANDLE_TAG) as usize;
         match maps {
-            Some(m) if handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < m.maps.len() => Ok(&mut m.maps[i]),
+            Some(m) if handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < m.maps.len() => {
+                *self.map_ops.entry((i, op)).or_default() += 1;
+                Ok(&mut m.maps[i])
+            }
             _ => Err(format!("{handle:#x} is not a map")),
         }
     }
@@ -61,7 +72,7 @@ impl Helpers {
     pub fn call(&mut self, id: i32, a: [u64; 5], maps: Option<&mut UserMaps>, mem: &mut Memory) -> Result<u64, String> {
         Ok(match id {
             MAP_LOOKUP_ELEM => {
-                let m = Self::map_of(maps, a[0])?;
+                let m = self.map_of(maps, a[0], MAP_LOOKUP_ELEM)?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let writable = !m.def.read_only;
                 let of_maps = super::maps::of_maps(m.def.map_type);
@@ -79,13 +90,13 @@ impl Helpers {
                 }
             }
             MAP_UPDATE_ELEM => {
-                let m = Self::map_of(maps, a[0])?;
+                let m = self.map_of(maps, a[0], MAP_UPDATE_ELEM)?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let value = Self::bytes(mem, a[2], m.def.value_size)?;
                 m.update(&key, &[&value], a[3], self.cpu) as u64
             }
             MAP_DELETE_ELEM => {
-                let m = Self::map_of(maps, a[0])?;
+                let m = self.map_of(maps, a[0], MAP_DELETE_ELEM)?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 m.delete(&key) as u64
             }
@@ -98,7 +109,48 @@ impl Helpers {
                 (self.prandom.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) & 0xffff_ffff
             }
             GET_SMP_PROCESSOR_ID => self.cpu as u64,
-            _ => return Err(format!("calls helper {id}, which bpfbench's userspace runtime does not have")),
+            _ => return Err(unsupported(id)),
         })
     }
+}
+
+/// Names of the helpers a datapath commonly calls, for messages.
+fn helper_name(id: i32) -> Option<&'static str> {
+    Some(match id {
+        1 => "bpf_map_lookup_elem",
+        2 => "bpf_map_update_elem",
+        3 => "bpf_map_delete_elem",
+        5 => "bpf_ktime_get_ns",
+        6 => "bpf_trace_printk",
+        7 => "bpf_get_prandom_u32",
+        8 => "bpf_get_smp_processor_id",
+        10 => "bpf_l3_csum_replace",
+        11 => "bpf_l4_csum_replace",
+        12 => "bpf_tail_call",
+        23 => "bpf_redirect",
+        25 => "bpf_perf_event_output",
+        28 => "bpf_csum_diff",
+        44 => "bpf_xdp_adjust_head",
+        51 => "bpf_redirect_map",
+        54 => "bpf_xdp_adjust_meta",
+        65 => "bpf_xdp_adjust_tail",
+        69 => "bpf_fib_lookup",
+        113 => "bpf_probe_read_kernel",
+        125 => "bpf_ktime_get_boot_ns",
+        130 => "bpf_ringbuf_output",
+        131 => "bpf_ringbuf_reserve",
+        181 => "bpf_loop",
+        _ => return None,
+    })
+}
+
+/// The one-line refusal of helper `id`.
+pub fn unsupported(id: i32) -> String {
+    let name = helper_name(id).map_or_else(|| format!("helper {id}"), |n| format!("helper {id} ({n})"));
+    format!("calls {name}, which bpfbench's userspace runtime does not have")
+}
+
+/// The name a count table shows for helper `id`.
+pub fn name_of(id: i32) -> String {
+    helper_name(id).map_or_else(|| format!("helper {id}"), str::to_string)
 }

@@ -215,6 +215,23 @@ impl UserMap {
         self.graveyard.clear();
     }
 
+    /// Every CPU's value of `key`, as userspace's lookup gives it (no LRU
+    /// reference bit set).
+    pub fn peek_all(&self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
+        match &self.store {
+            Store::Lru(l) => l.peek(key).map(|v| vec![v.to_vec()]),
+            Store::Array(slots) => {
+                let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
+                slots.get(i).map(|v| v.iter().map(|b| b.to_vec()).collect())
+            }
+            Store::Hash(m) => m.get(key).map(|v| v.iter().map(|b| b.to_vec()).collect()),
+            Store::Lpm(m) => {
+                let (plen, data) = lpm_key(key)?;
+                m.get(&(plen, lpm_prefix(data, plen))).map(|v| vec![v.to_vec()])
+            }
+        }
+    }
+
     /// Every (key, per-CPU values), for comparisons and copying back.
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
         match &self.store {
@@ -230,6 +247,10 @@ impl UserMap {
 pub struct UserMaps {
     pub maps: Vec<UserMap>,
     by_fd: HashMap<i32, usize>,
+    /// The kernel map each of the object's own maps was copied from, by name.
+    ids: HashMap<String, (u32, usize)>,
+    /// Slots of inner maps no outer map holds any more, for the next copies.
+    free: Vec<usize>,
 }
 
 impl UserMaps {
@@ -248,14 +269,35 @@ impl UserMaps {
     /// Copies the maps (fd in the instructions, id, name) as they are now.
     pub fn mirror_ids(maps: &[(i32, u32, String)]) -> Result<UserMaps> {
         let cpus = crate::system::cpu::possible_cpus()?;
-        let mut out = UserMaps { maps: Vec::new(), by_fd: HashMap::new() };
+        let mut out = UserMaps { maps: Vec::new(), by_fd: HashMap::new(), ids: HashMap::new(), free: Vec::new() };
         let mut inner_by_id = HashMap::new();
         for (fd, id, name) in maps {
             let m = libbpf_rs::MapHandle::from_map_id(*id).with_context(|| format!("opening map {name}"))?;
             let i = out.mirror_one(&m, name.clone(), cpus, &mut inner_by_id)?;
             out.by_fd.insert(*fd, i);
+            out.ids.insert(name.clone(), (*id, i));
         }
         Ok(out)
+    }
+
+    /// Copies the object's map `name` again from the kernel's, after setup
+    /// code changed it there. A map of maps' old inner maps are dropped.
+    pub fn resync(&mut self, name: &str) -> Result<()> {
+        let &(id, i) = self.ids.get(name).with_context(|| format!("the object has no map {name}"))?;
+        if of_maps(self.maps[i].def.map_type) {
+            for (_, values) in self.maps[i].entries() {
+                let inner = u32::from_ne_bytes(values[0][..4].try_into().expect("4-byte inner map index"));
+                if inner != NO_INNER_MAP {
+                    self.free.push(inner as usize);
+                }
+            }
+        }
+        let m = libbpf_rs::MapHandle::from_map_id(id).with_context(|| format!("opening map {name}"))?;
+        let copy = self.mirror_one(&m, name.to_string(), crate::system::cpu::possible_cpus()?, &mut HashMap::new())?;
+        // The copy takes the map's own slot: the instructions' fds lead there.
+        self.maps.swap(i, copy);
+        self.free.push(copy);
+        Ok(())
     }
 
     /// Copies one map; returns its index.
@@ -285,7 +327,8 @@ impl UserMaps {
                     Some(&i) => i,
                     None => {
                         let inner = libbpf_rs::MapHandle::from_map_id(id).with_context(|| format!("opening the inner map {id} of {name}"))?;
-                        let i = self.mirror_one(&inner, format!("{name}[inner {id}]"), cpus, inner_by_id)?;
+                        // Named by its outer map, not by id: counts by map must not change between runs.
+                        let i = self.mirror_one(&inner, format!("{name}[inner]"), cpus, inner_by_id)?;
                         inner_by_id.insert(id, i);
                         i
                     }
@@ -298,8 +341,16 @@ impl UserMaps {
                 bail!("copying map {name} to userspace: error {rc}");
             }
         }
-        self.maps.push(um);
-        Ok(self.maps.len() - 1)
+        match self.free.pop() {
+            Some(slot) => {
+                self.maps[slot] = um;
+                Ok(slot)
+            }
+            None => {
+                self.maps.push(um);
+                Ok(self.maps.len() - 1)
+            }
+        }
     }
 
     /// The map an instruction's fd names.
@@ -307,8 +358,13 @@ impl UserMaps {
         self.by_fd.get(&fd).copied()
     }
 
+    /// The object's own map `name` (not an inner map).
     pub fn by_name(&self, name: &str) -> Option<&UserMap> {
-        self.maps.iter().find(|m| m.def.name == name)
+        self.ids.get(name).map(|&(_, i)| &self.maps[i])
+    }
+
+    pub fn by_name_mut(&mut self, name: &str) -> Option<&mut UserMap> {
+        self.ids.get(name).map(|&(_, i)| &mut self.maps[i])
     }
 
     pub fn end_run(&mut self) {

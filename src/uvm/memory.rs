@@ -3,6 +3,7 @@
 //! see real host addresses, so their pointer arithmetic needs no
 //! translation; an address outside every region is an error, not a crash.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// What a region holds, for messages.
@@ -51,17 +52,27 @@ impl fmt::Display for AccessError {
     }
 }
 
-/// The regions of one run.
+/// The regions of one run: a few fixed ones (context, packet, stack) and
+/// the map values handed out, by address. A timed batch looks values up
+/// thousands of times: each is kept once and found in log time, so a
+/// batch's cost stays proportional to its iterations.
 #[derive(Debug, Default)]
 pub struct Memory {
     regions: Vec<Region>,
+    values: BTreeMap<u64, Region>,
 }
 
 impl Memory {
     /// Hands out `len` bytes at `start` (a pointer from `as_mut_ptr` when
     /// writable: the program writes through it).
     pub fn add(&mut self, start: *const u8, len: usize, writable: bool, kind: RegionKind) {
-        self.regions.push(Region { start: start as u64, len: len as u64, writable, kind });
+        let r = Region { start: start as u64, len: len as u64, writable, kind };
+        if kind == RegionKind::MapValue {
+            // Values live until the run ends (see maps.rs): an address is never reused within it.
+            self.values.insert(r.start, r);
+        } else {
+            self.regions.push(r);
+        }
     }
 
     /// Moves the (first) region of `kind`: a packet whose head or tail moved.
@@ -72,7 +83,7 @@ impl Memory {
         }
     }
 
-    /// Forgets the regions from `len` on (map values handed out during a run).
+    /// Forgets the fixed regions from `len` on (a run's stack).
     pub fn truncate(&mut self, len: usize) {
         self.regions.truncate(len);
     }
@@ -88,8 +99,11 @@ impl Memory {
     /// The region holding all of [addr, addr + size).
     pub fn check(&self, addr: u64, size: usize, write: bool) -> Result<&Region, AccessError> {
         let end = addr.checked_add(size as u64).ok_or(AccessError::Outside { addr, size })?;
-        // Newest first: map values handed out last are the likeliest.
-        let r = self.regions.iter().rev().find(|r| addr >= r.start && end <= r.start + r.len).ok_or(AccessError::Outside { addr, size })?;
+        let holds = |r: &&Region| addr >= r.start && end <= r.start + r.len;
+        let r = match self.regions.iter().rev().find(holds) {
+            Some(r) => r,
+            None => self.values.range(..=addr).next_back().map(|(_, r)| r).filter(holds).ok_or(AccessError::Outside { addr, size })?,
+        };
         if write && !r.writable {
             return Err(AccessError::ReadOnly { addr, kind: r.kind });
         }

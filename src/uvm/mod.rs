@@ -13,12 +13,14 @@
 //! kernel's after setup, and the map, time, random and adjust helpers. To
 //! come: a JIT, and the `--runtime` and `--metric insns` options.
 
+pub mod fuzz;
 pub mod helpers;
 pub mod insn;
 pub mod interp;
 pub mod lru;
 pub mod maps;
 pub mod memory;
+pub mod runtime;
 pub mod uapi;
 pub mod xdp;
 
@@ -27,6 +29,7 @@ use libbpf_rs::AsRawLibbpf;
 
 pub use insn::Insn;
 pub use interp::{Counts, Interpreter, VmError};
+pub use runtime::{RunCounts, UserRuntime};
 
 /// Has libbpf prepare an opened object for loading (maps created,
 /// relocations done) without loading its programs.

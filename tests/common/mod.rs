@@ -111,6 +111,8 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
             summary,
             warnings: vec![],
         }),
+        runtime: Default::default(),
+        instructions: None,
     }
 }
 

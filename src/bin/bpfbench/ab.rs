@@ -11,6 +11,7 @@ use bpfbench::compare::{RunNoise, compare_runs};
 use bpfbench::harness::{ScenarioInfo, Workload};
 use bpfbench::history::History;
 use bpfbench::record::paired::{PairedCase, PairedRecord};
+use bpfbench::record::{Metric, RunRecord, Runtime};
 use bpfbench::report::ab_table;
 use bpfbench::session::ab::{AbObserver, AbPlan, LocalBuild};
 use bpfbench::session::worker::{self, Worker};
@@ -111,6 +112,9 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     } else if !args.run_args.is_empty() {
         bail!("arguments after -- are for two bpfbench executables; with BPF objects give the options before A and B");
     }
+    if args.metric == Metric::Insns {
+        return count_both(args, matches, &builds);
+    }
     let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
     let cpu = system::prepare_for_timing(args.cpu)?;
     let plan = |workload: &str, scenarios: Vec<ScenarioInfo>| AbPlan {
@@ -151,6 +155,57 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         }
     };
     finish(args, &record, history.as_mut())
+}
+
+/// `ab --metric insns`: A's and B's instructions per packet, counted in
+/// the userspace runtime after the same validation. Counts are exact, so
+/// one count a side is the comparison: no pairing, no statistics.
+fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Result<ExitCode> {
+    let build = |p: &Path| -> Result<Box<dyn Workload>> {
+        match builds {
+            Builds::WorkloadObjects(name) => workloads::build_with_object(name, matches, p),
+            Builds::Objects => workloads::build(&p.display().to_string(), matches),
+            Builds::Executables => bail!("--metric insns compares two BPF objects; for two bpfbench executables run each with --metric insns and use 'bpfbench compare'"),
+        }
+    };
+    let (wa, wb) = (build(&args.a)?, build(&args.b)?);
+    let scenarios = session::select(wa.as_ref(), &args.select.scenarios, &args.select.groups)?;
+    check_same_scenarios(&scenarios, wb.name(), wb.scenarios())?;
+    let count = |w: &dyn Workload| -> Result<RunRecord> {
+        let plan = session::Plan {
+            workload: w,
+            scenarios: scenarios.clone(),
+            sampling: Default::default(),
+            cpu: args.cpu,
+            runtimes: vec![Runtime::User],
+            metric: Metric::Insns,
+            rounds: 1,
+            tag: None,
+            history: None,
+            store: false,
+            reference: None,
+            gate: Default::default(),
+            confirm: 0,
+            progress: false,
+        };
+        let outcome = session::run(plan, &mut session::Quiet)?;
+        let run = outcome.rounds.into_iter().next().expect("one round");
+        for r in run.results.iter().filter(|r| r.failed()) {
+            bail!("{}: {}", r.benchmark_name(), r.error.as_deref().unwrap_or("not counted"));
+        }
+        Ok(run)
+    };
+    let (ra, rb) = (count(wa.as_ref())?, count(wb.as_ref())?);
+    let cmp = compare_runs(&[ra], &args.a.display().to_string(), &[rb], &args.b.display().to_string(), args.gate.threshold(), &RunNoise::new());
+    if cmp.instructions.is_empty() {
+        bail!("A and B counted no scenario in common");
+    }
+    let format = match args.format {
+        ab_table::AbFormat::Table => CompareFormat::Table,
+        ab_table::AbFormat::Json => CompareFormat::Json,
+        other => bail!("--metric insns prints a table or JSON, not {other:?}"),
+    };
+    print_comparison(&cmp, format, &args.gate)
 }
 
 /// Shows, stores and gates a finished comparison.

@@ -8,7 +8,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use bpfbench::compare::Gate;
 use bpfbench::harness::paired::PairedSettings;
 use bpfbench::report::ab_table::AbFormat;
-use bpfbench::record::Sampling;
+use bpfbench::record::{Metric, Runtime, Sampling};
 use bpfbench::report::Format;
 use bpfbench::traffic::generator::FlowOrder;
 use bpfbench::workloads;
@@ -111,6 +111,20 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = VerifierFormat::Table)]
         format: VerifierFormat,
     },
+    /// Fuzz the userspace runtime: random bytecode, and xdp-lb's programs
+    /// with a few instructions mutated, run on its maps and packets; every
+    /// program must end in a verdict or an error, never a crash or a hang.
+    FuzzUvm {
+        /// Programs to run.
+        #[arg(long, default_value_t = 1_000_000)]
+        programs: u64,
+        /// Seed of the program generator (the same seed, the same programs).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Instructions a program may execute before it is stopped.
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+        budget: u64,
+    },
     /// Measure the candidate loop constructs for the in-BPF timing loop.
     Loops {
         #[arg(long)]
@@ -134,6 +148,16 @@ pub struct RunArgs {
     /// Pin the run to this CPU (default: the last CPU this process may use).
     #[arg(long)]
     pub cpu: Option<usize>,
+    /// Where the programs run: the kernel, bpfbench's userspace runtime (the
+    /// same relocated instructions, same validation and timing), or both
+    /// side by side with their ratio [default: kernel; user with --metric insns].
+    #[arg(long, value_enum)]
+    pub runtime: Option<RuntimeChoice>,
+    /// What to measure: time per operation, or the BPF instructions,
+    /// helper calls and map operations per packet, counted by the userspace
+    /// runtime (deterministic: a noise-free figure for CI).
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
     /// Show validation, calibration, proportionality and a histogram per scenario.
     #[arg(short, long)]
     pub verbose: bool,
@@ -159,6 +183,29 @@ pub struct RunArgs {
     pub confirm: u32,
     #[command(flatten)]
     pub tags: TagArgs,
+}
+
+/// `--runtime`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeChoice {
+    Kernel,
+    User,
+    Both,
+}
+
+impl RunArgs {
+    /// The runtimes each scenario runs in, in order; refuses what
+    /// `--metric` cannot be measured in.
+    pub fn runtimes(&self) -> anyhow::Result<Vec<Runtime>> {
+        match (self.metric, self.runtime) {
+            (Metric::Insns, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) => {
+                anyhow::bail!("--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user")
+            }
+            (Metric::Insns, _) | (_, Some(RuntimeChoice::User)) => Ok(vec![Runtime::User]),
+            (_, None | Some(RuntimeChoice::Kernel)) => Ok(vec![Runtime::Kernel]),
+            (_, Some(RuntimeChoice::Both)) => Ok(vec![Runtime::Kernel, Runtime::User]),
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -306,6 +353,10 @@ pub struct AbArgs {
     /// Time A and B even where their verdicts or output packets differ.
     #[arg(long)]
     pub allow_different_output: bool,
+    /// insns: compare BPF instructions per packet, counted by the userspace
+    /// runtime, with exact deltas (no pairing or statistics needed).
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
     /// Run on this CPU (default: the last CPU this process may use).
     #[arg(long)]
     pub cpu: Option<usize>,

@@ -60,6 +60,38 @@ fn ab_worker(run_args: Vec<String>) -> Result<ExitCode> {
     ab::serve(&args, workload_matches.as_ref().expect("run has matches"))
 }
 
+fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
+    bpfbench::system::check_privileges()?;
+    let cpu = bpfbench::system::cpu::default_cpu()?;
+    let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(cpu)?;
+    let mut runtime = corpus.runtime;
+    eprintln!("bpfbench: fuzzing the userspace runtime with {programs} programs (seed {seed}, budget {budget} instructions each)");
+    let r = bpfbench::uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, programs, seed, budget);
+    println!(
+        "{} programs ({} random, {} mutated from xdp-lb's {}) in {:.1} s, {} instructions executed",
+        r.programs,
+        r.random,
+        r.mutated,
+        corpus.names.join(" and "),
+        r.elapsed.as_secs_f64(),
+        r.insns
+    );
+    println!("  {} ran to their exit; {} stopped with an error naming the instruction ({} by the budget)", r.finished, r.refused, r.budget_spent);
+    let mut kinds: Vec<(&String, &u64)> = r.kinds.iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(a.1));
+    for (kind, n) in kinds.iter().take(8) {
+        println!("    {n:>9}  {kind}");
+    }
+    if r.panics.is_empty() {
+        println!("  no crash, no hang");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (n, msg) in &r.panics {
+        eprintln!("bpfbench: program {n} (seed {seed}) panicked: {msg}");
+    }
+    Ok(ExitCode::FAILURE)
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
@@ -83,6 +115,7 @@ fn main() -> ExitCode {
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),
         Some(Command::Gen(args)) => traffic::generate(&args),
         Some(Command::Live(args)) => live::live(&args),
+        Some(Command::FuzzUvm { programs, seed, budget }) => fuzz_uvm(programs, seed, budget),
     };
     match result {
         Ok(code) => code,

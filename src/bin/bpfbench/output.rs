@@ -37,6 +37,9 @@ pub fn gate_exit(decision: &GateDecision, gate: &Gate, against: &str) -> ExitCod
     for b in &decision.regressions {
         eprintln!("bpfbench: {}", compare_table::regression_line(b, against, gate.fail_on_regression.unwrap_or(0.0)));
     }
+    for d in &decision.instruction_regressions {
+        eprintln!("bpfbench: {}", compare_table::instruction_regression_line(d, against, gate.fail_on_regression.unwrap_or(0.0)));
+    }
     if decision.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 

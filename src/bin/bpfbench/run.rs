@@ -73,6 +73,7 @@ impl Observer for Terminal<'_> {
 }
 
 pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    let runtimes = args.runtimes()?;
     let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     system::check_privileges()?;
@@ -95,6 +96,8 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         scenarios,
         sampling: args.sampling.clone(),
         cpu: args.cpu,
+        runtimes,
+        metric: args.metric,
         rounds: args.repeat,
         tag: args.store.tag.clone(),
         history: history.as_mut(),

@@ -115,8 +115,8 @@ pub fn compare(a: &str, b: &str, gate: &Gate, tag_runs: usize, format: CompareFo
     let (rb, lb) = resolve_runs(b, db, tag_runs)?;
     let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { RunNoise::new() };
     let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold(), &noise);
-    if cmp.benchmarks.is_empty() {
-        bail!("{la} and {lb} have no measured benchmark in common");
+    if cmp.benchmarks.is_empty() && cmp.instructions.is_empty() {
+        bail!("{la} and {lb} have no measured or counted benchmark in common");
     }
     print_comparison(&cmp, format, gate)
 }

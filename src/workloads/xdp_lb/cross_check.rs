@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::history::History;
 use crate::record::live::{CrossCheck, CrossCheckStep, LiveStep};
-use crate::record::{RunRecord, Sampling};
+use crate::record::{Metric, RunRecord, Runtime, Sampling};
 use crate::session::{self, Plan, Quiet};
 use super::XdpLb;
 use super::live::{HIT_SCENARIO, MISS_SCENARIO};
@@ -41,6 +41,8 @@ pub fn measure_in_bpf(cpu: usize) -> Result<InBpf> {
         scenarios,
         sampling: Sampling { samples: SAMPLES, max_scenario_s: 3.0, ..Sampling::default() },
         cpu: Some(cpu),
+        runtimes: vec![Runtime::Kernel],
+        metric: Metric::Time,
         rounds: 1,
         tag: None,
         history: None::<&mut History>,

@@ -12,7 +12,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use super::maglev::{RingMember, build_ring};
 use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use crate::harness::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
-use crate::harness::timing::TimedProgram;
+use crate::harness::timing::{SharedRuntime, TimedProgram};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
@@ -60,9 +60,12 @@ pub struct LoadedLb {
     /// xdp_lb.bpf.c from before it existed have none.
     pub live: Option<std::os::fd::OwnedFd>,
     /// The programs' relocated instructions and their maps, for the
-    /// userspace runtime (only its tests read them until `--runtime` comes).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// userspace runtime.
     pub code: crate::uvm::PreparedCode,
+    /// The userspace runtime the timed programs run in, when they do. Setup
+    /// still writes the kernel's maps (one setup code for both); each
+    /// change is then copied over, and counters are read from it.
+    user: Option<SharedRuntime>,
     vip_map: MapHandle,
     reals: MapHandle,
     ch_rings: MapHandle,
@@ -93,6 +96,7 @@ impl LoadedLb {
         let u32s = size_of::<u32>();
         let mut lb = LoadedLb {
             code,
+            user: None,
             body: timed("xdp_lb")?,
             overhead: timed("xdp_lb_overhead")?,
             live: object_prog(&obj, "xdp_lb_live", &label).ok(),
@@ -109,6 +113,40 @@ impl LoadedLb {
         };
         lb.configure()?;
         Ok(lb)
+    }
+
+    /// Runs the timed programs in the userspace runtime from now on, with
+    /// the maps as setup left them.
+    pub fn run_in_user(&mut self, cpu: usize) -> Result<()> {
+        let runtime = std::rc::Rc::new(std::cell::RefCell::new(crate::uvm::UserRuntime::new(&self.code, cpu)?));
+        self.body.run_in_user(runtime.clone(), "xdp_lb")?;
+        self.overhead.run_in_user(runtime.clone(), "xdp_lb_overhead")?;
+        self.user = Some(runtime);
+        Ok(())
+    }
+
+    /// The userspace runtime, when the programs run there.
+    pub fn user(&self) -> Option<&SharedRuntime> {
+        self.user.as_ref()
+    }
+
+    /// Copies the maps setup just changed in the kernel to the userspace runtime.
+    fn sync(&self, names: &[&str]) -> Result<()> {
+        if let Some(rt) = &self.user {
+            for name in names {
+                rt.borrow_mut().resync(name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every CPU's value of `key` in `map` (called `name` in the object),
+    /// from where the programs run.
+    fn percpu_values(&self, map: &MapHandle, name: &str, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match &self.user {
+            Some(rt) => rt.borrow().map(name)?.peek_all(key).with_context(|| format!("{name} has no slot {key:?}")),
+            None => map.lookup_percpu(key, MapFlags::ANY)?.with_context(|| format!("{name} has no slot {key:?}")),
+        }
     }
 
     fn configure(&mut self) -> Result<()> {
@@ -160,7 +198,8 @@ impl LoadedLb {
     /// Writes the control map: the next-hop MAC and the UDP LRU timeout.
     pub fn set_udp_timeout(&self, udp_lru_timeout_ns: u64) -> Result<()> {
         let ctl = lb_ctl { default_mac: NEXT_HOP_MAC, udp_lru_timeout_ns, ..Default::default() };
-        self.ctl_array.update(&key(0), bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing ctl_array")
+        self.ctl_array.update(&key(0), bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing ctl_array")?;
+        self.sync(&["ctl_array"])
     }
 
     /// The real position the VIP's ring holds for `hash`.
@@ -197,7 +236,7 @@ impl LoadedLb {
         for k in keys {
             let _ = self.fallback_lru.delete(&k);
         }
-        Ok(())
+        self.sync(&["lru_mapping", "fallback_lru"])
     }
 
     /// Zeroes every per-CPU counter.
@@ -213,17 +252,17 @@ impl LoadedLb {
                 map.update_percpu(&key(k), &zeros, MapFlags::ANY)?;
             }
         }
-        Ok(())
+        self.sync(&["lb_counters", "vip_stats", "real_stats"])
     }
 
     /// A counter summed over CPUs.
     pub fn counter(&self, c: Counter) -> Result<u64> {
-        let per_cpu = self.counters.lookup_percpu(&key(c.0), MapFlags::ANY)?.context("counter slot missing")?;
+        let per_cpu = self.percpu_values(&self.counters, "lb_counters", &key(c.0))?;
         Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned::<u64>(&v[..8])).sum())
     }
 
-    fn stat(map: &MapHandle, idx: u32) -> Result<lb_stat> {
-        let per_cpu = map.lookup_percpu(&key(idx), MapFlags::ANY)?.context("stat slot missing")?;
+    fn stat(&self, map: &MapHandle, name: &str, idx: u32) -> Result<lb_stat> {
+        let per_cpu = self.percpu_values(map, name, &key(idx))?;
         Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned::<lb_stat>(v)).fold(lb_stat::default(), |a, s| lb_stat {
             packets: a.packets + s.packets,
             bytes: a.bytes + s.bytes,
@@ -232,15 +271,16 @@ impl LoadedLb {
 
     /// Packets and bytes counted for a VIP, summed over CPUs.
     pub fn vip_stat(&self, vip_num: u32) -> Result<(u64, u64)> {
-        Self::stat(&self.vip_stats, vip_num).map(|s| (s.packets, s.bytes))
+        self.stat(&self.vip_stats, "vip_stats", vip_num).map(|s| (s.packets, s.bytes))
     }
 
     /// Packets and bytes counted for the real at `pos`, summed over CPUs.
     pub fn real_stat(&self, pos: u32) -> Result<(u64, u64)> {
-        Self::stat(&self.real_stats, pos).map(|s| (s.packets, s.bytes))
+        self.stat(&self.real_stats, "real_stats", pos).map(|s| (s.packets, s.bytes))
     }
 
     pub fn set_flowgen(&self, g: FlowGen) -> Result<()> {
-        self.flowgen.update(&key(0), bytemuck::bytes_of(&g), MapFlags::ANY).context("writing flowgen")
+        self.flowgen.update(&key(0), bytemuck::bytes_of(&g), MapFlags::ANY).context("writing flowgen")?;
+        self.sync(&["flowgen"])
     }
 }

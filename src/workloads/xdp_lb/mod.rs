@@ -23,6 +23,7 @@ use crate::harness::test_run::xdp_action_name;
 use crate::harness::skeleton::ObjectSource;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::record::{InstructionCount, Runtime};
 use crate::workloads::Registration;
 use datapath::LoadedLb;
 use scenarios::{Flows, LbScenario, SCENARIOS};
@@ -61,8 +62,18 @@ impl Workload for XdpLb {
     }
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
+        self.setup_in(cpu, Runtime::Kernel)
+    }
+
+    /// The kernel loads the object either way: setup fills its maps, and
+    /// the userspace runtime copies them (one setup code for both).
+    fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let source = self.object.clone().map_or_else(LoadedLb::builtin, ObjectSource::File);
-        Ok(Box::new(Loaded { lb: LoadedLb::load(&source)?, cpu, config: self }))
+        let mut lb = LoadedLb::load(&source)?;
+        if runtime == Runtime::User {
+            lb.run_in_user(cpu)?;
+        }
+        Ok(Box::new(Loaded { lb, cpu, config: self }))
     }
 }
 
@@ -113,6 +124,11 @@ impl PreparedScenario for Prepared<'_> {
         Some(self.lb.body.fd())
     }
 
+    fn count_instructions(&mut self, iters: u32) -> Result<Option<InstructionCount>> {
+        let Some(rt) = self.lb.user().cloned() else { return Ok(None) };
+        crate::harness::count_instructions(&rt, iters, |variant, n| self.run_batch(variant, n).map(|_| ())).map(Some)
+    }
+
     /// The overhead loop runs the same flow generator: one measurement per
     /// generator shape.
     fn overhead_key(&self) -> String {
@@ -126,6 +142,25 @@ impl PreparedScenario for Prepared<'_> {
             }
         }
     }
+}
+
+/// What `bpfbench fuzz-uvm` mutates and runs on: the load balancer's
+/// programs as prepared, its maps as setup fills them, and its scenarios'
+/// packets.
+pub struct FuzzCorpus {
+    pub runtime: crate::uvm::UserRuntime,
+    pub names: Vec<String>,
+    pub programs: Vec<Vec<crate::uvm::Insn>>,
+    pub packets: Vec<Vec<u8>>,
+}
+
+pub fn fuzz_corpus(cpu: usize) -> Result<FuzzCorpus> {
+    let lb = LoadedLb::load(&LoadedLb::builtin())?;
+    let runtime = crate::uvm::UserRuntime::new(&lb.code, cpu)?;
+    let names: Vec<String> = ["xdp_lb_live", "xdp_lb"].iter().filter(|n| runtime.program(n).is_some()).map(|n| n.to_string()).collect();
+    let programs = names.iter().filter_map(|n| runtime.program(n)).map(<[_]>::to_vec).collect();
+    let packets = SCENARIOS.iter().map(|s| packets::build_client_packet(&s.packet)).collect::<Result<Vec<_>>>()?;
+    Ok(FuzzCorpus { runtime, names, programs, packets })
 }
 
 /// The LB's datapath in the userspace runtime beside the kernel (issue 12,

@@ -465,6 +465,11 @@ static __always_inline int lb_process(struct xdp_md *ctx)
 	ctl = bpf_map_lookup_elem(&ctl_array, &zero);
 	if (!ctl)
 		return XDP_ABORTED;
+#ifdef LB_EXTRA_INSN
+	/* Exactly one more instruction on every path past the control map
+	 * (tests: an instruction count must move by exactly 1). */
+	asm volatile("r0 = r0");
+#endif
 #ifdef LB_EXTRA_WORK
 	{
 		/* An empty asm that consumes the hash keeps clang from deleting the

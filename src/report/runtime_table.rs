@@ -1,0 +1,34 @@
+//! Kernel and userspace side by side (`run --runtime both`): each
+//! scenario's median in both runtimes and their ratio, from one run.
+
+use std::fmt::Write as _;
+
+use crate::record::{RunRecord, Runtime, ScenarioRecord};
+
+fn median(r: &ScenarioRecord) -> Option<f64> {
+    r.measurement.as_ref().map(|m| m.summary.median)
+}
+
+/// The table, or nothing when the run has no scenario measured in both.
+pub fn render(run: &RunRecord) -> String {
+    let pairs: Vec<(&ScenarioRecord, &ScenarioRecord)> = run
+        .results
+        .iter()
+        .filter(|k| k.runtime == Runtime::Kernel)
+        .filter_map(|k| run.results.iter().find(|u| u.runtime == Runtime::User && u.workload == k.workload && u.name == k.name).map(|u| (k, u)))
+        .collect();
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nKernel vs userspace runtime (medians of this run, ns/op, loop included in both):\n");
+    let _ = writeln!(out, "  {:<30} {:>12} {:>12} {:>12}", "scenario", "kernel", "userspace", "user/kernel");
+    for (k, u) in pairs {
+        let cell = |v: Option<f64>| v.map_or_else(|| "failed".to_string(), |v| format!("{v:.2}"));
+        let ratio = match (median(k), median(u)) {
+            (Some(k), Some(u)) if k > 0.0 => format!("{:.2}x", u / k),
+            _ => "-".into(),
+        };
+        let _ = writeln!(out, "  {:<30} {:>12} {:>12} {:>12}", k.name, cell(median(k)), cell(median(u)), ratio);
+    }
+    out
+}

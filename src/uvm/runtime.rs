@@ -1,0 +1,152 @@
+//! One object in the userspace runtime: its programs' instructions, its
+//! maps copied from the kernel's after setup, and the helpers' state. What
+//! the harness drives in place of `BPF_PROG_TEST_RUN` when `--runtime user`
+//! is asked for, and what counts instructions for `--metric insns`.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+
+use super::helpers::{self, Helpers};
+use super::insn::{CALL, JMP};
+use super::interp::{Counts, Interpreter};
+use super::maps::{UserMap, UserMaps};
+use super::xdp::{self, XdpOutcome};
+use super::{Insn, PreparedCode};
+use crate::record::InstructionCount;
+
+/// Instructions a timed run may execute. A batch runs thousands of
+/// iterations in one run, and the programs timed were verified by the
+/// kernel (which bounds their loops), so the budget only has to stop a
+/// runaway, not a slow batch.
+const TIMED_BUDGET: u64 = 1 << 34;
+
+/// What the runs since the last [`UserRuntime::take_counts`] executed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunCounts {
+    pub insns: u64,
+    /// Calls by helper name.
+    pub helpers: BTreeMap<String, u64>,
+    /// Map operations by "map name: helper name".
+    pub map_ops: BTreeMap<String, u64>,
+}
+
+impl RunCounts {
+    /// What `self` executed beyond `less` (a shorter run of the same).
+    pub fn minus(mut self, less: &RunCounts) -> RunCounts {
+        self.insns -= less.insns.min(self.insns);
+        for (mine, theirs) in [(&mut self.helpers, &less.helpers), (&mut self.map_ops, &less.map_ops)] {
+            for (k, n) in theirs {
+                let e = mine.entry(k.clone()).or_default();
+                *e = e.saturating_sub(*n);
+            }
+            mine.retain(|_, n| *n != 0);
+        }
+        self
+    }
+
+    /// What `self` (a body's batch over `packets` packets) executed beyond
+    /// `empty` (the same batch of the empty loop).
+    pub fn beyond(self, empty: RunCounts, packets: u64) -> InstructionCount {
+        let less = |mine: BTreeMap<String, u64>, theirs: &BTreeMap<String, u64>| -> BTreeMap<String, i64> {
+            let mut out: BTreeMap<String, i64> = mine.into_iter().map(|(k, n)| (k, n as i64)).collect();
+            for (k, n) in theirs {
+                *out.entry(k.clone()).or_default() -= *n as i64;
+            }
+            out.retain(|_, n| *n != 0);
+            out
+        };
+        InstructionCount {
+            packets,
+            body_insns: self.insns,
+            loop_insns: empty.insns,
+            helpers: less(self.helpers, &empty.helpers),
+            map_ops: less(self.map_ops, &empty.map_ops),
+        }
+    }
+}
+
+pub struct UserRuntime {
+    programs: BTreeMap<String, Vec<Insn>>,
+    pub maps: UserMaps,
+    helpers: Helpers,
+    counts: Counts,
+}
+
+/// The helpers `insns` calls that this runtime does not have: refused at
+/// load time, not when a path first reaches them.
+fn check_helpers(name: &str, insns: &[Insn]) -> Result<()> {
+    for (pc, i) in insns.iter().enumerate() {
+        if i.code == (JMP | CALL) && i.src == 0 && !helpers::SUPPORTED.contains(&i.imm) {
+            bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm));
+        }
+    }
+    Ok(())
+}
+
+impl UserRuntime {
+    /// The object's programs and maps (as setup left them in the kernel),
+    /// run as if on `cpu`. Refuses a program that calls a helper this
+    /// runtime does not have, and a map type it does not have.
+    pub fn new(code: &PreparedCode, cpu: usize) -> Result<UserRuntime> {
+        for (name, insns) in &code.programs {
+            check_helpers(name, insns)?;
+        }
+        Ok(UserRuntime {
+            programs: code.programs.clone(),
+            maps: UserMaps::mirror_ids(&code.maps)?,
+            helpers: Helpers::new(cpu, 1),
+            counts: Counts::default(),
+        })
+    }
+
+    /// The CPU runs claim to be on (bpf_get_smp_processor_id, per-CPU slots).
+    pub fn cpu(&self) -> usize {
+        self.helpers.cpu
+    }
+
+    /// Copies map `name` again from the kernel's after setup code changed it.
+    pub fn resync(&mut self, name: &str) -> Result<()> {
+        self.maps.resync(name)
+    }
+
+    pub fn map(&self, name: &str) -> Result<&UserMap> {
+        self.maps.by_name(name).with_context(|| format!("the object has no map {name}"))
+    }
+
+    pub fn map_mut(&mut self, name: &str) -> Result<&mut UserMap> {
+        self.maps.by_name_mut(name).with_context(|| format!("the object has no map {name}"))
+    }
+
+    /// Runs XDP program `prog` once on `packet`.
+    pub fn run_xdp(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+        let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
+        let mut interp = Interpreter::new(insns);
+        interp.budget = TIMED_BUDGET;
+        xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts).with_context(|| format!("{prog} in the userspace runtime"))
+    }
+
+    /// Runs `insns` (not one of the object's programs: a fuzzed one) as
+    /// XDP on `packet` with the object's maps, at most `budget` instructions.
+    pub fn run_insns(&mut self, insns: &[Insn], packet: &[u8], budget: u64) -> Result<XdpOutcome, super::VmError> {
+        let mut interp = Interpreter::new(insns);
+        interp.budget = budget;
+        xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts)
+    }
+
+    /// The instructions of the object's program `name`.
+    pub fn program(&self, name: &str) -> Option<&[Insn]> {
+        self.programs.get(name).map(Vec::as_slice)
+    }
+
+    /// What the runs executed since the last call, and starts counting afresh.
+    pub fn take_counts(&mut self) -> RunCounts {
+        let counts = std::mem::take(&mut self.counts);
+        let ops = std::mem::take(&mut self.helpers.map_ops);
+        RunCounts {
+            insns: counts.insns,
+            helpers: counts.helpers.into_iter().map(|(id, n)| (helpers::name_of(id), n)).collect(),
+            map_ops: ops.into_iter().map(|((map, op), n)| (format!("{}: {}", self.maps.maps[map].def.name, helpers::name_of(op)), n)).collect(),
+        }
+    }
+}
