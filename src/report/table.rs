@@ -194,17 +194,17 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     }
     for r in &report.results {
         if let Timing::PerCall { reason } = &r.timing {
-            let _ = writeln!(out, "{}: timed per call because {reason}", r.name);
+            let _ = writeln!(out, "{}: timed per call because {reason}", label(r));
         }
         if let Some(why) = &r.unavailable {
-            let _ = writeln!(out, "\n{}: N/A ({why})", r.name);
+            let _ = writeln!(out, "\n{}: N/A ({why})", label(r));
         }
         if let Some(e) = &r.error {
-            let _ = writeln!(out, "\n{}: {}", r.name, e);
+            let _ = writeln!(out, "\n{}: {}", label(r), e);
         }
         if let Some(m) = &r.measurement {
             for w in &m.warnings {
-                let _ = writeln!(out, "warning: {}: {w}", r.name);
+                let _ = writeln!(out, "warning: {}: {w}", label(r));
             }
         }
     }
