@@ -142,39 +142,11 @@ fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() 
 fn random_bytecode_ends_in_a_result_or_an_error_never_a_crash() {
     // A short, bounded run for CI: 20,000 programs of 1 to 32 random
     // instructions (any opcode, any register number), 10,000 steps each.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let (mut ok, mut errors) = (0, 0);
-    for _ in 0..20_000 {
-        let len = 1 + (next() % 32) as usize;
-        let prog: Vec<Insn> = (0..len)
-            .map(|_| {
-                let v = next();
-                // Small offsets and immediates half the time, so jumps and accesses land near.
-                let near = v & 1 == 0;
-                Insn {
-                    code: (v >> 8) as u8,
-                    dst: ((v >> 16) & 0x0f) as u8,
-                    src: ((v >> 20) & 0x0f) as u8,
-                    off: if near { ((v >> 24) % 16) as i16 - 8 } else { (v >> 24) as i16 },
-                    imm: if near { ((v >> 40) % 64) as i32 - 32 } else { (v >> 32) as i32 },
-                }
-            })
-            .collect();
-        let mut interp = Interpreter::new(&prog);
-        interp.budget = 10_000;
-        match xdp::run(&interp, &frame(), &mut Helpers::new(0, 1), None, &mut Counts::default()) {
-            Ok(_) => ok += 1,
-            Err(_) => errors += 1,
-        }
-    }
-    assert_eq!(ok + errors, 20_000);
-    assert!(ok > 0 && errors > 0, "{ok} ran, {errors} refused");
+    let mut runtime = uvm::UserRuntime::new(&uvm::PreparedCode::default(), 0).unwrap();
+    let r = uvm::fuzz::run(&mut runtime, &[], &[frame()], 20_000, 0x9e37_79b9_7f4a_7c15, 10_000);
+    assert!(r.panics.is_empty(), "{:?}", r.panics);
+    assert_eq!((r.programs, r.random), (20_000, 20_000));
+    assert!(r.finished > 0 && r.refused > 0, "{} ran, {} refused", r.finished, r.refused);
 }
 
 /// An IPv4 UDP frame from source port `sport`.

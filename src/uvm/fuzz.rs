@@ -18,7 +18,7 @@ impl Rng {
         Rng(seed.max(1))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -26,14 +26,14 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
 /// One random instruction: any opcode and register number; small offsets
 /// and immediates half the time, so jumps and accesses land near.
 pub fn random_insn(rng: &mut Rng) -> Insn {
-    let v = rng.next();
+    let v = rng.next_u64();
     let near = v & 1 == 0;
     Insn {
         code: (v >> 8) as u8,
@@ -59,7 +59,7 @@ pub fn mutate(base: &[Insn], rng: &mut Rng) -> Vec<Insn> {
             break;
         }
         let i = rng.below(p.len());
-        let v = rng.next();
+        let v = rng.next_u64();
         match v % 8 {
             0 => p[i].code = (v >> 8) as u8,
             1 => p[i].dst = ((v >> 8) & 0x0f) as u8,
@@ -105,7 +105,7 @@ pub fn run(runtime: &mut UserRuntime, bases: &[Vec<Insn>], packets: &[Vec<u8>], 
     let mut report = FuzzReport::default();
     let start = Instant::now();
     for n in 0..programs {
-        let prog = if bases.is_empty() || rng.next() & 1 == 0 {
+        let prog = if bases.is_empty() || rng.next_u64() & 1 == 0 {
             report.random += 1;
             random_program(&mut rng)
         } else {

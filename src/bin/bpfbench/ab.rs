@@ -190,7 +190,7 @@ fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Res
         };
         let outcome = session::run(plan, &mut session::Quiet)?;
         let run = outcome.rounds.into_iter().next().expect("one round");
-        for r in run.results.iter().filter(|r| r.failed()) {
+        if let Some(r) = run.results.iter().find(|r| r.failed()) {
             bail!("{}: {}", r.benchmark_name(), r.error.as_deref().unwrap_or("not counted"));
         }
         Ok(run)
