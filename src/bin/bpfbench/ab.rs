@@ -200,12 +200,17 @@ fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Res
     if cmp.instructions.is_empty() {
         bail!("A and B counted no scenario in common");
     }
-    let format = match args.format {
-        ab_table::AbFormat::Table => CompareFormat::Table,
-        ab_table::AbFormat::Json => CompareFormat::Json,
-        other => bail!("--metric insns prints a table or JSON, not {other:?}"),
-    };
-    print_comparison(&cmp, format, &args.gate)
+    print_comparison(&cmp, comparison_format(args.format, "--metric insns")?, &args.gate)
+}
+
+/// The form of a run-against-run comparison `ab` prints in `mode`
+/// (`--metric insns`, `--whole-runs`): a table or JSON.
+fn comparison_format(format: ab_table::AbFormat, mode: &str) -> Result<CompareFormat> {
+    match format {
+        ab_table::AbFormat::Table => Ok(CompareFormat::Table),
+        ab_table::AbFormat::Json => Ok(CompareFormat::Json),
+        other => bail!("{mode} prints a table or JSON, not {other:?}"),
+    }
 }
 
 /// Shows, stores and gates a finished comparison.
@@ -256,12 +261,7 @@ fn whole_runs(args: &AbArgs) -> Result<ExitCode> {
     if cmp.benchmarks.is_empty() {
         bail!("the two builds measured no benchmark in common");
     }
-    let format = match args.format {
-        ab_table::AbFormat::Table => CompareFormat::Table,
-        ab_table::AbFormat::Json => CompareFormat::Json,
-        other => bail!("--whole-runs prints a table or JSON, not {other:?}"),
-    };
-    print_comparison(&cmp, format, &args.gate)
+    print_comparison(&cmp, comparison_format(args.format, "--whole-runs")?, &args.gate)
 }
 
 /// `bpfbench ab-worker RUN_ARGS`: loads the workload `run RUN_ARGS` would,
