@@ -9,6 +9,14 @@ fn median(r: &ScenarioRecord) -> Option<f64> {
     r.measurement.as_ref().map(|m| m.summary.median)
 }
 
+/// "median (CV, n)" of a side, or why it has none.
+fn cell(r: &ScenarioRecord) -> String {
+    match &r.measurement {
+        Some(m) => format!("{:.2} ({:.1}%, n={})", m.summary.median, m.summary.cv * 100.0, m.summary.n),
+        None => "failed".into(),
+    }
+}
+
 /// The table, or nothing when the run has no scenario measured in both.
 pub fn render(run: &RunRecord) -> String {
     let pairs: Vec<(&ScenarioRecord, &ScenarioRecord)> = run
@@ -20,15 +28,14 @@ pub fn render(run: &RunRecord) -> String {
     if pairs.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\nKernel vs userspace runtime (medians of this run, ns/op, loop included in both):\n");
-    let _ = writeln!(out, "  {:<30} {:>12} {:>12} {:>12}", "scenario", "kernel", "userspace", "user/kernel");
+    let mut out = String::from("\nKernel vs userspace runtime (median ns/op of this run (CV, samples), loop included in both):\n");
+    let _ = writeln!(out, "  {:<30} {:>26} {:>26} {:>12}", "scenario", "kernel", "userspace", "user/kernel");
     for (k, u) in pairs {
-        let cell = |v: Option<f64>| v.map_or_else(|| "failed".to_string(), |v| format!("{v:.2}"));
         let ratio = match (median(k), median(u)) {
             (Some(k), Some(u)) if k > 0.0 => format!("{:.2}x", u / k),
             _ => "-".into(),
         };
-        let _ = writeln!(out, "  {:<30} {:>12} {:>12} {:>12}", k.name, cell(median(k)), cell(median(u)), ratio);
+        let _ = writeln!(out, "  {:<30} {:>26} {:>26} {:>12}", k.name, cell(k), cell(u), ratio);
     }
     out
 }

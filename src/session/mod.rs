@@ -217,3 +217,17 @@ fn names_scenario(benchmark: &str, workload: &str, scenario: &str) -> bool {
 pub struct Quiet;
 
 impl Observer for Quiet {}
+
+#[cfg(test)]
+mod tests {
+    use super::names_scenario;
+
+    #[test]
+    fn a_benchmark_names_its_scenario_in_any_runtime_and_timing() {
+        assert!(names_scenario("xdp-lb/tcp-v4-ch", "xdp-lb", "tcp-v4-ch"));
+        assert!(names_scenario("xdp-lb/tcp-v4-ch@user", "xdp-lb", "tcp-v4-ch"));
+        assert!(names_scenario("obj/case@per-call", "obj", "case"));
+        assert!(!names_scenario("xdp-lb/tcp-v4-ch-diverse", "xdp-lb", "tcp-v4-ch"), "a longer name is another scenario");
+        assert!(!names_scenario("maps/tcp-v4-ch", "xdp-lb", "tcp-v4-ch"));
+    }
+}

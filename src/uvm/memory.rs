@@ -167,4 +167,25 @@ mod tests {
         assert_eq!(m.load(r, 1).unwrap(), 7);
         assert!(matches!(m.store(r, 1, 0), Err(AccessError::ReadOnly { kind: RegionKind::Context, .. })));
     }
+
+    #[test]
+    fn a_map_value_is_found_by_address_and_bounds_its_accesses() {
+        // Two values side by side in one allocation, as array slots may sit.
+        let mut values = vec![0u8; 32];
+        let base = values.as_mut_ptr();
+        let mut m = Memory::default();
+        // SAFETY: both halves lie inside `values`.
+        m.add(unsafe { base.add(16) }, 16, true, RegionKind::MapValue);
+        m.add(base, 16, false, RegionKind::MapValue);
+        m.add(base, 16, false, RegionKind::MapValue); // handed out again: kept once
+        let b = base as u64;
+        assert_eq!(m.check(b + 8, 8, false).unwrap().start, b);
+        assert_eq!(m.check(b + 16, 8, true).unwrap().start, b + 16);
+        assert!(matches!(m.store(b, 1, 0), Err(AccessError::ReadOnly { kind: RegionKind::MapValue, .. })));
+        // Straddling the two values, before the first, past the last: refused.
+        assert!(matches!(m.load(b + 12, 8), Err(AccessError::Outside { .. })));
+        assert!(matches!(m.load(b - 1, 1), Err(AccessError::Outside { .. })));
+        assert!(matches!(m.load(b + 28, 8), Err(AccessError::Outside { .. })));
+        assert_eq!(m.len(), 0, "values are not fixed regions: a run's truncate keeps them");
+    }
 }
