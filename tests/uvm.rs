@@ -420,10 +420,10 @@ fn runtime_and_metric_mistakes_get_one_line() {
 fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
     let call = |imm| Insn { code: 0x85, dst: 0, src: 0, off: 0, imm };
     let exit = Insn { code: 0x95, ..Default::default() };
-    let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![] };
+    let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![], verified: Default::default() };
     let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
     assert_eq!(err, "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel");
-    let fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![] };
+    let fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![], verified: Default::default() };
     assert!(uvm::UserRuntime::new(&fine, 0).is_ok());
 }
 

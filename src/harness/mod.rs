@@ -147,8 +147,11 @@ pub fn count_instructions(
         batch(variant, 2 * iters)?;
         Ok(rt.borrow_mut().take_counts().minus(&once))
     };
-    let body = per_iteration(Variant::Body)?;
-    let empty = per_iteration(Variant::Overhead)?;
+    // Counting is the interpreter's job: the JIT counts nothing.
+    let engine = rt.borrow_mut().set_engine(crate::uvm::runtime::Engine::Interpreter);
+    let counted = per_iteration(Variant::Body).and_then(|body| Ok((body, per_iteration(Variant::Overhead)?)));
+    rt.borrow_mut().set_engine(engine);
+    let (body, empty) = counted?;
     Ok(body.beyond(empty, u64::from(iters)))
 }
 

@@ -100,8 +100,10 @@ pub fn load_object(open: libbpf_rs::OpenObject, what: &str) -> Result<libbpf_rs:
 /// Loads an opened object as [`load_object`] does, after libbpf prepared
 /// it and the userspace runtime took its programs' instructions.
 pub fn load_object_keeping_code(mut open: libbpf_rs::OpenObject, what: &str) -> Result<(libbpf_rs::Object, crate::uvm::PreparedCode)> {
-    let code = crate::uvm::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
-    Ok((load_object(open, what)?, code))
+    let mut code = crate::uvm::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
+    let obj = load_object(open, what)?;
+    code.mark_verified(&obj);
+    Ok((obj, code))
 }
 
 /// The part of an opened object named `name` (a map name may carry libbpf's

@@ -37,6 +37,13 @@ impl Helpers {
 
     /// Global data: byte `off` of the map's only value.
     pub fn map_value(&self, maps: Option<&mut UserMaps>, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String> {
+        let (value, writable) = self.global_data(maps, fd, off)?;
+        mem.add(value.as_mut_ptr(), value.len(), writable, RegionKind::MapValue);
+        Ok(value.as_ptr() as u64 + u64::from(off))
+    }
+
+    /// Map `fd`'s only value (global data), checked to hold byte `off`, and whether the program may write it.
+    pub fn global_data<'m>(&self, maps: Option<&'m mut UserMaps>, fd: i32, off: u32) -> Result<(&'m mut [u8], bool), String> {
         let maps = maps.ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
         let i = maps.index_of_fd(fd).ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
         let map = &mut maps.maps[i];
@@ -46,20 +53,27 @@ impl Helpers {
         if off as usize > value.len() {
             return Err(format!("offset {off} is past the end of a {}-byte value", value.len()));
         }
-        mem.add(value.as_mut_ptr(), value.len(), writable, RegionKind::MapValue);
-        Ok(value.as_ptr() as u64 + u64::from(off))
+        Ok((value, writable))
     }
 
     /// The map a helper's argument names, with the operation counted.
     fn map_of<'m>(&mut self, maps: Option<&'m mut UserMaps>, handle: u64, op: i32) -> Result<&'m mut UserMap, String> {
-        let i = (handle & !MAP_HANDLE_TAG) as usize;
         match maps {
-            Some(m) if handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < m.maps.len() => {
+            Some(m) => {
+                let i = map_index(handle, m.maps.len()).ok_or_else(|| format!("{handle:#x} is not a map"))?;
                 *self.map_ops.entry((i, op)).or_default() += 1;
                 Ok(&mut m.maps[i])
             }
-            _ => Err(format!("{handle:#x} is not a map")),
+            None => Err(format!("{handle:#x} is not a map")),
         }
+    }
+
+    /// bpf_get_prandom_u32: xorshift64*, repeatable from the seed.
+    pub fn prandom_u32(&mut self) -> u64 {
+        self.prandom ^= self.prandom >> 12;
+        self.prandom ^= self.prandom << 25;
+        self.prandom ^= self.prandom >> 27;
+        (self.prandom.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) & 0xffff_ffff
     }
 
     /// Reads `len` bytes the program points at.
@@ -75,18 +89,13 @@ impl Helpers {
                 let m = self.map_of(maps, a[0], MAP_LOOKUP_ELEM)?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let writable = !m.def.read_only;
-                let of_maps = super::maps::of_maps(m.def.map_type);
-                match m.lookup(&key, self.cpu) {
-                    // A map of maps gives the inner map, which the program can only pass on.
-                    Some(v) if of_maps => {
-                        let inner = u32::from_ne_bytes(v[..4].try_into().expect("4-byte inner map index"));
-                        if inner == super::maps::NO_INNER_MAP { 0 } else { MAP_HANDLE_TAG | u64::from(inner) }
-                    }
-                    Some(v) => {
+                match lookup(m, &key, self.cpu) {
+                    Found::Value(v) => {
                         mem.add(v.as_mut_ptr(), v.len(), writable, RegionKind::MapValue);
                         v.as_ptr() as u64
                     }
-                    None => 0,
+                    Found::Map(handle) => handle,
+                    Found::Nothing => 0,
                 }
             }
             MAP_UPDATE_ELEM => {
@@ -101,16 +110,37 @@ impl Helpers {
                 m.delete(&key) as u64
             }
             KTIME_GET_NS => crate::system::monotonic_ns(),
-            GET_PRANDOM_U32 => {
-                // xorshift64*: repeatable from the seed.
-                self.prandom ^= self.prandom >> 12;
-                self.prandom ^= self.prandom << 25;
-                self.prandom ^= self.prandom >> 27;
-                (self.prandom.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) & 0xffff_ffff
-            }
+            GET_PRANDOM_U32 => self.prandom_u32(),
             GET_SMP_PROCESSOR_ID => self.cpu as u64,
             _ => return Err(unsupported(id)),
         })
+    }
+}
+
+/// The index of the map `handle` names among `count` maps.
+pub fn map_index(handle: u64, count: usize) -> Option<usize> {
+    let i = (handle & !MAP_HANDLE_TAG) as usize;
+    (handle & MAP_HANDLE_TAG == MAP_HANDLE_TAG && i < count).then_some(i)
+}
+
+/// What a program's lookup finds.
+pub enum Found<'m> {
+    Value(&'m mut [u8]),
+    /// A map of maps gives the inner map's handle, which the program can only pass on.
+    Map(u64),
+    Nothing,
+}
+
+/// bpf_map_lookup_elem on `m`, as run on `cpu`.
+pub fn lookup<'m>(m: &'m mut UserMap, key: &[u8], cpu: usize) -> Found<'m> {
+    let of_maps = super::maps::of_maps(m.def.map_type);
+    match m.lookup(key, cpu) {
+        Some(v) if of_maps => {
+            let inner = u32::from_ne_bytes(v[..4].try_into().expect("4-byte inner map index"));
+            if inner == super::maps::NO_INNER_MAP { Found::Nothing } else { Found::Map(MAP_HANDLE_TAG | u64::from(inner)) }
+        }
+        Some(v) => Found::Value(v),
+        None => Found::Nothing,
     }
 }
 

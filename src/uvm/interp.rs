@@ -257,7 +257,7 @@ fn sign_extend(v: u64, bits: usize) -> u64 {
 }
 
 /// One ALU operation; 32-bit ones work on the low halves and zero-extend.
-fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_reg: bool) -> Result<u64, String> {
+pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_reg: bool) -> Result<u64, String> {
     let signed = off == 1;
     if wide {
         Ok(match op {

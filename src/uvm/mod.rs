@@ -17,6 +17,7 @@ pub mod fuzz;
 pub mod helpers;
 pub mod insn;
 pub mod interp;
+pub mod jit;
 pub mod lru;
 pub mod maps;
 pub mod memory;
@@ -50,6 +51,9 @@ pub struct PreparedCode {
     pub programs: std::collections::BTreeMap<String, Vec<Insn>>,
     /// (fd in the instructions, map id, map name).
     pub maps: Vec<(i32, u32, String)>,
+    /// The programs the kernel's verifier accepted on this machine: the
+    /// only ones the JIT runs (see [`jit`]).
+    pub verified: std::collections::BTreeSet<String>,
 }
 
 impl PreparedCode {
@@ -70,7 +74,20 @@ impl PreparedCode {
             let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
             maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
         }
-        Ok(PreparedCode { programs, maps })
+        Ok(PreparedCode { programs, maps, verified: Default::default() })
+    }
+}
+
+impl PreparedCode {
+    /// Notes which programs `obj` (this code's object, now loaded) has in the kernel.
+    pub fn mark_verified(&mut self, obj: &libbpf_rs::Object) {
+        for p in obj.progs() {
+            // SAFETY: a loaded object's program; its fd is -1 unless the kernel accepted it.
+            let fd = unsafe { libbpf_rs::libbpf_sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+            if fd >= 0 {
+                self.verified.insert(p.name().to_string_lossy().into_owned());
+            }
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use super::helpers::{self, Helpers};
 use super::insn::{CALL, JMP};
 use super::interp::{Counts, Interpreter};
+use super::jit::{self, JitProgram, frame::Frame32};
 use super::maps::{UserMap, UserMaps};
 use super::xdp::{self, XdpOutcome};
 use super::{Insn, PreparedCode};
@@ -66,11 +67,44 @@ impl RunCounts {
     }
 }
 
+/// How the runtime executes a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The x86-64 JIT, for programs the kernel's verifier accepted; the
+    /// others fall back to the interpreter.
+    Jit,
+    /// The checked, counting interpreter.
+    Interpreter,
+}
+
 pub struct UserRuntime {
     programs: BTreeMap<String, Vec<Insn>>,
+    /// The programs the kernel's verifier accepted: the JIT runs only these.
+    verified: std::collections::BTreeSet<String>,
     pub maps: UserMaps,
     helpers: Helpers,
     counts: Counts,
+    engine: Engine,
+    /// Compiled programs, by name; dropped when a map is copied again (the
+    /// code holds the addresses of global data).
+    compiled: BTreeMap<String, JitProgram>,
+    frame: Option<Frame32>,
+}
+
+/// Resolves ld_imm64's maps for the JIT as the interpreter does.
+struct JitMaps<'a> {
+    helpers: &'a Helpers,
+    maps: &'a mut UserMaps,
+}
+
+impl jit::Resolve for JitMaps<'_> {
+    fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
+        self.helpers.map_handle(Some(self.maps), fd)
+    }
+    fn map_value(&mut self, fd: i32, off: u32) -> Result<u64, String> {
+        let (value, _) = self.helpers.global_data(Some(self.maps), fd, off)?;
+        Ok(value.as_ptr() as u64 + u64::from(off))
+    }
 }
 
 /// The helpers `insns` calls that this runtime does not have: refused at
@@ -95,8 +129,12 @@ impl UserRuntime {
         Ok(UserRuntime {
             programs: code.programs.clone(),
             maps: UserMaps::mirror_ids(&code.maps)?,
+            verified: code.verified.clone(),
             helpers: Helpers::new(cpu, 1),
             counts: Counts::default(),
+            engine: Engine::Jit,
+            compiled: BTreeMap::new(),
+            frame: None,
         })
     }
 
@@ -107,7 +145,18 @@ impl UserRuntime {
 
     /// Copies map `name` again from the kernel's after setup code changed it.
     pub fn resync(&mut self, name: &str) -> Result<()> {
+        self.compiled.clear();
         self.maps.resync(name)
+    }
+
+    /// Runs from now on in `engine`; returns the one used so far.
+    pub fn set_engine(&mut self, engine: Engine) -> Engine {
+        std::mem::replace(&mut self.engine, engine)
+    }
+
+    /// The engine `prog`'s runs take: the JIT only for what the kernel verified.
+    pub fn engine_of(&self, prog: &str) -> Engine {
+        if self.engine == Engine::Jit && self.verified.contains(prog) && JitProgram::supported().is_ok() { Engine::Jit } else { Engine::Interpreter }
     }
 
     pub fn map(&self, name: &str) -> Result<&UserMap> {
@@ -120,10 +169,29 @@ impl UserRuntime {
 
     /// Runs XDP program `prog` once on `packet`.
     pub fn run_xdp(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+        if self.engine_of(prog) == Engine::Jit {
+            return self.run_xdp_jit(prog, packet);
+        }
         let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
         let mut interp = Interpreter::new(insns);
         interp.budget = TIMED_BUDGET;
         xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts).with_context(|| format!("{prog} in the userspace runtime"))
+    }
+
+    /// Runs the kernel-verified XDP program `prog` once on `packet`, compiled.
+    fn run_xdp_jit(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+        if !self.compiled.contains_key(prog) {
+            let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
+            let mut resolve = JitMaps { helpers: &self.helpers, maps: &mut self.maps };
+            let code = JitProgram::compile(insns, &mut resolve).with_context(|| format!("JIT-compiling {prog}"))?;
+            self.compiled.insert(prog.to_string(), code);
+        }
+        if self.frame.is_none() {
+            self.frame = Some(Frame32::new().context("mapping the XDP frame below 4 GiB")?);
+        }
+        let (Some(code), Some(frame)) = (self.compiled.get_mut(prog), self.frame.as_mut()) else { unreachable!("compiled and mapped above") };
+        // SAFETY: the kernel's verifier accepted `prog` (engine_of checked), as XDP.
+        unsafe { frame.run(code, packet, &mut self.helpers, &mut self.maps) }.map_err(|e| anyhow::anyhow!(e)).with_context(|| format!("{prog} in the userspace runtime's JIT"))
     }
 
     /// Runs `insns` (not one of the object's programs: a fuzzed one) as

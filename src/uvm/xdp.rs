@@ -14,9 +14,9 @@ use super::uapi::{EINVAL, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
 /// Bytes before the packet (XDP_PACKET_HEADROOM).
 pub const HEADROOM: usize = 256;
 /// The frame: one page, as the kernel's test run allocates.
-const FRAME: usize = 4096;
+pub(super) const FRAME: usize = 4096;
 /// The end of the frame kept for skb_shared_info: the tail grows up to it.
-const TAILROOM: usize = 320;
+pub(super) const TAILROOM: usize = 320;
 /// adjust_head may not reach into the xdp_frame kept at the buffer's start.
 const XDP_FRAME_BYTES: usize = 40;
 const ETH_HLEN: u64 = 14;
@@ -25,7 +25,7 @@ const ETH_HLEN: u64 = 14;
 const DATA: u64 = 0;
 const DATA_END: u64 = 4;
 const DATA_META: u64 = 8;
-const XDP_MD_BYTES: usize = 6 * 4;
+pub(super) const XDP_MD_BYTES: usize = 6 * 4;
 
 
 /// What a run returned and left.
@@ -46,24 +46,36 @@ struct XdpEnv<'a> {
 
 impl XdpEnv<'_> {
     fn adjust(&mut self, id: i32, delta: i64, mem: &mut Memory) -> u64 {
-        let (data, end) = match id {
-            XDP_ADJUST_HEAD => (self.data.wrapping_add(delta as u64), self.data_end),
-            _ => (self.data, self.data_end.wrapping_add(delta as u64)),
-        };
-        let lowest = self.buf_start + XDP_FRAME_BYTES as u64;
-        let highest = self.buf_start + (FRAME - TAILROOM) as u64;
-        if data < lowest || end > highest || end < data + ETH_HLEN {
-            return (-EINVAL) as u64;
+        match adjusted(self.buf_start, self.data, self.data_end, id, delta) {
+            Some((data, end)) => {
+                (self.data, self.data_end) = (data, end);
+                mem.reset(RegionKind::Packet, data, end - data);
+                0
+            }
+            None => (-EINVAL) as u64,
         }
-        if id == XDP_ADJUST_TAIL && end > self.data_end {
-            // The kernel clears what the tail grows into.
-            // SAFETY: [data_end, end) lies inside the frame buffer.
-            unsafe { std::ptr::write_bytes(self.data_end as *mut u8, 0, (end - self.data_end) as usize) };
-        }
-        (self.data, self.data_end) = (data, end);
-        mem.reset(RegionKind::Packet, data, end - data);
-        0
     }
+}
+
+/// bpf_xdp_adjust_head (`id` XDP_ADJUST_HEAD) or _tail by `delta` on the
+/// packet [data, data_end) of the frame at `buf_start`: the new bounds, or
+/// None where the kernel refuses (-EINVAL). Bytes the tail grows into are
+/// cleared, as the kernel clears them.
+pub(super) fn adjusted(buf_start: u64, data: u64, data_end: u64, id: i32, delta: i64) -> Option<(u64, u64)> {
+    let (new_data, end) = match id {
+        XDP_ADJUST_HEAD => (data.wrapping_add(delta as u64), data_end),
+        _ => (data, data_end.wrapping_add(delta as u64)),
+    };
+    let lowest = buf_start + XDP_FRAME_BYTES as u64;
+    let highest = buf_start + (FRAME - TAILROOM) as u64;
+    if new_data < lowest || end > highest || end < new_data + ETH_HLEN {
+        return None;
+    }
+    if id == XDP_ADJUST_TAIL && end > data_end {
+        // SAFETY: [data_end, end) lies inside the frame buffer.
+        unsafe { std::ptr::write_bytes(data_end as *mut u8, 0, (end - data_end) as usize) };
+    }
+    Some((new_data, end))
 }
 
 impl Env for XdpEnv<'_> {

@@ -1,0 +1,189 @@
+//! What JIT code calls: the helpers, as C functions taking BPF's r1–r5,
+//! and the out-of-line arithmetic. The helpers reach the run's maps and
+//! helper state through [`Env`], set for the duration of one run.
+//!
+//! A helper must not panic (it would abort the process from inside JIT
+//! code): each checks what it is given and answers as the kernel does.
+
+use std::cell::Cell;
+
+use super::super::helpers::{self, Found, Helpers};
+use super::super::maps::UserMaps;
+use super::super::uapi::*;
+use super::super::xdp;
+
+/// A run's helper state and maps, and the XDP frame the packet lives in.
+pub struct Env {
+    pub helpers: *mut Helpers,
+    pub maps: *mut UserMaps,
+    /// The XDP frame's first byte (adjust_head may not go below it).
+    pub frame: u64,
+}
+
+thread_local! {
+    static ENV: Cell<*mut Env> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Sets the environment for the helpers for as long as the guard lives.
+pub struct EnvGuard(());
+
+impl EnvGuard {
+    /// # Safety
+    /// `env` and what it points to must outlive the guard, and nothing else
+    /// may touch the helpers or maps while it lives.
+    pub unsafe fn set(env: &mut Env) -> EnvGuard {
+        ENV.with(|e| e.set(env));
+        EnvGuard(())
+    }
+}
+
+impl Drop for EnvGuard {
+    fn drop(&mut self) {
+        ENV.with(|e| e.set(std::ptr::null_mut()));
+    }
+}
+
+/// The current run's environment.
+fn env<'a>() -> Option<(&'a mut Helpers, &'a mut UserMaps, u64)> {
+    let p = ENV.with(Cell::get);
+    // SAFETY: set by EnvGuard::set for the duration of the run (see its contract).
+    unsafe { p.as_mut().map(|e| (&mut *e.helpers, &mut *e.maps, e.frame)) }
+}
+
+/// `len` bytes at `addr`, a pointer the verifier proved readable.
+unsafe fn slice<'a>(addr: u64, len: usize) -> &'a [u8] {
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(addr as *const u8, len) }
+}
+
+extern "C" fn map_lookup_elem(map: u64, key: u64) -> u64 {
+    let Some((h, maps, _)) = env() else { return 0 };
+    let Some(i) = helpers::map_index(map, maps.maps.len()) else { return 0 };
+    let m = &mut maps.maps[i];
+    // SAFETY: the verifier checked the key is key_size readable bytes.
+    let key = unsafe { slice(key, m.def.key_size) };
+    match helpers::lookup(m, key, h.cpu) {
+        Found::Value(v) => v.as_mut_ptr() as u64,
+        Found::Map(handle) => handle,
+        Found::Nothing => 0,
+    }
+}
+
+extern "C" fn map_update_elem(map: u64, key: u64, value: u64, flags: u64) -> u64 {
+    let Some((h, maps, _)) = env() else { return (-EINVAL) as u64 };
+    let Some(i) = helpers::map_index(map, maps.maps.len()) else { return (-EINVAL) as u64 };
+    let m = &mut maps.maps[i];
+    // SAFETY: the verifier checked both are readable, of the map's sizes.
+    let (key, value) = unsafe { (slice(key, m.def.key_size), slice(value, m.def.value_size)) };
+    m.update(key, &[value], flags, h.cpu) as u64
+}
+
+extern "C" fn map_delete_elem(map: u64, key: u64) -> u64 {
+    let Some((_, maps, _)) = env() else { return (-EINVAL) as u64 };
+    let Some(i) = helpers::map_index(map, maps.maps.len()) else { return (-EINVAL) as u64 };
+    let m = &mut maps.maps[i];
+    // SAFETY: as in map_update_elem.
+    let key = unsafe { slice(key, m.def.key_size) };
+    m.delete(key) as u64
+}
+
+extern "C" fn ktime_get_ns() -> u64 {
+    crate::system::monotonic_ns()
+}
+
+extern "C" fn get_prandom_u32() -> u64 {
+    env().map_or(0, |(h, _, _)| h.prandom_u32())
+}
+
+extern "C" fn get_smp_processor_id() -> u64 {
+    env().map_or(0, |(h, _, _)| h.cpu as u64)
+}
+
+/// `struct xdp_md`'s pointer fields, 32-bit addresses below 4 GiB.
+#[repr(C)]
+pub struct XdpMd {
+    pub data: u32,
+    pub data_end: u32,
+    pub data_meta: u32,
+    pub ingress_ifindex: u32,
+    pub rx_queue_index: u32,
+    pub egress_ifindex: u32,
+}
+
+fn adjust(ctx: u64, delta: u64, id: i32) -> u64 {
+    let Some((_, _, frame)) = env() else { return (-EINVAL) as u64 };
+    // SAFETY: r1 of an XDP program is the context the runtime handed it.
+    let md = unsafe { &mut *(ctx as *mut XdpMd) };
+    match xdp::adjusted(frame, u64::from(md.data), u64::from(md.data_end), id, i64::from(delta as i32)) {
+        Some((data, end)) => {
+            // Below 4 GiB: the frame is.
+            (md.data, md.data_end, md.data_meta) = (data as u32, end as u32, data as u32);
+            0
+        }
+        None => (-EINVAL) as u64,
+    }
+}
+
+extern "C" fn xdp_adjust_head(ctx: u64, delta: u64) -> u64 {
+    adjust(ctx, delta, XDP_ADJUST_HEAD)
+}
+
+extern "C" fn xdp_adjust_tail(ctx: u64, delta: u64) -> u64 {
+    adjust(ctx, delta, XDP_ADJUST_TAIL)
+}
+
+/// The address JIT code calls for helper `id`, if the runtime has it
+/// (the same set as the interpreter's, [`helpers::SUPPORTED`]).
+pub fn address(id: i32) -> Option<u64> {
+    Some(match id {
+        MAP_LOOKUP_ELEM => map_lookup_elem as *const () as usize,
+        MAP_UPDATE_ELEM => map_update_elem as *const () as usize,
+        MAP_DELETE_ELEM => map_delete_elem as *const () as usize,
+        KTIME_GET_NS => ktime_get_ns as *const () as usize,
+        GET_PRANDOM_U32 => get_prandom_u32 as *const () as usize,
+        GET_SMP_PROCESSOR_ID => get_smp_processor_id as *const () as usize,
+        XDP_ADJUST_HEAD => xdp_adjust_head as *const () as usize,
+        XDP_ADJUST_TAIL => xdp_adjust_tail as *const () as usize,
+        _ => return None,
+    } as u64)
+}
+
+/// Division and modulo, by the interpreter's rules: `how` is the
+/// instruction's code, and its offset (1: signed) in bits 8–23.
+pub extern "C" fn alu(d: u64, s: u64, how: u64) -> u64 {
+    let code = how as u8;
+    let off = (how >> 8) as u16 as i16;
+    let wide = code & 0x07 == super::super::insn::ALU64;
+    super::super::interp::alu(code & 0xf0, wide, off, s as i32, d, s, code & super::super::insn::X != 0).unwrap_or(0)
+}
+
+/// An atomic operation other than a plain add, on `size` (4 or 8, in
+/// bits 32+ of `how`) bytes at `addr`; `how`'s low half is the operation.
+/// Returns the old value (what fetch, xchg and cmpxchg give back).
+/// The runtime runs one program at a time, so a read and a write suffice.
+pub extern "C" fn atomic(addr: u64, operand: u64, r0: u64, how: u64) -> u64 {
+    use super::super::insn::{CMPXCHG, FETCH, XCHG};
+    let wide = how >> 32 == 8;
+    let op = how as u32 as i32;
+    // SAFETY: the verifier checked the access; alignment is the program's (read_unaligned covers any).
+    let old = unsafe { if wide { (addr as *const u64).read_unaligned() } else { u64::from((addr as *const u32).read_unaligned()) } };
+    let mask = if wide { u64::MAX } else { 0xffff_ffff };
+    let new = match op {
+        XCHG => operand,
+        CMPXCHG => {
+            if old == r0 & mask { operand } else { old }
+        }
+        op => match op & !FETCH {
+            0x00 => old.wrapping_add(operand),
+            0x40 => old | operand,
+            0x50 => old & operand,
+            0xa0 => old ^ operand,
+            _ => old,
+        },
+    };
+    // SAFETY: as above.
+    unsafe {
+        if wide { (addr as *mut u64).write_unaligned(new) } else { (addr as *mut u32).write_unaligned(new as u32) }
+    }
+    old
+}
