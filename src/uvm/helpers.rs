@@ -117,6 +117,11 @@ impl Helpers {
     }
 }
 
+/// What a map's handle carries besides its index.
+pub fn map_handle_tag() -> u64 {
+    MAP_HANDLE_TAG
+}
+
 /// The index of the map `handle` names among `count` maps.
 pub fn map_index(handle: u64, count: usize) -> Option<usize> {
     let i = (handle & !MAP_HANDLE_TAG) as usize;

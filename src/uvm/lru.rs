@@ -45,7 +45,8 @@ pub struct LruHash {
     cpu_of: Vec<usize>,
     keys: Vec<Option<Vec<u8>>>,
     pub values: Vec<Box<[u8]>>,
-    table: HashMap<Vec<u8>, usize>,
+    /// foldhash, as the other maps' tables (see maps.rs).
+    table: HashMap<Vec<u8>, usize, foldhash::fast::FixedState>,
     counts: [usize; 2],
     /// Where the next inactive rotation starts: a node or the inactive head.
     next_inactive_rotation: usize,
@@ -66,7 +67,7 @@ impl LruHash {
             cpu_of: vec![0; n],
             keys: vec![None; n],
             values: (0..n).map(|_| vec![0u8; value_size].into_boxed_slice()).collect(),
-            table: HashMap::new(),
+            table: HashMap::default(),
             counts: [0, 0],
             next_inactive_rotation: n + 1,
             next_steal: (0..cpus).collect(),

@@ -105,6 +105,18 @@ impl jit::Resolve for JitMaps<'_> {
         let (value, _) = self.helpers.global_data(Some(self.maps), fd, off)?;
         Ok(value.as_ptr() as u64 + u64::from(off))
     }
+    fn lookup_plan(&mut self, handle: u64) -> Option<jit::LookupPlan> {
+        let i = helpers::map_index(handle, self.maps.maps.len())?;
+        let cpu = self.helpers.cpu;
+        let m = &mut self.maps.maps[i];
+        let max_entries = m.def.max_entries;
+        let of_maps = super::maps::of_maps(m.def.map_type);
+        Some(match m.array_layout(cpu) {
+            Some((base, stride)) if of_maps => jit::LookupPlan::ArrayOfMaps { base, stride, max_entries, tag: helpers::map_handle_tag() },
+            Some((base, stride)) => jit::LookupPlan::Array { base, stride, max_entries },
+            None => jit::LookupPlan::Direct { map: m as *mut UserMap as u64, cpu: cpu as u64 },
+        })
+    }
 }
 
 /// The helpers `insns` calls that this runtime does not have: refused at

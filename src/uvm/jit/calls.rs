@@ -69,6 +69,20 @@ extern "C" fn map_lookup_elem(map: u64, key: u64) -> u64 {
     }
 }
 
+/// A lookup in a map the call site knows (`map` points at it; see
+/// `LookupPlan::Direct`), as `cpu`.
+pub extern "C" fn lookup_direct(map: u64, key: u64, cpu: u64) -> u64 {
+    // SAFETY: the runtime keeps the map where it was while code naming it lives (it drops the code when maps move).
+    let m = unsafe { &mut *(map as *mut super::super::maps::UserMap) };
+    // SAFETY: the verifier checked the key is key_size readable bytes.
+    let key = unsafe { slice(key, m.def.key_size) };
+    match helpers::lookup(m, key, cpu as usize) {
+        Found::Value(v) => v.as_mut_ptr() as u64,
+        Found::Map(handle) => handle,
+        Found::Nothing => 0,
+    }
+}
+
 extern "C" fn map_update_elem(map: u64, key: u64, value: u64, flags: u64) -> u64 {
     let Some((h, maps, _)) = env() else { return (-EINVAL) as u64 };
     let Some(i) = helpers::map_index(map, maps.maps.len()) else { return (-EINVAL) as u64 };

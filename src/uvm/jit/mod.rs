@@ -50,6 +50,23 @@ pub trait Resolve {
     fn map_handle(&mut self, fd: i32) -> Result<u64, String>;
     /// The address of byte `off` of map `fd`'s only value (global data).
     fn map_value(&mut self, fd: i32, off: u32) -> Result<u64, String>;
+    /// How to look up in the map of `handle` where the call site knows the
+    /// map, as the kernel's verifier inlines array lookups and calls a
+    /// hash's lookup directly. None: the generic helper.
+    fn lookup_plan(&mut self, _handle: u64) -> Option<LookupPlan> {
+        None
+    }
+}
+
+/// A lookup in a map known at the call site.
+#[derive(Debug, Clone, Copy)]
+pub enum LookupPlan {
+    /// Values side by side from `base`, `stride` apart: inlined.
+    Array { base: u64, stride: usize, max_entries: u32 },
+    /// An array of maps: inlined, giving the inner map's handle (`tag` | its 4-byte index, or NULL for an empty slot).
+    ArrayOfMaps { base: u64, stride: usize, max_entries: u32, tag: u64 },
+    /// `calls::lookup_direct` on this map, skipping the handle's decoding.
+    Direct { map: u64, cpu: u64 },
 }
 
 /// Machine code in an executable mapping.
@@ -242,8 +259,90 @@ fn function_starts(insns: &[Insn]) -> Result<BTreeSet<usize>, VmError> {
     Ok(starts)
 }
 
+/// Every instruction a jump lands on: what registers hold is unknown there.
+fn jump_targets(insns: &[Insn]) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    for (pc, i) in insns.iter().enumerate() {
+        let op = i.code & 0xf0;
+        let off = match (i.class(), op) {
+            (JMP, CALL | EXIT) => continue,
+            (JMP32, JA) => i64::from(i.imm),
+            (JMP | JMP32, _) => i64::from(i.off),
+            _ => continue,
+        };
+        if let Ok(t) = usize::try_from(pc as i64 + 1 + off) {
+            out.insert(t);
+        }
+    }
+    out
+}
+
+/// The registers `i` writes (a call: r0–r5).
+fn writes(i: Insn) -> std::ops::Range<usize> {
+    let one = |r: u8| r as usize..r as usize + 1;
+    match i.class() {
+        ALU | ALU64 | LDX | LD => one(i.dst),
+        STX if i.code & 0xe0 == ATOMIC => match i.imm {
+            CMPXCHG => one(0),
+            op if op & FETCH != 0 => one(i.src),
+            _ => 0..0,
+        },
+        JMP if i.code & 0xf0 == CALL => 0..6,
+        _ => 0..0,
+    }
+}
+
+/// Emits a lookup in a map the call site knows (r2 = rsi points at the key).
+fn inline_lookup(a: &mut Asm, plan: LookupPlan) {
+    let (base, stride, max, tag) = match plan {
+        LookupPlan::Array { base, stride, max_entries } => (base, stride, max_entries, None),
+        LookupPlan::ArrayOfMaps { base, stride, max_entries, tag } => (base, stride, max_entries, Some(tag)),
+        LookupPlan::Direct { map, cpu } => {
+            a.mov_ri64(asm::RDI, map);
+            a.mov_ri64(asm::RDX, cpu);
+            a.mov_ri64(asm::RAX, calls::lookup_direct as *const () as u64);
+            a.call_r(asm::RAX);
+            return;
+        }
+    };
+    // eax = key; out of bounds: NULL.
+    a.load(Width::B4, asm::RAX, asm::RSI, 0);
+    a.alu_ri(Op::Cmp, false, asm::RAX, max as i32);
+    let mut to_null = vec![a.jcc(cc::AE)];
+    a.imul_ri(true, asm::RAX, stride as i32);
+    a.mov_ri64(asm::R11, base);
+    a.alu_rr(Op::Add, true, asm::RAX, asm::R11);
+    if let Some(tag) = tag {
+        // The slot holds the inner map's index, or all ones for none.
+        a.load(Width::B4, asm::RAX, asm::RAX, 0);
+        a.alu_ri(Op::Cmp, false, asm::RAX, -1);
+        to_null.push(a.jcc(cc::E));
+        a.mov_ri64(asm::R11, tag);
+        a.alu_rr(Op::Or, true, asm::RAX, asm::R11);
+    }
+    let to_done = a.jmp();
+    let null = a.len();
+    for at in to_null {
+        a.patch(at, null);
+    }
+    a.alu_rr(Op::Xor, false, asm::RAX, asm::RAX);
+    let done = a.len();
+    a.patch(to_done, done);
+}
+
+/// Whether `plan` can be inlined with 32-bit immediates.
+fn fits(plan: &LookupPlan) -> bool {
+    match plan {
+        LookupPlan::Array { stride, max_entries, .. } | LookupPlan::ArrayOfMaps { stride, max_entries, .. } => i32::try_from(*stride).is_ok() && i32::try_from(*max_entries).is_ok(),
+        LookupPlan::Direct { .. } => true,
+    }
+}
+
 fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> Result<Vec<u8>, VmError> {
     let starts = function_starts(insns)?;
+    let targets = jump_targets(insns);
+    // The map handle each register holds, where it is known in straight-line code.
+    let mut handles: [Option<u64>; 11] = [None; 11];
     let mut a = Asm::default();
     // Code offset of each instruction (past its function's prologue) and of each function.
     let mut at = vec![0usize; insns.len() + 1];
@@ -257,6 +356,12 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
             entry.insert(pc, a.len());
             prologue(&mut a);
         }
+        if starts.contains(&pc) || targets.contains(&pc) {
+            handles = [None; 11];
+        }
+        // What this instruction leaves in registers, for the next's sake.
+        let copied = (i.code == (ALU64 | MOV | X) && i.off == 0).then(|| handles.get(i.src as usize).copied().flatten());
+        let loaded_map = (i.code == (LD | IMM | SIZE_DW) && i.src == PSEUDO_MAP_FD).then_some(i.imm);
         at[pc] = a.len();
         if i.dst > 10 || i.src > 10 {
             return Err(fail("no such register"));
@@ -320,9 +425,18 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                 match op {
                     CALL if wide => match i.src {
                         0 => {
-                            let f = calls::address(i.imm).ok_or_else(|| fail(&super::helpers::unsupported(i.imm)))?;
-                            a.mov_ri64(asm::RAX, f);
-                            a.call_r(asm::RAX);
+                            let plan = match (i.imm, handles[1]) {
+                                (1, Some(h)) => resolve.lookup_plan(h).filter(fits),
+                                _ => None,
+                            };
+                            match plan {
+                                Some(plan) => inline_lookup(&mut a, plan),
+                                None => {
+                                    let f = calls::address(i.imm).ok_or_else(|| fail(&super::helpers::unsupported(i.imm)))?;
+                                    a.mov_ri64(asm::RAX, f);
+                                    a.call_r(asm::RAX);
+                                }
+                            }
                         }
                         PSEUDO_CALL => {
                             let t = jump_target(i64::from(i.imm))?;
@@ -404,6 +518,17 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                 at[pc + 1] = a.len();
             }
             _ => unreachable!("three bits of class"),
+        }
+        for r in writes(i) {
+            if r < handles.len() {
+                handles[r] = None;
+            }
+        }
+        if let (Some(fd), true) = (loaded_map, (i.dst as usize) < handles.len()) {
+            handles[i.dst as usize] = resolve.map_handle(fd).ok();
+        }
+        if let Some(h) = copied {
+            handles[i.dst as usize] = h;
         }
         pc = next;
     }
