@@ -14,6 +14,7 @@ use crate::harness::paired::{self, Build, PairedSettings};
 use crate::harness::test_run::RunOutput;
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
 use crate::packet::diff_packets;
+use crate::record::Runtime;
 use crate::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
 use crate::system::environment;
 use crate::stats::two_sample::geomean;
@@ -43,17 +44,25 @@ pub struct AbPlan<'a> {
     pub stop: &'a AtomicBool,
 }
 
-/// A workload of this process as one side of a comparison.
+/// A workload of this process as one side of a comparison, in the kernel
+/// or in the userspace runtime.
 pub struct LocalBuild<'w> {
     workload: &'w dyn Workload,
     cpu: usize,
+    runtime: Runtime,
     /// The current set-up; replaced by each fresh one.
     loaded: Option<Box<dyn LoadedWorkload + 'w>>,
 }
 
 impl<'w> LocalBuild<'w> {
     pub fn new(workload: &'w dyn Workload, cpu: usize) -> Self {
-        LocalBuild { workload, cpu, loaded: None }
+        LocalBuild { workload, cpu, runtime: Runtime::Kernel, loaded: None }
+    }
+
+    /// The same build, run in `runtime`.
+    pub fn in_runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = runtime;
+        self
     }
 }
 
@@ -61,7 +70,7 @@ impl Build for LocalBuild<'_> {
     fn unavailable(&mut self, s: &ScenarioInfo) -> Option<String> {
         if self.loaded.is_none() {
             // A build that cannot be set up fails the validation that follows, loudly.
-            self.loaded = Some(self.workload.setup(self.cpu).ok()?);
+            self.loaded = Some(self.workload.setup_in(self.cpu, self.runtime).ok()?);
         }
         self.loaded.as_mut()?.unavailable(s)
     }
@@ -70,7 +79,7 @@ impl Build for LocalBuild<'_> {
         // The old set-up goes only once the new one stands, so that the new
         // one cannot take its place in the kernel's first-fit allocators
         // (see harness::spacer): placements then rotate between A and B.
-        let fresh = self.workload.setup(self.cpu)?;
+        let fresh = self.workload.setup_in(self.cpu, self.runtime)?;
         self.loaded.insert(fresh).validate(s)
     }
 }

@@ -334,6 +334,19 @@ impl UserMaps {
             max_entries: m.max_entries(),
         };
         let mut um = UserMap::new(def, cpus)?;
+        // Plain maps come over in batches (a load balancer's rings hold
+        // hundreds of thousands of values: one syscall each took seconds).
+        if !percpu(m.map_type()) && !of_maps(m.map_type())
+            && let Ok(batches) = m.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY)
+        {
+            for (key, value) in batches {
+                let rc = um.update(&key, &[&value], 0, 0);
+                if rc != 0 {
+                    bail!("copying map {name} to userspace: error {rc}");
+                }
+            }
+            return Ok(self.place(um));
+        }
         for key in m.keys() {
             let mut values: Vec<Vec<u8>> = if percpu(m.map_type()) {
                 m.lookup_percpu(&key, MapFlags::ANY).with_context(|| format!("reading map {name}"))?.unwrap_or_default()
@@ -364,14 +377,19 @@ impl UserMaps {
                 bail!("copying map {name} to userspace: error {rc}");
             }
         }
+        Ok(self.place(um))
+    }
+
+    /// Puts a copied map in a free slot or at the end; returns its index.
+    fn place(&mut self, um: UserMap) -> usize {
         match self.free.pop() {
             Some(slot) => {
                 self.maps[slot] = um;
-                Ok(slot)
+                slot
             }
             None => {
                 self.maps.push(um);
-                Ok(self.maps.len() - 1)
+                self.maps.len() - 1
             }
         }
     }

@@ -98,9 +98,31 @@ fn check_same_scenarios(selected: &[ScenarioInfo], b_name: &str, b_scenarios: &[
     Ok(())
 }
 
+/// `ab --workload W kernel user`: A and B name runtimes, not files.
+fn runtimes_of(args: &AbArgs) -> Result<Option<(Runtime, Runtime)>> {
+    use clap::ValueEnum;
+    let word = |p: &Path| if p.exists() { None } else { p.to_str().and_then(|s| Runtime::from_str(s, true).ok()) };
+    match (word(&args.a), word(&args.b)) {
+        (Some(a), Some(b)) if args.workload.is_some() => {
+            if a == b {
+                bail!("A and B are both the {} runtime; compare kernel with user", a.label());
+            }
+            if args.metric == Metric::Insns {
+                bail!("--metric insns counts in the userspace runtime only; compare kernel with user by time");
+            }
+            Ok(Some((a, b)))
+        }
+        (Some(_), Some(_)) => bail!("to compare runtimes name the workload: bpfbench ab --workload xdp-lb kernel user"),
+        _ => Ok(None),
+    }
+}
+
 pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     if args.whole_runs {
         return whole_runs(args);
+    }
+    if let Some(runtimes) = runtimes_of(args)? {
+        return runtime_pair(args, matches, runtimes);
     }
     let builds = builds_of(args)?;
     if matches!(builds, Builds::Executables) {
@@ -154,6 +176,32 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
             session::ab::run(plan(&name, scenarios), &mut a, &mut b, &mut observer)?
         }
     };
+    finish(args, &record, history.as_mut())
+}
+
+/// `ab --workload W kernel user`: the workload's own object in the kernel
+/// (A) and in the userspace runtime's JIT (B), timed in alternation as any
+/// two builds are, so B/A is the userspace/kernel ratio with its interval.
+fn runtime_pair(args: &AbArgs, matches: &clap::ArgMatches, (ra, rb): (Runtime, Runtime)) -> Result<ExitCode> {
+    let name = args.workload.as_deref().expect("runtimes_of checked");
+    let w = workloads::build(name, matches)?;
+    let scenarios = session::select(w.as_ref(), &args.select.scenarios, &args.select.groups)?;
+    let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
+    let cpu = system::prepare_for_timing(args.cpu)?;
+    let plan = AbPlan {
+        workload: w.name().to_string(),
+        labels: (ra.label().to_string(), rb.label().to_string()),
+        scenarios,
+        settings: args.paired.clone(),
+        threshold: args.gate.threshold(),
+        allow_different_output: args.allow_different_output,
+        tag: args.store.tag.clone(),
+        cpu,
+        stop: interrupt::flag(),
+    };
+    let mut observer = Terminal { progress: std::io::stderr().is_terminal() };
+    let (mut a, mut b) = (LocalBuild::new(w.as_ref(), cpu).in_runtime(ra), LocalBuild::new(w.as_ref(), cpu).in_runtime(rb));
+    let record = session::ab::run(plan, &mut a, &mut b, &mut observer)?;
     finish(args, &record, history.as_mut())
 }
 

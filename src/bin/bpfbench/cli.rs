@@ -336,7 +336,9 @@ pub enum TrafficFormat {
 
 #[derive(Debug, Args, Clone)]
 pub struct AbArgs {
-    /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench executable.
+    /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench
+    /// executable; with --workload, also a runtime (kernel, user) to compare
+    /// that workload's own object in two runtimes.
     pub a: PathBuf,
     /// The candidate build (B), of the same kind as A.
     pub b: PathBuf,
