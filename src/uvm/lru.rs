@@ -180,13 +180,20 @@ impl LruHash {
 
     /// Removes the node's element from the table, if it holds one.
     fn del_from_table(&mut self, x: usize) -> bool {
-        match self.keys[x].take() {
-            Some(k) if self.table.get(&k) == Some(&x) => {
-                self.table.remove(&k);
+        use std::collections::hash_map::Entry;
+        let Some(k) = self.keys[x].take() else { return false };
+        // One hash: the entry either is this node's (removed) or a newer node's.
+        match self.table.entry(k) {
+            Entry::Occupied(e) if *e.get() == x => {
+                e.remove();
                 true
             }
-            other => {
-                self.keys[x] = other;
+            Entry::Occupied(e) => {
+                self.keys[x] = Some(e.key().clone());
+                false
+            }
+            Entry::Vacant(e) => {
+                self.keys[x] = Some(e.into_key());
                 false
             }
         }

@@ -228,6 +228,13 @@ impl Asm {
         self.imm32(imm);
     }
 
+    /// `div src`: unsigned rdx:rax / src (edx:eax for 32 bits).
+    pub fn div(&mut self, w: bool, src: u8) {
+        self.rex(w, 0, src, false);
+        self.byte(0xf7);
+        self.modrm_reg(6, src);
+    }
+
     /// `neg dst`.
     pub fn neg(&mut self, w: bool, dst: u8) {
         self.rex(w, 0, dst, false);
@@ -461,5 +468,7 @@ mod tests {
         assert_eq!(enc(&|a| a.lock_add(true, RDI, 8, RSI)), [0xf0, 0x48, 0x01, 0x77, 0x08]); // lock add [rdi+8], rsi
         assert_eq!(enc(&|a| a.call_r(R11)), [0x41, 0xff, 0xd3]); // call r11
         assert_eq!(enc(&|a| a.push(R15)), [0x41, 0x57]);
+        assert_eq!(enc(&|a| a.div(true, R11)), [0x49, 0xf7, 0xf3]); // div r11
+        assert_eq!(enc(&|a| a.div(false, R11)), [0x41, 0xf7, 0xf3]); // div r11d
     }
 }

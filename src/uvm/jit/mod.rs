@@ -207,6 +207,37 @@ fn call_out(a: &mut Asm, f: u64, args: [Arg; 4], result: Option<u8>) {
     }
 }
 
+/// Unsigned division or modulo of `dst` by `src` (or `imm`), by BPF's
+/// rules for a zero divisor (the quotient is 0, the remainder the
+/// dividend); rax and rdx (r0 and r3) are kept around x86's `div`.
+fn unsigned_div(a: &mut Asm, quotient: bool, w: bool, dst: u8, src: Option<u8>, imm: i32) {
+    match src {
+        Some(s) => a.mov_rr(w, asm::R11, s),
+        None => a.mov_ri(w, asm::R11, imm),
+    }
+    a.test_rr(w, asm::R11, asm::R11);
+    let to_zero = a.jcc(cc::E);
+    a.push(asm::RAX);
+    a.push(asm::RDX);
+    a.mov_rr(w, asm::RAX, dst);
+    a.alu_rr(Op::Xor, false, asm::RDX, asm::RDX);
+    a.div(w, asm::R11);
+    a.mov_rr(true, asm::R11, if quotient { asm::RAX } else { asm::RDX });
+    a.pop(asm::RDX);
+    a.pop(asm::RAX);
+    a.mov_rr(w, dst, asm::R11);
+    let to_done = a.jmp();
+    let zero = a.len();
+    a.patch(to_zero, zero);
+    if quotient {
+        a.alu_rr(Op::Xor, false, dst, dst);
+    } else if !w {
+        a.mov_rr(false, dst, dst);
+    }
+    let done = a.len();
+    a.patch(to_done, done);
+}
+
 fn alu_op(op: u8) -> Option<Op> {
     Some(match op {
         ADD => Op::Add,
@@ -395,7 +426,9 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                             if x { a.imul_rr(w, dst, src) } else { a.imul_ri(w, dst, i.imm) }
                         }
                         NEG => a.neg(w, dst),
+                        DIV | MOD if i.off == 0 => unsigned_div(&mut a, op == DIV, w, dst, if x { Some(src) } else { None }, i.imm),
                         DIV | MOD => {
+                            // Signed: out of line (x86's idiv traps where BPF's gives a value).
                             let s = if x { Arg::Reg(src) } else { Arg::Imm(i.imm as i64 as u64) };
                             let how = u64::from(i.code) | (u64::from(i.off as u16) << 8);
                             call_out(&mut a, calls::alu as *const () as u64, [Arg::Reg(dst), s, Arg::Imm(how), Arg::Imm(0)], Some(dst));
