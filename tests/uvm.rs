@@ -10,6 +10,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use bpfbench::harness::test_run;
 use bpfbench::uvm::helpers::Helpers;
 use bpfbench::uvm::maps::UserMaps;
+use bpfbench::uvm::runtime::Engine;
 use bpfbench::uvm::{self, Counts, Insn, Interpreter, xdp};
 use libbpf_rs::{MapCore, MapFlags};
 use common::test_object;
@@ -423,8 +424,59 @@ fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
     let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![], verified: Default::default() };
     let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
     assert_eq!(err, "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel");
-    let fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![], verified: Default::default() };
-    assert!(uvm::UserRuntime::new(&fine, 0).is_ok());
+    let mut fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![], verified: Default::default() };
+    let unverified = uvm::UserRuntime::new(&fine, 0).unwrap();
+    assert_eq!(unverified.engine_of("times"), Engine::Interpreter, "the JIT runs only what the kernel's verifier accepted");
+    fine.verified.insert("times".to_string());
+    assert_eq!(uvm::UserRuntime::new(&fine, 0).unwrap().engine_of("times"), Engine::Jit);
+}
+
+#[test]
+fn the_jit_gives_the_interpreters_verdicts_and_packets_for_every_scenario() {
+    bpfbench::system::check_privileges().unwrap();
+    let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(0).unwrap();
+    let mut rt = corpus.runtime;
+    for prog in &corpus.names {
+        assert_eq!(rt.engine_of(prog), Engine::Jit, "{prog}: the kernel verified it");
+        for (i, packet) in corpus.packets.iter().enumerate() {
+            // Twice each, in both orders: a first packet of a flow and one that finds it.
+            let jit = rt.run_xdp(prog, packet).unwrap();
+            rt.set_engine(Engine::Interpreter);
+            let interpreted = rt.run_xdp(prog, packet).unwrap();
+            let again = rt.run_xdp(prog, packet).unwrap();
+            rt.set_engine(Engine::Jit);
+            let jit_again = rt.run_xdp(prog, packet).unwrap();
+            assert_eq!(jit, interpreted, "{prog}, scenario packet {i}");
+            assert_eq!(again, jit_again, "{prog}, scenario packet {i}");
+        }
+    }
+}
+
+#[test]
+fn ab_compares_the_kernel_and_the_userspace_jit_in_alternation() {
+    let o = common::bpfbench(&[
+        "ab", "--workload", "xdp-lb", "kernel", "user", "--scenario", "tcp-v4-lru-hit", "--format", "json", "--no-store",
+        "--max-time", "3", "--min-rounds", "2", "--pairs-per-round", "4", "--batch-ms", "0.5",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((&rec["a"], &rec["b"]), (&serde_json::json!("kernel"), &serde_json::json!("userspace")), "{rec}");
+    let case = &rec["cases"][0];
+    assert_eq!(case["name"], "tcp-v4-lru-hit");
+    let (ratio, lo, hi) = (case["ratio"].as_f64().unwrap(), case["ratio_ci95"][0].as_f64().unwrap(), case["ratio_ci95"][1].as_f64().unwrap());
+    // Generous: the JIT's LRU hit measured 0.6-0.8x the kernel's here; a broken JIT or an interpreter is 10-80x.
+    assert!(ratio > 0.05 && ratio < 5.0 && lo <= ratio && ratio <= hi, "{case}");
+    for (args, needle) in [
+        (vec!["ab", "kernel", "user"], "to compare runtimes name the workload: bpfbench ab --workload xdp-lb kernel user"),
+        (vec!["ab", "--workload", "xdp-lb", "user", "user"], "A and B are both the userspace runtime; compare kernel with user"),
+        (vec!["ab", "--workload", "xdp-lb", "kernel", "user", "--metric", "insns"], "--metric insns counts in the userspace runtime only"),
+    ] {
+        let o = common::bpfbench(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = common::stderr(&o);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
 }
 
 #[test]
