@@ -1,17 +1,19 @@
-//! The userspace runtime (issue 12, in progress): the same BPF object run
-//! outside the kernel.
+//! The userspace runtime: the same BPF object run outside the kernel.
 //!
 //! An object is opened and prepared by libbpf exactly as for the kernel
 //! (`bpf_object__prepare`: maps created, CO-RE, subprogram and map
 //! relocations done), and each program's final instructions are taken from
-//! it ([`prepared_insns`]). The [`interp::Interpreter`] runs them with
-//! every access checked against the regions it handed out and counts what
-//! it executes. Built so far: the instruction set (ALU, jumps, calls
-//! between BPF functions, atomics, may_goto), XDP's context and frame,
-//! array, hash, LRU (the kernel's eviction), LPM and map-of-maps maps
-//! (per-CPU arrays and hashes too, and global data) copied from the
-//! kernel's after setup, and the map, time, random and adjust helpers. To
-//! come: a JIT, and the `--runtime` and `--metric insns` options.
+//! it ([`prepared_insns`]); the kernel then loads the object as usual.
+//! Two engines run the instructions ([`runtime::UserRuntime`] picks):
+//! - [`jit`], x86-64 code for the programs the kernel's verifier accepted,
+//!   which is what `--runtime user` times;
+//! - [`interp::Interpreter`], which checks every access against the
+//!   regions it handed out and counts what it executes (`--metric insns`,
+//!   `fuzz-uvm`, anything unverified).
+//!
+//! Both use the maps of [`maps`] (array, hash, LRU with the kernel's
+//! eviction, LPM, maps of maps, per-CPU arrays and hashes, global data),
+//! copied from the kernel's after setup, and the helpers of [`helpers`].
 
 pub mod fuzz;
 pub mod helpers;
