@@ -139,17 +139,8 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     }
     let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
     let cpu = system::prepare_for_timing(args.cpu)?;
-    let plan = |workload: &str, scenarios: Vec<ScenarioInfo>| AbPlan {
-        workload: workload.to_string(),
-        labels: (args.a.display().to_string(), args.b.display().to_string()),
-        scenarios,
-        settings: args.paired.clone(),
-        threshold: args.gate.threshold(),
-        allow_different_output: args.allow_different_output,
-        tag: args.store.tag.clone(),
-        cpu,
-        stop: interrupt::flag(),
-    };
+    let labels = (args.a.display().to_string(), args.b.display().to_string());
+    let plan = |workload: &str, scenarios: Vec<ScenarioInfo>| paired_plan(args, workload, labels.clone(), scenarios, cpu);
     let mut observer = Terminal { progress: std::io::stderr().is_terminal() };
     let record = match builds {
         Builds::Objects | Builds::WorkloadObjects(_) => {
@@ -179,6 +170,21 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     finish(args, &record, history.as_mut())
 }
 
+/// The paired comparison `args` ask for, of `scenarios` of `workload`.
+fn paired_plan(args: &AbArgs, workload: &str, labels: (String, String), scenarios: Vec<ScenarioInfo>, cpu: usize) -> AbPlan<'static> {
+    AbPlan {
+        workload: workload.to_string(),
+        labels,
+        scenarios,
+        settings: args.paired.clone(),
+        threshold: args.gate.threshold(),
+        allow_different_output: args.allow_different_output,
+        tag: args.store.tag.clone(),
+        cpu,
+        stop: interrupt::flag(),
+    }
+}
+
 /// `ab --workload W kernel user`: the workload's own object in the kernel
 /// (A) and in the userspace runtime's JIT (B), timed in alternation as any
 /// two builds are, so B/A is the userspace/kernel ratio with its interval.
@@ -188,17 +194,7 @@ fn runtime_pair(args: &AbArgs, matches: &clap::ArgMatches, (ra, rb): (Runtime, R
     let scenarios = session::select(w.as_ref(), &args.select.scenarios, &args.select.groups)?;
     let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
     let cpu = system::prepare_for_timing(args.cpu)?;
-    let plan = AbPlan {
-        workload: w.name().to_string(),
-        labels: (ra.label().to_string(), rb.label().to_string()),
-        scenarios,
-        settings: args.paired.clone(),
-        threshold: args.gate.threshold(),
-        allow_different_output: args.allow_different_output,
-        tag: args.store.tag.clone(),
-        cpu,
-        stop: interrupt::flag(),
-    };
+    let plan = paired_plan(args, w.name(), (ra.label().to_string(), rb.label().to_string()), scenarios, cpu);
     let mut observer = Terminal { progress: std::io::stderr().is_terminal() };
     let (mut a, mut b) = (LocalBuild::new(w.as_ref(), cpu).in_runtime(ra), LocalBuild::new(w.as_ref(), cpu).in_runtime(rb));
     let record = session::ab::run(plan, &mut a, &mut b, &mut observer)?;
