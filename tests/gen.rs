@@ -152,11 +152,7 @@ fn bad_inputs_get_one_line_errors() {
         (&["gen", "lo", "--batch-size", "0", "--count", "1"], "--batch-size must be 1 to 256"),
     ];
     for (args, needle) in cases {
-        let o = bpfbench(args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
-        let err = stderr(&o);
-        assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        common::assert_one_line_error(args, needle);
     }
     let o = bpfbench(&["gen", "lo", "--rate", "fast"]);
     assert!(stderr(&o).contains("not a rate"), "{}", stderr(&o));

@@ -248,11 +248,7 @@ fn bad_inputs_get_one_line_errors() {
         let mut all = vec!["run"];
         all.extend_from_slice(&args);
         all.push("--no-store");
-        let o = bpfbench(&all);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        common::assert_one_line_error(&all, needle);
     }
     assert!(stderr(&bpfbench(&["run", &encap, "--map", &bad_map, "--no-store"])).contains("not valid JSON"));
 }

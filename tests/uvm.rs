@@ -409,11 +409,7 @@ fn runtime_and_metric_mistakes_get_one_line() {
         (vec!["run", "--metric", "insns", "--runtime", "kernel"], "--metric insns counts in the userspace runtime only"),
         (vec!["run", "maps", "--runtime", "user"], "maps does not run in the userspace runtime yet; use --runtime kernel"),
     ] {
-        let o = common::bpfbench(&args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
-        let err = common::stderr(&o);
-        assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        common::assert_one_line_error(&args, needle);
     }
 }
 
@@ -471,11 +467,7 @@ fn ab_compares_the_kernel_and_the_userspace_jit_in_alternation() {
         (vec!["ab", "--workload", "xdp-lb", "user", "user"], "A and B are both the userspace runtime; compare kernel with user"),
         (vec!["ab", "--workload", "xdp-lb", "kernel", "user", "--metric", "insns"], "--metric insns counts in the userspace runtime only"),
     ] {
-        let o = common::bpfbench(&args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
-        let err = common::stderr(&o);
-        assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        common::assert_one_line_error(&args, needle);
     }
 }
 

@@ -67,6 +67,16 @@ pub fn bpfbench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().expect("running bpfbench")
 }
 
+/// Runs bpfbench with `args` and asserts it fails (exit 1) with one line
+/// on stderr that contains `needle`.
+pub fn assert_one_line_error(args: &[&str], needle: &str) {
+    let o = bpfbench(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: more than one line: {err}");
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -56,17 +56,22 @@ unsafe fn slice<'a>(addr: u64, len: usize) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(addr as *const u8, len) }
 }
 
+/// What a lookup leaves in r0: the value's address, the inner map's handle, or NULL.
+fn in_register(found: Found<'_>) -> u64 {
+    match found {
+        Found::Value(v) => v.as_mut_ptr() as u64,
+        Found::Map(handle) => handle,
+        Found::Nothing => 0,
+    }
+}
+
 extern "C" fn map_lookup_elem(map: u64, key: u64) -> u64 {
     let Some((h, maps, _)) = env() else { return 0 };
     let Some(i) = helpers::map_index(map, maps.maps.len()) else { return 0 };
     let m = &mut maps.maps[i];
     // SAFETY: the verifier checked the key is key_size readable bytes.
     let key = unsafe { slice(key, m.def.key_size) };
-    match helpers::lookup(m, key, h.cpu) {
-        Found::Value(v) => v.as_mut_ptr() as u64,
-        Found::Map(handle) => handle,
-        Found::Nothing => 0,
-    }
+    in_register(helpers::lookup(m, key, h.cpu))
 }
 
 /// A lookup in a map the call site knows (`map` points at it; see
@@ -76,11 +81,7 @@ pub extern "C" fn lookup_direct(map: u64, key: u64, cpu: u64) -> u64 {
     let m = unsafe { &mut *(map as *mut super::super::maps::UserMap) };
     // SAFETY: the verifier checked the key is key_size readable bytes.
     let key = unsafe { slice(key, m.def.key_size) };
-    match helpers::lookup(m, key, cpu as usize) {
-        Found::Value(v) => v.as_mut_ptr() as u64,
-        Found::Map(handle) => handle,
-        Found::Nothing => 0,
-    }
+    in_register(helpers::lookup(m, key, cpu as usize))
 }
 
 extern "C" fn map_update_elem(map: u64, key: u64, value: u64, flags: u64) -> u64 {
