@@ -482,3 +482,61 @@ fn mutated_load_balancer_programs_end_in_a_result_or_an_error() {
     assert_eq!(r.programs, 20_000);
     assert!(r.mutated > 5_000 && r.finished > 0 && r.refused > 0, "{r:?}");
 }
+
+/// The encapsulation example's command line: a hash map filled from JSON, IPIP out.
+fn encap_args() -> Vec<String> {
+    let services = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/encap/services.json");
+    ["xdp_encap.bpf.o", "--map", &format!("services={services}"), "--packet", "eth/ipv4(src=10.9.0.1-10.9.0.8,dst=10.0.0.10)/tcp(dport=80)/payload(32)", "--expect", "XDP_TX"]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| if i == 0 { test_object(a).to_string_lossy().into_owned() } else { a.to_string() })
+        .collect()
+}
+
+#[test]
+fn your_objects_validate_against_the_kernel_and_time_in_userspace() {
+    let args = encap_args();
+    let mut both: Vec<&str> = args.iter().map(String::as_str).collect();
+    both.extend(["--runtime", "both", "--samples", "5", "--batch-ms", "2", "--warmup", "0"]);
+    let run = run_json(&both);
+    let results = run["results"].as_array().unwrap();
+    let runtimes: Vec<&str> = results.iter().map(|r| r["runtime"].as_str().unwrap()).collect();
+    assert_eq!(runtimes, ["kernel", "user"]);
+    let user = &results[1];
+    assert_eq!(user["validated"], true, "{}", user["error"]);
+    assert_eq!(user["verdict"], "XDP_TX");
+    assert_eq!(user["timing"]["mode"], "in-bpf", "{}", user["timing"]);
+    let checks: Vec<&str> = user["checks"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(checks.iter().any(|c| c.contains("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the 8 packet(s)")), "{checks:?}");
+    assert!(checks.iter().any(|c| c.contains("spliced into the batch loop")), "{checks:?}");
+    assert!(user["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0);
+
+    // Counted twice: the same figures, one service lookup per packet.
+    let mut counted: Vec<&str> = args.iter().map(String::as_str).collect();
+    counted.extend(["--metric", "insns"]);
+    let counts: Vec<serde_json::Value> = (0..2).map(|_| run_json(&counted)["results"][0]["instructions"].clone()).collect();
+    assert_eq!(counts[0], counts[1]);
+    let c = &counts[0];
+    assert!(c["body_insns"].as_u64().unwrap() > c["loop_insns"].as_u64().unwrap(), "{c}");
+    assert_eq!(c["map_ops"]["services: bpf_map_lookup_elem"].as_i64(), c["packets"].as_i64(), "{c}");
+}
+
+#[test]
+fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line() {
+    let object = |name: &str| test_object(name).to_string_lossy().into_owned();
+    let (tc, swap, fib) = (object("tc_ttl.bpf.o"), object("xdp_swap.bpf.o"), object("xdp_fib.bpf.o"));
+    for (args, needle) in [
+        (vec!["run", tc.as_str(), "--runtime", "user"], "'tc_ttl' is a sched_cls program; the userspace runtime runs XDP programs only: use --runtime kernel"),
+        (vec!["run", swap.as_str(), "--runtime", "user", "--per-call"], "drop --per-call or use --runtime kernel"),
+        (vec!["run", fib.as_str(), "--runtime", "user"], "program xdp_fib calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have"),
+    ] {
+        common::assert_one_line_error(&args, needle);
+    }
+    // The kernel refuses the spliced program (its stack and the loop's exceed
+    // 512 bytes): the kernel times it per call; userspace cannot time it.
+    let big = object("xdp_bigstack.bpf.o");
+    let o = common::bpfbench(&["run", &big, "--runtime", "user", "--samples", "3", "--no-store"]);
+    assert_ne!(o.status.code(), Some(0));
+    let report = common::stdout(&o);
+    assert!(report.contains("cannot run in the userspace runtime: the kernel refused the program spliced into the batch loop"), "{report}");
+}

@@ -420,6 +420,24 @@ impl ObjectFile {
         Ok(unsafe { BorrowedFd::borrow_raw(fd) })
     }
 
+    /// Every map `prepare` created, as the userspace runtime copies them:
+    /// (fd in the instructions, kernel id, name).
+    pub fn created_maps(&self) -> Result<Vec<(i32, u32, String)>> {
+        let mut out = Vec::new();
+        for m in self.maps_raw() {
+            // SAFETY: a map of this object; -1 when it was not created.
+            let fd = unsafe { sys::bpf_map__fd(m) };
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: the fd stays open as long as the object.
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            let id = libbpf_rs::MapInfo::new(borrowed).context("reading a map's info")?.info.id;
+            out.push((fd, id, cstr(unsafe { sys::bpf_map__name(m) })));
+        }
+        Ok(out)
+    }
+
     /// The BTF type ids of a map's key and value (0: none).
     pub fn map_btf_ids(&self, name: &str) -> Result<(u32, u32)> {
         let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;

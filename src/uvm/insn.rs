@@ -93,6 +93,8 @@ pub const PSEUDO_MAP_FD: u8 = 1;
 pub const PSEUDO_MAP_VALUE: u8 = 2;
 /// call's src: imm is the relative offset of a BPF-to-BPF call.
 pub const PSEUDO_CALL: u8 = 1;
+/// call's src: imm is a kfunc's BTF id.
+pub const KFUNC_CALL: u8 = 2;
 
 /// Bytes a memory access of `code` covers.
 pub fn size_bytes(code: u8) -> usize {

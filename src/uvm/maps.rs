@@ -11,8 +11,9 @@ use std::collections::HashMap;
 use anyhow::{Context, Result, bail};
 use libbpf_rs::{MapCore, MapFlags, MapType};
 
+use super::lpm::{self, Lpm};
 use super::lru::LruHash;
-use super::uapi::{BPF_EXIST, BPF_NOEXIST, E2BIG, EEXIST, EINVAL, ENOENT, ENOSPC};
+use super::uapi::{BPF_EXIST, BPF_NOEXIST, E2BIG, EEXIST, EINVAL, ENOENT};
 
 /// A map's shape.
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ pub struct MapDef {
 /// The tables keyed by a program's bytes: foldhash, several times faster
 /// than the standard SipHash on 4–40-byte keys, and with a fixed seed (no
 /// untrusted input reaches it, and runs repeat exactly).
-type Table<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+pub(super) type Table<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 enum Store {
     /// Array and global data: per CPU copy (one for a plain array), the
@@ -40,25 +41,8 @@ enum Store {
     Hash(Table<Vec<u8>, Vec<Box<[u8]>>>),
     /// LRU hash, with the kernel's eviction.
     Lru(Box<LruHash>),
-    /// LPM trie: values by (prefix length, the key's bits past it cleared).
-    Lpm(Table<(u32, Vec<u8>), Box<[u8]>>),
-}
-
-/// An LPM key's data with the bits past `plen` cleared.
-fn lpm_prefix(data: &[u8], plen: u32) -> Vec<u8> {
-    data.iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            let bits = plen.saturating_sub(8 * i as u32).min(8);
-            if bits == 0 { 0 } else { b & (0xffu8 << (8 - bits)) }
-        })
-        .collect()
-}
-
-/// An LPM key: (prefix length, data), if it is one.
-fn lpm_key(key: &[u8]) -> Option<(u32, &[u8])> {
-    let plen = u32::from_ne_bytes(key.get(..4)?.try_into().ok()?);
-    Some((plen, &key[4..]))
+    /// LPM trie, with the kernel's longest-prefix match.
+    Lpm(Box<Lpm>),
 }
 
 /// One map.
@@ -98,10 +82,10 @@ impl UserMap {
             }
             MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => Store::Hash(Table::default()),
             MapType::LpmTrie => {
-                if def.key_size <= 4 {
-                    bail!("map {}: an LPM trie's key is a 4-byte prefix length and data, not {} bytes", def.name, def.key_size);
+                if def.key_size <= 4 || def.key_size > 4 + lpm::MAX_DATA {
+                    bail!("map {}: an LPM trie's key is a 4-byte prefix length and 1 to {} bytes of data, not {} bytes", def.name, lpm::MAX_DATA, def.key_size);
                 }
-                Store::Lpm(Table::default())
+                Store::Lpm(Box::new(Lpm::new(def.key_size - 4, def.max_entries)))
             }
             MapType::LruHash => Store::Lru(Box::new(LruHash::new(def.max_entries as usize, def.value_size, cpus))),
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
@@ -118,13 +102,7 @@ impl UserMap {
         let c = cpu.min(self.copies() - 1);
         match &mut self.store {
             Store::Lru(l) => l.lookup(key),
-            Store::Lpm(m) => {
-                // The longest stored prefix no longer than the key's that matches it.
-                let (plen, data) = lpm_key(key)?;
-                let max = (8 * data.len()) as u32;
-                let found = (0..=plen.min(max)).rev().map(|p| (p, lpm_prefix(data, p))).find(|k| m.contains_key(k))?;
-                m.get_mut(&found).map(|v| &mut **v)
-            }
+            Store::Lpm(m) => m.lookup(key),
             Store::Array { stride, copies } => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
                 copies[c].get_mut(i * *stride..)?.get_mut(..self.def.value_size)
@@ -144,24 +122,14 @@ impl UserMap {
         let value_for = |c: usize| values[c.min(values.len() - 1)];
         match &mut self.store {
             Store::Lru(l) => l.update(key, values[0], flags, cpu),
-            Store::Lpm(m) => {
-                let Some((plen, data)) = lpm_key(key) else { return -EINVAL };
-                if plen > (8 * data.len()) as u32 {
-                    return -EINVAL;
+            Store::Lpm(m) => match m.update(key, values[0], flags) {
+                Ok(old) => {
+                    // The program may still hold the old value: it lives until the run ends.
+                    self.graveyard.extend(old.map(|v| vec![v]));
+                    0
                 }
-                let k = (plen, lpm_prefix(data, plen));
-                let exists = m.contains_key(&k);
-                match (flags, exists) {
-                    (BPF_NOEXIST, true) => return -EEXIST,
-                    (BPF_EXIST, false) => return -ENOENT,
-                    (_, false) if m.len() >= self.def.max_entries as usize => return -ENOSPC,
-                    _ => {}
-                }
-                if let Some(old) = m.insert(k, values[0].to_vec().into_boxed_slice()) {
-                    self.graveyard.push(vec![old]);
-                }
-                0
-            }
+                Err(e) => e,
+            },
             Store::Array { stride, copies } => {
                 let Some(i) = key.try_into().ok().map(u32::from_ne_bytes) else { return -EINVAL };
                 if i >= self.def.max_entries {
@@ -200,16 +168,13 @@ impl UserMap {
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match &mut self.store {
             Store::Lru(l) => l.delete(key),
-            Store::Lpm(m) => {
-                let Some((plen, data)) = lpm_key(key) else { return -EINVAL };
-                match m.remove(&(plen, lpm_prefix(data, plen))) {
-                    Some(old) => {
-                        self.graveyard.push(vec![old]);
-                        0
-                    }
-                    None => -ENOENT,
+            Store::Lpm(m) => match m.delete(key) {
+                Ok(old) => {
+                    self.graveyard.push(vec![old]);
+                    0
                 }
-            }
+                Err(e) => e,
+            },
             Store::Array { .. } => -EINVAL,
             Store::Hash(m) => match m.remove(key) {
                 Some(old) => {
@@ -246,10 +211,7 @@ impl UserMap {
                 (i < self.def.max_entries).then(|| copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect())
             }
             Store::Hash(m) => m.get(key).map(|v| v.iter().map(|b| b.to_vec()).collect()),
-            Store::Lpm(m) => {
-                let (plen, data) = lpm_key(key)?;
-                m.get(&(plen, lpm_prefix(data, plen))).map(|v| vec![v.to_vec()])
-            }
+            Store::Lpm(m) => m.peek(key).map(|v| vec![v.to_vec()]),
         }
     }
 
@@ -261,7 +223,7 @@ impl UserMap {
                 .collect(),
             Store::Hash(m) => m.iter().map(|(k, v)| (k.clone(), v.iter().map(|b| b.to_vec()).collect())).collect(),
             Store::Lru(l) => l.entries().into_iter().map(|(k, v)| (k, vec![v])).collect(),
-            Store::Lpm(m) => m.iter().map(|((plen, data), v)| ([plen.to_ne_bytes().as_slice(), data].concat(), vec![v.to_vec()])).collect(),
+            Store::Lpm(m) => m.entries().map(|(k, v)| (k.to_vec(), vec![v.to_vec()])).collect(),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod helpers;
 pub mod insn;
 pub mod interp;
 pub mod jit;
+pub mod lpm;
 pub mod lru;
 pub mod maps;
 pub mod memory;
@@ -95,7 +96,11 @@ impl PreparedCode {
 
 /// A prepared program's instructions, relocated as the kernel would get them.
 pub fn prepared_insns(prog: &libbpf_rs::OpenProgram<'_>) -> Vec<Insn> {
-    let insns = prog.insns();
+    from_libbpf(prog.insns())
+}
+
+/// Instructions as libbpf holds them, decoded.
+pub fn from_libbpf(insns: &[libbpf_rs::libbpf_sys::bpf_insn]) -> Vec<Insn> {
     // SAFETY: bpf_insn is 8 plain bytes.
     let bytes = unsafe { std::slice::from_raw_parts(insns.as_ptr().cast::<u8>(), std::mem::size_of_val(insns)) };
     Insn::decode_all(bytes)

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 
 use super::helpers::{self, Helpers};
-use super::insn::{CALL, JMP};
+use super::insn::{CALL, JMP, KFUNC_CALL};
 use super::interp::{Counts, Interpreter};
 use super::jit::{self, JitProgram, frame::Frame32};
 use super::maps::{UserMap, UserMaps};
@@ -119,12 +119,19 @@ impl jit::Resolve for JitMaps<'_> {
     }
 }
 
-/// The helpers `insns` calls that this runtime does not have: refused at
-/// load time, not when a path first reaches them.
-fn check_helpers(name: &str, insns: &[Insn]) -> Result<()> {
+/// Refuses a program that calls a helper or a kfunc this runtime does not
+/// have: at load time, not when a path first reaches the call.
+pub fn check_calls(name: &str, insns: &[Insn]) -> Result<()> {
     for (pc, i) in insns.iter().enumerate() {
-        if i.code == (JMP | CALL) && i.src == 0 && !helpers::SUPPORTED.contains(&i.imm) {
-            bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm));
+        if i.code != (JMP | CALL) {
+            continue;
+        }
+        match i.src {
+            0 if !helpers::SUPPORTED.contains(&i.imm) => {
+                bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm))
+            }
+            KFUNC_CALL => bail!("program {name} calls a kfunc (instruction {pc}), which bpfbench's userspace runtime does not have; run it with --runtime kernel"),
+            _ => {}
         }
     }
     Ok(())
@@ -136,7 +143,7 @@ impl UserRuntime {
     /// runtime does not have, and a map type it does not have.
     pub fn new(code: &PreparedCode, cpu: usize) -> Result<UserRuntime> {
         for (name, insns) in &code.programs {
-            check_helpers(name, insns)?;
+            check_calls(name, insns)?;
         }
         Ok(UserRuntime {
             programs: code.programs.clone(),

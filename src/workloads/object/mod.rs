@@ -29,7 +29,7 @@ use crate::harness::test_run::{RunOutput, run};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::object_file::{ObjectFile, ProgKind, ProgramInfo};
 use crate::packet::{diff_packets, pcap};
-use crate::record::{Timing, VerifierStats};
+use crate::record::{InstructionCount, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
 pub use options::{LoadArgs, ObjectArgs, ObjectSetup};
@@ -136,7 +136,22 @@ impl Workload for ObjectBench {
     }
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
+        self.setup_in(cpu, Runtime::Kernel)
+    }
+
+    /// The kernel loads the object either way: its verifier decides what
+    /// the userspace JIT may run, and the maps are copied from the kernel's
+    /// after the --map files filled them.
+    fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let name = &self.program.name;
+        if runtime == Runtime::User {
+            if self.kind != ProgKind::Xdp {
+                bail!("'{name}' is a {} program; the userspace runtime runs XDP programs only: use --runtime kernel", self.program.type_name);
+            }
+            if self.setup.per_call {
+                bail!("--per-call times single test runs in the kernel; the userspace runtime times in the batch loop: drop --per-call or use --runtime kernel");
+            }
+        }
         let mut user = ObjectFile::open(&self.setup.object)?;
         user.configure(name, &self.setup.pins)?;
         user.prepare()?;
@@ -150,11 +165,14 @@ impl Workload for ObjectBench {
         }
         // The final instructions, before loading takes them over.
         let insns = user.insns(name)?;
+        if runtime == Runtime::User {
+            crate::uvm::runtime::check_calls(name, &crate::uvm::from_libbpf(&insns))?;
+        }
         let funcs = user.func_info(name)?;
         let stats = user.load(name)?;
         let (attach, flags) = user.load_attrs(name)?;
         let empty = empty_program(self.kind, attach, flags)?;
-        Ok(Box::new(Loaded { bench: self, user, insns, funcs, stats, empty, cpu, notes }))
+        Ok(Box::new(Loaded { bench: self, user, insns, funcs, stats, empty, cpu, notes, runtime }))
     }
 }
 
@@ -169,6 +187,8 @@ struct Loaded<'a> {
     empty: OwnedFd,
     cpu: usize,
     notes: Vec<String>,
+    /// Where the batches run: the kernel, or the userspace runtime's JIT.
+    runtime: Runtime,
 }
 
 impl Loaded<'_> {
@@ -277,6 +297,12 @@ impl PreparedScenario for Prepared<'_> {
     fn verifier_stats(&self) -> Option<VerifierStats> {
         Some(self.stats.clone())
     }
+
+    fn count_instructions(&mut self, iters: u32) -> Result<Option<InstructionCount>> {
+        let Timer::InBpf(s) = &mut self.timer else { return Ok(None) };
+        let Some(rt) = s.user().cloned() else { return Ok(None) };
+        crate::harness::count_instructions(&rt, iters, |variant, n| s.run_batch(variant == Variant::Body, n).map(|_| ())).map(Some)
+    }
 }
 
 impl LoadedWorkload for Loaded<'_> {
@@ -297,11 +323,18 @@ impl LoadedWorkload for Loaded<'_> {
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
         let plan = if bench.setup.per_call { Restore::PerCall("asked for with --per-call".into()) } else { restore::plan(kind, &case.packets, &outputs) };
         let (timer, timing, key) = match plan {
+            Restore::PerCall(reason) if self.runtime == Runtime::User => {
+                bail!("case {}: the userspace runtime times in the batch loop only, and this case is timed per call because {reason}", case.name)
+            }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
             Restore::Bytes(restore) => {
                 let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
-                match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu) {
+                match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu, self.runtime) {
                     Ok(s) => {
+                        if s.user().is_some() {
+                            checks.push(format!("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
+                            notes.push("runtime: userspace, the spliced program as the kernel verified it, compiled by bpfbench's JIT, with copies of the maps".into());
+                        }
                         checks.push("spliced into the batch loop: the last iteration of every checked batch matched the program's own output".into());
                         if s.resized()? > 0 {
                             notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
@@ -310,6 +343,7 @@ impl LoadedWorkload for Loaded<'_> {
                         let key = format!("{kind:?} driver loop, {restore} bytes written back, {} packet(s)", case.packets.len());
                         (Timer::InBpf(s), Timing::InBpf, key)
                     }
+                    Err(e) if self.runtime == Runtime::User => bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name),
                     Err(e) => {
                         // The reason on its first line, the verifier's last lines after it.
                         let text = format!("{e:#}");

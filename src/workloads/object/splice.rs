@@ -150,10 +150,17 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[sys::bpf_insn]) -> Result<Owne
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A program bpfbench loaded, and the instructions it loaded (what the
+/// userspace runtime runs).
+pub struct Loaded {
+    pub fd: OwnedFd,
+    pub insns: Vec<sys::bpf_insn>,
+}
+
 /// The user's program as the body of the prepared `driver`'s timed entry.
 /// `insns` and `funcs` are the user program's instructions and function
-/// records after `prepare`. Returns the loaded program.
-pub fn splice(driver: &ObjectFile, user: &ObjectFile, program: &str, insns: &[sys::bpf_insn], funcs: &[sys::bpf_func_info], kind: ProgKind) -> Result<OwnedFd> {
+/// records after `prepare`.
+pub fn splice(driver: &ObjectFile, user: &ObjectFile, program: &str, insns: &[sys::bpf_insn], funcs: &[sys::bpf_func_info], kind: ProgKind) -> Result<Loaded> {
     if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
         bail!("program '{program}' calls kfuncs of a kernel module, which a spliced program cannot reach");
     }
@@ -178,12 +185,13 @@ pub fn splice(driver: &ObjectFile, user: &ObjectFile, program: &str, insns: &[sy
         _ => None,
     };
     let spec = LoadSpec { kind, name: DRIVER, license: user.license(), attach, flags, funcs: funcs_arg };
-    load_program(&spec, &spliced)
+    Ok(Loaded { fd: load_program(&spec, &spliced)?, insns: spliced })
 }
 
 /// The driver's overhead twin: the same loop around an empty call.
-pub fn overhead(driver: &ObjectFile, kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<OwnedFd> {
+pub fn overhead(driver: &ObjectFile, kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<Loaded> {
     let insns = driver.insns(DRIVER_OVERHEAD)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
-    load_program(&spec, &insns).context("loading the driver's overhead loop")
+    let fd = load_program(&spec, &insns).context("loading the driver's overhead loop")?;
+    Ok(Loaded { fd, insns })
 }

@@ -3,19 +3,26 @@
 //! every batch the last iteration's verdict and packet must equal what the
 //! program itself returned for that packet, so a restore that missed a byte
 //! stops the measurement instead of skewing it.
+//!
+//! In the userspace runtime the same spliced program (as the kernel
+//! verified it) runs in the runtime's JIT, with copies of the driver's and
+//! the user's maps; the user's program alone must first give the kernel's
+//! output for every packet.
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use libbpf_rs::libbpf_sys as sys;
 
 use anyhow::{Context, Result, bail};
 
-use super::splice::{self, driver_object};
+use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ};
 use crate::harness::skeleton::map_handle_from_fd;
 use crate::harness::test_run::RunOutput;
-use crate::harness::timing::{RestoreMode, TimedProgram};
+use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::harness::BatchTiming;
 use crate::object_file::{ObjectFile, ProgKind};
+use crate::record::Runtime;
+use crate::uvm::{PreparedCode, UserRuntime, from_libbpf};
 
 /// Iteration counts of the batches that check a spliced program: each
 /// packet in turn, and more than one pass over them.
@@ -42,6 +49,8 @@ pub struct Spliced {
     references: Vec<RunOutput>,
     kind: ProgKind,
     cpu: usize,
+    /// The userspace runtime the batches run in, when they do.
+    user: Option<SharedRuntime>,
 }
 
 /// What the user's program was prepared as.
@@ -55,9 +64,9 @@ pub struct UserProgram<'a> {
 
 impl Spliced {
     /// Builds the driver for `variants` (writing back `restore` bytes per
-    /// iteration) around the user's program and checks it. An error is the
-    /// reason to time the case per call instead.
-    pub fn build(user: &UserProgram<'_>, variants: &[Vec<u8>], restore: u32, references: Vec<RunOutput>, cpu: usize) -> Result<Spliced> {
+    /// iteration) around the user's program, in `runtime`, and checks it.
+    /// An error is the reason to time the case per call instead.
+    pub fn build(user: &UserProgram<'_>, variants: &[Vec<u8>], restore: u32, references: Vec<RunOutput>, cpu: usize, runtime: Runtime) -> Result<Spliced> {
         let mut driver = driver_object(user.kind)?;
         driver.set_rodata(&Rodata { cfg_variants: variants.len() as u32, cfg_restore_bytes: restore })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
@@ -74,7 +83,7 @@ impl Spliced {
             .context("the kernel refused the program spliced into the batch loop")?;
         let handle = |name| map_handle_from_fd(driver.map_fd(name)?);
         let mut s = Spliced {
-            body: TimedProgram::new(body, handle("bench_ctl")?, handle("bench_result")?)?,
+            body: TimedProgram::new(body.fd, handle("bench_ctl")?, handle("bench_result")?)?,
             overhead: None,
             state: handle("bench_driver_state")?,
             load_attrs: user.object.load_attrs(user.name)?,
@@ -83,15 +92,73 @@ impl Spliced {
             kind: user.kind,
             cpu,
             driver,
+            user: None,
         };
+        if runtime == Runtime::User {
+            s.move_to_user(user, &body.insns, variants)?;
+        }
         for n in check_sizes(variants.len()) {
             s.run(n).with_context(|| format!("the spliced program, after {n} iterations,"))?;
         }
         Ok(s)
     }
 
+    /// Runs the batches in the userspace runtime from now on: the spliced
+    /// program and the overhead loop (both verified by the kernel first)
+    /// with copies of the driver's and the user's maps. The user's program
+    /// alone must give the kernel's output for every packet there first.
+    fn move_to_user(&mut self, user: &UserProgram<'_>, spliced: &[sys::bpf_insn], variants: &[Vec<u8>]) -> Result<()> {
+        let overhead = self.load_overhead()?;
+        let mut code = PreparedCode::default();
+        for (name, insns) in [(user.name, user.insns), (DRIVER, spliced), (DRIVER_OVERHEAD, overhead.1.as_slice())] {
+            if code.programs.insert(name.to_string(), from_libbpf(insns)).is_some() {
+                bail!("program '{name}' has the name of bpfbench's driver; rename it to run it in the userspace runtime");
+            }
+            // The kernel's verifier accepted all three: the JIT may run them.
+            code.verified.insert(name.to_string());
+        }
+        code.maps = self.driver.created_maps()?;
+        for (fd, id, name) in user.object.created_maps()? {
+            // The harness finds the driver's maps by name: a user's map of the same name is renamed.
+            let name = if code.maps.iter().any(|(_, _, n)| *n == name) { format!("user:{name}") } else { name };
+            code.maps.push((fd, id, name));
+        }
+        let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, self.cpu)?));
+        for (i, (packet, want)) in variants.iter().zip(&self.references).enumerate() {
+            let out = rt.borrow_mut().run_xdp(user.name, packet)?;
+            let got = RunOutput { retval: out.verdict, packet: out.packet, duration_ns: 0 };
+            if let Some(diff) = outputs_differ(self.kind, want, &got) {
+                bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
+            }
+        }
+        self.body.run_in_user(rt.clone(), DRIVER)?;
+        let mut overhead = overhead.0;
+        overhead.run_in_user(rt.clone(), DRIVER_OVERHEAD)?;
+        self.overhead = Some(overhead);
+        self.user = Some(rt);
+        Ok(())
+    }
+
+    /// The driver's loop around an empty call, loaded into the kernel, and its instructions.
+    fn load_overhead(&self) -> Result<(TimedProgram, Vec<sys::bpf_insn>)> {
+        let (attach, flags) = self.load_attrs;
+        let prog = splice::overhead(&self.driver, self.kind, attach, flags)?;
+        let handle = |name| map_handle_from_fd(self.driver.map_fd(name)?);
+        Ok((TimedProgram::new(prog.fd, handle("bench_ctl")?, handle("bench_result")?)?, prog.insns))
+    }
+
+    /// The userspace runtime the batches run in, if they do.
+    pub fn user(&self) -> Option<&SharedRuntime> {
+        self.user.as_ref()
+    }
+
     /// This CPU's driver state.
     fn state(&self) -> Result<DriverState> {
+        if let Some(rt) = &self.user {
+            let all = rt.borrow().map("bench_driver_state")?.peek_all(&0u32.to_ne_bytes()).context("the driver has no state slot")?;
+            let raw = all.get(self.cpu).context("no driver state for this CPU")?;
+            return Ok(bytemuck::pod_read_unaligned(raw));
+        }
         let all = self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("the driver has no state slot")?;
         let raw = all.get(self.cpu).context("no driver state for this CPU")?;
         Ok(bytemuck::pod_read_unaligned(raw))
@@ -116,15 +183,48 @@ impl Spliced {
         if body {
             return self.run(iters);
         }
-        let overhead = match &mut self.overhead {
-            Some(o) => o,
-            None => {
-                let (attach, flags) = self.load_attrs;
-                let prog = splice::overhead(&self.driver, self.kind, attach, flags)?;
-                let handle = |name| map_handle_from_fd(self.driver.map_fd(name)?);
-                self.overhead.insert(TimedProgram::new(prog, handle("bench_ctl")?, handle("bench_result")?)?)
-            }
-        };
+        if self.overhead.is_none() {
+            self.overhead = Some(self.load_overhead()?.0);
+        }
+        let overhead = self.overhead.as_mut().expect("loaded above");
         Ok(overhead.run_batch(&self.packet, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::test_run::run;
+
+    /// A wrong reference output stops a spliced build in either runtime:
+    /// in userspace already where the program runs alone.
+    #[test]
+    fn an_output_unlike_the_programs_own_stops_the_build_in_both_runtimes() {
+        crate::system::check_privileges().unwrap();
+        let cpu = crate::system::cpu::default_cpu().unwrap();
+        crate::system::cpu::pin_to_cpu(cpu).unwrap();
+        let path = std::path::PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects/xdp_swap.bpf.o"));
+        let mut object = ObjectFile::open(&path).unwrap();
+        object.configure("xdp_swap", &[]).unwrap();
+        object.prepare().unwrap();
+        let (insns, funcs) = (object.insns("xdp_swap").unwrap(), object.func_info("xdp_swap").unwrap());
+        object.load("xdp_swap").unwrap();
+        let packet: Vec<u8> = (0..64u8).collect();
+        let reference = run(object.prog_fd("xdp_swap").unwrap(), &packet).unwrap();
+        let user = UserProgram { object: &object, name: "xdp_swap", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
+        let variants = [packet.clone()];
+        let super::super::restore::Restore::Bytes(restore) = super::super::restore::plan(ProgKind::Xdp, &variants, &[reference.packet.clone()]) else {
+            panic!("a MAC swap is written back in the loop")
+        };
+        for runtime in [Runtime::Kernel, Runtime::User] {
+            if let Err(e) = Spliced::build(&user, &variants, restore, vec![reference.clone()], cpu, runtime) {
+                panic!("{runtime:?}: {e:#}");
+            }
+        }
+        let mut wrong = reference.clone();
+        wrong.packet[3] ^= 1;
+        let err = |runtime| format!("{:#}", Spliced::build(&user, &variants, restore, vec![wrong.clone()], cpu, runtime).err().expect("refused"));
+        assert!(err(Runtime::Kernel).contains("gave another output than the program itself for packet 0"), "{}", err(Runtime::Kernel));
+        assert!(err(Runtime::User).contains("packet 0: the userspace runtime gave another output than the kernel"), "{}", err(Runtime::User));
     }
 }
