@@ -407,7 +407,7 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
 fn runtime_and_metric_mistakes_get_one_line() {
     for (args, needle) in [
         (vec!["run", "--metric", "insns", "--runtime", "kernel"], "--metric insns counts in the userspace runtime only"),
-        (vec!["run", "maps", "--runtime", "user"], "maps does not run in the userspace runtime yet; use --runtime kernel"),
+        (vec!["run", "maps", "--runtime", "user", "--producers", "2"], "--producers 2: the userspace runtime runs one producer"),
     ] {
         common::assert_one_line_error(&args, needle);
     }
@@ -539,4 +539,50 @@ fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line(
     assert_ne!(o.status.code(), Some(0));
     let report = common::stdout(&o);
     assert!(report.contains("cannot run in the userspace runtime: the kernel refused the program spliced into the batch loop"), "{report}");
+}
+
+#[test]
+fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
+    // Every map type and operation of the maps suite, and the LPM-trie suite.
+    for suite in ["maps", "lpm-trie"] {
+        let mut args = vec![suite, "--runtime", "user", "--samples", "3", "--batch-ms", "1", "--warmup", "0", "--entries", "2000"];
+        if suite == "maps" {
+            args.extend(["--op", "lookup,update,insert,delete,drain"]);
+        }
+        let run = run_json(&args);
+        let results = run["results"].as_array().unwrap();
+        assert!(results.len() >= 7, "{suite}: {} scenarios", results.len());
+        for r in results {
+            assert_eq!(r["runtime"], "user");
+            if let Some(why) = r["unavailable"].as_str() {
+                // Arrays have no insert or delete, in the kernel as here; free is the kernel's own step.
+                let free = r["name"].as_str().unwrap().starts_with("free");
+                assert!(!free || why.contains("times the kernel freeing a map"), "{r}");
+                continue;
+            }
+            assert_eq!(r["validated"], true, "{suite} {}: {}", r["name"], r["error"]);
+            let checks = r["checks"].as_array().unwrap();
+            assert!(!checks.is_empty(), "{}", r["name"]);
+            assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", r["name"]);
+        }
+    }
+    // Counts: the same twice; one lookup per operation, on the benchmark's map.
+    let counted = ["maps", "--map", "lpm_trie,lru_hash,percpu_array", "--op", "lookup,insert", "--entries", "1000", "--metric", "insns"];
+    let counts: Vec<Vec<serde_json::Value>> = (0..2)
+        .map(|_| run_json(&counted)["results"].as_array().unwrap().iter().map(|r| r["instructions"].clone()).collect())
+        .collect();
+    assert_eq!(counts[0], counts[1]);
+    assert_eq!(counts[0].len(), 6);
+    let lookup = &counts[0][0];
+    assert_eq!(lookup["map_ops"]["bench_map: bpf_map_lookup_elem"].as_i64(), lookup["packets"].as_i64(), "{lookup}");
+    let insert = &counts[0][1];
+    assert_eq!(insert["map_ops"]["bench_map: bpf_map_update_elem"].as_i64(), insert["packets"].as_i64(), "{insert}");
+
+    // Both runtimes in one table: each runtime's matrix apart, then the ratios.
+    let o = common::bpfbench(&["run", "maps", "--map", "hash,lpm_trie", "--op", "lookup", "--entries", "1000", "--runtime", "both", "--samples", "3", "--batch-ms", "1", "--no-store"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let table = common::stdout(&o);
+    for needle in ["hash/lookup/1000 (user): throughput", "1000 entries, kernel (map type x operation)", "1000 entries, userspace runtime (map type x operation)", "Kernel vs userspace runtime"] {
+        assert!(table.contains(needle), "{needle}: {table}");
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{MapFacts, RunRecord, ScenarioRecord};
+use crate::record::{MapFacts, RunRecord, Runtime, ScenarioRecord};
 use crate::stats::Summary;
 
 /// `ops_per_s` in the largest unit that keeps it at or above 1.
@@ -34,7 +34,7 @@ fn duration(ns: f64) -> (f64, &'static str) {
 /// counted in the scenario's unit (whole maps for `drain`, whose samples
 /// are per deleted key).
 fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
-    let label = format!("{:>label_w$}", r.name);
+    let label = format!("{:>label_w$}", super::table::label(r));
     if let Some(why) = &r.unavailable {
         return format!("{label}: N/A ({why})\n");
     }
@@ -98,8 +98,17 @@ fn distinct(rs: &[&ScenarioRecord], field: impl Fn(&MapFacts) -> String) -> Vec<
     v
 }
 
-/// Matrix (map type x op) per size, then latency against size per op.
-fn matrices(out: &mut String, rs: &[&ScenarioRecord]) {
+/// How a title names the runtime its figures come from.
+fn runtime_label(runtime: Runtime) -> &'static str {
+    match runtime {
+        Runtime::Kernel => ", kernel",
+        Runtime::User => ", userspace runtime",
+    }
+}
+
+/// Matrix (map type x op) per size, then latency against size per op;
+/// `whose` names the runtime in the titles where a run has two.
+fn matrices(out: &mut String, rs: &[&ScenarioRecord], whose: &str) {
     let maps = distinct(rs, |m| m.map_type.clone());
     let ops = distinct(rs, |m| m.op.clone());
     let sizes = distinct(rs, |m| m.entries.to_string());
@@ -108,13 +117,13 @@ fn matrices(out: &mut String, rs: &[&ScenarioRecord]) {
     };
     let rows: Vec<String> = maps.iter().map(|s| s.to_string()).collect();
     for e in &sizes {
-        let _ = writeln!(out, "\nMedian latency, ns/op, {e} entries (map type x operation):");
+        let _ = writeln!(out, "\nMedian latency, ns/op, {e} entries{whose} (map type x operation):");
         let cols: Vec<String> = ops.iter().map(|s| s.to_string()).collect();
         grid(out, "map", &rows, &cols, |m, o| cell(find(m, o, e)));
     }
     if sizes.len() > 1 {
         for op in &ops {
-            let _ = writeln!(out, "\nMedian {op} latency, ns/op, by entries:");
+            let _ = writeln!(out, "\nMedian {op} latency, ns/op, by entries{whose}:");
             let cols: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
             grid(out, "map", &rows, &cols, |m, e| cell(find(m, op, e)));
         }
@@ -135,24 +144,31 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         report.environment.bpfbench_version, report.environment.cpu_model, report.environment.kernel, report.environment.cpu
     );
     let rs: Vec<&ScenarioRecord> = report.results.iter().collect();
-    let label_w = rs.iter().map(|r| r.name.len()).max().unwrap_or(9).max(9);
+    let label_w = rs.iter().map(|r| super::table::label(r).len()).max().unwrap_or(9).max(9);
     for r in &rs {
         out.push_str(&seed_line(r, label_w));
     }
-    // A matrix pays off once there is more than one map type or size.
-    let several = |f: fn(&MapFacts) -> String| distinct(&rs, f).len() > 1;
-    if several(|m| m.map_type.clone()) || several(|m| m.entries.to_string()) {
-        matrices(&mut out, &rs);
+    // Each runtime's figures apart: a matrix mixing them would compare nothing.
+    for runtime in [Runtime::Kernel, Runtime::User] {
+        let mine: Vec<&ScenarioRecord> = rs.iter().copied().filter(|r| r.runtime == runtime).collect();
+        let whose = if mine.len() == rs.len() { "" } else { runtime_label(runtime) };
+        // A matrix pays off once there is more than one map type or size.
+        let several = |f: fn(&MapFacts) -> String| distinct(&mine, f).len() > 1;
+        if several(|m| m.map_type.clone()) || several(|m| m.entries.to_string()) {
+            matrices(&mut out, &mine, whose);
+        }
+        if let Some(loop_ns) = mine.iter().find_map(|r| r.measurement.as_ref().map(|m| m.overhead.summary.median)) {
+            let _ = writeln!(out, "\nHarness loop alone{whose} (empty call): {loop_ns:.2} ns/op, included in every latency above (noop shows it too).");
+        }
     }
-    if let Some(loop_ns) = rs.iter().find_map(|r| r.measurement.as_ref().map(|m| m.overhead.summary.median)) {
-        let _ = writeln!(out, "\nHarness loop alone (empty call): {loop_ns:.2} ns/op, included in every latency above (noop shows it too).");
-    }
+    out.push_str(&super::runtime_table::render(report));
     for r in &rs {
+        let label = super::table::label(r);
         if let (Some(e), None) = (&r.error, &r.unavailable) {
-            let _ = writeln!(out, "{}: {e}", r.name);
+            let _ = writeln!(out, "{label}: {e}");
         }
         for w in r.measurement.iter().flat_map(|m| &m.warnings) {
-            let _ = writeln!(out, "warning: {}: {w}", r.name);
+            let _ = writeln!(out, "warning: {label}: {w}");
         }
     }
     if report.interrupted {

@@ -39,7 +39,7 @@ fn row(name: &str, cells: &[String]) -> String {
 
 /// A row's label: the scenario, marked when it was timed per call or ran
 /// in the userspace runtime.
-fn label(r: &ScenarioRecord) -> String {
+pub(super) fn label(r: &ScenarioRecord) -> String {
     let name = match r.runtime {
         Runtime::Kernel => r.name.clone(),
         Runtime::User => format!("{} (user)", r.name),

@@ -111,11 +111,20 @@ impl Lpm {
         Ok(old)
     }
 
-    /// Keeps the per-length counts and the list of lengths in use.
+    /// Keeps the per-length counts, and the list of lengths in use when a
+    /// length comes into use or goes out of it.
     fn count(&mut self, plen: u32, delta: i32) {
         let n = &mut self.per_len[plen as usize];
+        let was = *n;
         *n = n.checked_add_signed(delta).expect("a count never below zero");
-        self.lengths = (0..=self.max_plen()).rev().filter(|&p| self.per_len[p as usize] > 0).collect();
+        if (was == 0) != (*n == 0) {
+            self.lengths = (0..=self.max_plen()).rev().filter(|&p| self.per_len[p as usize] > 0).collect();
+        }
+    }
+
+    /// Prefixes held.
+    pub fn len(&self) -> usize {
+        self.values.len()
     }
 
     /// Every (stored key, value).

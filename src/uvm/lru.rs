@@ -453,6 +453,11 @@ impl LruHash {
         }
     }
 
+    /// Keys held.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         self.table.iter().map(|(k, &x)| (k.clone(), self.values[x].to_vec())).collect()
     }

@@ -215,6 +215,16 @@ impl UserMap {
         }
     }
 
+    /// Keys a walk of the map's keys finds (an array: every index).
+    pub fn len(&self) -> usize {
+        match &self.store {
+            Store::Array { .. } => self.def.max_entries as usize,
+            Store::Hash(m) => m.len(),
+            Store::Lru(l) => l.len(),
+            Store::Lpm(m) => m.len(),
+        }
+    }
+
     /// Every (key, per-CPU values), for comparisons and copying back.
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
         match &self.store {

@@ -4,13 +4,15 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
 
 use super::ops::{KeyLayout, MapKind, MapOp};
 use crate::harness::skeleton::{self, ObjectSource, edit_section, object_map, object_map_sized, object_prog, open_map_mut};
-use crate::harness::timing::TimedProgram;
+use crate::harness::timing::{SharedRuntime, TimedProgram};
+use crate::record::Runtime;
 use crate::system::cpu::possible_cpus;
+use crate::uvm::UserRuntime;
 
 crate::bpf_skeleton!("map_ops");
 use skel::types::{bss as Bss, key_kind, map_op, map_ops_limit, rodata as Rodata};
@@ -66,7 +68,13 @@ pub struct LoadedMapBench {
     map: MapHandle,
     state: MapHandle,
     ncpus: usize,
+    /// The userspace runtime the programs run in, when they do; the map
+    /// and the key cursors are then its copies, and the host's fills,
+    /// empties and reads go there.
+    user: Option<SharedRuntime>,
 }
+
+const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
 /// max_entries for a map meant to hold `entries` keys.
 pub fn capacity(kind: MapKind, entries: u32, ncpus: usize) -> u32 {
@@ -89,8 +97,10 @@ impl LoadedMapBench {
     }
 
     /// Loads an instance of a build of map_ops.bpf.c for `config`, whose
-    /// sizes `MapParams::check` accepted.
-    pub fn load(config: MapConfig, source: &ObjectSource) -> Result<LoadedMapBench> {
+    /// sizes `MapParams::check` accepted, its programs run in `runtime` as
+    /// if on `cpu`. The kernel loads it either way (its verifier decides
+    /// what the userspace JIT may run).
+    pub fn load(config: MapConfig, source: &ObjectSource, runtime: Runtime, cpu: usize) -> Result<LoadedMapBench> {
         let MapConfig { kind, op, entries, key, value_size, random, key_offset } = config;
         let label = source.label();
         let mut open = source.open()?;
@@ -116,27 +126,67 @@ impl LoadedMapBench {
         })?;
         edit_section(&mut open, ".bss", &label, |bss: &mut Bss| bss.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize])?;
 
-        let obj = skeleton::load_object(open, &format!("the {kind} {op} benchmark of {label}"))?;
+        let what = format!("the {kind} {op} benchmark of {label}");
+        let (obj, code) = match runtime {
+            Runtime::Kernel => (skeleton::load_object(open, &what)?, None),
+            Runtime::User => skeleton::load_object_keeping_code(open, &what).map(|(obj, code)| (obj, Some(code)))?,
+        };
         let map = |name: &str| object_map(&obj, name, &label);
         let timed = |name: &str| TimedProgram::new(object_prog(&obj, name, &label)?, map("bench_ctl")?, map("bench_result")?);
-        let bench = LoadedMapBench {
+        let mut bench = LoadedMapBench {
             config,
             body: timed("map_bench")?,
             overhead: timed("map_bench_empty")?,
             map: map("bench_map")?,
             state: object_map_sized(&obj, "op_state", size_of::<u32>(), size_of::<OpState>(), &label)?,
             ncpus,
+            user: None,
         };
+        if let Some(code) = code {
+            let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, cpu)?));
+            bench.body.run_in_user(rt.clone(), "map_bench")?;
+            bench.overhead.run_in_user(rt.clone(), "map_bench_empty")?;
+            bench.user = Some(rt);
+        }
         Ok(bench)
+    }
+
+    /// The userspace runtime the programs run in, if they do.
+    pub fn user(&self) -> Option<&SharedRuntime> {
+        self.user.as_ref()
+    }
+
+    /// Runs `f` on the userspace runtime's copy of map `name`.
+    fn in_user<T>(rt: &SharedRuntime, name: &str, f: impl FnOnce(&mut crate::uvm::maps::UserMap, usize) -> Result<T>) -> Result<T> {
+        let mut rt = rt.borrow_mut();
+        let cpu = rt.cpu();
+        f(rt.map_mut(name)?, cpu)
     }
 
     /// Inserts keys [from, to) with zeroed values.
     pub fn fill(&self, from: u32, to: u32) -> Result<()> {
-        fill_map(&self.map, &self.config, self.ncpus, from, to)
+        let Some(rt) = &self.user else { return fill_map(&self.map, &self.config, self.ncpus, from, to) };
+        let zeros = vec![0u8; self.config.value_size as usize];
+        Self::in_user(rt, "bench_map", |m, cpu| {
+            for i in from..to {
+                let rc = m.update(&self.config.key.key(i), &[&zeros], 0, cpu);
+                ensure!(rc == 0, "filling the {} map in userspace: key {i}: error {rc}", self.config.kind);
+            }
+            Ok(())
+        })
     }
 
     /// Deletes keys [from, to), which must all be present.
     pub fn empty(&self, from: u32, to: u32) -> Result<()> {
+        if let Some(rt) = &self.user {
+            return Self::in_user(rt, "bench_map", |m, _| {
+                for i in from..to {
+                    let rc = m.delete(&self.config.key.key(i));
+                    ensure!(rc == 0, "emptying the {} map in userspace: key {i}: error {rc}", self.config.kind);
+                }
+                Ok(())
+            });
+        }
         let idx: Vec<u32> = (from..to).collect();
         let mut keys = Vec::new();
         for chunk in idx.chunks(SYSCALL_BATCH) {
@@ -153,11 +203,17 @@ impl LoadedMapBench {
 
     /// Elements in the map, counted by walking its keys.
     pub fn count(&self) -> usize {
-        self.map.keys().count()
+        match &self.user {
+            Some(rt) => rt.borrow().map("bench_map").map_or(0, |m| m.len()),
+            None => self.map.keys().count(),
+        }
     }
 
     pub fn contains(&self, idx: u32) -> Result<bool> {
         let key = self.config.key.key(idx);
+        if let Some(rt) = &self.user {
+            return Ok(rt.borrow().map("bench_map")?.peek_all(&key).is_some());
+        }
         Ok(if self.config.kind.is_percpu() {
             self.map.lookup_percpu(&key, MapFlags::ANY)?.is_some()
         } else {
@@ -168,6 +224,10 @@ impl LoadedMapBench {
     /// The value of key `idx` as `cpu` sees it.
     pub fn value(&self, idx: u32, cpu: usize) -> Result<Option<Vec<u8>>> {
         let key = self.config.key.key(idx);
+        if let Some(rt) = &self.user {
+            let copy = if self.config.kind.is_percpu() { cpu } else { 0 };
+            return Ok(rt.borrow().map("bench_map")?.peek_all(&key).and_then(|v| v.into_iter().nth(copy)));
+        }
         Ok(if self.config.kind.is_percpu() {
             self.map.lookup_percpu(&key, MapFlags::ANY)?.and_then(|v| v.into_iter().nth(cpu))
         } else {
@@ -177,14 +237,26 @@ impl LoadedMapBench {
 
     /// Every CPU's op_state.
     pub fn states(&self) -> Result<Vec<OpState>> {
-        let per_cpu = self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("op_state slot missing")?;
+        let per_cpu = match &self.user {
+            Some(rt) => rt.borrow().map("op_state")?.peek_all(&KEY0),
+            None => self.state.lookup_percpu(&KEY0, MapFlags::ANY)?,
+        }
+        .context("op_state slot missing")?;
         Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned(v)).collect())
     }
 
     /// Rewrites every CPU's op_state.
     pub fn set_states(&self, states: &[OpState]) -> Result<()> {
         let values: Vec<Vec<u8>> = states.iter().map(|s| bytemuck::bytes_of(s).to_vec()).collect();
-        self.state.update_percpu(&0u32.to_ne_bytes(), &values, MapFlags::ANY).context("writing op_state")
+        if let Some(rt) = &self.user {
+            let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+            return Self::in_user(rt, "op_state", |m, cpu| {
+                let rc = m.update(&KEY0, &refs, 0, cpu);
+                ensure!(rc == 0, "writing op_state in userspace: error {rc}");
+                Ok(())
+            });
+        }
+        self.state.update_percpu(&KEY0, &values, MapFlags::ANY).context("writing op_state")
     }
 
     pub fn possible_cpus(&self) -> usize {

@@ -20,7 +20,7 @@ use clap::Args;
 
 use crate::harness::skeleton::ObjectSource;
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
-use crate::record::{Layout, MapFacts, ScenarioFacts, Unit};
+use crate::record::{Layout, MapFacts, Runtime, ScenarioFacts, Unit};
 use crate::system::cpu::allowed_cpus;
 use crate::workloads::Registration;
 use free_probe::FreeProbe;
@@ -143,8 +143,15 @@ impl Workload for MapBench {
     }
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
+        self.setup_in(cpu, Runtime::Kernel)
+    }
+
+    fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let allowed = allowed_cpus()?;
         let want = self.params.producers;
+        if runtime == Runtime::User && want > 1 {
+            bail!("--producers {want}: the userspace runtime runs one producer; drop --producers or use --runtime kernel");
+        }
         let mut cpus = vec![cpu];
         cpus.extend(allowed.iter().copied().filter(|&c| c != cpu));
         if cpus.len() < want {
@@ -159,8 +166,8 @@ impl Workload for MapBench {
             value_size: 8,
             random: false,
             key_offset: 0,
-        }, &self.object)?;
-        Ok(Box::new(Loaded { bench: self, cpus, empty_loop, free_probe: None }))
+        }, &self.object, runtime, cpu)?;
+        Ok(Box::new(Loaded { bench: self, cpus, empty_loop, free_probe: None, runtime }))
     }
 }
 
@@ -173,6 +180,8 @@ struct Loaded<'a> {
     empty_loop: LoadedMapBench,
     /// Attached on first use; the error says why this kernel cannot.
     free_probe: Option<std::result::Result<FreeProbe, String>>,
+    /// Where the operations run: the kernel, or the userspace runtime's JIT.
+    runtime: Runtime,
 }
 
 impl LoadedWorkload for Loaded<'_> {
@@ -187,6 +196,9 @@ impl LoadedWorkload for Loaded<'_> {
             return Some(format!("--random: {why}"));
         }
         if plan.op == MapOp::Free {
+            if self.runtime == Runtime::User {
+                return Some("times the kernel freeing a map; the userspace runtime has no such step ('drain' deletes every key from BPF)".into());
+            }
             if self.cpus.len() > 1 {
                 return Some("maps are freed one at a time; --producers does not apply".into());
             }
@@ -208,7 +220,7 @@ impl LoadedWorkload for Loaded<'_> {
             let (v, prepared) = free_scenario::validate(config, probe, &mut self.empty_loop, self.cpus[0])?;
             return Ok((v, Box::new(prepared)));
         }
-        let (v, prepared) = op_scenario::validate(config, &self.bench.object, &self.bench.params, &self.cpus, &mut self.empty_loop)?;
+        let (v, prepared) = op_scenario::validate(config, &self.bench.object, &self.bench.params, &self.cpus, &mut self.empty_loop, self.runtime)?;
         Ok((v, Box::new(prepared)))
     }
 }

@@ -12,6 +12,7 @@ use super::{MapKind, MapOp, PACKET};
 use crate::harness::skeleton::ObjectSource;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
+use crate::record::{InstructionCount, Runtime};
 
 /// Keys a validation batch covers at most (all of them up to this size).
 const MAX_VALIDATION_KEYS: u32 = 1 << 20;
@@ -37,8 +38,15 @@ impl Checks {
 
 /// Loads the operation's instance and checks, over one batch of every key
 /// (up to 1M), that it does what it should.
-pub fn validate<'a>(config: MapConfig, source: &ObjectSource, params: &MapParams, cpus: &'a [usize], empty_loop: &'a mut LoadedMapBench) -> Result<(Validation, OpScenario<'a>)> {
-    let mut s = OpScenario { inst: LoadedMapBench::load(config, source)?, cpus, empty_loop };
+pub fn validate<'a>(
+    config: MapConfig,
+    source: &ObjectSource,
+    params: &MapParams,
+    cpus: &'a [usize],
+    empty_loop: &'a mut LoadedMapBench,
+    runtime: Runtime,
+) -> Result<(Validation, OpScenario<'a>)> {
+    let mut s = OpScenario { inst: LoadedMapBench::load(config, source, runtime, cpus[0])?, cpus, empty_loop };
     let (op, kind, e) = (config.op, config.kind, config.entries);
     let n = e.min(MAX_VALIDATION_KEYS);
     let mut c = Checks(Vec::new());
@@ -116,6 +124,9 @@ pub fn validate<'a>(config: MapConfig, source: &ObjectSource, params: &MapParams
     }
     if s.cpus.len() > 1 {
         notes.push(format!("producers on CPUs {:?}", s.cpus));
+    }
+    if s.inst.user().is_some() {
+        notes.push("runtime: userspace, map_ops as the kernel verified it, compiled by bpfbench's JIT; the map is the runtime's own".into());
     }
     Ok((Validation { verdict: "ok".into(), checks: c.0, notes, ..Default::default() }, s))
 }
@@ -235,5 +246,32 @@ impl PreparedScenario for OpScenario<'_> {
     /// Every map scenario runs the same empty loop.
     fn overhead_key(&self) -> String {
         "map-ops empty loop".into()
+    }
+
+    /// Counted against this instance's own empty loop: the shared one
+    /// runs in another runtime, whose counts this one does not see.
+    fn count_instructions(&mut self, iters: u32) -> Result<Option<InstructionCount>> {
+        let Some(rt) = self.inst.user().cloned() else { return Ok(None) };
+        let cpu = self.cpus[0];
+        let op = self.config().op;
+        ensure!(op != MapOp::Drain, "drain deletes a whole map per batch, which a count of N against 2N iterations cannot split; count delete (the same operation, per key)");
+        let mut iters = iters;
+        if op.consumes_keys() {
+            // Both batches (N, then 2N) must fit in what is left of the keys,
+            // without a refill between: else use up the rest and start afresh.
+            iters = iters.min(self.slice_len() / 3).max(1);
+            let remaining = self.slice_len().saturating_sub(self.producer_states()?[0].cursor as u32);
+            if remaining < 3 * iters {
+                if remaining > 0 {
+                    self.run_body(remaining)?;
+                }
+                self.restore_start()?;
+            }
+        }
+        crate::harness::count_instructions(&rt, iters, |variant, n| match variant {
+            Variant::Body => self.run_body(n).map(|_| ()),
+            Variant::Overhead => self.inst.overhead.run_batch(&PACKET, n, RestoreMode::BENCH_RESTORE_NONE, cpu).map(|_| ()),
+        })
+        .map(Some)
     }
 }
