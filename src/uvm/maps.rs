@@ -37,8 +37,9 @@ enum Store {
     /// values side by side, `stride` bytes apart (value_size rounded up to
     /// 8, as the kernel lays them out), so the JIT can index them inline.
     Array { stride: usize, copies: Vec<Box<[u8]>> },
-    /// Hash: a box per CPU per key.
-    Hash(Table<Vec<u8>, Vec<Box<[u8]>>>),
+    /// Hash: one box per key holding every CPU's copy, `stride` bytes
+    /// apart (a per-CPU hash has one copy per CPU, others one).
+    Hash { stride: usize, table: Table<Box<[u8]>, Box<[u8]>> },
     /// LRU hash, with the kernel's eviction.
     Lru(Box<LruHash>),
     /// LPM trie, with the kernel's longest-prefix match.
@@ -51,7 +52,7 @@ pub struct UserMap {
     store: Store,
     cpus: usize,
     /// Values deleted during a run, freed after it.
-    graveyard: Vec<Vec<Box<[u8]>>>,
+    graveyard: Vec<Box<[u8]>>,
 }
 
 fn percpu(t: MapType) -> bool {
@@ -80,7 +81,7 @@ impl UserMap {
                 let stride = def.value_size.next_multiple_of(8);
                 Store::Array { stride, copies: (0..copies).map(|_| vec![fill; stride * def.max_entries as usize].into_boxed_slice()).collect() }
             }
-            MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => Store::Hash(Table::default()),
+            MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => Store::Hash { stride: def.value_size.next_multiple_of(8), table: Table::default() },
             MapType::LpmTrie => {
                 if def.key_size <= 4 || def.key_size > 4 + lpm::MAX_DATA {
                     bail!("map {}: an LPM trie's key is a 4-byte prefix length and 1 to {} bytes of data, not {} bytes", def.name, lpm::MAX_DATA, def.key_size);
@@ -107,7 +108,7 @@ impl UserMap {
                 let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
                 copies[c].get_mut(i * *stride..)?.get_mut(..self.def.value_size)
             }
-            Store::Hash(m) => m.get_mut(key).map(|v| &mut *v[c]),
+            Store::Hash { stride, table } => table.get_mut(key).map(|v| &mut v[c * *stride..][..self.def.value_size]),
         }
     }
 
@@ -125,7 +126,7 @@ impl UserMap {
             Store::Lpm(m) => match m.update(key, values[0], flags) {
                 Ok(old) => {
                     // The program may still hold the old value: it lives until the run ends.
-                    self.graveyard.extend(old.map(|v| vec![v]));
+                    self.graveyard.extend(old);
                     0
                 }
                 Err(e) => e,
@@ -144,23 +145,26 @@ impl UserMap {
                 }
                 0
             }
-            Store::Hash(m) => {
-                let exists = m.contains_key(key);
-                if flags == BPF_NOEXIST && exists {
-                    return -EEXIST;
-                }
-                if flags == BPF_EXIST && !exists {
-                    return -ENOENT;
-                }
-                if !exists && m.len() >= self.def.max_entries as usize {
-                    return -E2BIG;
-                }
+            Store::Hash { stride, table } => {
                 // A new box: a program holding the old value keeps reading what it read.
-                let fresh: Vec<Box<[u8]>> = (0..copies).map(|c| value_for(c).to_vec().into_boxed_slice()).collect();
-                if let Some(old) = m.insert(key.to_vec(), fresh) {
-                    self.graveyard.push(old);
+                let mut fresh = vec![0u8; *stride * copies].into_boxed_slice();
+                for c in 0..copies {
+                    fresh[c * *stride..][..self.def.value_size].copy_from_slice(value_for(c));
                 }
-                0
+                let full = table.len() >= self.def.max_entries as usize;
+                match table.get_mut(key) {
+                    Some(_) if flags == BPF_NOEXIST => -EEXIST,
+                    Some(slot) => {
+                        self.graveyard.push(std::mem::replace(slot, fresh));
+                        0
+                    }
+                    None if flags == BPF_EXIST => -ENOENT,
+                    None if full => -E2BIG,
+                    None => {
+                        table.insert(key.into(), fresh);
+                        0
+                    }
+                }
             }
         }
     }
@@ -170,13 +174,13 @@ impl UserMap {
             Store::Lru(l) => l.delete(key),
             Store::Lpm(m) => match m.delete(key) {
                 Ok(old) => {
-                    self.graveyard.push(vec![old]);
+                    self.graveyard.push(old);
                     0
                 }
                 Err(e) => e,
             },
             Store::Array { .. } => -EINVAL,
-            Store::Hash(m) => match m.remove(key) {
+            Store::Hash { table, .. } => match table.remove(key) {
                 Some(old) => {
                     self.graveyard.push(old);
                     0
@@ -210,7 +214,7 @@ impl UserMap {
                 let i = u32::from_ne_bytes(key.try_into().ok()?);
                 (i < self.def.max_entries).then(|| copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect())
             }
-            Store::Hash(m) => m.get(key).map(|v| v.iter().map(|b| b.to_vec()).collect()),
+            Store::Hash { stride, table } => table.get(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()),
             Store::Lpm(m) => m.peek(key).map(|v| vec![v.to_vec()]),
         }
     }
@@ -219,7 +223,7 @@ impl UserMap {
     pub fn len(&self) -> usize {
         match &self.store {
             Store::Array { .. } => self.def.max_entries as usize,
-            Store::Hash(m) => m.len(),
+            Store::Hash { table, .. } => table.len(),
             Store::Lru(l) => l.len(),
             Store::Lpm(m) => m.len(),
         }
@@ -231,7 +235,7 @@ impl UserMap {
             Store::Array { stride, copies } => (0..self.def.max_entries)
                 .map(|i| (i.to_ne_bytes().to_vec(), copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect()))
                 .collect(),
-            Store::Hash(m) => m.iter().map(|(k, v)| (k.clone(), v.iter().map(|b| b.to_vec()).collect())).collect(),
+            Store::Hash { stride, table } => table.iter().map(|(k, v)| (k.to_vec(), v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())).collect(),
             Store::Lru(l) => l.entries().into_iter().map(|(k, v)| (k, vec![v])).collect(),
             Store::Lpm(m) => m.entries().map(|(k, v)| (k.to_vec(), vec![v.to_vec()])).collect(),
         }
