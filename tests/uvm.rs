@@ -586,3 +586,44 @@ fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
         assert!(table.contains(needle), "{needle}: {table}");
     }
 }
+
+#[test]
+fn csum_diff_gives_the_kernels_checksums_in_both_engines() {
+    bpfbench::system::check_privileges().unwrap();
+    // The same object a second time, prepared for the runtime and verified, for the JIT.
+    let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_csum.bpf.o")).unwrap();
+    let mut code = uvm::PreparedCode::capture(&mut open).unwrap();
+    let obj = open.load().unwrap();
+    code.mark_verified(&obj);
+    let mut jit = uvm::UserRuntime::new(&code, 0).unwrap();
+    assert_eq!(jit.engine_of("xdp_csum"), Engine::Jit);
+    let mut b = Both::open("xdp_csum.bpf.o", "xdp_csum");
+    let mut helpers = Helpers::new(0, 1);
+    let mut rng = 0x243f_6a88_85a3_08d3u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    // Sizes: none, whole words, a header's 20 and 40 bytes, and odd ones (tails of 1-3 bytes).
+    let sizes = [0u8, 4, 8, 12, 20, 40, 60, 2, 6, 63];
+    let mut results = std::collections::BTreeSet::new();
+    for i in 0..400 {
+        let mut f: Vec<u8> = (0..160).map(|_| next() as u8).collect();
+        f[14] = sizes[i % sizes.len()];
+        f[15] = sizes[(i / sizes.len()) % sizes.len()];
+        if i % 7 == 0 {
+            f[16..20].fill(if i % 2 == 0 { 0 } else { 0xff }); // seeds 0 and ~0
+        }
+        b.run_with(&mut helpers, &f);
+        let kernel = b.kernel_last();
+        assert_eq!(b.user_last(), kernel, "packet {i}: sizes {} and {}, interpreter", f[14], f[15]);
+        jit.run_xdp("xdp_csum", &f).unwrap();
+        let bss = jit.maps.maps.iter().find(|m| m.def.name.ends_with(".bss")).unwrap();
+        let by_jit = i64::from_ne_bytes(bss.entries()[0].1[0][..8].try_into().unwrap());
+        assert_eq!(by_jit, kernel, "packet {i}: sizes {} and {}, JIT", f[14], f[15]);
+        results.insert(kernel);
+    }
+    assert!(results.len() > 300, "distinct checksums: {}", results.len());
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::maps::{UserMap, UserMaps};
-use super::uapi::{GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
+use super::uapi::{CSUM_DIFF, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
 use super::memory::{Memory, RegionKind};
 
 
@@ -14,7 +14,7 @@ const MAP_HANDLE_TAG: u64 = 0x4d41_5000_0000_0000;
 
 /// The helpers this runtime has: a program calling any other is refused
 /// when it is loaded.
-pub const SUPPORTED: &[i32] = &[MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, KTIME_GET_NS, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL];
+pub const SUPPORTED: &[i32] = &[MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, KTIME_GET_NS, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, CSUM_DIFF, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL];
 
 /// The helpers' state: the CPU a run claims to be on, prandom's, and the
 /// map operations done, by (map index, helper id).
@@ -112,9 +112,58 @@ impl Helpers {
             KTIME_GET_NS => crate::system::monotonic_ns(),
             GET_PRANDOM_U32 => self.prandom_u32(),
             GET_SMP_PROCESSOR_ID => self.cpu as u64,
+            CSUM_DIFF => {
+                let (from_size, to_size) = (a[1] as u32 as usize, a[3] as u32 as usize);
+                let from = if from_size == 0 { Vec::new() } else { Self::bytes(mem, a[0], from_size)? };
+                let to = if to_size == 0 { Vec::new() } else { Self::bytes(mem, a[2], to_size)? };
+                csum_diff(&from, &to, a[4] as u32)
+            }
             _ => return Err(unsupported(id)),
         })
     }
+}
+
+/// Ones' complement sum of `buf` added to `seed`, in 32 bits with
+/// end-around carry, as x86-64's csum_partial adds it: native-endian
+/// 32-bit words, then a 16-bit word and a last byte of the tail.
+fn csum_partial(buf: &[u8], seed: u32) -> u32 {
+    let mut sum = u64::from(seed);
+    let mut words = buf.chunks_exact(4);
+    for w in &mut words {
+        sum += u64::from(u32::from_ne_bytes(w.try_into().expect("4 bytes")));
+    }
+    let mut tail = words.remainder();
+    if tail.len() >= 2 {
+        sum += u64::from(u16::from_ne_bytes([tail[0], tail[1]]));
+        tail = &tail[2..];
+    }
+    if let [byte] = tail {
+        sum += u64::from(*byte);
+    }
+    while sum >> 32 != 0 {
+        sum = (sum & 0xffff_ffff) + (sum >> 32);
+    }
+    sum as u32
+}
+
+/// `a - b` in ones' complement (the kernel's csum_sub).
+fn csum_sub(a: u32, b: u32) -> u32 {
+    let (sum, carry) = a.overflowing_add(!b);
+    sum.wrapping_add(carry as u32)
+}
+
+/// bpf_csum_diff as this kernel computes it: the checksum of `to` less
+/// that of `from`, from `seed`, folded to 16 bits (any sizes: older
+/// kernels refused those not a multiple of 4).
+pub fn csum_diff(from: &[u8], to: &[u8], seed: u32) -> u64 {
+    let sum = match (from.is_empty(), to.is_empty()) {
+        (false, false) => csum_sub(csum_partial(to, seed), csum_partial(from, 0)),
+        (true, false) => csum_partial(to, seed),
+        (false, true) => !csum_partial(from, !seed),
+        (true, true) => seed,
+    };
+    // csum_from32to16: the two halves added, the carry folded in.
+    u64::from(sum.wrapping_add(sum.rotate_right(16)) >> 16)
 }
 
 /// What a map's handle carries besides its index.

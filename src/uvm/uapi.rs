@@ -19,5 +19,6 @@ pub const MAP_DELETE_ELEM: i32 = 3;
 pub const KTIME_GET_NS: i32 = 5;
 pub const GET_PRANDOM_U32: i32 = 7;
 pub const GET_SMP_PROCESSOR_ID: i32 = 8;
+pub const CSUM_DIFF: i32 = 28;
 pub const XDP_ADJUST_HEAD: i32 = 44;
 pub const XDP_ADJUST_TAIL: i32 = 65;

@@ -114,6 +114,14 @@ extern "C" fn get_smp_processor_id() -> u64 {
     env().map_or(0, |(h, _, _)| h.cpu as u64)
 }
 
+extern "C" fn csum_diff(from: u64, from_size: u64, to: u64, to_size: u64, seed: u64) -> u64 {
+    // SAFETY: the verifier proved `from` and `to` readable for their sizes
+    // (ARG_PTR_TO_MEM with ARG_CONST_SIZE_OR_ZERO); a zero size reads nothing.
+    // A pointer with a zero size may be NULL, which no slice may hold.
+    let bytes = |addr: u64, size: u64| if size as u32 == 0 { &[][..] } else { unsafe { slice(addr, size as u32 as usize) } };
+    helpers::csum_diff(bytes(from, from_size), bytes(to, to_size), seed as u32)
+}
+
 /// `struct xdp_md`'s pointer fields, 32-bit addresses below 4 GiB.
 #[repr(C)]
 pub struct XdpMd {
@@ -157,6 +165,7 @@ pub fn address(id: i32) -> Option<u64> {
         KTIME_GET_NS => ktime_get_ns as *const () as usize,
         GET_PRANDOM_U32 => get_prandom_u32 as *const () as usize,
         GET_SMP_PROCESSOR_ID => get_smp_processor_id as *const () as usize,
+        CSUM_DIFF => csum_diff as *const () as usize,
         XDP_ADJUST_HEAD => xdp_adjust_head as *const () as usize,
         XDP_ADJUST_TAIL => xdp_adjust_tail as *const () as usize,
         _ => return None,
