@@ -123,7 +123,7 @@ impl Lpm {
     }
 
     /// Prefixes held.
-    pub fn len(&self) -> usize {
+    pub fn key_count(&self) -> usize {
         self.values.len()
     }
 

@@ -454,7 +454,7 @@ impl LruHash {
     }
 
     /// Keys held.
-    pub fn len(&self) -> usize {
+    pub fn key_count(&self) -> usize {
         self.table.len()
     }
 

@@ -220,12 +220,12 @@ impl UserMap {
     }
 
     /// Keys a walk of the map's keys finds (an array: every index).
-    pub fn len(&self) -> usize {
+    pub fn key_count(&self) -> usize {
         match &self.store {
             Store::Array { .. } => self.def.max_entries as usize,
             Store::Hash { table, .. } => table.len(),
-            Store::Lru(l) => l.len(),
-            Store::Lpm(m) => m.len(),
+            Store::Lru(l) => l.key_count(),
+            Store::Lpm(m) => m.key_count(),
         }
     }
 

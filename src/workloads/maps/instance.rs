@@ -204,7 +204,7 @@ impl LoadedMapBench {
     /// Elements in the map, counted by walking its keys.
     pub fn count(&self) -> usize {
         match &self.user {
-            Some(rt) => rt.borrow().map("bench_map").map_or(0, |m| m.len()),
+            Some(rt) => rt.borrow().map("bench_map").map_or(0, |m| m.key_count()),
             None => self.map.keys().count(),
         }
     }
