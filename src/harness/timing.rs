@@ -104,10 +104,7 @@ impl TimedProgram {
     /// One run on `packet`, in the kernel or in the userspace runtime.
     fn run(&self, packet: &[u8]) -> Result<RunOutput> {
         match &self.user {
-            Some(u) => {
-                let out = u.runtime.borrow_mut().run_xdp(&u.name, packet)?;
-                Ok(RunOutput { retval: out.verdict, packet: out.packet, duration_ns: 0 })
-            }
+            Some(u) => Ok(u.runtime.borrow_mut().run_xdp(&u.name, packet)?.into()),
             None => run(self.prog.as_fd(), packet),
         }
     }

@@ -147,21 +147,25 @@ impl UserMap {
             }
             Store::Hash { stride, table } => {
                 // A new box: a program holding the old value keeps reading what it read.
-                let mut fresh = vec![0u8; *stride * copies].into_boxed_slice();
-                for c in 0..copies {
-                    fresh[c * *stride..][..self.def.value_size].copy_from_slice(value_for(c));
-                }
+                let (stride, size) = (*stride, self.def.value_size);
+                let fresh = || {
+                    let mut v = vec![0u8; stride * copies].into_boxed_slice();
+                    for c in 0..copies {
+                        v[c * stride..][..size].copy_from_slice(value_for(c));
+                    }
+                    v
+                };
                 let full = table.len() >= self.def.max_entries as usize;
                 match table.get_mut(key) {
                     Some(_) if flags == BPF_NOEXIST => -EEXIST,
                     Some(slot) => {
-                        self.graveyard.push(std::mem::replace(slot, fresh));
+                        self.graveyard.push(std::mem::replace(slot, fresh()));
                         0
                     }
                     None if flags == BPF_EXIST => -ENOENT,
                     None if full => -E2BIG,
                     None => {
-                        table.insert(key.into(), fresh);
+                        table.insert(key.into(), fresh());
                         0
                     }
                 }

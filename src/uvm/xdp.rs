@@ -35,6 +35,13 @@ pub struct XdpOutcome {
     pub packet: Vec<u8>,
 }
 
+/// A userspace run as the harness compares runs (no kernel timing: 0).
+impl From<XdpOutcome> for crate::harness::test_run::RunOutput {
+    fn from(out: XdpOutcome) -> Self {
+        Self { retval: out.verdict, packet: out.packet, duration_ns: 0 }
+    }
+}
+
 /// The packet's bounds, and everything else a helper may reach.
 struct XdpEnv<'a> {
     buf_start: u64,

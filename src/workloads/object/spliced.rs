@@ -34,6 +34,12 @@ fn check_sizes(variants: usize) -> Vec<u32> {
     v
 }
 
+/// A program of `driver`'s loop, driven through the driver's timing maps.
+fn timed(driver: &ObjectFile, prog: std::os::fd::OwnedFd) -> Result<TimedProgram> {
+    let handle = |name| map_handle_from_fd(driver.map_fd(name)?);
+    TimedProgram::new(prog, handle("bench_ctl")?, handle("bench_result")?)
+}
+
 pub struct Spliced {
     body: TimedProgram,
     /// The driver's loop around an empty call, loaded on first use: a
@@ -81,11 +87,10 @@ impl Spliced {
         }
         let body = splice::splice(&driver, user.object, user.name, user.insns, user.funcs, user.kind)
             .context("the kernel refused the program spliced into the batch loop")?;
-        let handle = |name| map_handle_from_fd(driver.map_fd(name)?);
         let mut s = Spliced {
-            body: TimedProgram::new(body.fd, handle("bench_ctl")?, handle("bench_result")?)?,
+            body: timed(&driver, body.fd)?,
             overhead: None,
-            state: handle("bench_driver_state")?,
+            state: map_handle_from_fd(driver.map_fd("bench_driver_state")?)?,
             load_attrs: user.object.load_attrs(user.name)?,
             packet: variants[0].clone(),
             references,
@@ -125,8 +130,7 @@ impl Spliced {
         }
         let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, self.cpu)?));
         for (i, (packet, want)) in variants.iter().zip(&self.references).enumerate() {
-            let out = rt.borrow_mut().run_xdp(user.name, packet)?;
-            let got = RunOutput { retval: out.verdict, packet: out.packet, duration_ns: 0 };
+            let got: RunOutput = rt.borrow_mut().run_xdp(user.name, packet)?.into();
             if let Some(diff) = outputs_differ(self.kind, want, &got) {
                 bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
             }
@@ -143,8 +147,7 @@ impl Spliced {
     fn load_overhead(&self) -> Result<(TimedProgram, Vec<sys::bpf_insn>)> {
         let (attach, flags) = self.load_attrs;
         let prog = splice::overhead(&self.driver, self.kind, attach, flags)?;
-        let handle = |name| map_handle_from_fd(self.driver.map_fd(name)?);
-        Ok((TimedProgram::new(prog.fd, handle("bench_ctl")?, handle("bench_result")?)?, prog.insns))
+        Ok((timed(&self.driver, prog.fd)?, prog.insns))
     }
 
     /// The userspace runtime the batches run in, if they do.
@@ -154,12 +157,12 @@ impl Spliced {
 
     /// This CPU's driver state.
     fn state(&self) -> Result<DriverState> {
-        if let Some(rt) = &self.user {
-            let all = rt.borrow().map("bench_driver_state")?.peek_all(&0u32.to_ne_bytes()).context("the driver has no state slot")?;
-            let raw = all.get(self.cpu).context("no driver state for this CPU")?;
-            return Ok(bytemuck::pod_read_unaligned(raw));
+        let key = 0u32.to_ne_bytes();
+        let all = match &self.user {
+            Some(rt) => rt.borrow().map("bench_driver_state")?.peek_all(&key),
+            None => self.state.lookup_percpu(&key, MapFlags::ANY)?,
         }
-        let all = self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("the driver has no state slot")?;
+        .context("the driver has no state slot")?;
         let raw = all.get(self.cpu).context("no driver state for this CPU")?;
         Ok(bytemuck::pod_read_unaligned(raw))
     }
