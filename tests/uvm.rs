@@ -417,10 +417,10 @@ fn runtime_and_metric_mistakes_get_one_line() {
 fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
     let call = |imm| Insn { code: 0x85, dst: 0, src: 0, off: 0, imm };
     let exit = Insn { code: 0x95, ..Default::default() };
-    let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![], verified: Default::default() };
+    let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![], ..Default::default() };
     let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
     assert_eq!(err, "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel");
-    let mut fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![], verified: Default::default() };
+    let mut fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![], ..Default::default() };
     let unverified = uvm::UserRuntime::new(&fine, 0).unwrap();
     assert_eq!(unverified.engine_of("times"), Engine::Interpreter, "the JIT runs only what the kernel's verifier accepted");
     fine.verified.insert("times".to_string());
@@ -519,6 +519,50 @@ fn your_objects_validate_against_the_kernel_and_time_in_userspace() {
     let c = &counts[0];
     assert!(c["body_insns"].as_u64().unwrap() > c["loop_insns"].as_u64().unwrap(), "{c}");
     assert_eq!(c["map_ops"]["services: bpf_map_lookup_elem"].as_i64(), c["packets"].as_i64(), "{c}");
+}
+
+/// A `--profile` count's lines add up to its instructions per packet
+/// exactly (every instruction belongs to a line or to "(no line record)").
+fn lines_add_up(c: &serde_json::Value) -> Vec<(String, String, i64)> {
+    let lines: Vec<(String, String, i64)> = c["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("--profile keeps the lines: {c}"))
+        .iter()
+        .map(|l| (l["at"].as_str().unwrap().to_string(), l["text"].as_str().unwrap().to_string(), l["insns"].as_i64().unwrap()))
+        .collect();
+    let total = c["body_insns"].as_i64().unwrap() - c["loop_insns"].as_i64().unwrap();
+    assert_eq!(lines.iter().map(|l| l.2).sum::<i64>(), total, "{lines:?}");
+    lines
+}
+
+#[test]
+fn profile_counts_each_source_line_of_your_object_and_of_the_balancer() {
+    let args = encap_args();
+    let mut profiled: Vec<&str> = args.iter().map(String::as_str).collect();
+    profiled.push("--profile");
+    let c = run_json(&profiled)["results"][0]["instructions"].clone();
+    let packets = c["packets"].as_i64().unwrap();
+    let lines = lines_add_up(&c);
+    // The service lookup's line, in the object's own source, on every packet.
+    let lookup = lines.iter().find(|l| l.1.contains("bpf_map_lookup_elem(&services")).unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(lookup.0.starts_with("xdp_encap.bpf.c:") && lookup.2 > 0 && lookup.2 % packets == 0, "{lookup:?}");
+    // The driver's restore of the moved head is the driver's line, not the program's.
+    assert!(lines.iter().any(|l| l.0.starts_with("driver_xdp.bpf.c:") && l.2 > 0), "{lines:?}");
+
+    let mut counted: Vec<&str> = args.iter().map(String::as_str).collect();
+    counted.extend(["--metric", "insns"]);
+    let plain = run_json(&counted)["results"][0]["instructions"].clone();
+    assert!(plain.get("lines").is_none(), "lines only with --profile: {plain}");
+    assert_eq!(plain["body_insns"], c["body_insns"], "profiling counts the same instructions");
+
+    let lb = run_json(&["xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit"])["results"][0]["instructions"].clone();
+    let lines = lines_add_up(&lb);
+    assert!(lines.iter().any(|l| l.0.starts_with("xdp_lb.bpf.c:") && l.1.contains("bpf_map_lookup_elem(&vip_map")), "{lines:?}");
+    let o = common::bpfbench(&["run", "xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit", "--no-store"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let table = common::stdout(&o);
+    assert!(table.contains("insns/packet  share  source") && table.contains("vip_map: bpf_map_lookup_elem"), "{table}");
+    common::assert_one_line_error(&["run", "--profile", "--runtime", "both"], "--profile counts in the userspace runtime only");
 }
 
 #[test]

@@ -147,9 +147,12 @@ pub fn count_instructions(
         batch(variant, 2 * iters)?;
         Ok(rt.borrow_mut().take_counts().minus(&once))
     };
-    // Counting is the interpreter's job: the JIT counts nothing.
+    // Counting is the interpreter's job: the JIT counts nothing. Lines are
+    // counted too (cheap at these batch sizes); the runner keeps them for --profile.
     let engine = rt.borrow_mut().set_engine(crate::uvm::runtime::Engine::Interpreter);
+    rt.borrow_mut().set_profiling(true);
     let counted = per_iteration(Variant::Body).and_then(|body| Ok((body, per_iteration(Variant::Overhead)?)));
+    rt.borrow_mut().set_profiling(false);
     rt.borrow_mut().set_engine(engine);
     let (body, empty) = counted?;
     Ok(body.beyond(empty, u64::from(iters)))

@@ -36,6 +36,8 @@ pub const COUNT_ITERS: u32 = 4096;
 
 pub struct Runner {
     metric: Metric,
+    /// Keep the instructions per source line (`--profile`).
+    profile: bool,
     sampling: Sampling,
     progress: bool,
     stop: &'static AtomicBool,
@@ -76,12 +78,18 @@ pub fn calibrate(p: &mut dyn PreparedScenario, variant: Variant, target_ns: f64,
 impl Runner {
     /// A runner that stops between batches once `stop` is set (Ctrl-C).
     pub fn new(sampling: Sampling, progress: bool, stop: &'static AtomicBool) -> Self {
-        Self { metric: Metric::Time, sampling, progress, stop, overheads: HashMap::new() }
+        Self { metric: Metric::Time, profile: false, sampling, progress, stop, overheads: HashMap::new() }
     }
 
     /// Scenarios are measured by `metric` (time unless told).
     pub fn with_metric(mut self, metric: Metric) -> Self {
         self.metric = metric;
+        self
+    }
+
+    /// Instruction counts keep their lines (`--profile`; with `Metric::Insns`).
+    pub fn with_profile(mut self, profile: bool) -> Self {
+        self.profile = profile;
         self
     }
 
@@ -249,7 +257,12 @@ impl Runner {
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
         if self.metric == Metric::Insns {
             match prepared.count_instructions(COUNT_ITERS) {
-                Ok(Some(c)) => rec.instructions = Some(c),
+                Ok(Some(mut c)) => {
+                    if !self.profile {
+                        c.lines.clear();
+                    }
+                    rec.instructions = Some(c)
+                }
                 Ok(None) => rec.error = Some("instructions are counted in the userspace runtime, which this scenario did not run in".into()),
                 Err(e) => rec.error = Some(format!("counting instructions failed: {e:#}")),
             }

@@ -327,6 +327,15 @@ impl ObjectFile {
         Ok(unsafe { std::slice::from_raw_parts(ptr, n as usize) }.to_vec())
     }
 
+    /// The source lines of the program's instructions after `prepare`
+    /// (empty when the object has no line records).
+    pub fn line_table(&self, program: &str) -> Result<crate::uvm::lines::LineTable> {
+        let p = self.program_raw(program)?;
+        let btf = self.btf().map_or(std::ptr::null(), |b| b.as_ptr().cast_const());
+        // SAFETY: a program of this object, whose BTF is `btf`.
+        Ok(unsafe { crate::uvm::lines::LineTable::of_program(p, btf) })
+    }
+
     /// The object's BTF as libbpf fixed it up, if it has any.
     pub fn btf(&self) -> Option<NonNull<sys::btf>> {
         // SAFETY: owned by the object.

@@ -214,6 +214,19 @@ pub struct InstructionCount {
     /// Calls by helper, and operations by "map: helper", the body's less the loop's.
     pub helpers: std::collections::BTreeMap<String, i64>,
     pub map_ops: std::collections::BTreeMap<String, i64>,
+    /// Instructions by source line, the body's less the loop's (`--profile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<LineCount>,
+}
+
+/// The instructions one source line executed (`--profile`), over all packets counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LineCount {
+    /// "file:line".
+    pub at: String,
+    /// The line's text, as the object's BTF keeps it.
+    pub text: String,
+    pub insns: i64,
 }
 
 impl InstructionCount {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{InstructionCount, RunRecord, ScenarioRecord};
+use crate::record::{InstructionCount, LineCount, RunRecord, ScenarioRecord};
 
 /// A count per packet, whole numbers without decimals (most paths).
 pub fn per_packet(total: f64, packets: u64) -> String {
@@ -42,6 +42,30 @@ fn row(out: &mut String, r: &ScenarioRecord) {
     }
 }
 
+/// Lines a profile shows unless verbose.
+const HOTTEST_LINES: usize = 15;
+
+/// `--profile`: the source lines, most instructions first.
+fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
+    if c.lines.is_empty() {
+        return;
+    }
+    let total = (c.body_insns as f64 - c.loop_insns as f64).max(1.0);
+    let mut lines: Vec<&LineCount> = c.lines.iter().collect();
+    lines.sort_by(|a, b| b.insns.cmp(&a.insns).then_with(|| a.at.cmp(&b.at)));
+    let shown = if verbose { lines.len() } else { lines.len().min(HOTTEST_LINES) };
+    let w = lines[..shown].iter().map(|l| l.at.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(out, "      {:<w$} {:>12} {:>6}  source", "line", "insns/packet", "share");
+    for l in &lines[..shown] {
+        let share = 100.0 * l.insns as f64 / total;
+        let _ = writeln!(out, "      {:<w$} {:>12} {share:>5.1}%  {}", l.at, per_packet(l.insns as f64, c.packets), l.text);
+    }
+    if shown < lines.len() {
+        let rest: i64 = lines[shown..].iter().map(|l| l.insns).sum();
+        let _ = writeln!(out, "      ... {} more lines, {:.1}% of the instructions (-v shows every line)", lines.len() - shown, 100.0 * rest as f64 / total);
+    }
+}
+
 /// The whole run as text.
 pub fn render_run(run: &RunRecord, verbose: bool) -> String {
     let mut out = format!(
@@ -58,12 +82,18 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
         let _ = writeln!(out, "\n{g}\n  {:<30} {:>8} {:>14} {:>14} {:>14}", "scenario", "packets", "insns/packet", "helpers/packet", "map ops/packet");
         for r in run.results.iter().filter(|r| r.group == g) {
             row(&mut out, r);
-            if verbose && let Some(c) = &r.instructions {
-                for (name, n) in c.helpers.iter().chain(&c.map_ops) {
-                    let _ = writeln!(out, "      {name:<40} {:>10} /packet", per_packet(*n as f64, c.packets));
+            if let Some(c) = &r.instructions {
+                if verbose || !c.lines.is_empty() {
+                    for (name, n) in c.helpers.iter().chain(&c.map_ops) {
+                        let _ = writeln!(out, "      {name:<40} {:>10} /packet", per_packet(*n as f64, c.packets));
+                    }
                 }
+                profile(&mut out, c, verbose);
             }
         }
+    }
+    if run.results.iter().any(|r| r.instructions.as_ref().is_some_and(|c| !c.lines.is_empty())) {
+        out.push_str("\nline: the body's instructions per packet on that source line less the empty loop's (lines of the batch loop mostly cancel out); share: of insns/packet.\n");
     }
     out.push_str("\ninsns/packet: instructions of N iterations of the body (2N less N), less as many of the empty loop; paths that move the packet head include the loop's restore of it.\n");
     if run.interrupted {

@@ -47,6 +47,8 @@ pub struct Plan<'a> {
     /// Where the programs run; each scenario runs in each, in this order.
     pub runtimes: Vec<Runtime>,
     pub metric: Metric,
+    /// Keep instruction counts per source line (`--profile`).
+    pub profile: bool,
     pub rounds: u32,
     pub tag: Option<String>,
     /// The history: where run-to-run noise is looked up for the comparison.
@@ -152,12 +154,12 @@ impl Measurer<'_> {
 /// rounds (storing each one that was not interrupted), then compares
 /// against the reference and lets the gate re-measure suspects.
 pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
-    let Plan { workload, scenarios, sampling, cpu, runtimes, metric, rounds, tag, mut history, store, reference, gate, confirm, progress } = plan;
+    let Plan { workload, scenarios, sampling, cpu, runtimes, metric, profile, rounds, tag, mut history, store, reference, gate, confirm, progress } = plan;
     let cpu = system::prepare_for_timing(cpu)?;
     let mut sides = Vec::new();
     for runtime in runtimes {
         let loaded = workload.setup_in(cpu, runtime)?;
-        let runner = Runner::new(sampling.clone(), progress, interrupt::flag()).with_metric(metric);
+        let runner = Runner::new(sampling.clone(), progress, interrupt::flag()).with_metric(metric).with_profile(profile);
         sides.push(Side { runtime, loaded, runner });
     }
     let mut m = Measurer { name: workload.name(), sides, cpu };

@@ -4,6 +4,7 @@
 //! naming the instruction, never in a crash: an instruction budget bounds
 //! every run.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -65,11 +66,21 @@ pub struct Interpreter<'p> {
     insns: &'p [Insn],
     /// Instructions a run may execute before it is stopped.
     pub budget: u64,
+    /// Executions per instruction, when profiling (`--profile`).
+    hits: Option<&'p [Cell<u64>]>,
 }
 
 impl<'p> Interpreter<'p> {
     pub fn new(insns: &'p [Insn]) -> Interpreter<'p> {
-        Interpreter { insns, budget: 1 << 24 }
+        Interpreter { insns, budget: 1 << 24, hits: None }
+    }
+
+    /// Adds one to `hits[pc]` for each execution of instruction `pc`
+    /// (`hits` has one slot per instruction).
+    pub fn counting_each(mut self, hits: &'p [Cell<u64>]) -> Interpreter<'p> {
+        assert_eq!(hits.len(), self.insns.len(), "one slot per instruction");
+        self.hits = Some(hits);
+        self
     }
 
     /// Runs from instruction 0 with r1 = `ctx` (an address inside a region
@@ -98,6 +109,9 @@ impl<'p> Interpreter<'p> {
             };
             let fail = |what: String| VmError { pc, insn: i, what };
             executed += 1;
+            if let Some(hits) = self.hits {
+                hits[pc].set(hits[pc].get() + 1);
+            }
             if executed > self.budget {
                 counts.insns += executed - 1;
                 return Err(fail(format!("the budget of {} instructions is spent (a loop the verifier would refuse?)", self.budget)));
@@ -448,6 +462,12 @@ mod tests {
         assert_eq!(r0, 3 + 40 + 2);
         assert_eq!(counts.insns, 13);
         assert_eq!(counts.helpers.get(&1000), Some(&1));
+        // Each instruction ran once; counted per instruction, twice over two runs.
+        let hits: Vec<Cell<u64>> = vec![Cell::new(0); p.len()];
+        for _ in 0..2 {
+            Interpreter::new(&p).counting_each(&hits).run(0, &mut NoEnv, &mut Memory::default(), &mut Counts::default()).unwrap();
+        }
+        assert_eq!(hits.iter().map(Cell::get).collect::<Vec<_>>(), vec![2; p.len()]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod helpers;
 pub mod insn;
 pub mod interp;
 pub mod jit;
+pub mod lines;
 pub mod lpm;
 pub mod lru;
 pub mod maps;
@@ -57,6 +58,8 @@ pub struct PreparedCode {
     /// The programs the kernel's verifier accepted on this machine: the
     /// only ones the JIT runs (see [`jit`]).
     pub verified: std::collections::BTreeSet<String>,
+    /// Each program's source lines, where the object has line records.
+    pub lines: std::collections::BTreeMap<String, lines::LineTable>,
 }
 
 impl PreparedCode {
@@ -65,6 +68,10 @@ impl PreparedCode {
         use std::os::fd::{AsFd, AsRawFd};
         prepare(open)?;
         let programs = open.progs().map(|p| (p.name().to_string_lossy().into_owned(), prepared_insns(&p))).collect();
+        // SAFETY: the open object's BTF (NULL without one), alive while it is.
+        let btf = unsafe { libbpf_rs::libbpf_sys::bpf_object__btf(open.as_libbpf_object().as_ptr()) };
+        // SAFETY: prepared programs of the object whose BTF that is.
+        let lines = open.progs().map(|p| (p.name().to_string_lossy().into_owned(), unsafe { lines::LineTable::of_program(p.as_libbpf_object().as_ptr(), btf) })).collect();
         let mut maps = Vec::new();
         for m in open.maps() {
             // SAFETY: a prepared object's map has its fd (or -1 if it was not created).
@@ -77,7 +84,7 @@ impl PreparedCode {
             let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
             maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
         }
-        Ok(PreparedCode { programs, maps, verified: Default::default() })
+        Ok(PreparedCode { programs, maps, verified: Default::default(), lines })
     }
 }
 

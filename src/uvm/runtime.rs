@@ -3,6 +3,7 @@
 //! the harness drives in place of `BPF_PROG_TEST_RUN` when `--runtime user`
 //! is asked for, and what counts instructions for `--metric insns`.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
@@ -14,7 +15,8 @@ use super::jit::{self, JitProgram, frame::Frame32};
 use super::maps::{UserMap, UserMaps};
 use super::xdp::{self, XdpOutcome};
 use super::{Insn, PreparedCode};
-use crate::record::InstructionCount;
+use super::lines::LineTable;
+use crate::record::{InstructionCount, LineCount};
 
 /// Instructions a timed run may execute. A batch runs thousands of
 /// iterations in one run, and the programs timed were verified by the
@@ -30,13 +32,17 @@ pub struct RunCounts {
     pub helpers: BTreeMap<String, u64>,
     /// Map operations by "map name: helper name".
     pub map_ops: BTreeMap<String, u64>,
+    /// Instructions by source line ("file:line"; see [`super::lines`]), while profiling.
+    pub lines: BTreeMap<String, u64>,
+    /// Each of those lines' text.
+    pub line_text: BTreeMap<String, String>,
 }
 
 impl RunCounts {
     /// What `self` executed beyond `less` (a shorter run of the same).
     pub fn minus(mut self, less: &RunCounts) -> RunCounts {
         self.insns -= less.insns.min(self.insns);
-        for (mine, theirs) in [(&mut self.helpers, &less.helpers), (&mut self.map_ops, &less.map_ops)] {
+        for (mine, theirs) in [(&mut self.helpers, &less.helpers), (&mut self.map_ops, &less.map_ops), (&mut self.lines, &less.lines)] {
             for (k, n) in theirs {
                 let e = mine.entry(k.clone()).or_default();
                 *e = e.saturating_sub(*n);
@@ -57,12 +63,19 @@ impl RunCounts {
             out.retain(|_, n| *n != 0);
             out
         };
+        let mut text = self.line_text;
+        text.extend(empty.line_text);
+        let lines = less(self.lines, &empty.lines)
+            .into_iter()
+            .map(|(at, insns)| LineCount { text: text.get(&at).cloned().unwrap_or_default(), at, insns })
+            .collect();
         InstructionCount {
             packets,
             body_insns: self.insns,
             loop_insns: empty.insns,
             helpers: less(self.helpers, &empty.helpers),
             map_ops: less(self.map_ops, &empty.map_ops),
+            lines,
         }
     }
 }
@@ -89,6 +102,10 @@ pub struct UserRuntime {
     /// code holds the addresses of global data).
     compiled: BTreeMap<String, JitProgram>,
     frame: Option<Frame32>,
+    /// Each program's source lines.
+    lines: BTreeMap<String, LineTable>,
+    /// Executions per instruction of each program, while profiling.
+    hits: Option<BTreeMap<String, Vec<Cell<u64>>>>,
 }
 
 /// Resolves ld_imm64's maps for the JIT as the interpreter does.
@@ -154,6 +171,8 @@ impl UserRuntime {
             engine: Engine::Jit,
             compiled: BTreeMap::new(),
             frame: None,
+            lines: code.lines.clone(),
+            hits: None,
         })
     }
 
@@ -171,6 +190,12 @@ impl UserRuntime {
     /// Runs from now on in `engine`; returns the one used so far.
     pub fn set_engine(&mut self, engine: Engine) -> Engine {
         std::mem::replace(&mut self.engine, engine)
+    }
+
+    /// Counts executions per source line from now on (`on`), or stops.
+    /// Only the interpreter counts: see [`Self::set_engine`].
+    pub fn set_profiling(&mut self, on: bool) {
+        self.hits = on.then(|| self.programs.iter().map(|(name, insns)| (name.clone(), vec![Cell::new(0); insns.len()])).collect());
     }
 
     /// The engine `prog`'s runs take: the JIT only for what the kernel verified.
@@ -193,6 +218,9 @@ impl UserRuntime {
         }
         let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
         let mut interp = Interpreter::new(insns);
+        if let Some(hits) = self.hits.as_ref().and_then(|h| h.get(prog)) {
+            interp = interp.counting_each(hits);
+        }
         interp.budget = TIMED_BUDGET;
         xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts).with_context(|| format!("{prog} in the userspace runtime"))
     }
@@ -230,10 +258,39 @@ impl UserRuntime {
     pub fn take_counts(&mut self) -> RunCounts {
         let counts = std::mem::take(&mut self.counts);
         let ops = std::mem::take(&mut self.helpers.map_ops);
+        let (lines, line_text) = self.take_line_counts();
         RunCounts {
+            lines,
+            line_text,
             insns: counts.insns,
             helpers: counts.helpers.into_iter().map(|(id, n)| (helpers::name_of(id), n)).collect(),
             map_ops: ops.into_iter().map(|((map, op), n)| (format!("{}: {}", self.maps.maps[map].def.name, helpers::name_of(op)), n)).collect(),
         }
+    }
+
+    /// Executions per source line since the last call (and each line's
+    /// text); instructions no line record covers count under
+    /// "(no line record) PROGRAM".
+    fn take_line_counts(&mut self) -> (BTreeMap<String, u64>, BTreeMap<String, String>) {
+        let (mut counts, mut text) = (BTreeMap::new(), BTreeMap::new());
+        for (prog, hits) in self.hits.iter().flatten() {
+            let table = self.lines.get(prog);
+            for (pc, h) in hits.iter().enumerate() {
+                let n = h.take();
+                if n == 0 {
+                    continue;
+                }
+                let key = match table.and_then(|t| t.at(pc)) {
+                    Some(line) => {
+                        let key = line.key();
+                        text.entry(key.clone()).or_insert_with(|| line.text.clone());
+                        key
+                    }
+                    None => format!("(no line record) {prog}"),
+                };
+                *counts.entry(key).or_default() += n;
+            }
+        }
+        (counts, text)
     }
 }

@@ -223,6 +223,7 @@ fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Res
             cpu: args.cpu,
             runtimes: vec![Runtime::User],
             metric: Metric::Insns,
+            profile: false,
             rounds: 1,
             tag: None,
             history: None,

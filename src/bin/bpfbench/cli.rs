@@ -158,6 +158,11 @@ pub struct RunArgs {
     /// runtime (deterministic: a noise-free figure for CI).
     #[arg(long, value_enum, default_value_t = Metric::Time)]
     pub metric: Metric,
+    /// Show where each packet's instructions go: per source line (where the
+    /// object has line records), per helper and per map operation, counted
+    /// by the userspace runtime. Implies --metric insns.
+    #[arg(long)]
+    pub profile: bool,
     /// Show validation, calibration, proportionality and a histogram per scenario.
     #[arg(short, long)]
     pub verbose: bool,
@@ -194,10 +199,18 @@ pub enum RuntimeChoice {
 }
 
 impl RunArgs {
+    /// What is measured: `--profile` counts instructions.
+    pub fn metric(&self) -> Metric {
+        if self.profile { Metric::Insns } else { self.metric }
+    }
+
     /// The runtimes each scenario runs in, in order; refuses what
     /// `--metric` cannot be measured in.
     pub fn runtimes(&self) -> anyhow::Result<Vec<Runtime>> {
-        match (self.metric, self.runtime) {
+        if self.profile && matches!(self.runtime, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) {
+            anyhow::bail!("--profile counts in the userspace runtime only; drop --runtime or use --runtime user");
+        }
+        match (self.metric(), self.runtime) {
             (Metric::Insns, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) => {
                 anyhow::bail!("--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user")
             }

@@ -22,6 +22,7 @@ use libbpf_rs::btf::{BtfType, TypeId};
 use libbpf_rs::libbpf_sys as sys;
 
 use crate::object_file::{ObjectFile, ProgKind};
+use crate::uvm::lines::LineTable;
 
 /// BPF_JMP | BPF_CALL, and the call kinds its src_reg names.
 const CALL: u8 = 0x85;
@@ -150,11 +151,12 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[sys::bpf_insn]) -> Result<Owne
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A program bpfbench loaded, and the instructions it loaded (what the
-/// userspace runtime runs).
+/// A program bpfbench loaded, the instructions it loaded (what the
+/// userspace runtime runs) and their source lines (`--profile`).
 pub struct Loaded {
     pub fd: OwnedFd,
     pub insns: Vec<sys::bpf_insn>,
+    pub lines: LineTable,
 }
 
 /// The user's program as the body of the prepared `driver`'s timed entry.
@@ -185,7 +187,8 @@ pub fn splice(driver: &ObjectFile, user: &ObjectFile, program: &str, insns: &[sy
         _ => None,
     };
     let spec = LoadSpec { kind, name: DRIVER, license: user.license(), attach, flags, funcs: funcs_arg };
-    Ok(Loaded { fd: load_program(&spec, &spliced)?, insns: spliced })
+    let lines = driver.line_table(DRIVER)?.with_spliced(target, &user.line_table(program)?);
+    Ok(Loaded { fd: load_program(&spec, &spliced)?, insns: spliced, lines })
 }
 
 /// The driver's overhead twin: the same loop around an empty call.
@@ -193,5 +196,5 @@ pub fn overhead(driver: &ObjectFile, kind: ProgKind, attach: sys::bpf_attach_typ
     let insns = driver.insns(DRIVER_OVERHEAD)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
     let fd = load_program(&spec, &insns).context("loading the driver's overhead loop")?;
-    Ok(Loaded { fd, insns })
+    Ok(Loaded { fd, insns, lines: driver.line_table(DRIVER_OVERHEAD)? })
 }

@@ -22,6 +22,7 @@ use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::harness::BatchTiming;
 use crate::object_file::{ObjectFile, ProgKind};
 use crate::record::Runtime;
+use crate::uvm::lines::LineTable;
 use crate::uvm::{PreparedCode, UserRuntime, from_libbpf};
 
 /// Iteration counts of the batches that check a spliced program: each
@@ -87,8 +88,9 @@ impl Spliced {
         }
         let body = splice::splice(&driver, user.object, user.name, user.insns, user.funcs, user.kind)
             .context("the kernel refused the program spliced into the batch loop")?;
+        let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines } = body;
         let mut s = Spliced {
-            body: timed(&driver, body.fd)?,
+            body: timed(&driver, body_fd)?,
             overhead: None,
             state: map_handle_from_fd(driver.map_fd("bench_driver_state")?)?,
             load_attrs: user.object.load_attrs(user.name)?,
@@ -100,7 +102,7 @@ impl Spliced {
             user: None,
         };
         if runtime == Runtime::User {
-            s.move_to_user(user, &body.insns, variants)?;
+            s.move_to_user(user, (&body_insns, body_lines), variants)?;
         }
         for n in check_sizes(variants.len()) {
             s.run(n).with_context(|| format!("the spliced program, after {n} iterations,"))?;
@@ -112,15 +114,17 @@ impl Spliced {
     /// program and the overhead loop (both verified by the kernel first)
     /// with copies of the driver's and the user's maps. The user's program
     /// alone must give the kernel's output for every packet there first.
-    fn move_to_user(&mut self, user: &UserProgram<'_>, spliced: &[sys::bpf_insn], variants: &[Vec<u8>]) -> Result<()> {
-        let overhead = self.load_overhead()?;
+    fn move_to_user(&mut self, user: &UserProgram<'_>, spliced: (&[sys::bpf_insn], LineTable), variants: &[Vec<u8>]) -> Result<()> {
+        let (mut overhead, overhead_insns, overhead_lines) = self.load_overhead()?;
         let mut code = PreparedCode::default();
-        for (name, insns) in [(user.name, user.insns), (DRIVER, spliced), (DRIVER_OVERHEAD, overhead.1.as_slice())] {
+        let user_lines = user.object.line_table(user.name)?;
+        for (name, insns, lines) in [(user.name, user.insns, user_lines), (DRIVER, spliced.0, spliced.1), (DRIVER_OVERHEAD, &overhead_insns, overhead_lines)] {
             if code.programs.insert(name.to_string(), from_libbpf(insns)).is_some() {
                 bail!("program '{name}' has the name of bpfbench's driver; rename it to run it in the userspace runtime");
             }
             // The kernel's verifier accepted all three: the JIT may run them.
             code.verified.insert(name.to_string());
+            code.lines.insert(name.to_string(), lines);
         }
         code.maps = self.driver.created_maps()?;
         for (fd, id, name) in user.object.created_maps()? {
@@ -136,18 +140,18 @@ impl Spliced {
             }
         }
         self.body.run_in_user(rt.clone(), DRIVER)?;
-        let mut overhead = overhead.0;
         overhead.run_in_user(rt.clone(), DRIVER_OVERHEAD)?;
         self.overhead = Some(overhead);
         self.user = Some(rt);
         Ok(())
     }
 
-    /// The driver's loop around an empty call, loaded into the kernel, and its instructions.
-    fn load_overhead(&self) -> Result<(TimedProgram, Vec<sys::bpf_insn>)> {
+    /// The driver's loop around an empty call, loaded into the kernel, its
+    /// instructions and their source lines.
+    fn load_overhead(&self) -> Result<(TimedProgram, Vec<sys::bpf_insn>, LineTable)> {
         let (attach, flags) = self.load_attrs;
         let prog = splice::overhead(&self.driver, self.kind, attach, flags)?;
-        Ok((timed(&self.driver, prog.fd)?, prog.insns))
+        Ok((timed(&self.driver, prog.fd)?, prog.insns, prog.lines))
     }
 
     /// The userspace runtime the batches run in, if they do.
@@ -216,7 +220,7 @@ mod tests {
         let reference = run(object.prog_fd("xdp_swap").unwrap(), &packet).unwrap();
         let user = UserProgram { object: &object, name: "xdp_swap", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
         let variants = [packet.clone()];
-        let super::super::restore::Restore::Bytes(restore) = super::super::restore::plan(ProgKind::Xdp, &variants, &[reference.packet.clone()]) else {
+        let super::super::restore::Restore::Bytes(restore) = super::super::restore::plan(ProgKind::Xdp, &variants, std::slice::from_ref(&reference.packet)) else {
             panic!("a MAC swap is written back in the loop")
         };
         for runtime in [Runtime::Kernel, Runtime::User] {
