@@ -196,13 +196,14 @@ fn lru_op(key: u32, op: u8) -> Vec<u8> {
     f
 }
 
-/// Drives xdp_lru in both runtimes, each operation on the CPU `cpu_of`
-/// picks for it (pinned, and claimed by the userspace helpers), and
-/// compares every result and the keys left.
-fn lru_matches_the_kernel(cpu_of: impl Fn(usize) -> usize) {
-    let mut b = Both::open("xdp_lru.bpf.o", "xdp_lru");
+/// Drives `object` (xdp_lru over an LRU hash, plain or per-CPU, or a per-CPU hash) in both
+/// runtimes, each operation on the CPU `cpu_of` picks for it (pinned, and
+/// claimed by the userspace helpers), and compares every result, the keys
+/// left and every CPU's value of each.
+fn map_ops_match_the_kernel(object: &str, cpu_of: impl Fn(usize) -> usize) {
+    let mut b = Both::open(object, "xdp_lru");
     // A mix: inserts past the 16 entries, lookups that make some keys
-    // referenced, refused inserts, deletes, replacements.
+    // referenced (and count in the value), refused inserts, deletes, replacements.
     let mut ops = Vec::new();
     for round in 0..6u32 {
         for k in 0..12u32 {
@@ -219,6 +220,8 @@ fn lru_matches_the_kernel(cpu_of: impl Fn(usize) -> usize) {
             }
         }
     }
+    // Lookups of the newest keys, which stay.
+    ops.extend([(44, 0), (45, 0), (46, 0), (45, 0)]);
     for (i, &(key, op)) in ops.iter().enumerate() {
         let cpu = cpu_of(i);
         bpfbench::system::cpu::pin_to_cpu(cpu).unwrap();
@@ -226,19 +229,34 @@ fn lru_matches_the_kernel(cpu_of: impl Fn(usize) -> usize) {
         assert_eq!(b.user_last(), b.kernel_last(), "operation {i}: {op} on key {key}, CPU {cpu}");
     }
     let kernel_map = b.obj.maps().find(|m| m.name() == "lru").unwrap();
-    let mut kernel: Vec<Vec<u8>> = kernel_map.keys().collect();
-    let mut user: Vec<Vec<u8>> = b.maps.by_name("lru").unwrap().entries().into_iter().map(|(k, _)| k).collect();
+    let percpu = kernel_map.map_type().is_percpu();
+    let mut kernel: Vec<(Vec<u8>, Vec<Vec<u8>>)> = kernel_map
+        .keys()
+        .map(|k| {
+            let values = if percpu { kernel_map.lookup_percpu(&k, MapFlags::ANY).unwrap().unwrap() } else { vec![kernel_map.lookup(&k, MapFlags::ANY).unwrap().unwrap()] };
+            (k, values)
+        })
+        .collect();
+    let mut user = b.maps.by_name("lru").unwrap().entries();
     kernel.sort();
     user.sort();
-    // Evictions happened: more keys went in than the 16 entries hold.
+    // More keys went in than the 16 entries hold (evicted, or refused by a hash).
     assert!((8..=16).contains(&kernel.len()), "{}", kernel.len());
-    assert_eq!(user, kernel, "the keys left after {} operations", ops.len());
+    assert_eq!(user, kernel, "the keys and values left after {} operations", ops.len());
+    // Lookups counted in some values (on the CPU that looked, in a per-CPU map:
+    // a copy the update left zeroed then counts from zero).
+    let counted = user.iter().any(|(k, vs)| {
+        let key = u64::from(u32::from_ne_bytes(k[..4].try_into().unwrap()));
+        vs.iter().map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap())).any(|v| v != 0 && v != 3 * key)
+    });
+    assert!(counted, "no value left shows a lookup's count: {user:?}");
 }
 
 #[test]
 fn an_lru_hash_evicts_what_the_kernels_evicts() {
     let cpu = common::prepared_cpu();
-    lru_matches_the_kernel(|_| cpu);
+    map_ops_match_the_kernel("xdp_lru.bpf.o", |_| cpu);
+    map_ops_match_the_kernel("xdp_lru_percpu.bpf.o", |_| cpu);
 }
 
 #[test]
@@ -246,9 +264,20 @@ fn an_lru_hash_shared_by_cpus_evicts_as_the_kernels() {
     // Runs of five operations on each CPU in turn: each CPU keeps its own
     // free and pending nodes, and a refill on one CPU shrinks what the
     // other's flushed. (Stealing, for when every node sits in some CPU's
-    // local lists, is not reached by this sequence.)
+    // local lists, is not reached by this sequence.) In the per-CPU map a
+    // program's update writes its own CPU's copy only (a new key's others
+    // zeroed), and a lookup reads and counts in its own.
     let cpus = bpfbench::system::cpu::allowed_cpus().unwrap();
-    lru_matches_the_kernel(|i| cpus[(i / 5) % cpus.len()]);
+    map_ops_match_the_kernel("xdp_lru.bpf.o", |i| cpus[(i / 5) % cpus.len()]);
+    map_ops_match_the_kernel("xdp_lru_percpu.bpf.o", |i| cpus[(i / 5) % cpus.len()]);
+}
+
+#[test]
+fn a_per_cpu_hash_keeps_each_cpus_copy_as_the_kernels() {
+    // A program's update writes its CPU's copy in place (a new key's other
+    // copies zeroed); a full map refuses new keys.
+    let cpus = bpfbench::system::cpu::allowed_cpus().unwrap();
+    map_ops_match_the_kernel("xdp_percpu_hash.bpf.o", |i| cpus[(i / 5) % cpus.len()]);
 }
 
 #[test]

@@ -102,7 +102,7 @@ impl Helpers {
                 let m = self.map_of(maps, a[0], MAP_UPDATE_ELEM)?;
                 let key = Self::bytes(mem, a[1], m.def.key_size)?;
                 let value = Self::bytes(mem, a[2], m.def.value_size)?;
-                m.update(&key, &[&value], a[3], self.cpu) as u64
+                m.update_from_program(&key, &value, a[3], self.cpu) as u64
             }
             MAP_DELETE_ELEM => {
                 let m = self.map_of(maps, a[0], MAP_DELETE_ELEM)?;

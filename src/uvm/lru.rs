@@ -443,6 +443,51 @@ impl LruHash {
         0
     }
 
+    /// A per-CPU LRU hash's update (the kernel's
+    /// `__htab_lru_percpu_map_update_elem`): a node is taken from the free
+    /// lists first unless BPF_EXIST (so it may evict), then an existing
+    /// element is marked referenced and written in place and the node goes
+    /// back; a new key gets the node. `write(value, is_new)` fills the value.
+    pub fn update_in_place(&mut self, key: &[u8], flags: u64, cpu: usize, write: impl FnOnce(&mut [u8], bool)) -> i64 {
+        if flags > BPF_EXIST {
+            return -EINVAL;
+        }
+        let fresh = if flags == BPF_EXIST {
+            None
+        } else {
+            let Some(x) = self.pop_free(cpu.min(self.cpus - 1)) else { return -ENOMEM };
+            Some(x)
+        };
+        let old = self.table.get(key).copied();
+        let refused = match (flags, old) {
+            (BPF_NOEXIST, Some(_)) => Some(-EEXIST),
+            (BPF_EXIST, None) => Some(-ENOENT),
+            _ => None,
+        };
+        if let Some(err) = refused {
+            if let Some(x) = fresh {
+                self.push_free(x);
+            }
+            return err;
+        }
+        match (old, fresh) {
+            (Some(o), fresh) => {
+                self.referenced[o] = true;
+                write(&mut self.values[o], false);
+                if let Some(x) = fresh {
+                    self.push_free(x);
+                }
+            }
+            (None, Some(x)) => {
+                write(&mut self.values[x], true);
+                self.keys[x] = Some(key.to_vec());
+                self.table.insert(key.to_vec(), x);
+            }
+            (None, None) => unreachable!("BPF_EXIST without the key was refused"),
+        }
+        0
+    }
+
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match self.table.remove(key) {
             Some(x) => {

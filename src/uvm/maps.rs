@@ -40,10 +40,25 @@ enum Store {
     /// Hash: one box per key holding every CPU's copy, `stride` bytes
     /// apart (a per-CPU hash has one copy per CPU, others one).
     Hash { stride: usize, table: Table<Box<[u8]>, Box<[u8]>> },
-    /// LRU hash, with the kernel's eviction.
-    Lru(Box<LruHash>),
+    /// LRU hash, with the kernel's eviction; a per-CPU one keeps every
+    /// CPU's copy in the element's value, `stride` bytes apart (value_size
+    /// rounded up to 8), a plain one its value (`stride` = value_size).
+    Lru { stride: usize, lru: Box<LruHash> },
     /// LPM trie, with the kernel's longest-prefix match.
     Lpm(Box<Lpm>),
+}
+
+/// The index an array's `key` names, or the kernel's error for an update
+/// there with `flags`.
+fn array_slot(key: &[u8], max_entries: u32, flags: u64) -> Result<usize, i64> {
+    let i = key.try_into().ok().map(u32::from_ne_bytes).ok_or(-EINVAL)?;
+    if i >= max_entries {
+        return Err(-E2BIG);
+    }
+    if flags == BPF_NOEXIST {
+        return Err(-EEXIST);
+    }
+    Ok(i as usize)
 }
 
 /// One map.
@@ -56,7 +71,7 @@ pub struct UserMap {
 }
 
 fn percpu(t: MapType) -> bool {
-    matches!(t, MapType::PercpuArray | MapType::PercpuHash)
+    matches!(t, MapType::PercpuArray | MapType::PercpuHash | MapType::LruPercpuHash)
 }
 
 /// Maps whose values are maps: here, the index of the inner map in [`UserMaps`].
@@ -88,7 +103,10 @@ impl UserMap {
                 }
                 Store::Lpm(Box::new(Lpm::new(def.key_size - 4, def.max_entries)))
             }
-            MapType::LruHash => Store::Lru(Box::new(LruHash::new(def.max_entries as usize, def.value_size, cpus))),
+            MapType::LruHash | MapType::LruPercpuHash => {
+                let stride = if percpu(def.map_type) { def.value_size.next_multiple_of(8) } else { def.value_size };
+                Store::Lru { stride, lru: Box::new(LruHash::new(def.max_entries as usize, stride * copies, cpus)) }
+            }
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
         };
         Ok(UserMap { def, store, cpus: copies, graveyard: Vec::new() })
@@ -102,7 +120,7 @@ impl UserMap {
     pub fn lookup(&mut self, key: &[u8], cpu: usize) -> Option<&mut [u8]> {
         let c = cpu.min(self.copies() - 1);
         match &mut self.store {
-            Store::Lru(l) => l.lookup(key),
+            Store::Lru { stride, lru } => lru.lookup(key).map(|v| &mut v[c * *stride..][..self.def.value_size]),
             Store::Lpm(m) => m.lookup(key),
             Store::Array { stride, copies } => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?) as usize;
@@ -112,9 +130,54 @@ impl UserMap {
         }
     }
 
-    /// Sets `key` to `value` on every CPU's copy (a program's update) or
-    /// on each from `values` (userspace's, per CPU), as done on `cpu`.
-    /// Returns 0 or -errno.
+    /// A program's update on `cpu`: a per-CPU map's element gets `value`
+    /// in that CPU's copy only (a new element's other copies zeroed), as
+    /// the kernel's helper does; other maps as [`Self::update`].
+    pub fn update_from_program(&mut self, key: &[u8], value: &[u8], flags: u64, cpu: usize) -> i64 {
+        if !percpu(self.def.map_type) {
+            return self.update(key, &[value], flags, cpu);
+        }
+        if flags > BPF_EXIST || value.len() != self.def.value_size {
+            return -EINVAL;
+        }
+        let (c, copies, size) = (cpu.min(self.copies() - 1), self.copies(), self.def.value_size);
+        let full = self.key_count() >= self.def.max_entries as usize;
+        match &mut self.store {
+            Store::Array { stride, copies } => match array_slot(key, self.def.max_entries, flags) {
+                Ok(i) => {
+                    copies[c][i * *stride..][..size].copy_from_slice(value);
+                    0
+                }
+                Err(e) => e,
+            },
+            // In place: the kernel writes a per-CPU element's copy where it is.
+            Store::Hash { stride, table } => match table.get_mut(key) {
+                Some(_) if flags == BPF_NOEXIST => -EEXIST,
+                Some(v) => {
+                    v[c * *stride..][..size].copy_from_slice(value);
+                    0
+                }
+                None if flags == BPF_EXIST => -ENOENT,
+                None if full => -E2BIG,
+                None => {
+                    let mut v = vec![0u8; *stride * copies].into_boxed_slice();
+                    v[c * *stride..][..size].copy_from_slice(value);
+                    table.insert(key.into(), v);
+                    0
+                }
+            },
+            Store::Lru { stride, lru } => lru.update_in_place(key, flags, cpu, |v, new| {
+                if new {
+                    v.fill(0);
+                }
+                v[c * *stride..][..size].copy_from_slice(value);
+            }),
+            Store::Lpm(_) => unreachable!("an LPM trie has one copy"),
+        }
+    }
+
+    /// Userspace's update (the syscall's), as done on `cpu`: `key` gets
+    /// `values`, one per CPU copy (or one for all). Returns 0 or -errno.
     pub fn update(&mut self, key: &[u8], values: &[&[u8]], flags: u64, cpu: usize) -> i64 {
         if flags > BPF_EXIST || values.iter().any(|v| v.len() != self.def.value_size) {
             return -EINVAL;
@@ -122,7 +185,12 @@ impl UserMap {
         let copies = self.copies();
         let value_for = |c: usize| values[c.min(values.len() - 1)];
         match &mut self.store {
-            Store::Lru(l) => l.update(key, values[0], flags, cpu),
+            Store::Lru { lru, .. } if !percpu(self.def.map_type) => lru.update(key, values[0], flags, cpu),
+            Store::Lru { stride, lru } => lru.update_in_place(key, flags, cpu, |v, _| {
+                for c in 0..copies {
+                    v[c * *stride..][..self.def.value_size].copy_from_slice(value_for(c));
+                }
+            }),
             Store::Lpm(m) => match m.update(key, values[0], flags) {
                 Ok(old) => {
                     // The program may still hold the old value: it lives until the run ends.
@@ -132,14 +200,11 @@ impl UserMap {
                 Err(e) => e,
             },
             Store::Array { stride, copies } => {
-                let Some(i) = key.try_into().ok().map(u32::from_ne_bytes) else { return -EINVAL };
-                if i >= self.def.max_entries {
-                    return -E2BIG;
-                }
-                if flags == BPF_NOEXIST {
-                    return -EEXIST;
-                }
-                let at = i as usize * *stride;
+                let i = match array_slot(key, self.def.max_entries, flags) {
+                    Ok(i) => i,
+                    Err(e) => return e,
+                };
+                let at = i * *stride;
                 for (c, copy) in copies.iter_mut().enumerate() {
                     copy[at..at + self.def.value_size].copy_from_slice(value_for(c));
                 }
@@ -175,7 +240,7 @@ impl UserMap {
 
     pub fn delete(&mut self, key: &[u8]) -> i64 {
         match &mut self.store {
-            Store::Lru(l) => l.delete(key),
+            Store::Lru { lru, .. } => lru.delete(key),
             Store::Lpm(m) => match m.delete(key) {
                 Ok(old) => {
                     self.graveyard.push(old);
@@ -213,7 +278,7 @@ impl UserMap {
     /// reference bit set).
     pub fn peek_all(&self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
         match &self.store {
-            Store::Lru(l) => l.peek(key).map(|v| vec![v.to_vec()]),
+            Store::Lru { stride, lru } => lru.peek(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()),
             Store::Array { stride, copies } => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?);
                 (i < self.def.max_entries).then(|| copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect())
@@ -228,7 +293,7 @@ impl UserMap {
         match &self.store {
             Store::Array { .. } => self.def.max_entries as usize,
             Store::Hash { table, .. } => table.len(),
-            Store::Lru(l) => l.key_count(),
+            Store::Lru { lru, .. } => lru.key_count(),
             Store::Lpm(m) => m.key_count(),
         }
     }
@@ -240,7 +305,7 @@ impl UserMap {
                 .map(|i| (i.to_ne_bytes().to_vec(), copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect()))
                 .collect(),
             Store::Hash { stride, table } => table.iter().map(|(k, v)| (k.to_vec(), v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())).collect(),
-            Store::Lru(l) => l.entries().into_iter().map(|(k, v)| (k, vec![v])).collect(),
+            Store::Lru { stride, lru } => lru.entries().into_iter().map(|(k, v)| (k, v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())).collect(),
             Store::Lpm(m) => m.entries().map(|(k, v)| (k.to_vec(), vec![v.to_vec()])).collect(),
         }
     }

@@ -90,7 +90,7 @@ extern "C" fn map_update_elem(map: u64, key: u64, value: u64, flags: u64) -> u64
     let m = &mut maps.maps[i];
     // SAFETY: the verifier checked both are readable, of the map's sizes.
     let (key, value) = unsafe { (slice(key, m.def.key_size), slice(value, m.def.value_size)) };
-    m.update(key, &[value], flags, h.cpu) as u64
+    m.update_from_program(key, value, flags, h.cpu) as u64
 }
 
 extern "C" fn map_delete_elem(map: u64, key: u64) -> u64 {

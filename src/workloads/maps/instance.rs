@@ -78,7 +78,7 @@ const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
 /// max_entries for a map meant to hold `entries` keys.
 pub fn capacity(kind: MapKind, entries: u32, ncpus: usize) -> u32 {
-    if kind == MapKind::LruHash {
+    if kind.is_lru() {
         entries.saturating_add(LRU_HEADROOM_PER_CPU * ncpus as u32)
     } else {
         entries

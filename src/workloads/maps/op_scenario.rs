@@ -8,7 +8,7 @@ use anyhow::{Result, bail, ensure};
 
 use super::instance::{self, LoadedMapBench, MapConfig, OpState, WRITTEN_BYTE};
 use super::options::MapParams;
-use super::{MapKind, MapOp, PACKET};
+use super::{MapOp, PACKET};
 use crate::harness::skeleton::ObjectSource;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
@@ -115,7 +115,7 @@ pub fn validate<'a>(
         s.rewind()?;
     }
     let mut notes = vec![format!("{kind}: {e} entries, key {} B, value {} B", config.key.size, params.value_size)];
-    if kind == MapKind::LruHash {
+    if kind.is_lru() {
         let cap = instance::capacity(kind, e, s.inst.possible_cpus());
         notes.push(format!("max_entries {cap}: headroom for the LRU's per-CPU free lists, so no key is evicted"));
     }

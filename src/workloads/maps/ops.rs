@@ -98,16 +98,18 @@ pub enum MapKind {
     Hash,
     LruHash,
     PercpuHash,
+    LruPercpuHash,
     Array,
     PercpuArray,
     LpmTrie,
 }
 
 impl MapKind {
-    pub const ALL: [MapKind; 6] = [
+    pub const ALL: [MapKind; 7] = [
         MapKind::Hash,
         MapKind::LruHash,
         MapKind::PercpuHash,
+        MapKind::LruPercpuHash,
         MapKind::Array,
         MapKind::PercpuArray,
         MapKind::LpmTrie,
@@ -118,6 +120,7 @@ impl MapKind {
             MapKind::Hash => "hash",
             MapKind::LruHash => "lru_hash",
             MapKind::PercpuHash => "percpu_hash",
+            MapKind::LruPercpuHash => "lru_percpu_hash",
             MapKind::Array => "array",
             MapKind::PercpuArray => "percpu_array",
             MapKind::LpmTrie => "lpm_trie",
@@ -129,6 +132,7 @@ impl MapKind {
             MapKind::Hash => MapType::Hash,
             MapKind::LruHash => MapType::LruHash,
             MapKind::PercpuHash => MapType::PercpuHash,
+            MapKind::LruPercpuHash => MapType::LruPercpuHash,
             MapKind::Array => MapType::Array,
             MapKind::PercpuArray => MapType::PercpuArray,
             MapKind::LpmTrie => MapType::LpmTrie,
@@ -140,7 +144,12 @@ impl MapKind {
     }
 
     pub fn is_percpu(self) -> bool {
-        matches!(self, MapKind::PercpuHash | MapKind::PercpuArray)
+        matches!(self, MapKind::PercpuHash | MapKind::LruPercpuHash | MapKind::PercpuArray)
+    }
+
+    /// LRU maps evict: they get headroom so that no key of a full benchmark is evicted.
+    pub fn is_lru(self) -> bool {
+        matches!(self, MapKind::LruHash | MapKind::LruPercpuHash)
     }
 
     /// Why `op` cannot run on this map type, if it cannot.
