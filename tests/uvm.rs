@@ -565,7 +565,7 @@ fn lines_add_up(c: &serde_json::Value) -> Vec<(String, String, i64)> {
 }
 
 #[test]
-fn profile_counts_each_source_line_of_your_object_and_of_the_balancer() {
+fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balancer() {
     let args = encap_args();
     let mut profiled: Vec<&str> = args.iter().map(String::as_str).collect();
     profiled.push("--profile");
@@ -581,16 +581,29 @@ fn profile_counts_each_source_line_of_your_object_and_of_the_balancer() {
     let mut counted: Vec<&str> = args.iter().map(String::as_str).collect();
     counted.extend(["--metric", "insns"]);
     let plain = run_json(&counted)["results"][0]["instructions"].clone();
-    assert!(plain.get("lines").is_none(), "lines only with --profile: {plain}");
+    assert!(plain.get("lines").is_none() && plain.get("time").is_none(), "lines and time only with --profile: {plain}");
     assert_eq!(plain["body_insns"], c["body_insns"], "profiling counts the same instructions");
 
     let lb = run_json(&["xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit"])["results"][0]["instructions"].clone();
     let lines = lines_add_up(&lb);
     assert!(lines.iter().any(|l| l.0.starts_with("xdp_lb.bpf.c:") && l.1.contains("bpf_map_lookup_elem(&vip_map")), "{lines:?}");
+
+    // Time, sampled in the JIT for a second: every sample in the program
+    // or a helper it called lands on one line; the VIP lookup's call (a
+    // hash lookup, out of line) is seen, and time spent in that helper.
+    let time = &lb["time"];
+    let samples = time["samples"].as_u64().unwrap_or_else(|| panic!("--profile samples the time: {lb}"));
+    assert!(samples > 500, "a second at ~10,000 samples/s: {time}");
+    let per_line: u64 = lb["lines"].as_array().unwrap().iter().map(|l| l["samples"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(per_line, samples, "{lb}");
+    let vip = lb["lines"].as_array().unwrap().iter().find(|l| l["text"].as_str().unwrap().contains("bpf_map_lookup_elem(&vip_map")).unwrap();
+    assert!(vip["samples"].as_u64().unwrap_or(0) > samples / 100, "{vip} of {samples}");
+    assert!(time["helpers"]["bpf_map_lookup_elem"].as_u64().unwrap_or(0) > samples / 20, "{time}");
+    assert!(time["ns_per_packet"].as_f64().unwrap() > 0.0);
     let o = common::bpfbench(&["run", "xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit", "--no-store"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let table = common::stdout(&o);
-    assert!(table.contains("insns/packet  share  source") && table.contains("vip_map: bpf_map_lookup_elem"), "{table}");
+    assert!(table.contains("insns/packet  share   time ns/packet  source") && table.contains("in bpf_map_lookup_elem"), "{table}");
     common::assert_one_line_error(&["run", "--profile", "--runtime", "both"], "--profile counts in the userspace runtime only");
 }
 

@@ -125,20 +125,28 @@ pub trait PreparedScenario {
     }
     /// Counts what a body batch of `iters` executes beyond the empty
     /// loop's, where the programs run in the userspace runtime (None elsewhere).
-    fn count_instructions(&mut self, _iters: u32) -> Result<Option<InstructionCount>> {
+    /// With `profile`, also where the time of timed batches goes (see
+    /// [`count_instructions`]).
+    fn count_instructions(&mut self, _iters: u32, _profile: bool) -> Result<Option<InstructionCount>> {
         Ok(None)
     }
 }
+
+/// How long `--profile` samples a scenario's timed batches.
+const PROFILE_SAMPLING: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What one iteration of the body executes beyond one of the empty loop,
 /// in the userspace runtime `rt`, where `batch` runs a timed batch: each
 /// is counted as a batch of 2N less a batch of N, so the validation
 /// iteration and each batch's fixed instructions drop out and a path's
-/// count is a whole number.
+/// count is a whole number. With `profile`, body batches then run in the
+/// JIT for [`PROFILE_SAMPLING`] under the sampling profiler
+/// ([`crate::uvm::sampler`]): where the time goes.
 pub fn count_instructions(
     rt: &timing::SharedRuntime,
     iters: u32,
-    mut batch: impl FnMut(Variant, u32) -> Result<()>,
+    profile: bool,
+    mut batch: impl FnMut(Variant, u32) -> Result<BatchTiming>,
 ) -> Result<InstructionCount> {
     let mut per_iteration = |variant: Variant| -> Result<crate::uvm::RunCounts> {
         rt.borrow_mut().take_counts();
@@ -155,7 +163,38 @@ pub fn count_instructions(
     rt.borrow_mut().set_profiling(false);
     rt.borrow_mut().set_engine(engine);
     let (body, empty) = counted?;
-    Ok(body.beyond(empty, u64::from(iters)))
+    let mut count = body.beyond(empty, u64::from(iters));
+    if profile {
+        let sampled = sample_time(rt, iters, &mut batch)?;
+        count.add_samples(sampled);
+    }
+    Ok(count)
+}
+
+/// Samples body batches of `iters` in the runtime's engine (the JIT) for
+/// [`PROFILE_SAMPLING`].
+fn sample_time(rt: &timing::SharedRuntime, iters: u32, batch: &mut impl FnMut(Variant, u32) -> Result<BatchTiming>) -> Result<crate::uvm::runtime::SampledTime> {
+    // One batch first: the programs are compiled before sampling starts.
+    batch(Variant::Body, iters)?;
+    let ranges = rt.borrow().compiled_ranges();
+    let sampler = crate::uvm::sampler::Sampler::start(&ranges)?;
+    let (mut ns, mut packets) = (0u64, 0u64);
+    let started = std::time::Instant::now();
+    let timed = loop {
+        match batch(Variant::Body, iters) {
+            Ok(t) => {
+                ns += t.elapsed_ns;
+                packets += t.iters;
+            }
+            Err(e) => break Err(e),
+        }
+        if started.elapsed() >= PROFILE_SAMPLING {
+            break Ok(());
+        }
+    };
+    let samples = sampler.finish();
+    timed?;
+    Ok(rt.borrow().attribute(&samples, ns as f64 / packets.max(1) as f64))
 }
 
 /// Distinct groups of `scenarios`, in first-seen order.

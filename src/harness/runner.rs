@@ -256,7 +256,7 @@ impl Runner {
         };
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
         if self.metric == Metric::Insns {
-            match prepared.count_instructions(COUNT_ITERS) {
+            match prepared.count_instructions(COUNT_ITERS, self.profile) {
                 Ok(Some(mut c)) => {
                     if !self.profile {
                         c.lines.clear();

@@ -217,6 +217,23 @@ pub struct InstructionCount {
     /// Instructions by source line, the body's less the loop's (`--profile`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineCount>,
+    /// Where the time of timed batches went, sampled (`--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<TimeProfile>,
+}
+
+/// The sampling profiler's view of body batches timed in the userspace
+/// JIT (`--profile`): samples by helper here, by line in [`LineCount`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeProfile {
+    /// Samples taken in the program's code or in what it called.
+    pub samples: u64,
+    /// Samples elsewhere (the runtime between batches), not in the shares.
+    pub outside: u64,
+    /// ns per packet of the batches sampled (the loop's own cost included).
+    pub ns_per_packet: f64,
+    /// Samples inside each helper (its map's code included), by helper name.
+    pub helpers: std::collections::BTreeMap<String, u64>,
 }
 
 /// The instructions one source line executed (`--profile`), over all packets counted.
@@ -227,9 +244,28 @@ pub struct LineCount {
     /// The line's text, as the object's BTF keeps it.
     pub text: String,
     pub insns: i64,
+    /// Time samples in the line's code, or in a helper it called (`--profile`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub samples: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl InstructionCount {
+    /// Adds the sampled time: its lines join the counted ones (a line of
+    /// the loop may have samples but no instructions beyond the loop's).
+    pub fn add_samples(&mut self, sampled: crate::uvm::runtime::SampledTime) {
+        for (at, (samples, text)) in sampled.lines {
+            match self.lines.iter_mut().find(|l| l.at == at) {
+                Some(l) => l.samples = samples,
+                None => self.lines.push(LineCount { at, text, insns: 0, samples }),
+            }
+        }
+        self.time = Some(sampled.time);
+    }
+
     /// Instructions per packet.
     pub fn per_packet(&self) -> f64 {
         (self.body_insns as f64 - self.loop_insns as f64) / self.packets.max(1) as f64

@@ -45,24 +45,44 @@ fn row(out: &mut String, r: &ScenarioRecord) {
 /// Lines a profile shows unless verbose.
 const HOTTEST_LINES: usize = 15;
 
-/// `--profile`: the source lines, most instructions first.
+/// `--profile`: the source lines, most instructions first (most time
+/// first when time was sampled), and the helpers' share of the time.
 fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
     if c.lines.is_empty() {
         return;
     }
     let total = (c.body_insns as f64 - c.loop_insns as f64).max(1.0);
+    let time = c.time.as_ref().filter(|t| t.samples > 0);
+    let time_share = |samples: u64| time.map(|t| 100.0 * samples as f64 / t.samples as f64);
+    if let Some(t) = time {
+        let _ = writeln!(
+            out,
+            "      time: {} samples of {:.1} ns/packet batches in the userspace JIT ({} more outside the program)",
+            t.samples, t.ns_per_packet, t.outside
+        );
+        for (helper, n) in &t.helpers {
+            let share = 100.0 * *n as f64 / t.samples as f64;
+            let _ = writeln!(out, "      in {helper:<37} {share:>5.1}% of the time, {:.1} ns/packet", share / 100.0 * t.ns_per_packet);
+        }
+    }
     let mut lines: Vec<&LineCount> = c.lines.iter().collect();
-    lines.sort_by(|a, b| b.insns.cmp(&a.insns).then_with(|| a.at.cmp(&b.at)));
+    lines.sort_by(|a, b| b.samples.cmp(&a.samples).then(b.insns.cmp(&a.insns)).then_with(|| a.at.cmp(&b.at)));
     let shown = if verbose { lines.len() } else { lines.len().min(HOTTEST_LINES) };
     let w = lines[..shown].iter().map(|l| l.at.len()).max().unwrap_or(4).max(4);
-    let _ = writeln!(out, "      {:<w$} {:>12} {:>6}  source", "line", "insns/packet", "share");
+    let time_head = if time.is_some() { format!(" {:>6} {:>9}", "time", "ns/packet") } else { String::new() };
+    let _ = writeln!(out, "      {:<w$} {:>12} {:>6}{time_head}  source", "line", "insns/packet", "share");
     for l in &lines[..shown] {
         let share = 100.0 * l.insns as f64 / total;
-        let _ = writeln!(out, "      {:<w$} {:>12} {share:>5.1}%  {}", l.at, per_packet(l.insns as f64, c.packets), l.text);
+        let timed = match (time_share(l.samples), time) {
+            (Some(ts), Some(t)) => format!(" {ts:>5.1}% {:>9.1}", ts / 100.0 * t.ns_per_packet),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "      {:<w$} {:>12} {share:>5.1}%{timed}  {}", l.at, per_packet(l.insns as f64, c.packets), l.text);
     }
     if shown < lines.len() {
         let rest: i64 = lines[shown..].iter().map(|l| l.insns).sum();
-        let _ = writeln!(out, "      ... {} more lines, {:.1}% of the instructions (-v shows every line)", lines.len() - shown, 100.0 * rest as f64 / total);
+        let rest_time = time_share(lines[shown..].iter().map(|l| l.samples).sum()).map(|t| format!(" and {t:.1}% of the time")).unwrap_or_default();
+        let _ = writeln!(out, "      ... {} more lines, {:.1}% of the instructions{rest_time} (-v shows every line)", lines.len() - shown, 100.0 * rest as f64 / total);
     }
 }
 
@@ -94,6 +114,7 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
     }
     if run.results.iter().any(|r| r.instructions.as_ref().is_some_and(|c| !c.lines.is_empty())) {
         out.push_str("\nline: the body's instructions per packet on that source line less the empty loop's (lines of the batch loop mostly cancel out); share: of insns/packet.\n");
+        out.push_str("time: the share of the sampling profiler's samples (every 97 us, in the body's timed batches in the JIT) in that line's code or in helpers it called; ns/packet: that share of the batches' time, the loop's own cost included.\n");
     }
     out.push_str("\ninsns/packet: instructions of N iterations of the body (2N less N), less as many of the empty loop; paths that move the packet head include the loop's restore of it.\n");
     if run.interrupted {

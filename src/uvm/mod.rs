@@ -26,6 +26,7 @@ pub mod lru;
 pub mod maps;
 pub mod memory;
 pub mod runtime;
+pub mod sampler;
 pub mod uapi;
 pub mod xdp;
 

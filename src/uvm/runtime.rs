@@ -67,7 +67,7 @@ impl RunCounts {
         text.extend(empty.line_text);
         let lines = less(self.lines, &empty.lines)
             .into_iter()
-            .map(|(at, insns)| LineCount { text: text.get(&at).cloned().unwrap_or_default(), at, insns })
+            .map(|(at, insns)| LineCount { text: text.get(&at).cloned().unwrap_or_default(), at, insns, samples: 0 })
             .collect();
         InstructionCount {
             packets,
@@ -76,8 +76,17 @@ impl RunCounts {
             helpers: less(self.helpers, &empty.helpers),
             map_ops: less(self.map_ops, &empty.map_ops),
             lines,
+            time: None,
         }
     }
+}
+
+/// Time samples (see [`super::sampler`]) attributed to lines and helpers.
+#[derive(Debug, Clone, Default)]
+pub struct SampledTime {
+    pub time: crate::record::TimeProfile,
+    /// Samples and text by line ("file:line").
+    pub lines: BTreeMap<String, (u64, String)>,
 }
 
 /// How the runtime executes a program.
@@ -266,6 +275,52 @@ impl UserRuntime {
             helpers: counts.helpers.into_iter().map(|(id, n)| (helpers::name_of(id), n)).collect(),
             map_ops: ops.into_iter().map(|((map, op), n)| (format!("{}: {}", self.maps.maps[map].def.name, helpers::name_of(op)), n)).collect(),
         }
+    }
+
+    /// The code ranges of the programs compiled so far.
+    pub fn compiled_ranges(&self) -> Vec<(u64, u64)> {
+        self.compiled.values().map(JitProgram::code_range).collect()
+    }
+
+    /// Where `samples` fell: each in compiled code goes to its instruction's
+    /// line; each in called code (a helper, a map) to the line of the call
+    /// that led there and to the helper called; the rest is outside.
+    /// `ns_per_packet` is the sampled batches' time.
+    pub fn attribute(&self, samples: &[super::sampler::Sample], ns_per_packet: f64) -> SampledTime {
+        let mut out = SampledTime::default();
+        out.time.ns_per_packet = ns_per_packet;
+        let locate = |addr: u64| self.compiled.iter().find_map(|(prog, code)| code.pc_of(addr).map(|pc| (prog, pc)));
+        for s in samples {
+            let (prog, pc, helper) = match (locate(s.ip), s.caller) {
+                (Some((prog, pc)), _) => (prog, pc, None),
+                // The return address follows the call: its last byte is the call's.
+                (None, caller) if caller != 0 => match locate(caller - 1) {
+                    Some((prog, pc)) => {
+                        let insn = self.programs[prog][pc];
+                        let name = if insn.code == (JMP | CALL) && insn.src == 0 { helpers::name_of(insn.imm) } else { "(code the program called)".to_string() };
+                        (prog, pc, Some(name))
+                    }
+                    None => {
+                        out.time.outside += 1;
+                        continue;
+                    }
+                },
+                (None, _) => {
+                    out.time.outside += 1;
+                    continue;
+                }
+            };
+            out.time.samples += 1;
+            if let Some(h) = helper {
+                *out.time.helpers.entry(h).or_default() += 1;
+            }
+            let (key, text) = match self.lines.get(prog).and_then(|t| t.at(pc)) {
+                Some(line) => (line.key(), line.text.clone()),
+                None => (format!("(no line record) {prog}"), String::new()),
+            };
+            out.lines.entry(key).or_insert((0, text)).0 += 1;
+        }
+        out
     }
 
     /// Executions per source line since the last call (and each line's

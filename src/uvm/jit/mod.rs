@@ -108,6 +108,9 @@ pub struct JitProgram {
     code: Code,
     /// may_goto's count, reset at each run; boxed, for its address is in the code.
     may_goto_left: Box<u64>,
+    /// Where each instruction's code starts (a function's first at its
+    /// prologue), non-decreasing: for mapping a sampled address back.
+    starts: Vec<usize>,
 }
 
 impl JitProgram {
@@ -120,9 +123,9 @@ impl JitProgram {
     pub fn compile(insns: &[Insn], resolve: &mut dyn Resolve) -> Result<JitProgram, VmError> {
         Self::supported().map_err(|what| VmError { pc: 0, insn: Insn::default(), what })?;
         let may_goto_left = Box::new(0u64);
-        let bytes = translate(insns, resolve, &*may_goto_left as *const u64 as u64)?;
+        let (bytes, starts) = translate(insns, resolve, &*may_goto_left as *const u64 as u64)?;
         let code = Code::new(&bytes).map_err(|e| VmError { pc: 0, insn: Insn::default(), what: format!("mapping the JIT's code: {e}") })?;
-        Ok(JitProgram { code, may_goto_left })
+        Ok(JitProgram { code, may_goto_left, starts })
     }
 
     /// Runs the program with r1 = `ctx`.
@@ -139,6 +142,23 @@ impl JitProgram {
 
     pub fn code_bytes(&self) -> usize {
         self.code.len
+    }
+
+    /// The addresses [start, end) of the compiled code.
+    pub fn code_range(&self) -> (u64, u64) {
+        (self.code.ptr as u64, self.code.ptr as u64 + self.code.len as u64)
+    }
+
+    /// The instruction whose code holds address `addr`, if it is in this
+    /// program (code after the last instruction, out-of-line stubs, counts
+    /// as the last).
+    pub fn pc_of(&self, addr: u64) -> Option<usize> {
+        let (start, end) = self.code_range();
+        if addr < start || addr >= end {
+            return None;
+        }
+        let off = (addr - start) as usize;
+        self.starts.partition_point(|&s| s <= off).checked_sub(1)
     }
 }
 
@@ -369,7 +389,8 @@ fn fits(plan: &LookupPlan) -> bool {
     }
 }
 
-fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> Result<Vec<u8>, VmError> {
+/// The code for `insns`, and where each instruction's code starts.
+fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> Result<(Vec<u8>, Vec<usize>), VmError> {
     let starts = function_starts(insns)?;
     let targets = jump_targets(insns);
     // The map handle each register holds, where it is known in straight-line code.
@@ -571,7 +592,13 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
             Fixup::Call { at: from, pc } => a.patch(from, entry[&pc]),
         }
     }
-    Ok(a.code)
+    // A function's prologue is its first instruction's; the second half of
+    // an ld_imm64 emits nothing (and was left at 0): it starts where it ends.
+    let mut starts: Vec<usize> = (0..insns.len()).map(|pc| entry.get(&pc).copied().unwrap_or(at[pc])).collect();
+    for pc in 1..starts.len() {
+        starts[pc] = starts[pc].max(starts[pc - 1]);
+    }
+    Ok((a.code, starts))
 }
 
 #[cfg(test)]

@@ -208,3 +208,21 @@ fn may_goto_ends_a_loop_as_the_interpreter_does() {
     assert_eq!(jitted(&p), interpret(&p));
     assert_eq!(jitted(&p), 8 * 1024 * 1024);
 }
+
+#[test]
+fn each_address_of_the_code_maps_back_to_its_instruction() {
+    // r0 = 1; r1 = imm64 (two slots, one x86 instruction); r0 += r1; exit
+    let [lo, hi] = ld64(1, 0x1234_5678_9abc);
+    let p = [i(0xb7, 0, 0, 0, 1), lo, hi, i(0x0f, 0, 1, 0, 0), i(0x95, 0, 0, 0, 0)];
+    let prog = JitProgram::compile(&p, &mut NoMaps).expect("compiles");
+    let (start, end) = prog.code_range();
+    assert_eq!(prog.pc_of(start), Some(0), "the prologue is the first instruction's");
+    assert_eq!(prog.pc_of(end - 1), Some(4), "the epilogue is exit's");
+    assert_eq!((prog.pc_of(start - 1), prog.pc_of(end)), (None, None));
+    let pcs: Vec<usize> = (start..end).map(|a| prog.pc_of(a).unwrap()).collect();
+    assert!(pcs.windows(2).all(|w| w[0] <= w[1]), "in order");
+    assert!(!pcs.contains(&2), "the second half of ld_imm64 has no code of its own");
+    for pc in [0, 1, 3, 4] {
+        assert!(pcs.contains(&pc), "instruction {pc} has code");
+    }
+}

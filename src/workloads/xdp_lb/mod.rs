@@ -124,9 +124,9 @@ impl PreparedScenario for Prepared<'_> {
         Some(self.lb.body.fd())
     }
 
-    fn count_instructions(&mut self, iters: u32) -> Result<Option<InstructionCount>> {
+    fn count_instructions(&mut self, iters: u32, profile: bool) -> Result<Option<InstructionCount>> {
         let Some(rt) = self.lb.user().cloned() else { return Ok(None) };
-        crate::harness::count_instructions(&rt, iters, |variant, n| self.run_batch(variant, n).map(|_| ())).map(Some)
+        crate::harness::count_instructions(&rt, iters, profile, |variant, n| self.run_batch(variant, n)).map(Some)
     }
 
     /// The overhead loop runs the same flow generator: one measurement per
