@@ -234,6 +234,9 @@ pub struct TimeProfile {
     pub ns_per_packet: f64,
     /// Samples inside each helper (its map's code included), by helper name.
     pub helpers: std::collections::BTreeMap<String, u64>,
+    /// Those of them whose call site shows the map, by "map: helper".
+    #[serde(default)]
+    pub map_ops: std::collections::BTreeMap<String, u64>,
 }
 
 /// The instructions one source line executed (`--profile`), over all packets counted.

@@ -60,7 +60,7 @@ fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
             "      time: {} samples of {:.1} ns/packet batches in the userspace JIT ({} more outside the program)",
             t.samples, t.ns_per_packet, t.outside
         );
-        for (helper, n) in &t.helpers {
+        for (helper, n) in t.helpers.iter().chain(&t.map_ops) {
             let share = 100.0 * *n as f64 / t.samples as f64;
             let _ = writeln!(out, "      in {helper:<37} {share:>5.1}% of the time, {:.1} ns/packet", share / 100.0 * t.ns_per_packet);
         }

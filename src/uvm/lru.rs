@@ -54,6 +54,16 @@ pub struct LruHash {
     target_free: usize,
 }
 
+/// The kernel's `check_flags`: an update's error for `flags` when the key
+/// is `present` or not.
+fn check_flags(flags: u64, present: bool) -> Option<i64> {
+    match (flags, present) {
+        (BPF_NOEXIST, true) => Some(-EEXIST),
+        (BPF_EXIST, false) => Some(-ENOENT),
+        _ => None,
+    }
+}
+
 impl LruHash {
     pub fn new(max_entries: usize, value_size: usize, cpus: usize) -> LruHash {
         let n = max_entries;
@@ -425,11 +435,7 @@ impl LruHash {
         let Some(x) = self.pop_free(cpu.min(self.cpus - 1)) else { return -ENOMEM };
         self.values[x].copy_from_slice(value);
         let old = self.table.get(key).copied();
-        let refused = match (flags, old) {
-            (BPF_NOEXIST, Some(_)) => Some(-EEXIST),
-            (BPF_EXIST, None) => Some(-ENOENT),
-            _ => None,
-        };
+        let refused = check_flags(flags, old.is_some());
         if let Some(err) = refused {
             self.push_free(x);
             return err;
@@ -459,11 +465,7 @@ impl LruHash {
             Some(x)
         };
         let old = self.table.get(key).copied();
-        let refused = match (flags, old) {
-            (BPF_NOEXIST, Some(_)) => Some(-EEXIST),
-            (BPF_EXIST, None) => Some(-ENOENT),
-            _ => None,
-        };
+        let refused = check_flags(flags, old.is_some());
         if let Some(err) = refused {
             if let Some(x) = fresh {
                 self.push_free(x);

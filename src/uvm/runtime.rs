@@ -298,6 +298,11 @@ impl UserRuntime {
                     Some((prog, pc)) => {
                         let insn = self.programs[prog][pc];
                         let name = if insn.code == (JMP | CALL) && insn.src == 0 { helpers::name_of(insn.imm) } else { "(code the program called)".to_string() };
+                        // The map too, where the call site shows it ("map: helper", as map_ops).
+                        let map = self.compiled[prog].call_map(pc).and_then(|h| helpers::map_index(h, self.maps.maps.len()));
+                        if let Some(m) = map {
+                            *out.time.map_ops.entry(format!("{}: {name}", self.maps.maps[m].def.name)).or_default() += 1;
+                        }
                         (prog, pc, Some(name))
                     }
                     None => {

@@ -111,6 +111,8 @@ pub struct JitProgram {
     /// Where each instruction's code starts (a function's first at its
     /// prologue), non-decreasing: for mapping a sampled address back.
     starts: Vec<usize>,
+    /// The map handle in r1 at each helper call where the code shows it.
+    call_maps: HashMap<usize, u64>,
 }
 
 impl JitProgram {
@@ -123,9 +125,9 @@ impl JitProgram {
     pub fn compile(insns: &[Insn], resolve: &mut dyn Resolve) -> Result<JitProgram, VmError> {
         Self::supported().map_err(|what| VmError { pc: 0, insn: Insn::default(), what })?;
         let may_goto_left = Box::new(0u64);
-        let (bytes, starts) = translate(insns, resolve, &*may_goto_left as *const u64 as u64)?;
+        let Translated { code: bytes, starts, call_maps } = translate(insns, resolve, &*may_goto_left as *const u64 as u64)?;
         let code = Code::new(&bytes).map_err(|e| VmError { pc: 0, insn: Insn::default(), what: format!("mapping the JIT's code: {e}") })?;
-        Ok(JitProgram { code, may_goto_left, starts })
+        Ok(JitProgram { code, may_goto_left, starts, call_maps })
     }
 
     /// Runs the program with r1 = `ctx`.
@@ -159,6 +161,12 @@ impl JitProgram {
         }
         let off = (addr - start) as usize;
         self.starts.partition_point(|&s| s <= off).checked_sub(1)
+    }
+
+    /// The handle of the map the helper call at `pc` works on, where the
+    /// code before it shows which (as for the direct lookups).
+    pub fn call_map(&self, pc: usize) -> Option<u64> {
+        self.call_maps.get(&pc).copied()
     }
 }
 
@@ -389,8 +397,16 @@ fn fits(plan: &LookupPlan) -> bool {
     }
 }
 
-/// The code for `insns`, and where each instruction's code starts.
-fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> Result<(Vec<u8>, Vec<usize>), VmError> {
+/// A program's code and what maps it back to instructions.
+struct Translated {
+    code: Vec<u8>,
+    /// Where each instruction's code starts.
+    starts: Vec<usize>,
+    /// The map handle in r1 at each helper call, where known.
+    call_maps: HashMap<usize, u64>,
+}
+
+fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> Result<Translated, VmError> {
     let starts = function_starts(insns)?;
     let targets = jump_targets(insns);
     // The map handle each register holds, where it is known in straight-line code.
@@ -400,6 +416,7 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
     let mut at = vec![0usize; insns.len() + 1];
     let mut entry: HashMap<usize, usize> = HashMap::new();
     let mut fixups = Vec::new();
+    let mut call_maps = HashMap::new();
     let mut pc = 0;
     while pc < insns.len() {
         let i = insns[pc];
@@ -479,6 +496,9 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                 match op {
                     CALL if wide => match i.src {
                         0 => {
+                            if let Some(h) = handles[1] {
+                                call_maps.insert(pc, h);
+                            }
                             let plan = match (i.imm, handles[1]) {
                                 (1, Some(h)) => resolve.lookup_plan(h).filter(fits),
                                 _ => None,
@@ -598,7 +618,7 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
     for pc in 1..starts.len() {
         starts[pc] = starts[pc].max(starts[pc - 1]);
     }
-    Ok((a.code, starts))
+    Ok(Translated { code: a.code, starts, call_maps })
 }
 
 #[cfg(test)]
