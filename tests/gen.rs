@@ -264,6 +264,29 @@ fn tcp_mode_recovers_from_lost_segments() {
 }
 
 #[test]
+fn tcp_mode_gives_up_a_stream_its_receiver_stops_acknowledging() {
+    let t = Topology::create().unwrap();
+    // The handshake passes; every data segment is dropped: nothing is ever acknowledged.
+    let rx = Receiver::behind(&t, "xdp_blackhole.bpf.o", false, 0);
+    let started = std::time::Instant::now();
+    // Bounded here, so that a run that never ends fails the test (Ctrl-C's
+    // exit, 130) instead of hanging it.
+    let o = std::process::Command::new("timeout")
+        .args(["-s", "INT", "60", env!("CARGO_BIN_EXE_bpfbench"), "gen", &t.outer, "--tcp", &rx.peer.to_string(), "--count", "1000", "--format", "json"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("the receiver acknowledged nothing new for 5 s"), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["stopped_by"], "stalled", "{doc}");
+    assert_eq!(doc["tcp"]["bytes_acked"], 0, "{doc}");
+    assert!(took < std::time::Duration::from_secs(30), "ended after the stall and the FIN's grace, not never: {took:?}");
+    // The reader gets no byte and times out on its own (its thread is not joined).
+}
+
+#[test]
 fn tcp_mode_ends_at_the_duration_before_a_count_it_did_not_reach() {
     let t = Topology::create().unwrap();
     let rx = Receiver::start(&t, false, 0);

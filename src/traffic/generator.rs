@@ -36,6 +36,12 @@ const POLL: Duration = Duration::from_millis(10);
 /// How long a TCP stream cut short (duration, Ctrl-C) may take to have
 /// its FIN acknowledged before the run stops anyway.
 const FIN_GRACE: Duration = Duration::from_secs(1);
+/// A TCP stream whose receiver acknowledges nothing new for this long is
+/// given up (the receiver vanished or drops everything): else a run
+/// bounded only by --count would send forever.
+pub const TCP_STALL: Duration = Duration::from_secs(5);
+/// `stopped_by` of a stream given up for [`TCP_STALL`].
+pub const STALLED: &str = "stalled";
 /// Packets (programs) one generator sends at most.
 const MAX_PLANS: usize = 256;
 /// The kernel's page-pool batch allows at most this many frames.
@@ -335,6 +341,8 @@ impl Generator {
         // TCP mode: until when the stream's FIN may take to be acknowledged.
         let mut fin_deadline: Option<Duration> = None;
         let mut acked_before = 0u64;
+        // TCP mode: the bytes acknowledged, and when that last grew.
+        let mut last_ack = (0u64, Duration::ZERO);
         let outcome = std::thread::scope(|scope| -> Result<()> {
             let workers: Vec<_> = cpus
                 .iter()
@@ -353,6 +361,12 @@ impl Generator {
                 let progress = self.tcp.as_ref().map(|t| t.progress()).transpose()?;
                 // TCP mode's stream is over: its FIN acknowledged, or reset.
                 let stream_over = progress.is_some_and(|p| p.finished || p.reset);
+                if let Some(p) = progress
+                    && p.bytes_acked != last_ack.0
+                {
+                    last_ack = (p.bytes_acked, now);
+                }
+                let stalled = progress.is_some() && !stream_over && now.saturating_sub(last_ack.1) >= TCP_STALL;
                 // The run's end: the duration, the count, or Ctrl-C, whichever first.
                 if ended.is_none() {
                     let count_reached = match progress {
@@ -360,7 +374,7 @@ impl Generator {
                         None => s.count.is_some_and(|c| frames >= c),
                     };
                     let duration_over = s.duration.is_some_and(|d| now >= d);
-                    if duration_over || count_reached || stream_over || interrupt::interrupted() || done {
+                    if duration_over || count_reached || stream_over || stalled || interrupt::interrupted() || done {
                         ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
                         stopped_by = if interrupt::interrupted() {
                             "interrupted"
@@ -368,6 +382,8 @@ impl Generator {
                             "reset by peer"
                         } else if count_reached {
                             "count"
+                        } else if stalled {
+                            STALLED
                         } else {
                             "duration"
                         };

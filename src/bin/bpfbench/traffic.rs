@@ -96,5 +96,12 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
         TrafficFormat::Csv => gen_table::csv(&record)?,
     };
     emit(&text, args.output.as_deref())?;
+    if record.stopped_by == bpfbench::traffic::generator::STALLED {
+        eprintln!(
+            "bpfbench: the receiver acknowledged nothing new for {} s, so the stream was given up; is it still reading, and is its side's XDP program passing the segments?",
+            bpfbench::traffic::generator::TCP_STALL.as_secs()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(if record.stopped_by == "interrupted" { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
