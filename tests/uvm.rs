@@ -429,6 +429,11 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
     assert_eq!(delta("tcp-v4-lru-hit"), 1.0);
     assert_eq!(delta("tcp-v6-ch"), 1.0);
     assert_eq!(delta("pass-v4-icmp"), 0.0, "ICMP leaves before the extra instruction");
+    // Which line: the one the build added, matched by its text although
+    // every line after it moved down; nothing else changed.
+    let lines = |name: &str| cmp["instructions"].as_array().unwrap().iter().find(|d| d["benchmark"] == format!("xdp-lb/{name}@user")).unwrap()["lines"].clone();
+    assert_eq!(lines("tcp-v4-lru-hit"), serde_json::json!({"xdp_lb.bpf.c: asm volatile(\"r0 = r0\");": [0.0, 1.0]}));
+    assert!(lines("pass-v4-icmp").is_null(), "{}", lines("pass-v4-icmp"));
     assert!(common::stderr(&o).contains("regression: xdp-lb/tcp-v4-lru-hit@user executes +0.2% instructions per packet"));
 }
 

@@ -34,10 +34,21 @@ pub struct Interrupted;
 /// flows, and even, so flows of two packets each come whole.
 pub const COUNT_ITERS: u32 = 4096;
 
+/// What an instruction count keeps beyond its totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Profile {
+    #[default]
+    Off,
+    /// Instructions per source line (`ab --metric insns`: which lines changed).
+    Lines,
+    /// And where the time goes, sampled (`run --profile`).
+    LinesAndTime,
+}
+
 pub struct Runner {
     metric: Metric,
-    /// Keep the instructions per source line (`--profile`).
-    profile: bool,
+    /// What instruction counts keep beyond the totals.
+    profile: Profile,
     sampling: Sampling,
     progress: bool,
     stop: &'static AtomicBool,
@@ -78,7 +89,7 @@ pub fn calibrate(p: &mut dyn PreparedScenario, variant: Variant, target_ns: f64,
 impl Runner {
     /// A runner that stops between batches once `stop` is set (Ctrl-C).
     pub fn new(sampling: Sampling, progress: bool, stop: &'static AtomicBool) -> Self {
-        Self { metric: Metric::Time, profile: false, sampling, progress, stop, overheads: HashMap::new() }
+        Self { metric: Metric::Time, profile: Profile::Off, sampling, progress, stop, overheads: HashMap::new() }
     }
 
     /// Scenarios are measured by `metric` (time unless told).
@@ -87,8 +98,8 @@ impl Runner {
         self
     }
 
-    /// Instruction counts keep their lines (`--profile`; with `Metric::Insns`).
-    pub fn with_profile(mut self, profile: bool) -> Self {
+    /// What instruction counts keep beyond the totals (with `Metric::Insns`).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self
     }
@@ -256,9 +267,9 @@ impl Runner {
         };
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
         if self.metric == Metric::Insns {
-            match prepared.count_instructions(COUNT_ITERS, self.profile) {
+            match prepared.count_instructions(COUNT_ITERS, self.profile == Profile::LinesAndTime) {
                 Ok(Some(mut c)) => {
-                    if !self.profile {
+                    if self.profile == Profile::Off {
                         c.lines.clear();
                     }
                     rec.instructions = Some(c)

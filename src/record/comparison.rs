@@ -36,6 +36,11 @@ pub struct InstructionDelta {
     pub b: f64,
     /// Helper calls and map operations per packet whose count changed: (A, B).
     pub changed: std::collections::BTreeMap<String, (f64, f64)>,
+    /// Instructions per packet by source line ("file: text", so that lines
+    /// moved by an edit still match) where they changed: (A, B). Only when
+    /// both counts kept their lines.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lines: std::collections::BTreeMap<String, (f64, f64)>,
 }
 
 impl InstructionDelta {
@@ -60,7 +65,25 @@ impl InstructionDelta {
                 changed.insert(k.clone(), (x, y));
             }
         }
-        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed }
+        let mut lines = std::collections::BTreeMap::new();
+        if !a.lines.is_empty() && !b.lines.is_empty() {
+            let by_text = |c: &crate::record::InstructionCount| {
+                let mut m: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
+                for l in &c.lines {
+                    let file = l.at.rsplit_once(':').map_or(l.at.as_str(), |(f, _)| f);
+                    *m.entry(format!("{file}: {}", l.text)).or_default() += l.insns;
+                }
+                m
+            };
+            let (la, lb) = (by_text(a), by_text(b));
+            for k in la.keys().chain(lb.keys()).collect::<std::collections::BTreeSet<_>>() {
+                let (x, y) = (per(a, la.get(k).copied().unwrap_or(0)), per(b, lb.get(k).copied().unwrap_or(0)));
+                if x != y {
+                    lines.insert(k.clone(), (x, y));
+                }
+            }
+        }
+        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed, lines }
     }
 }
 

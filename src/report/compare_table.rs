@@ -26,7 +26,11 @@ pub fn render(cmp: &ComparisonRecord) -> String {
     out
 }
 
-/// Instruction counts per packet, with exact deltas and what changed in helper calls and map operations.
+/// Changed source lines shown per benchmark.
+const CHANGED_LINES: usize = 8;
+
+/// Instruction counts per packet, with exact deltas and what changed in
+/// helper calls, map operations and source lines.
 fn instructions(cmp: &ComparisonRecord, out: &mut String) {
     if cmp.instructions.is_empty() {
         return;
@@ -39,6 +43,17 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
         let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8.4}", d.benchmark, num(d.a), num(d.b), delta, d.ratio());
         for (what, (a, b)) in &d.changed {
             let _ = writeln!(out, "{:<w$}    {what}: {} -> {} per packet", "", num(*a), num(*b));
+        }
+        // The source lines whose instructions changed, largest change first.
+        let mut lines: Vec<(&String, &(f64, f64))> = d.lines.iter().collect();
+        lines.sort_by(|x, y| (y.1.1 - y.1.0).abs().total_cmp(&(x.1.1 - x.1.0).abs()).then(x.0.cmp(y.0)));
+        for (line, (a, b)) in lines.iter().take(CHANGED_LINES) {
+            let change = b - a;
+            let sign = if change > 0.0 { "+" } else { "" };
+            let _ = writeln!(out, "{:<w$}    {sign}{} insns/packet at {line}", "", num(change));
+        }
+        if lines.len() > CHANGED_LINES {
+            let _ = writeln!(out, "{:<w$}    ... {} more lines changed (--format json lists them)", "", lines.len() - CHANGED_LINES);
         }
     }
     let more = cmp.instructions.iter().filter(|d| d.b > d.a).count();

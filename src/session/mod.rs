@@ -47,8 +47,8 @@ pub struct Plan<'a> {
     /// Where the programs run; each scenario runs in each, in this order.
     pub runtimes: Vec<Runtime>,
     pub metric: Metric,
-    /// Keep instruction counts per source line (`--profile`).
-    pub profile: bool,
+    /// What instruction counts keep beyond their totals (`--profile`).
+    pub profile: crate::harness::runner::Profile,
     pub rounds: u32,
     pub tag: Option<String>,
     /// The history: where run-to-run noise is looked up for the comparison.

@@ -223,7 +223,8 @@ fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Res
             cpu: args.cpu,
             runtimes: vec![Runtime::User],
             metric: Metric::Insns,
-            profile: false,
+            // Lines, so that the comparison can say which changed.
+            profile: bpfbench::harness::runner::Profile::Lines,
             rounds: 1,
             tag: None,
             history: None,

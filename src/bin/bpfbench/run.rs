@@ -98,7 +98,7 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         cpu: args.cpu,
         runtimes,
         metric: args.metric(),
-        profile: args.profile,
+        profile: if args.profile { bpfbench::harness::runner::Profile::LinesAndTime } else { bpfbench::harness::runner::Profile::Off },
         rounds: args.repeat,
         tag: args.store.tag.clone(),
         history: history.as_mut(),

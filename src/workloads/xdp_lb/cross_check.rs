@@ -43,7 +43,7 @@ pub fn measure_in_bpf(cpu: usize) -> Result<InBpf> {
         cpu: Some(cpu),
         runtimes: vec![Runtime::Kernel],
         metric: Metric::Time,
-        profile: false,
+        profile: Default::default(),
         rounds: 1,
         tag: None,
         history: None::<&mut History>,
