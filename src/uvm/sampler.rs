@@ -6,8 +6,8 @@
 //! compiled code (in a helper or a map's code), the nearest return address
 //! into the compiled code on the stack: the call that led there. The
 //! runtime maps both back to BPF instructions, source lines and helpers.
-//! No PMU is needed (this machine has none); the cost is one signal per
-//! period, a few microseconds in a hundred.
+//! No PMU is needed (this machine has none); the cost is one signal
+//! delivery per period, which the sampled batches' ns/packet includes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
