@@ -28,6 +28,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::Result;
 
 use crate::record::{InstructionCount, Runtime, ScenarioFacts, Timing, VerifierStats};
+pub use runner::Profile;
 pub use timing::BatchTiming;
 
 /// A scenario as users see it in `bpfbench list`, and the facts its
@@ -125,9 +126,9 @@ pub trait PreparedScenario {
     }
     /// Counts what a body batch of `iters` executes beyond the empty
     /// loop's, where the programs run in the userspace runtime (None elsewhere).
-    /// With `profile`, also where the time of timed batches goes (see
+    /// `profile` says what the count keeps beyond its totals (see
     /// [`count_instructions`]).
-    fn count_instructions(&mut self, _iters: u32, _profile: bool) -> Result<Option<InstructionCount>> {
+    fn count_instructions(&mut self, _iters: u32, _profile: Profile) -> Result<Option<InstructionCount>> {
         Ok(None)
     }
 }
@@ -139,13 +140,14 @@ const PROFILE_SAMPLING: std::time::Duration = std::time::Duration::from_secs(1);
 /// in the userspace runtime `rt`, where `batch` runs a timed batch: each
 /// is counted as a batch of 2N less a batch of N, so the validation
 /// iteration and each batch's fixed instructions drop out and a path's
-/// count is a whole number. With `profile`, body batches then run in the
-/// JIT for [`PROFILE_SAMPLING`] under the sampling profiler
+/// count is a whole number. `profile` adds the counts per source line,
+/// and with [`Profile::LinesAndTime`] body batches then run in the JIT for
+/// [`PROFILE_SAMPLING`] under the sampling profiler
 /// ([`crate::uvm::sampler`]): where the time goes.
 pub fn count_instructions(
     rt: &timing::SharedRuntime,
     iters: u32,
-    profile: bool,
+    profile: Profile,
     mut batch: impl FnMut(Variant, u32) -> Result<BatchTiming>,
 ) -> Result<InstructionCount> {
     let mut per_iteration = |variant: Variant| -> Result<crate::uvm::RunCounts> {
@@ -155,37 +157,37 @@ pub fn count_instructions(
         batch(variant, 2 * iters)?;
         Ok(rt.borrow_mut().take_counts().minus(&once))
     };
-    // Counting is the interpreter's job: the JIT counts nothing. Lines are
-    // counted too (cheap at these batch sizes); the runner keeps them for --profile.
+    // Counting is the interpreter's job: the JIT counts nothing.
     let engine = rt.borrow_mut().set_engine(crate::uvm::runtime::Engine::Interpreter);
-    rt.borrow_mut().set_profiling(true);
+    rt.borrow_mut().set_profiling(profile != Profile::Off);
     let counted = per_iteration(Variant::Body).and_then(|body| Ok((body, per_iteration(Variant::Overhead)?)));
     rt.borrow_mut().set_profiling(false);
     rt.borrow_mut().set_engine(engine);
     let (body, empty) = counted?;
     let mut count = body.beyond(empty, u64::from(iters));
-    if profile {
-        let sampled = sample_time(rt, iters, &mut batch)?;
-        count.add_samples(sampled);
+    if profile == Profile::LinesAndTime {
+        let (sampled, batches) = sample_time(rt, iters, &mut batch)?;
+        count.add_samples(sampled, batches);
     }
     Ok(count)
 }
 
 /// Samples body batches of `iters` in the runtime's engine (the JIT) for
-/// [`PROFILE_SAMPLING`].
-fn sample_time(rt: &timing::SharedRuntime, iters: u32, batch: &mut impl FnMut(Variant, u32) -> Result<BatchTiming>) -> Result<crate::uvm::runtime::SampledTime> {
+/// [`PROFILE_SAMPLING`]: where the samples fell, and each batch's ns/packet.
+fn sample_time(
+    rt: &timing::SharedRuntime,
+    iters: u32,
+    batch: &mut impl FnMut(Variant, u32) -> Result<BatchTiming>,
+) -> Result<(crate::uvm::runtime::SampledTime, crate::stats::Summary)> {
     // One batch first: the programs are compiled before sampling starts.
     batch(Variant::Body, iters)?;
     let ranges = rt.borrow().compiled_ranges();
     let sampler = crate::uvm::sampler::Sampler::start(&ranges)?;
-    let (mut ns, mut packets) = (0u64, 0u64);
+    let mut per_batch = Vec::new();
     let started = std::time::Instant::now();
     let timed = loop {
         match batch(Variant::Body, iters) {
-            Ok(t) => {
-                ns += t.elapsed_ns;
-                packets += t.iters;
-            }
+            Ok(t) => per_batch.push(t.ns_per_op()),
             Err(e) => break Err(e),
         }
         if started.elapsed() >= PROFILE_SAMPLING {
@@ -194,7 +196,8 @@ fn sample_time(rt: &timing::SharedRuntime, iters: u32, batch: &mut impl FnMut(Va
     };
     let samples = sampler.finish();
     timed?;
-    Ok(rt.borrow().attribute(&samples, ns as f64 / packets.max(1) as f64))
+    let batches = crate::stats::Summary::of(&per_batch).expect("at least one batch ran");
+    Ok((rt.borrow().attribute(&samples), batches))
 }
 
 /// Distinct groups of `scenarios`, in first-seen order.

@@ -267,13 +267,8 @@ impl Runner {
         };
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
         if self.metric == Metric::Insns {
-            match prepared.count_instructions(COUNT_ITERS, self.profile == Profile::LinesAndTime) {
-                Ok(Some(mut c)) => {
-                    if self.profile == Profile::Off {
-                        c.lines.clear();
-                    }
-                    rec.instructions = Some(c)
-                }
+            match prepared.count_instructions(COUNT_ITERS, self.profile) {
+                Ok(Some(c)) => rec.instructions = Some(c),
                 Ok(None) => rec.error = Some("instructions are counted in the userspace runtime, which this scenario did not run in".into()),
                 Err(e) => rec.error = Some(format!("counting instructions failed: {e:#}")),
             }

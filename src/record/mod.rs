@@ -224,14 +224,15 @@ pub struct InstructionCount {
 
 /// The sampling profiler's view of body batches timed in the userspace
 /// JIT (`--profile`): samples by helper here, by line in [`LineCount`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimeProfile {
     /// Samples taken in the program's code or in what it called.
     pub samples: u64,
     /// Samples elsewhere (the runtime between batches), not in the shares.
     pub outside: u64,
-    /// ns per packet of the batches sampled (the loop's own cost included).
-    pub ns_per_packet: f64,
+    /// ns per packet of each batch sampled (the loop's own cost and the
+    /// profiler's included).
+    pub batches: crate::stats::Summary,
     /// Samples inside each helper (its map's code included), by helper name.
     pub helpers: std::collections::BTreeMap<String, u64>,
     /// Those of them whose call site shows the map, by "map: helper".
@@ -257,16 +258,17 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl InstructionCount {
-    /// Adds the sampled time: its lines join the counted ones (a line of
-    /// the loop may have samples but no instructions beyond the loop's).
-    pub fn add_samples(&mut self, sampled: crate::uvm::runtime::SampledTime) {
+    /// Adds the sampled time over `batches` (each batch's ns/packet): its
+    /// lines join the counted ones (a line of the loop may have samples but
+    /// no instructions beyond the loop's).
+    pub fn add_samples(&mut self, sampled: crate::uvm::runtime::SampledTime, batches: crate::stats::Summary) {
         for (at, (samples, text)) in sampled.lines {
             match self.lines.iter_mut().find(|l| l.at == at) {
                 Some(l) => l.samples = samples,
                 None => self.lines.push(LineCount { at, text, insns: 0, samples }),
             }
         }
-        self.time = Some(sampled.time);
+        self.time = Some(TimeProfile { samples: sampled.samples, outside: sampled.outside, batches, helpers: sampled.helpers, map_ops: sampled.map_ops });
     }
 
     /// Instructions per packet.

@@ -55,14 +55,21 @@ fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
     let time = c.time.as_ref().filter(|t| t.samples > 0);
     let time_share = |samples: u64| time.map(|t| 100.0 * samples as f64 / t.samples as f64);
     if let Some(t) = time {
+        let b = &t.batches;
         let _ = writeln!(
             out,
-            "      time: {} samples of {:.1} ns/packet batches in the userspace JIT ({} more outside the program)",
-            t.samples, t.ns_per_packet, t.outside
+            "      time: {} samples ({} more outside the program) over {} batches in the userspace JIT, {:.1} ns/packet (median, 95% CI [{:.1}, {:.1}]); shares within ±{:.1} points (95%, binomial)",
+            t.samples,
+            t.outside,
+            b.n,
+            b.median,
+            b.median_ci95.0,
+            b.median_ci95.1,
+            crate::stats::share_halfwidth_95(t.samples)
         );
         for (helper, n) in t.helpers.iter().chain(&t.map_ops) {
             let share = 100.0 * *n as f64 / t.samples as f64;
-            let _ = writeln!(out, "      in {helper:<37} {share:>5.1}% of the time, {:.1} ns/packet", share / 100.0 * t.ns_per_packet);
+            let _ = writeln!(out, "      in {helper:<37} {share:>5.1}% of the time, {:.1} ns/packet", share / 100.0 * b.median);
         }
     }
     let mut lines: Vec<&LineCount> = c.lines.iter().collect();
@@ -74,7 +81,7 @@ fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
     for l in &lines[..shown] {
         let share = 100.0 * l.insns as f64 / total;
         let timed = match (time_share(l.samples), time) {
-            (Some(ts), Some(t)) => format!(" {ts:>5.1}% {:>9.1}", ts / 100.0 * t.ns_per_packet),
+            (Some(ts), Some(t)) => format!(" {ts:>5.1}% {:>9.1}", ts / 100.0 * t.batches.median),
             _ => String::new(),
         };
         let _ = writeln!(out, "      {:<w$} {:>12} {share:>5.1}%{timed}  {}", l.at, per_packet(l.insns as f64, c.packets), l.text);
@@ -114,7 +121,7 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
     }
     if run.results.iter().any(|r| r.instructions.as_ref().is_some_and(|c| !c.lines.is_empty())) {
         out.push_str("\nline: the body's instructions per packet on that source line less the empty loop's (lines of the batch loop mostly cancel out); share: of insns/packet.\n");
-        out.push_str("time: the share of the sampling profiler's samples (every 97 us, in the body's timed batches in the JIT) in that line's code or in helpers it called; ns/packet: that share of the batches' time, the loop's own cost included.\n");
+        out.push_str("time: the share of the sampling profiler's samples (every 97 us, in the body's timed batches in the JIT) in that line's code or in helpers it called; ns/packet: that share of the batches' median ns/packet, the loop's own cost included.\n");
     }
     out.push_str("\ninsns/packet: instructions of N iterations of the body (2N less N), less as many of the empty loop; paths that move the packet head include the loop's restore of it.\n");
     if run.interrupted {

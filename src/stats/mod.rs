@@ -138,6 +138,17 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     (points.len() >= 2 && sxx > 1e-12).then(|| sxy / sxx)
 }
 
+/// The widest 95 % interval half-width of a share estimated from `n`
+/// independent samples (binomial, normal approximation, at a share of
+/// one half), in percentage points.
+pub fn share_halfwidth_95(n: u64) -> f64 {
+    // Periodic samples of a periodic loop are not quite independent: a floor, not a bound.
+    if n == 0 {
+        return 100.0;
+    }
+    100.0 * 1.96 * (0.25 / n as f64).sqrt()
+}
+
 /// Percentile `p` (0..=100) of sorted data, linear interpolation.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     match sorted.len() {
@@ -263,6 +274,14 @@ mod tests {
         assert_eq!(median_ci(&xs, 0.95), (40.0, 61.0));
         // Too few samples for 95%: the full range.
         assert_eq!(median_ci(&[1.0, 2.0, 3.0], 0.95), (1.0, 3.0));
+    }
+
+    #[test]
+    fn a_share_of_ten_thousand_samples_is_known_to_about_one_point() {
+        // 1.96 * sqrt(0.25 / 10,000) = 0.0098.
+        assert!((share_halfwidth_95(10_000) - 0.98).abs() < 1e-9);
+        assert!((share_halfwidth_95(100) - 9.8).abs() < 1e-9);
+        assert_eq!(share_halfwidth_95(0), 100.0);
     }
 
     #[test]

@@ -76,21 +76,10 @@ impl LineTable {
         LineTable { starts }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
-    }
-
     /// The line instruction `pc` comes from, if a record covers it.
     pub fn at(&self, pc: usize) -> Option<&SourceLine> {
         let i = self.starts.partition_point(|(start, _)| *start <= pc);
         i.checked_sub(1).map(|i| &*self.starts[i].1)
-    }
-
-    /// The records of instructions before `end` only (a driver cut where
-    /// another program's instructions are put after it).
-    pub fn before(mut self, end: usize) -> LineTable {
-        self.starts.retain(|(pc, _)| *pc < end);
-        self
     }
 
     /// This table's records before instruction `at`, then `other`'s moved
@@ -129,6 +118,5 @@ mod tests {
         assert_eq!(t.at(6).map(|l| l.line), Some(100));
         assert_eq!(t.at(9).map(|l| l.line), Some(100));
         assert_eq!(t.at(10).map(|l| l.line), Some(101));
-        assert_eq!(LineTable { starts: vec![(0, line(1)), (7, line(3))] }.before(7).at(8).map(|l| l.line), Some(1));
     }
 }

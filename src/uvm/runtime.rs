@@ -84,7 +84,13 @@ impl RunCounts {
 /// Time samples (see [`super::sampler`]) attributed to lines and helpers.
 #[derive(Debug, Clone, Default)]
 pub struct SampledTime {
-    pub time: crate::record::TimeProfile,
+    /// Samples in the programs' code or in what they called.
+    pub samples: u64,
+    /// Samples elsewhere.
+    pub outside: u64,
+    /// Samples inside each helper, by name, and by "map: helper" where the call site shows the map.
+    pub helpers: BTreeMap<String, u64>,
+    pub map_ops: BTreeMap<String, u64>,
     /// Samples and text by line ("file:line").
     pub lines: BTreeMap<String, (u64, String)>,
 }
@@ -285,10 +291,9 @@ impl UserRuntime {
     /// Where `samples` fell: each in compiled code goes to its instruction's
     /// line; each in called code (a helper, a map) to the line of the call
     /// that led there and to the helper called; the rest is outside.
-    /// `ns_per_packet` is the sampled batches' time.
-    pub fn attribute(&self, samples: &[super::sampler::Sample], ns_per_packet: f64) -> SampledTime {
+    /// (The batches' times are the caller's to add.)
+    pub fn attribute(&self, samples: &[super::sampler::Sample]) -> SampledTime {
         let mut out = SampledTime::default();
-        out.time.ns_per_packet = ns_per_packet;
         let locate = |addr: u64| self.compiled.iter().find_map(|(prog, code)| code.pc_of(addr).map(|pc| (prog, pc)));
         for s in samples {
             let (prog, pc, helper) = match (locate(s.ip), s.caller) {
@@ -301,23 +306,23 @@ impl UserRuntime {
                         // The map too, where the call site shows it ("map: helper", as map_ops).
                         let map = self.compiled[prog].call_map(pc).and_then(|h| helpers::map_index(h, self.maps.maps.len()));
                         if let Some(m) = map {
-                            *out.time.map_ops.entry(format!("{}: {name}", self.maps.maps[m].def.name)).or_default() += 1;
+                            *out.map_ops.entry(format!("{}: {name}", self.maps.maps[m].def.name)).or_default() += 1;
                         }
                         (prog, pc, Some(name))
                     }
                     None => {
-                        out.time.outside += 1;
+                        out.outside += 1;
                         continue;
                     }
                 },
                 (None, _) => {
-                    out.time.outside += 1;
+                    out.outside += 1;
                     continue;
                 }
             };
-            out.time.samples += 1;
+            out.samples += 1;
             if let Some(h) = helper {
-                *out.time.helpers.entry(h).or_default() += 1;
+                *out.helpers.entry(h).or_default() += 1;
             }
             let (key, text) = match self.lines.get(prog).and_then(|t| t.at(pc)) {
                 Some(line) => (line.key(), line.text.clone()),

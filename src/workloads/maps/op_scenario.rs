@@ -250,7 +250,7 @@ impl PreparedScenario for OpScenario<'_> {
 
     /// Counted against this instance's own empty loop: the shared one
     /// runs in another runtime, whose counts this one does not see.
-    fn count_instructions(&mut self, iters: u32, profile: bool) -> Result<Option<InstructionCount>> {
+    fn count_instructions(&mut self, iters: u32, profile: crate::harness::Profile) -> Result<Option<InstructionCount>> {
         let Some(rt) = self.inst.user().cloned() else { return Ok(None) };
         let cpu = self.cpus[0];
         let op = self.config().op;
@@ -269,8 +269,11 @@ impl PreparedScenario for OpScenario<'_> {
             }
         }
         // Sampling runs batches back to back: an operation that uses up keys cannot.
-        let sample_time = profile && !op.consumes_keys();
-        crate::harness::count_instructions(&rt, iters, sample_time, |variant, n| match variant {
+        let profile = match profile {
+            crate::harness::Profile::LinesAndTime if op.consumes_keys() => crate::harness::Profile::Lines,
+            p => p,
+        };
+        crate::harness::count_instructions(&rt, iters, profile, |variant, n| match variant {
             Variant::Body => self.run_body(n),
             Variant::Overhead => self.inst.overhead.run_batch(&PACKET, n, RestoreMode::BENCH_RESTORE_NONE, cpu).map(|(t, _)| t),
         })

@@ -298,7 +298,7 @@ impl PreparedScenario for Prepared<'_> {
         Some(self.stats.clone())
     }
 
-    fn count_instructions(&mut self, iters: u32, profile: bool) -> Result<Option<InstructionCount>> {
+    fn count_instructions(&mut self, iters: u32, profile: crate::harness::Profile) -> Result<Option<InstructionCount>> {
         let Timer::InBpf(s) = &mut self.timer else { return Ok(None) };
         let Some(rt) = s.user().cloned() else { return Ok(None) };
         crate::harness::count_instructions(&rt, iters, profile, |variant, n| s.run_batch(variant == Variant::Body, n)).map(Some)

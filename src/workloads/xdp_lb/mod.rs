@@ -124,7 +124,7 @@ impl PreparedScenario for Prepared<'_> {
         Some(self.lb.body.fd())
     }
 
-    fn count_instructions(&mut self, iters: u32, profile: bool) -> Result<Option<InstructionCount>> {
+    fn count_instructions(&mut self, iters: u32, profile: crate::harness::Profile) -> Result<Option<InstructionCount>> {
         let Some(rt) = self.lb.user().cloned() else { return Ok(None) };
         crate::harness::count_instructions(&rt, iters, profile, |variant, n| self.run_batch(variant, n)).map(Some)
     }
@@ -163,8 +163,8 @@ pub fn fuzz_corpus(cpu: usize) -> Result<FuzzCorpus> {
     Ok(FuzzCorpus { runtime, names, programs, packets })
 }
 
-/// The LB's datapath in the userspace runtime beside the kernel (issue 12,
-/// in progress): same object, same setup, same packets.
+/// The LB's datapath in the userspace runtime beside the kernel: same
+/// object, same setup, same packets.
 #[cfg(test)]
 mod userspace_tests {
     use super::*;
