@@ -154,6 +154,7 @@ fn a_stored_comparison_comes_back_as_printed() {
 #[test]
 fn ctrl_c_ends_a_comparison_with_what_it_has_and_leaves_nothing_behind() {
     let exe = env!("CARGO_BIN_EXE_bpfbench");
+    let before = common::leftovers::Snapshot::take();
     let child = std::process::Command::new(exe)
         .args(["ab", exe, exe, "--no-store", "--format", "json", "--max-time", "60", "--min-rounds", "100000", "--", "-s", "tcp-v4-lru-hit"])
         .stdout(std::process::Stdio::piped())
@@ -161,22 +162,17 @@ fn ctrl_c_ends_a_comparison_with_what_it_has_and_leaves_nothing_behind() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(3));
+    // This run's workers (another bpfbench on the machine may have its own).
+    let workers = std::process::Command::new("pgrep").args(["-P", &child.id().to_string()]).output().unwrap();
+    let workers: Vec<String> = String::from_utf8_lossy(&workers.stdout).split_whitespace().map(str::to_string).collect();
+    assert_eq!(workers.len(), 2, "two workers running: {workers:?}");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     let rec: PairedRecord = serde_json::from_slice(&out.stdout).unwrap();
     assert!(rec.interrupted && rec.cases[0].stop == "interrupted" && rec.cases[0].round_ratios.len() >= 2, "{rec:?}");
-    let workers = std::process::Command::new("pgrep").args(["-f", "bpfbench ab-worker"]).output().unwrap();
-    assert!(workers.stdout.is_empty(), "workers left: {}", String::from_utf8_lossy(&workers.stdout));
-    // The kernel frees programs once their last descriptor closes, after a grace period.
-    let mut left = common::loaded_prog_names();
-    for _ in 0..50 {
-        if !left.iter().any(|n| n == "xdp_lb" || n == "bench_spacer") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        left = common::loaded_prog_names();
-    }
-    assert!(!left.iter().any(|n| n == "xdp_lb" || n == "bench_spacer"), "{left:?}");
+    let alive: Vec<&String> = workers.iter().filter(|pid| std::path::Path::new("/proc").join(pid).exists()).collect();
+    assert!(alive.is_empty(), "workers left: {alive:?}");
+    before.assert_nothing_left("an interrupted ab");
 }

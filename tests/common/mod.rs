@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod leftovers;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::AtomicBool;
@@ -31,11 +33,6 @@ pub fn scenario(w: &dyn Workload, name: &str) -> ScenarioInfo {
 pub fn quick_runner(samples: u64, batch_ms: f64) -> Runner {
     static NEVER: AtomicBool = AtomicBool::new(false);
     Runner::new(Sampling { samples, batch_ms, warmup_s: 0.02, max_scenario_s: 5.0 }, false, &NEVER)
-}
-
-/// Names of BPF programs currently loaded in the kernel.
-pub fn loaded_prog_names() -> Vec<String> {
-    libbpf_rs::query::ProgInfoIter::default().map(|p| p.name.to_string_lossy().into_owned()).collect()
 }
 
 /// A fresh directory for one test's files, removed when dropped (also
@@ -175,4 +172,62 @@ impl Drop for Bpffs {
         unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
         let _ = std::fs::remove_dir(&self.0);
     }
+}
+
+/// Whether the BPF filesystem is mounted at /sys/fs/bpf, as systemd mounts
+/// it at boot on most distributions, or not, as on a bare VM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysBpffs {
+    Unmounted,
+    Mounted,
+}
+
+const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+
+/// Whether a BPF filesystem is mounted at /sys/fs/bpf as this thread sees it.
+pub fn sys_bpffs() -> SysBpffs {
+    let path = std::ffi::CString::new("/sys/fs/bpf").unwrap();
+    // SAFETY: a valid path and an out-parameter of the right type.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statfs(path.as_ptr(), &mut fs) };
+    if rc == 0 && fs.f_type as i64 == BPF_FS_MAGIC { SysBpffs::Mounted } else { SysBpffs::Unmounted }
+}
+
+/// Runs `f` on a thread of its own, in a mount namespace of its own in
+/// which /sys/fs/bpf is as `state` says: mounted there if the machine has
+/// it unmounted, unmounted there if the machine has it mounted. The
+/// machine's own mounts are never touched, and whatever is pinned in a
+/// bpffs mounted here goes with the namespace when the thread ends, also
+/// when `f` panics. Child processes started by `f` share the namespace.
+pub fn with_sys_bpffs<T: Send>(state: SysBpffs, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        let thread = s.spawn(move || {
+            let c = |s: &str| std::ffi::CString::new(s).unwrap();
+            let sys_bpf = c("/sys/fs/bpf");
+            // SAFETY: plain syscalls on valid C strings; only this thread
+            // (and its children) enter the new namespace.
+            unsafe {
+                assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare(CLONE_NEWNS): {}", std::io::Error::last_os_error());
+                // Mounts made here must not propagate back to the machine.
+                let rc = libc::mount(std::ptr::null(), c("/").as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null());
+                assert_eq!(rc, 0, "making / a slave mount: {}", std::io::Error::last_os_error());
+                match (state, sys_bpffs()) {
+                    (SysBpffs::Mounted, SysBpffs::Unmounted) => {
+                        let rc = libc::mount(c("bpf").as_ptr(), sys_bpf.as_ptr(), c("bpf").as_ptr(), 0, std::ptr::null());
+                        assert_eq!(rc, 0, "mounting bpffs on /sys/fs/bpf: {}", std::io::Error::last_os_error());
+                    }
+                    (SysBpffs::Unmounted, SysBpffs::Mounted) => {
+                        // Every mount stacked there, as systemd's may be more than one.
+                        while sys_bpffs() == SysBpffs::Mounted {
+                            assert_eq!(libc::umount2(sys_bpf.as_ptr(), libc::MNT_DETACH), 0, "unmounting /sys/fs/bpf: {}", std::io::Error::last_os_error());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(sys_bpffs(), state);
+            f()
+        });
+        thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
