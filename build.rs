@@ -139,7 +139,8 @@ fn record_build_facts(clang: &str, extra_cflags: &str) {
             .map(|s| s.trim().to_string())
     };
     let commit = run("git", &["describe", "--always", "--dirty", "--abbrev=12"]).unwrap_or_else(|| "unknown".into());
-    let clang_version = run(clang, &["--version"]).and_then(|v| v.lines().next().map(str::to_string)).unwrap_or_default();
+    let clang_version =
+        run(clang, &["--version"]).and_then(|v| v.lines().next().map(str::to_string)).unwrap_or_default();
     println!("cargo:rustc-env=BPFBENCH_GIT_COMMIT={commit}");
     println!("cargo:rustc-env=BPFBENCH_CLANG_VERSION={clang_version}");
     println!("cargo:rustc-env=BPFBENCH_BPF_CFLAGS={extra_cflags}");

@@ -88,7 +88,16 @@ const MD_AT: usize = 2048;
 impl Frame {
     fn new(packet: &[u8]) -> Frame {
         // SAFETY: a fresh private mapping, unmapped on drop.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT,
+                -1,
+                0,
+            )
+        };
         assert_ne!(p, libc::MAP_FAILED);
         let f = Frame { base: p.cast() };
         let data = f.base as u32 + PACKET_AT as u32;
@@ -156,7 +165,10 @@ fn engines<'a>(insns: &'a [Insn], bytes: &'a [u8], packet_len: usize) -> Vec<(&'
         // SAFETY: a program the kernel's verifier accepted (the caller loads it first), XDP.
         ("bpfbench JIT", Box::new(move |f: &mut Frame| unsafe { ours.call(f.md_addr()) })),
         // SAFETY: as above; rbpf's JIT checks nothing at run time.
-        ("rbpf JIT", Box::new(move |f: &mut Frame| unsafe { rbpf_jit.execute_program_jit(f.md()).expect("rbpf's JIT runs it") })),
+        (
+            "rbpf JIT",
+            Box::new(move |f: &mut Frame| unsafe { rbpf_jit.execute_program_jit(f.md()).expect("rbpf's JIT runs it") }),
+        ),
         (
             "bpfbench interpreter",
             Box::new(move |f: &mut Frame| {
@@ -226,7 +238,10 @@ fn time_program(object: &str, prog: &str, packet: &[u8]) {
         restore.push(t.elapsed().as_nanos() as f64 / f64::from(RUNS));
     }
     let restore = median(&mut restore);
-    println!("\n{object} ({prog}, {} instructions), ns per run less the packet's restore ({restore:.1} ns), median of {ROUNDS} rounds of {RUNS}:", insns.len());
+    println!(
+        "\n{object} ({prog}, {} instructions), ns per run less the packet's restore ({restore:.1} ns), median of {ROUNDS} rounds of {RUNS}:",
+        insns.len()
+    );
     let base = median(&mut ns[0].clone()) - restore;
     for (i, (name, _)) in engines.iter().enumerate() {
         let m = median(&mut ns[i]) - restore;
@@ -235,19 +250,36 @@ fn time_program(object: &str, prog: &str, packet: &[u8]) {
 }
 
 fn main() {
-    if let Some(cpu) = std::env::args().skip(1).find_map(|a| a.strip_prefix("--cpu=").and_then(|c| c.parse::<usize>().ok())) {
+    if let Some(cpu) =
+        std::env::args().skip(1).find_map(|a| a.strip_prefix("--cpu=").and_then(|c| c.parse::<usize>().ok()))
+    {
         bpfbench::system::cpu::pin_to_cpu(cpu).expect("pinning");
     }
     bpfbench::system::check_privileges().expect("run as root: libbpf creates the objects' maps");
 
     // Which programs each JIT takes at all.
-    println!("Programs bpfbench runs, as libbpf relocated them: does each JIT take them? (rbpf gets stand-ins for the helpers bpfbench has)");
+    println!(
+        "Programs bpfbench runs, as libbpf relocated them: does each JIT take them? (rbpf gets stand-ins for the helpers bpfbench has)"
+    );
     let lb = bpfbench::workloads::xdp_lb::fuzz_corpus(0).expect("the load balancer loads");
     let mut sources: Vec<(String, PreparedCode)> = vec![
-        ("xdp-lb (built in)".into(), PreparedCode { programs: lb.names.iter().cloned().zip(lb.programs.iter().cloned()).collect(), ..Default::default() }),
-        ("maps (built in)".into(), prepared(bpfbench::workloads::maps::instance::LoadedMapBench::builtin().open().unwrap())),
+        (
+            "xdp-lb (built in)".into(),
+            PreparedCode {
+                programs: lb.names.iter().cloned().zip(lb.programs.iter().cloned()).collect(),
+                ..Default::default()
+            },
+        ),
+        (
+            "maps (built in)".into(),
+            prepared(bpfbench::workloads::maps::instance::LoadedMapBench::builtin().open().unwrap()),
+        ),
     ];
-    let mut objects: Vec<_> = std::fs::read_dir(test_object("")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".bpf.o") && n.starts_with("xdp_")).collect();
+    let mut objects: Vec<_> = std::fs::read_dir(test_object(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".bpf.o") && n.starts_with("xdp_"))
+        .collect();
     objects.sort();
     for o in objects {
         let open = libbpf_rs::ObjectBuilder::default().open_file(test_object(&o)).unwrap();

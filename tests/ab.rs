@@ -83,7 +83,11 @@ fn different_outputs_are_refused_with_the_place_named() {
     };
     let (code, _, err) = ab(&[&spec(&swap, "xdp_swap"), &spec(&pass, "xdp_pass")]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("ping: A and B do not do the same: verdict: A XDP_TX, B XDP_PASS") && err.contains("--allow-different-output"), "{err}");
+    assert!(
+        err.contains("ping: A and B do not do the same: verdict: A XDP_TX, B XDP_PASS")
+            && err.contains("--allow-different-output"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -91,15 +95,32 @@ fn built_in_workloads_compare_two_builds_of_their_object() {
     let dir = temp_dir("ab-builtin");
     let lb = builtin_object("xdp_lb").to_string_lossy().into_owned();
     let lb2 = copy(&lb, &dir, "xdp_lb_copy.bpf.o");
-    let (code, rec, err) = ab(&["--workload", "xdp-lb", &lb, &lb2, "-s", "tcp-v4-lru-hit", "-s", "tcp-v6-ch", "--threshold", "5"]);
+    let (code, rec, err) =
+        ab(&["--workload", "xdp-lb", &lb, &lb2, "-s", "tcp-v4-lru-hit", "-s", "tcp-v6-ch", "--threshold", "5"]);
     assert_eq!(code, Some(0), "{err}");
     let rec = rec.unwrap();
     assert_eq!(rec.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["tcp-v4-lru-hit", "tcp-v6-ch"]);
-    assert!(rec.cases.iter().all(|c| c.workload == "xdp-lb" && matches!(c.verdict, Verdict::Same | Verdict::Uncertain)), "{rec:?}");
+    assert!(
+        rec.cases.iter().all(|c| c.workload == "xdp-lb" && matches!(c.verdict, Verdict::Same | Verdict::Uncertain)),
+        "{rec:?}"
+    );
 
     let ops = builtin_object("map_ops").to_string_lossy().into_owned();
     let ops2 = copy(&ops, &dir, "map_ops_copy.bpf.o");
-    let (code, rec, err) = ab(&["--workload", "maps", &ops, &ops2, "--map", "hash", "--op", "lookup", "--entries", "1000", "--threshold", "5"]);
+    let (code, rec, err) = ab(&[
+        "--workload",
+        "maps",
+        &ops,
+        &ops2,
+        "--map",
+        "hash",
+        "--op",
+        "lookup",
+        "--entries",
+        "1000",
+        "--threshold",
+        "5",
+    ]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(rec.unwrap().cases[0].name, "hash/lookup/1000");
 
@@ -142,7 +163,10 @@ fn a_stored_comparison_comes_back_as_printed() {
     let shown = bpfbench(&["show", "--ab", "1", "--db", &db, "--format", "json"]);
     assert_eq!(serde_json::from_slice::<serde_json::Value>(&shown.stdout).unwrap(), printed);
     let listed = stdout(&bpfbench(&["history", "--ab", "--db", &db]));
-    assert!(listed.contains("pr-7") && listed.contains("xdp_swap_slow.bpf.o") && listed.contains("1 slower"), "{listed}");
+    assert!(
+        listed.contains("pr-7") && listed.contains("xdp_swap_slow.bpf.o") && listed.contains("1 slower"),
+        "{listed}"
+    );
     let table = stdout(&bpfbench(&["show", "--ab", "1", "--db", &db]));
     assert!(table.contains("rests on") && table.contains(" pairs, "), "{table}");
     let missing = bpfbench(&["show", "--ab", "9", "--db", &db]);
@@ -156,7 +180,21 @@ fn ctrl_c_ends_a_comparison_with_what_it_has_and_leaves_nothing_behind() {
     let exe = env!("CARGO_BIN_EXE_bpfbench");
     let before = common::leftovers::Snapshot::take();
     let child = std::process::Command::new(exe)
-        .args(["ab", exe, exe, "--no-store", "--format", "json", "--max-time", "60", "--min-rounds", "100000", "--", "-s", "tcp-v4-lru-hit"])
+        .args([
+            "ab",
+            exe,
+            exe,
+            "--no-store",
+            "--format",
+            "json",
+            "--max-time",
+            "60",
+            "--min-rounds",
+            "100000",
+            "--",
+            "-s",
+            "tcp-v4-lru-hit",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -164,7 +202,8 @@ fn ctrl_c_ends_a_comparison_with_what_it_has_and_leaves_nothing_behind() {
     std::thread::sleep(std::time::Duration::from_secs(3));
     // This run's workers (another bpfbench on the machine may have its own).
     let workers = std::process::Command::new("pgrep").args(["-P", &child.id().to_string()]).output().unwrap();
-    let workers: Vec<String> = String::from_utf8_lossy(&workers.stdout).split_whitespace().map(str::to_string).collect();
+    let workers: Vec<String> =
+        String::from_utf8_lossy(&workers.stdout).split_whitespace().map(str::to_string).collect();
     assert_eq!(workers.len(), 2, "two workers running: {workers:?}");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -24,8 +24,16 @@ fn list_shows_every_scenario_with_its_description() {
 #[test]
 fn unknown_names_get_one_line_naming_the_valid_ones() {
     for (args, needle, valid) in [
-        (vec!["run", "--scenario", "tcp-v9"], "unknown scenario 'tcp-v9' for xdp-lb", "valid scenarios: tcp-v4-lru-hit, tcp-v4-ch,"),
-        (vec!["run", "--group", "nope"], "unknown group 'nope' for xdp-lb", "'Single-flow baseline', 'Diverse flows (4K src addrs)'"),
+        (
+            vec!["run", "--scenario", "tcp-v9"],
+            "unknown scenario 'tcp-v9' for xdp-lb",
+            "valid scenarios: tcp-v4-lru-hit, tcp-v4-ch,",
+        ),
+        (
+            vec!["run", "--group", "nope"],
+            "unknown group 'nope' for xdp-lb",
+            "'Single-flow baseline', 'Diverse flows (4K src addrs)'",
+        ),
         (vec!["run", "nope"], "unknown workload 'nope'", "valid workloads: xdp-lb, lpm-trie, maps"),
         (vec!["run", "--op", "lookup"], "--op applies to lpm-trie and maps, not to xdp-lb", ""),
         (vec!["run", "lpm-trie", "--map", "hash"], "runs on lpm_trie maps only", "bpfbench run maps --map"),
@@ -59,8 +67,21 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
     let db = db.to_str().unwrap();
     let before = Snapshot::take();
     let o = bpfbench(&[
-        "run", "--scenario", "tcp-v4-lru-hit", "--scenario", "pass-non-ip", "--samples", "6", "--batch-ms", "2",
-        "--format", "json", "--db", db, "--tag", "cli-test",
+        "run",
+        "--scenario",
+        "tcp-v4-lru-hit",
+        "--scenario",
+        "pass-non-ip",
+        "--samples",
+        "6",
+        "--batch-ms",
+        "2",
+        "--format",
+        "json",
+        "--db",
+        db,
+        "--tag",
+        "cli-test",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("stored as run 1"), "{}", stderr(&o));
@@ -100,7 +121,14 @@ fn verbose_table_shows_calibration_and_histogram() {
     let o = bpfbench(&["run", "-s", "drop-v4-frag", "--samples", "8", "--batch-ms", "2", "-v", "--no-store"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
-    for needle in ["Validation: PASS (XDP_DROP)", "Proportionality check: 2N/N ratio=", "Distribution (ns/op):", "| Early exits", "drop-v4-frag", "loop p50"] {
+    for needle in [
+        "Validation: PASS (XDP_DROP)",
+        "Proportionality check: 2N/N ratio=",
+        "Distribution (ns/op):",
+        "| Early exits",
+        "drop-v4-frag",
+        "loop p50",
+    ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
 }
@@ -116,12 +144,22 @@ fn random_keys_with_insert_are_refused_before_anything_loads() {
 
 #[test]
 fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
-    let o = bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2", "--no-store"]);
+    let o =
+        bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2", "--no-store"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}{}", out, stderr(&o));
     for op in ["noop", "lookup"] {
-        let line = out.lines().find(|l| l.trim_start().starts_with(&format!("{op}:"))).unwrap_or_else(|| panic!("no {op} line:\n{out}"));
-        assert!(line.contains("throughput") && line.contains("M ops/s") && line.contains("ops/prod), latency") && line.contains(" ns/op  (n=5)"), "{line}");
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{op}:")))
+            .unwrap_or_else(|| panic!("no {op} line:\n{out}"));
+        assert!(
+            line.contains("throughput")
+                && line.contains("M ops/s")
+                && line.contains("ops/prod), latency")
+                && line.contains(" ns/op  (n=5)"),
+            "{line}"
+        );
     }
     let free = out.lines().find(|l| l.trim_start().starts_with("free:")).expect("free line");
     assert!(free.contains("N/A (fentry") || free.contains("ms/op") || free.contains("us/op"), "{free}");
@@ -154,19 +192,33 @@ fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
     assert_eq!(History::open(std::path::Path::new(db)).unwrap().runs_with_tag("base", 10).unwrap().len(), 3);
 
     store_reference(db, "slow-ref", 20_000.0);
-    let o = bpfbench(&[&["run", "--compare-to", "slow-ref", "--fail-on-regression", "5", "--no-store"][..], &quick].concat());
+    let o = bpfbench(
+        &[&["run", "--compare-to", "slow-ref", "--fail-on-regression", "5", "--no-store"][..], &quick].concat(),
+    );
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("tag slow-ref (1 run)") && out.contains("faster"), "{out}");
+    assert!(
+        out.contains("xdp-lb/pass-non-ip") && out.contains("tag slow-ref (1 run)") && out.contains("faster"),
+        "{out}"
+    );
     assert!(!stderr(&o).contains("re-measurement"), "nothing to confirm: {}", stderr(&o));
 
     store_reference(db, "fast-ref", 0.02);
-    let o = bpfbench(&[&["run", "--compare-to", "fast-ref", "--fail-on-regression", "5", "--confirm", "2", "--no-store"][..], &quick].concat());
+    let o = bpfbench(
+        &[
+            &["run", "--compare-to", "fast-ref", "--fail-on-regression", "5", "--confirm", "2", "--no-store"][..],
+            &quick,
+        ]
+        .concat(),
+    );
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("slower"), "{out}");
     assert_eq!(err.matches("bpfbench: re-measurement").count(), 2, "two confirmations: {err}");
-    assert!(err.contains("regression: xdp-lb/pass-non-ip is") && err.contains("beyond --fail-on-regression 5%"), "{err}");
+    assert!(
+        err.contains("regression: xdp-lb/pass-non-ip is") && err.contains("beyond --fail-on-regression 5%"),
+        "{err}"
+    );
 }
 
 /// The older whole-run mode (`--whole-runs`); the paired mode is tests/ab.rs.
@@ -180,7 +232,21 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
     assert!(stderr(&o).contains("--format is set by 'bpfbench ab' itself"), "{}", stderr(&o));
     // The same build against itself, 4 rounds each: never slower beyond 50%.
     let o = bpfbench(&[
-        "ab", me, me, "--whole-runs", "--rounds", "4", "--fail-on-regression", "50", "--", "-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1",
+        "ab",
+        me,
+        me,
+        "--whole-runs",
+        "--rounds",
+        "4",
+        "--fail-on-regression",
+        "50",
+        "--",
+        "-s",
+        "pass-non-ip",
+        "--samples",
+        "6",
+        "--batch-ms",
+        "1",
     ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));

@@ -31,7 +31,8 @@ impl Counter {
     fn attach(t: &Topology) -> Counter {
         // Not pinned: gen, a child process, inherits this thread's CPUs.
         bpfbench::system::check_privileges().unwrap();
-        let obj = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_flow_count.bpf.o")).unwrap().load().unwrap();
+        let obj =
+            libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_flow_count.bpf.o")).unwrap().load().unwrap();
         let prog = obj.progs().find(|p| p.name() == "xdp_flow_count").unwrap();
         let link = t.attach_inner(prog.as_fd(), XdpMode::Native).unwrap();
         Counter { obj, _link: link }
@@ -97,7 +98,8 @@ fn two_threads_send_ipv6_tcp_flows_padded_to_size() {
     let t = Topology::create().unwrap();
     let counter = Counter::attach(&t);
     let spec = "eth/ipv6(src=fc00::1:fff0-fc00::2:000f,dst=fc00::99)/tcp(sport=7,dport=80-111,flags=A)";
-    let doc = gen_json(&[&t.outer, "--packet", spec, "--size", "128", "--threads", "2", "--count", "4096", "--rate", "100k"]);
+    let doc =
+        gen_json(&[&t.outer, "--packet", spec, "--size", "128", "--threads", "2", "--count", "4096", "--rate", "100k"]);
     assert_eq!(doc["threads"], 2);
     assert_eq!(doc["frame_bytes"][0], 128);
     assert_eq!(doc["sent"], 4096);
@@ -123,7 +125,11 @@ fn random_order_draws_flows_from_the_spec_unevenly() {
     // All 16 flows appear (missing one has odds of about 16 x (15/16)^2000)
     // and only those; sequential order would give each exactly 125.
     assert_eq!(flows.len(), 16, "{flows:?}");
-    assert!(flows.keys().all(|(src, sport, _)| src[..3] == [10, 9, 0] && (1..=4).contains(&src[3]) && (2000..=2003).contains(sport)));
+    assert!(
+        flows.keys().all(|(src, sport, _)| src[..3] == [10, 9, 0]
+            && (1..=4).contains(&src[3])
+            && (2000..=2003).contains(sport))
+    );
     assert!(flows.values().any(|&n| n != 125), "{flows:?}");
 }
 
@@ -146,7 +152,10 @@ fn bad_inputs_get_one_line_errors() {
         (&["gen", "lo", "--tcp", "127.0.0.1:9", "--threads", "2"], "leave --threads at 1"),
         (&["gen", "lo", "--tcp", "127.0.0.1:9", "--count", "1"], "native XDP on lo"),
         (&["gen", "bpfbench-nosuch", "--count", "1"], "no network interface 'bpfbench-nosuch'"),
-        (&["gen", "lo", "--packet", "eth/ipv4(ttl=1-9)/udp", "--count", "1"], "a range in ipv4.ttl cannot vary per frame"),
+        (
+            &["gen", "lo", "--packet", "eth/ipv4(ttl=1-9)/udp", "--count", "1"],
+            "a range in ipv4.ttl cannot vary per frame",
+        ),
         (&["gen", "lo", "--packet", "eth/ipv5", "--count", "1"], "unknown layer 'ipv5'"),
         (&["gen", "lo", "--size", "20", "--count", "1"], "--size 20 is shorter than the packet's"),
         (&["gen", "lo", "--batch-size", "0", "--count", "1"], "--batch-size must be 1 to 256"),
@@ -179,7 +188,10 @@ fn a_killed_runs_namespace_and_veths_are_removed_by_the_next() {
     let (outer, netns) = (t.outer.clone(), t.netns.clone());
     drop(t);
     let links = String::from_utf8(Command::new("ip").args(["-o", "link"]).output().unwrap().stdout).unwrap();
-    assert!(!links.contains(&outer) && !std::path::Path::new("/run/netns").join(&netns).exists(), "dropped topology removed");
+    assert!(
+        !links.contains(&outer) && !std::path::Path::new("/run/netns").join(&netns).exists(),
+        "dropped topology removed"
+    );
 }
 
 /// A listening socket in the topology's namespace, behind an XDP_PASS
@@ -272,7 +284,20 @@ fn tcp_mode_gives_up_a_stream_its_receiver_stops_acknowledging() {
     // Bounded here, so that a run that never ends fails the test (Ctrl-C's
     // exit, 130) instead of hanging it.
     let o = std::process::Command::new("timeout")
-        .args(["-s", "INT", "60", env!("CARGO_BIN_EXE_bpfbench"), "gen", &t.outer, "--tcp", &rx.peer.to_string(), "--count", "1000", "--format", "json"])
+        .args([
+            "-s",
+            "INT",
+            "60",
+            env!("CARGO_BIN_EXE_bpfbench"),
+            "gen",
+            &t.outer,
+            "--tcp",
+            &rx.peer.to_string(),
+            "--count",
+            "1000",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     let took = started.elapsed();
@@ -282,7 +307,10 @@ fn tcp_mode_gives_up_a_stream_its_receiver_stops_acknowledging() {
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["stopped_by"], "stalled", "{doc}");
     assert_eq!(doc["tcp"]["bytes_acked"], 0, "{doc}");
-    assert!(took < std::time::Duration::from_secs(30), "ended after the stall and the FIN's grace, not never: {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "ended after the stall and the FIN's grace, not never: {took:?}"
+    );
     // The reader gets no byte and times out on its own (its thread is not joined).
 }
 

@@ -40,7 +40,10 @@ fn corrupt_foreign_and_newer_json_get_errors_naming_the_problem() {
     assert!(err("{not json").contains("not valid JSON"), "{}", err("{not json"));
     assert!(err(r#"{"hello": 1}"#).contains("not a bpfbench result"));
     assert!(err(r#"{"schema": "bpfbench.run/99"}"#).contains("newer bpfbench"));
-    assert!(err(r#"{"schema": "bpfbench.run/3", "results": 3}"#).contains("bpfbench.run/3 document with a missing or malformed field"));
+    assert!(
+        err(r#"{"schema": "bpfbench.run/3", "results": 3}"#)
+            .contains("bpfbench.run/3 document with a missing or malformed field")
+    );
     assert!(err(r#"{"schema": "bpfbench.run/1"}"#).contains("too old"));
 }
 
@@ -61,7 +64,10 @@ fn version_2_documents_are_upgraded_on_read() {
     let f = &back.results[0].facts;
     assert_eq!((f.layout, f.producers, f.unit), (Layout::OpLines, 2, Unit::Map { keys: 1000 }));
     let m = f.map.as_ref().unwrap();
-    assert_eq!((m.map_type.as_str(), m.op.as_str(), m.entries, m.key_size, m.prefix_len), ("lpm_trie", "drain", 1000, 8, Some(24)));
+    assert_eq!(
+        (m.map_type.as_str(), m.op.as_str(), m.entries, m.key_size, m.prefix_len),
+        ("lpm_trie", "drain", 1000, 8, Some(24))
+    );
     let plain = &back.results[1].facts;
     assert_eq!((plain.layout, plain.producers, plain.unit, plain.map.is_none()), (Layout::Table, 1, Unit::Op, true));
 }
@@ -98,7 +104,11 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     assert!(lo <= listed[0].median_ns.unwrap() && listed[0].median_ns.unwrap() <= hi && listed[0].samples == Some(200));
     // One run a side, nothing known of run-to-run noise: 10% is within what the machine does.
     let cmp = compare_runs(&[h.load(a).unwrap()], "a", &[h.load(b).unwrap()], "b", 0.02, &Default::default());
-    assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.result.run_noise_assumed), "{}", compare_table::render(&cmp));
+    assert!(
+        cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.result.run_noise_assumed),
+        "{}",
+        compare_table::render(&cmp)
+    );
     assert!(gate(5.0).regressions(&cmp).is_empty());
     // Known noise of 1%: the 10% is a regression, beyond a 5% limit but not a 15% one.
     let noise: RunNoise = cmp.benchmarks.iter().map(|c| (c.benchmark.clone(), (0.01, 5))).collect();
@@ -114,7 +124,13 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
     let with_program = |scale: f64, tag: &str| {
         let mut r = run(None, scale);
         for s in &mut r.results {
-            s.program = Some(ProgramRecord { name: "xdp_lb".into(), tag: tag.into(), xlated_bytes: 1, jited_bytes: 1, verifier: None });
+            s.program = Some(ProgramRecord {
+                name: "xdp_lb".into(),
+                tag: tag.into(),
+                xlated_bytes: 1,
+                jited_bytes: 1,
+                verifier: None,
+            });
         }
         r
     };
@@ -134,12 +150,21 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
     let bare = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &Default::default());
     assert!(bare.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain), "{}", compare_table::render(&bare));
     let widened = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &noise);
-    assert!(widened.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3), "{}", compare_table::render(&widened));
+    assert!(
+        widened.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3),
+        "{}",
+        compare_table::render(&widened)
+    );
     // Code with no stored history gets no estimate, and the table says so.
     let other = with_program(1.0, "cccc");
     assert!(run_noise_from_history(&h, &other).unwrap().is_empty());
     let text = compare_table::render(&bare);
-    assert!(text.contains("run noise ~14.6%: assumed for 2 benchmark(s)") && text.contains("200v200 samples") && text.contains("rests on"), "{text}");
+    assert!(
+        text.contains("run noise ~14.6%: assumed for 2 benchmark(s)")
+            && text.contains("200v200 samples")
+            && text.contains("rests on"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -153,10 +178,18 @@ fn several_runs_a_side_are_compared_by_their_medians() {
     for c in &slow.benchmarks {
         assert_eq!((c.method.as_str(), c.n_a, c.n_b), ("runs", 5, 5));
         assert_eq!(c.result.verdict, Verdict::Slower, "{}", compare_table::render(&slow));
-        assert!(c.result.ratio_ci95.0 <= 1.10 && 1.10 <= c.result.ratio_ci95.1 + 0.02, "{}", compare_table::render(&slow));
+        assert!(
+            c.result.ratio_ci95.0 <= 1.10 && 1.10 <= c.result.ratio_ci95.1 + 0.02,
+            "{}",
+            compare_table::render(&slow)
+        );
     }
     let same = compare_runs(&a, "a", &b_same, "b", 0.02, &Default::default());
-    assert!(same.benchmarks.iter().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)), "{}", compare_table::render(&same));
+    assert!(
+        same.benchmarks.iter().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)),
+        "{}",
+        compare_table::render(&same)
+    );
     assert!(compare_table::render(&slow).contains("5v5 runs"));
 }
 
@@ -225,7 +258,8 @@ fn a_database_from_a_newer_bpfbench_is_refused_clearly() {
     let (_dir, path) = temp_path("newer");
     History::open(&path).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [(DB_SCHEMA_VERSION + 1).to_string()]).unwrap();
+    conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [(DB_SCHEMA_VERSION + 1).to_string()])
+        .unwrap();
     drop(conn);
     let err = format!("{:#}", History::open(&path).err().expect("refused"));
     assert!(err.contains("written by a newer bpfbench"), "{err}");
@@ -239,15 +273,22 @@ fn compare_cli_reads_files_gates_regressions_and_names_bad_input() {
     std::fs::write(&a, serde_json::to_string(&run(None, 1.0)).unwrap()).unwrap();
     // Twice as slow: beyond any level shift assumed between two single runs.
     std::fs::write(&b, serde_json::to_string(&run(None, 2.0)).unwrap()).unwrap();
-    let bpfbench = |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().unwrap();
-    let o = bpfbench(&[ "compare".as_ref(), a.as_os_str(), b.as_os_str(), "--fail-on-regression".as_ref(), "5".as_ref()]);
+    let bpfbench =
+        |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().unwrap();
+    let o =
+        bpfbench(&["compare".as_ref(), a.as_os_str(), b.as_os_str(), "--fail-on-regression".as_ref(), "5".as_ref()]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("slower") && out.contains("geomean"), "{out}");
-    let o = bpfbench(&["compare".as_ref(), a.as_os_str(), a.as_os_str(), "--fail-on-regression".as_ref(), "5".as_ref()]);
+    let o =
+        bpfbench(&["compare".as_ref(), a.as_os_str(), a.as_os_str(), "--fail-on-regression".as_ref(), "5".as_ref()]);
     // A run against itself: nothing slower, and with one run a side not even "same".
     assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stdout).contains("0 slower, 0 faster, 0 same, 2 uncertain"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("0 slower, 0 faster, 0 same, 2 uncertain"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"schema\": \"bpfbench.run/2\", ").unwrap();
     let o = bpfbench(&["compare".as_ref(), bad.as_os_str(), a.as_os_str()]);
@@ -264,7 +305,14 @@ fn the_gate_confirms_suspects_by_re_measuring_them() {
     // Run-to-run noise known to be 1%, as if from stored runs.
     let noise: RunNoise = ["a", "b", "c"].iter().map(|n| (format!("xdp-lb/{n}"), (0.01, 5))).collect();
     // a and b are 30% slower, c is unchanged.
-    let first = compare_runs(std::slice::from_ref(&base), "base", &[run_of(&[("a", 130.0), ("b", 130.0), ("c", 100.0)])], "new", 0.02, &noise);
+    let first = compare_runs(
+        std::slice::from_ref(&base),
+        "base",
+        &[run_of(&[("a", 130.0), ("b", 130.0), ("c", 100.0)])],
+        "new",
+        0.02,
+        &noise,
+    );
     let g = gate(10.0);
     assert_eq!(g.regressions(&first).len(), 2);
     // Re-measurement 1: a is still slower, b is back to normal; 2: a again.
@@ -283,7 +331,16 @@ fn the_gate_confirms_suspects_by_re_measuring_them() {
     assert_eq!(decision.confirmations.len(), 2);
     // A suspect that one re-measurement clears does not fail the gate.
     let decision = g
-        .decide(&first, 2, |_, _| Ok(compare_runs(std::slice::from_ref(&base), "base", &[run_of(&[("a", 100.0), ("b", 101.0)])], "again", 0.02, &noise)))
+        .decide(&first, 2, |_, _| {
+            Ok(compare_runs(
+                std::slice::from_ref(&base),
+                "base",
+                &[run_of(&[("a", 100.0), ("b", 101.0)])],
+                "again",
+                0.02,
+                &noise,
+            ))
+        })
         .unwrap();
     assert!(!decision.failed() && decision.confirmations.len() == 1, "{decision:?}");
     // Without --fail-on-regression nothing is a regression.
@@ -347,6 +404,7 @@ fn a_version_1_database_gains_the_paired_table_and_keeps_its_runs() {
     assert_eq!(h.load(run_id).unwrap().tag.as_deref(), Some("main"));
     h.store_paired(&paired_record()).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: String = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    let version: String =
+        conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
     assert_eq!(version, DB_SCHEMA_VERSION.to_string());
 }

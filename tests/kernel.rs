@@ -30,7 +30,8 @@ fn all_24_scenarios_validate_and_time_in_the_kernel() {
             Ok((v, mut prepared)) => {
                 assert!(v.checks.len() >= 5, "{}: too few checks: {:?}", s.name, v.checks);
                 for variant in [Variant::Body, Variant::Overhead] {
-                    let t = prepared.run_batch(variant, 500).unwrap_or_else(|e| panic!("{} {variant:?}: {e:#}", s.name));
+                    let t =
+                        prepared.run_batch(variant, 500).unwrap_or_else(|e| panic!("{} {variant:?}: {e:#}", s.name));
                     assert_eq!(t.iters, 500, "{}", s.name);
                 }
             }
@@ -89,5 +90,8 @@ fn timed_code_paths_are_ordered_by_their_work() {
     let (exit, loop_cost) = median(&mut quick_runner(15, 3.0), loaded.as_mut(), &w, "drop-v4-frag");
     assert!(miss > hit, "LRU miss ({miss:.1} ns) should cost more than a hit ({hit:.1} ns)");
     assert!(hit > exit, "LRU hit ({hit:.1} ns) should cost more than an early exit ({exit:.1} ns)");
-    assert!(exit >= loop_cost * 0.9, "an early exit ({exit:.1} ns) cannot be cheaper than the empty loop ({loop_cost:.1} ns)");
+    assert!(
+        exit >= loop_cost * 0.9,
+        "an early exit ({exit:.1} ns) cannot be cheaper than the empty loop ({loop_cost:.1} ns)"
+    );
 }

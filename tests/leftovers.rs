@@ -16,10 +16,63 @@ fn runs() -> Vec<(Vec<String>, bool)> {
     let object = |name: &str| test_object(name).to_str().unwrap().to_string();
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     vec![
-        (args(&["run", "-s", "tcp-v4-lru-hit", "-s", "pass-non-ip", "--samples", "3", "--batch-ms", "1", "--no-store"]), true),
-        (args(&["run", "maps", "--map", "hash", "--op", "lookup", "--entries", "1000", "--samples", "3", "--batch-ms", "1", "--no-store"]), true),
-        (args(&["run", &object("xdp_pin_by_name.bpf.o"), "--packet", "eth/ipv4/udp", "--samples", "3", "--no-store"]), true),
-        (args(&["run", &object("xdp_pin_by_name.bpf.o"), "--packet", "eth/ipv4/udp", "--expect", "XDP_DROP", "--no-store"]), false),
+        (
+            args(&[
+                "run",
+                "-s",
+                "tcp-v4-lru-hit",
+                "-s",
+                "pass-non-ip",
+                "--samples",
+                "3",
+                "--batch-ms",
+                "1",
+                "--no-store",
+            ]),
+            true,
+        ),
+        (
+            args(&[
+                "run",
+                "maps",
+                "--map",
+                "hash",
+                "--op",
+                "lookup",
+                "--entries",
+                "1000",
+                "--samples",
+                "3",
+                "--batch-ms",
+                "1",
+                "--no-store",
+            ]),
+            true,
+        ),
+        (
+            args(&[
+                "run",
+                &object("xdp_pin_by_name.bpf.o"),
+                "--packet",
+                "eth/ipv4/udp",
+                "--samples",
+                "3",
+                "--no-store",
+            ]),
+            true,
+        ),
+        (
+            args(&[
+                "run",
+                &object("xdp_pin_by_name.bpf.o"),
+                "--packet",
+                "eth/ipv4/udp",
+                "--expect",
+                "XDP_DROP",
+                "--no-store",
+            ]),
+            false,
+        ),
         (args(&["live", &object("xdp_drop.bpf.o"), "--duration", "0.2", "--warmup", "0", "--no-store"]), true),
     ]
 }
@@ -49,7 +102,11 @@ fn runs_leave_nothing_with_bpffs_mounted_and_unmounted() {
 fn a_pin_and_what_it_keeps_loaded_are_seen_as_left() {
     with_sys_bpffs(SysBpffs::Mounted, || {
         let before = Snapshot::take();
-        let obj = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_pin_by_name.bpf.o")).unwrap().load().unwrap();
+        let obj = libbpf_rs::ObjectBuilder::default()
+            .open_file(test_object("xdp_pin_by_name.bpf.o"))
+            .unwrap()
+            .load()
+            .unwrap();
         let mut prog = obj.progs_mut().find(|p| p.name() == "xdp_pin_by_name").unwrap();
         let prog_pin = std::path::Path::new("/sys/fs/bpf/bpfbench_test_prog");
         prog.pin(prog_pin).unwrap();
@@ -57,7 +114,12 @@ fn a_pin_and_what_it_keeps_loaded_are_seen_as_left() {
         assert!(map_pin.exists(), "libbpf pinned the map by name");
         drop(obj);
         let left = before.left();
-        for want in ["pinned /sys/fs/bpf/bpfbench_test_prog", "pinned /sys/fs/bpf/bpfbench_test_pinned", "program xdp_pin_by_name", "map bpfbench_test_"] {
+        for want in [
+            "pinned /sys/fs/bpf/bpfbench_test_prog",
+            "pinned /sys/fs/bpf/bpfbench_test_pinned",
+            "program xdp_pin_by_name",
+            "map bpfbench_test_",
+        ] {
             assert!(left.iter().any(|l| l.starts_with(want)), "{want} not seen in {left:#?}");
         }
         std::fs::remove_file(prog_pin).unwrap();

@@ -26,7 +26,12 @@ fn wait_for_netns(pid: u32) -> bool {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(20) {
         // The veths come after the namespace: wait for the inner one too.
-        if path.exists() && Command::new("ip").args(["-n", &format!("bpfbench-{pid}"), "-o", "link"]).output().is_ok_and(|o| o.stdout.len() > 200) {
+        if path.exists()
+            && Command::new("ip")
+                .args(["-n", &format!("bpfbench-{pid}"), "-o", "link"])
+                .output()
+                .is_ok_and(|o| o.stdout.len() > 200)
+        {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -62,7 +67,10 @@ fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
     // unless the machine keeps them on, when they cannot be turned off.
     let stats = &doc["stats_overhead"];
     if std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap().trim() == "1" {
-        assert!(stats["note"].as_str().unwrap().starts_with("not measured: /proc/sys/kernel/bpf_stats_enabled is 1"), "{stats}");
+        assert!(
+            stats["note"].as_str().unwrap().starts_with("not measured: /proc/sys/kernel/bpf_stats_enabled is 1"),
+            "{stats}"
+        );
     } else {
         assert_eq!(stats["pairs_ns"].as_array().unwrap().len(), 4, "{stats}");
         assert!(stats["ns_per_packet"].is_f64());
@@ -72,7 +80,8 @@ fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
         let windows = s["windows"].as_array().unwrap();
         assert!(windows.len() >= 3, "{s}");
         // (softirq work deferred past the last window counts in the step only)
-        let (in_windows, total) = (windows.iter().map(|w| w["run_cnt"].as_u64().unwrap()).sum::<u64>(), s["run_cnt"].as_u64().unwrap());
+        let (in_windows, total) =
+            (windows.iter().map(|w| w["run_cnt"].as_u64().unwrap()).sum::<u64>(), s["run_cnt"].as_u64().unwrap());
         assert!(in_windows <= total && in_windows as f64 >= 0.99 * total as f64, "{in_windows} of {total}");
         assert!(s["ns_per_packet_cv"].is_f64(), "{s}");
     }
@@ -84,14 +93,23 @@ fn your_object_runs_with_a_pinned_map_and_sees_valid_frames() {
     // The test loads the counter object to pin its totals; live reuses the
     // pinned map, so the counts are readable here afterwards.
     let fs = Bpffs::mount("live-pin");
-    let mut obj = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_flow_count.bpf.o")).unwrap().load().unwrap();
+    let mut obj =
+        libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_flow_count.bpf.o")).unwrap().load().unwrap();
     let mut totals = obj.maps_mut().find(|m| m.name() == "totals").unwrap();
     let pin = fs.0.join("totals");
     totals.pin(&pin).unwrap();
     let before = Snapshot::take();
     let object = test_object("xdp_flow_count.bpf.o");
     let spec = "eth/ipv4(src=10.9.0.1,dst=10.9.1.1)/udp(sport=1000-1063,dport=53)/payload(18)";
-    let doc = live_json(&[object.to_str().unwrap(), "--map-pin", &format!("totals={}", pin.display()), "--packet", spec, "--sweep", "size=64,256"]);
+    let doc = live_json(&[
+        object.to_str().unwrap(),
+        "--map-pin",
+        &format!("totals={}", pin.display()),
+        "--packet",
+        spec,
+        "--sweep",
+        "size=64,256",
+    ]);
     let steps = doc["steps"].as_array().unwrap();
     assert_eq!(steps[1]["frame_bytes"], 256);
     let mut measured = 0;
@@ -100,7 +118,8 @@ fn your_object_runs_with_a_pinned_map_and_sees_valid_frames() {
         assert_eq!(s["flows"], 64);
         measured += s["verdicts"]["packets"].as_u64().unwrap();
     }
-    let v = obj.maps().find(|m| m.name() == "totals").unwrap().lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap();
+    let v =
+        obj.maps().find(|m| m.name() == "totals").unwrap().lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap();
     let n = |i: usize| u64::from_ne_bytes(v[i * 8..i * 8 + 8].try_into().unwrap());
     // Warm-up and the statistics' cost are sent too, beyond the steps.
     assert!(n(0) >= measured, "counted {} of at least {measured}", n(0));
@@ -114,8 +133,19 @@ fn the_plot_has_labelled_axes_and_csv_a_row_per_step() {
     let dir = common::temp_dir("live-plot");
     let svg = dir.join("sweep.svg");
     let o = bpfbench(&[
-        "live", test_object("xdp_drop.bpf.o").to_str().unwrap(), "--sweep", "threads=1,2", "--plot", svg.to_str().unwrap(), "--duration", "0.2",
-        "--warmup", "0", "--no-store", "--format", "csv",
+        "live",
+        test_object("xdp_drop.bpf.o").to_str().unwrap(),
+        "--sweep",
+        "threads=1,2",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--no-store",
+        "--format",
+        "csv",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
@@ -197,11 +227,28 @@ fn a_live_run_is_stored_and_shown_again() {
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
     let drop = test_object("xdp_drop.bpf.o");
-    let o = bpfbench(&["live", drop.to_str().unwrap(), "--duration", "0.2", "--warmup", "0", "--tag", "t1", "--db", db, "--format", "json"]);
+    let o = bpfbench(&[
+        "live",
+        drop.to_str().unwrap(),
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--tag",
+        "t1",
+        "--db",
+        db,
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let ran: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let listed = bpfbench(&["history", "--live", "--db", db]);
-    assert!(stdout(&listed).lines().nth(1).is_some_and(|l| l.contains("t1") && l.contains("xdp_drop")), "{}", stdout(&listed));
+    assert!(
+        stdout(&listed).lines().nth(1).is_some_and(|l| l.contains("t1") && l.contains("xdp_drop")),
+        "{}",
+        stdout(&listed)
+    );
     let shown = bpfbench(&["show", "--live", "1", "--db", db, "--format", "json"]);
     assert!(shown.status.success(), "{}", stderr(&shown));
     let back: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();

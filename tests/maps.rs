@@ -22,7 +22,15 @@ fn bench(suite: Suite, edit: impl FnOnce(&mut MapParams)) -> MapBench {
 #[test]
 fn every_op_validates_on_every_map_type() {
     let w = bench(Suite::Maps, |p| {
-        p.ops = vec![MapOp::Noop, MapOp::Baseline, MapOp::Lookup, MapOp::Insert, MapOp::Update, MapOp::Delete, MapOp::Drain];
+        p.ops = vec![
+            MapOp::Noop,
+            MapOp::Baseline,
+            MapOp::Lookup,
+            MapOp::Insert,
+            MapOp::Update,
+            MapOp::Delete,
+            MapOp::Drain,
+        ];
     });
     let mut loaded = w.setup(prepared_cpu()).unwrap();
     let mut failures = Vec::new();
@@ -124,7 +132,8 @@ fn producers_run_at_once_on_distinct_cpus() {
         random: false,
         key_offset: 0,
     };
-    let mut inst = LoadedMapBench::load(config, &LoadedMapBench::builtin(), bpfbench::record::Runtime::Kernel, run_cpu).unwrap();
+    let mut inst =
+        LoadedMapBench::load(config, &LoadedMapBench::builtin(), bpfbench::record::Runtime::Kernel, run_cpu).unwrap();
     inst.fill(0, 1000).unwrap();
     // Batches of ~20 ms each: long enough that threads started together overlap.
     let iters = 200_000;

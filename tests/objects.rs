@@ -42,7 +42,18 @@ fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
     let map = format!("services={}", services());
     for (args, verdict) in [
         (vec![swap.as_str(), "--expect", "XDP_TX"], "XDP_TX"),
-        (vec![encap.as_str(), "--map", &map, "--packet", "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)", "--expect", "XDP_TX"], "XDP_TX"),
+        (
+            vec![
+                encap.as_str(),
+                "--map",
+                &map,
+                "--packet",
+                "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)",
+                "--expect",
+                "XDP_TX",
+            ],
+            "XDP_TX",
+        ),
         (vec![tc.as_str(), "--packet", "eth/ipv4(ttl=9)/udp/payload(30)", "--expect", "TC_ACT_OK"], "TC_ACT_OK"),
     ] {
         let (code, results, err) = run_json(&args);
@@ -52,11 +63,15 @@ fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
         assert_eq!(r["timing"]["mode"], "in-bpf", "{args:?}: {}", r["timing"]);
         let m = &r["measurement"];
         assert_eq!(m["samples_ns"].as_array().unwrap().len(), 5);
-        let (p50, overhead) = (m["summary"]["median"].as_f64().unwrap(), m["overhead"]["summary"]["median"].as_f64().unwrap());
+        let (p50, overhead) =
+            (m["summary"]["median"].as_f64().unwrap(), m["overhead"]["summary"]["median"].as_f64().unwrap());
         assert!(p50 > 0.0 && overhead > 0.0, "{m}");
         // The record names the user's own program, with the verifier's figures.
         assert!(r["program"]["verifier"]["processed_insns"].as_u64().unwrap() > 0, "{}", r["program"]);
-        assert!(r["checks"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("spliced into the batch loop")), "{r}");
+        assert!(
+            r["checks"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("spliced into the batch loop")),
+            "{r}"
+        );
     }
 }
 
@@ -66,18 +81,37 @@ fn map_json_in_both_forms_fills_a_btf_typed_map() {
     // the packet to its own backend, so the kernel's output proves both.
     let encap = object("xdp_encap.bpf.o");
     let map = format!("services={}", services());
-    for (dst, backend, mac) in [("10.0.0.10", "192.168.1.1", "02:00:00:00:00:99"), ("10.0.0.11", "192.168.1.2", "02:00:00:00:00:9a")] {
+    for (dst, backend, mac) in
+        [("10.0.0.10", "192.168.1.1", "02:00:00:00:00:99"), ("10.0.0.11", "192.168.1.2", "02:00:00:00:00:9a")]
+    {
         let input = format!("eth/ipv4(src=10.0.0.1,dst={dst})/tcp(dport=80)/payload(16)");
-        let expect = format!("eth(src=02:00:00:00:00:02,dst={mac})/ipv4(src={dst},dst={backend})/ipv4(src=10.0.0.1,dst={dst})/tcp(dport=80)/payload(16)");
+        let expect = format!(
+            "eth(src=02:00:00:00:00:02,dst={mac})/ipv4(src={dst},dst={backend})/ipv4(src=10.0.0.1,dst={dst})/tcp(dport=80)/payload(16)"
+        );
         let (code, results, err) = run_json(&[&encap, "--map", &map, "--packet", &input, "--expect-packet", &expect]);
         assert_eq!(code, Some(0), "{dst}: {err}");
-        assert!(results[0]["checks"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("byte-exact as expected")));
+        assert!(
+            results[0]["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c.as_str().unwrap().contains("byte-exact as expected"))
+        );
     }
     // Anonymous unions and structs: their fields are named as in C.
     let dir = temp_dir("anon-json");
     let anon = dir.join("dests.json");
-    std::fs::write(&anon, r#"[{"key": {"v4": "10.9.9.9", "family": 4}, "value": {"verdict": 3, "reason": 7}}]"#).unwrap();
-    let (code, results, err) = run_json(&[&object("xdp_anon.bpf.o"), "--map", &format!("dests={}", anon.display()), "--packet", "eth/ipv4(dst=10.9.9.9)/udp/payload(18)", "--expect", "XDP_TX"]);
+    std::fs::write(&anon, r#"[{"key": {"v4": "10.9.9.9", "family": 4}, "value": {"verdict": 3, "reason": 7}}]"#)
+        .unwrap();
+    let (code, results, err) = run_json(&[
+        &object("xdp_anon.bpf.o"),
+        "--map",
+        &format!("dests={}", anon.display()),
+        "--packet",
+        "eth/ipv4(dst=10.9.9.9)/udp/payload(18)",
+        "--expect",
+        "XDP_TX",
+    ]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(results[0]["verdict"], "XDP_TX");
     std::fs::write(&anon, r#"[{"key": {"v5": "10.9.9.9"}, "value": "0300070000000000"}]"#).unwrap();
@@ -86,27 +120,53 @@ fn map_json_in_both_forms_fills_a_btf_typed_map() {
     // A field that the value's struct does not have is named.
     let dir = temp_dir("bad-json");
     let bad = dir.join("bad.json");
-    std::fs::write(&bad, r#"[{"key": {"addr": "10.0.0.10", "port": 80, "proto": 6}, "value": {"addr": "1.2.3.4", "weight": 3}}]"#).unwrap();
+    std::fs::write(
+        &bad,
+        r#"[{"key": {"addr": "10.0.0.10", "port": 80, "proto": 6}, "value": {"addr": "1.2.3.4", "weight": 3}}]"#,
+    )
+    .unwrap();
     let (code, _, err) = run_json(&[&encap, "--map", &format!("services={}", bad.display())]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("entry 0: value: no field 'weight'; the fields are addr, mac, flags, meta") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("entry 0: value: no field 'weight'; the fields are addr, mac, flags, meta")
+            && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 #[test]
 fn a_wrong_expectation_fails_with_a_field_named_diff_and_a_pcap_wireshark_reads() {
     let tc = object("tc_ttl.bpf.o");
-    let o = bpfbench(&["run", &tc, "--packet", "eth/ipv4(ttl=64)/tcp/payload(20)", "--expect-packet", "eth/ipv4(ttl=62)/tcp/payload(20)", "--samples", "3", "--no-store"]);
+    let o = bpfbench(&[
+        "run",
+        &tc,
+        "--packet",
+        "eth/ipv4(ttl=64)/tcp/payload(20)",
+        "--expect-packet",
+        "eth/ipv4(ttl=62)/tcp/payload(20)",
+        "--samples",
+        "3",
+        "--no-store",
+    ]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("IPv4 TTL (bytes 22..23): expected 0x3e, got 0x3f"), "{out}");
     assert!(out.contains("IPv4 header checksum (bytes 24..26)"), "{out}");
-    let path = out.lines().find_map(|l| l.split("packets written to ").nth(1)).map(|p| PathBuf::from(p.trim_end_matches(')'))).expect("a pcap path");
+    let path = out
+        .lines()
+        .find_map(|l| l.split("packets written to ").nth(1))
+        .map(|p| PathBuf::from(p.trim_end_matches(')')))
+        .expect("a pcap path");
     let packets = bpfbench::packet::pcap::read(&path).unwrap();
     assert_eq!(packets.len(), 2, "expected, then actual");
     assert_eq!((packets[0][22], packets[1][22]), (62, 63));
     // tshark (installed by setup.sh) reads it without a warning of its own.
     let t = Command::new("tshark").args(["-r"]).arg(&path).output().expect("tshark is installed by scripts/setup.sh");
-    let warnings: Vec<String> = String::from_utf8_lossy(&t.stderr).lines().filter(|l| !l.contains("Running as user")).map(String::from).collect();
+    let warnings: Vec<String> = String::from_utf8_lossy(&t.stderr)
+        .lines()
+        .filter(|l| !l.contains("Running as user"))
+        .map(String::from)
+        .collect();
     assert!(t.status.success() && warnings.is_empty(), "tshark: {warnings:?}");
     assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), 2);
     let _ = std::fs::remove_file(&path);
@@ -120,7 +180,10 @@ fn ranges_make_exactly_that_many_distinct_flows() {
     // The counting program's map, pinned here so the test can read it after the run.
     let fs = Bpffs::mount("flows");
     let pin = fs.0.join("flows");
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
     let mut map = libbpf_rs::MapHandle::create(libbpf_rs::MapType::Hash, Some("flows"), 16, 8, 1 << 17, &opts).unwrap();
     map.pin(&pin).unwrap();
     let flows = object("xdp_flows.bpf.o");
@@ -174,15 +237,30 @@ fn the_readme_spec_file_example_runs() {
 #[test]
 fn packets_of_different_lengths_are_timed_per_call_and_labelled_so() {
     let swap = object("xdp_swap.bpf.o");
-    let (code, results, err) = run_json(&[&swap, "--packet", "eth/ipv4/udp/payload(18)", "--packet", "eth/ipv4/udp/payload(100)"]);
+    let (code, results, err) =
+        run_json(&[&swap, "--packet", "eth/ipv4/udp/payload(18)", "--packet", "eth/ipv4/udp/payload(100)"]);
     assert_eq!(code, Some(0), "{err}");
     let r = &results[0];
     assert_eq!(r["timing"]["mode"], "per-call");
     assert!(r["timing"]["reason"].as_str().unwrap().contains("differ in length"), "{r}");
     // Its benchmark name keeps it apart from in-BPF figures, and the table says so.
-    let o = bpfbench(&["run", &swap, "--packet", "eth/ipv4/udp/payload(18)", "--packet", "eth/ipv4/udp/payload(100)", "--samples", "3", "--no-store"]);
+    let o = bpfbench(&[
+        "run",
+        &swap,
+        "--packet",
+        "eth/ipv4/udp/payload(18)",
+        "--packet",
+        "eth/ipv4/udp/payload(100)",
+        "--samples",
+        "3",
+        "--no-store",
+    ]);
     let out = stdout(&o);
-    assert!(out.contains("xdp_swap (per call)") && out.contains("timed per call because the case's packets differ in length"), "{out}");
+    assert!(
+        out.contains("xdp_swap (per call)")
+            && out.contains("timed per call because the case's packets differ in length"),
+        "{out}"
+    );
     let o = bpfbench(&["run", &swap, "--per-call", "--samples", "3", "--no-store", "--format", "gobench"]);
     assert!(stdout(&o).contains("BenchmarkXdpSwap/xdp_swap@per-call"), "{}", stdout(&o));
 }
@@ -194,13 +272,25 @@ fn a_program_the_kernel_refuses_spliced_falls_back_with_the_verifiers_reason() {
     let r = &results[0];
     assert_eq!(r["timing"]["mode"], "per-call", "{r}");
     let reason = r["timing"]["reason"].as_str().unwrap();
-    assert!(reason.contains("refused the program spliced into the batch loop") && reason.contains("combined stack size"), "{reason}");
-    assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("stack depth")), "the verifier's tail: {r}");
+    assert!(
+        reason.contains("refused the program spliced into the batch loop") && reason.contains("combined stack size"),
+        "{reason}"
+    );
+    assert!(
+        r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("stack depth")),
+        "the verifier's tail: {r}"
+    );
 }
 
 #[test]
 fn the_verifier_command_reports_every_object() {
-    for (name, loads) in [("xdp_swap.bpf.o", true), ("xdp_encap.bpf.o", true), ("tc_ttl.bpf.o", true), ("xdp_flows.bpf.o", true), ("xdp_reject.bpf.o", false)] {
+    for (name, loads) in [
+        ("xdp_swap.bpf.o", true),
+        ("xdp_encap.bpf.o", true),
+        ("tc_ttl.bpf.o", true),
+        ("xdp_flows.bpf.o", true),
+        ("xdp_reject.bpf.o", false),
+    ] {
         let o = bpfbench(&["verifier", &object(name), "--format", "json"]);
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -236,7 +326,10 @@ fn bad_inputs_get_one_line_errors() {
         (vec![text.to_str().unwrap()], "is not an ELF file"),
         (vec!["/bin/true"], "is an ELF file for X86_64, not a BPF object"),
         (vec![&swap, "--program", "nope"], "has no program 'nope'; it has xdp_swap (xdp)"),
-        (vec![&object("kprobe_only.bpf.o")], "is a kprobe program (section kprobe/do_sys_openat2); bpfbench times xdp and tc"),
+        (
+            vec![&object("kprobe_only.bpf.o")],
+            "is a kprobe program (section kprobe/do_sys_openat2); bpfbench times xdp and tc",
+        ),
         (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
         (vec![&encap, "--map", &bad_map], "--map services="),
         (vec![&encap, "--map", "nomap=x.json"], "has no map 'nomap'; its maps are services, hits"),

@@ -27,7 +27,8 @@ struct Cost {
     stop_after: Option<u32>,
 }
 
-const EXACT: Cost = Cost { ns_per_op: 50.0, per_batch_ns: 0.0, spike_every: None, sleep: Duration::ZERO, stop_after: None };
+const EXACT: Cost =
+    Cost { ns_per_op: 50.0, per_batch_ns: 0.0, spike_every: None, sleep: Duration::ZERO, stop_after: None };
 /// The overhead loop of every fake scenario costs this much per iteration.
 const OVERHEAD_NS: f64 = 5.0;
 
@@ -85,7 +86,13 @@ impl LoadedWorkload for FakeWorkload {
         }
         let key = if s.name.starts_with("other") { "other loop" } else { "fake loop" };
         let v = Validation { verdict: "XDP_PASS".into(), checks: vec!["fake check".into()], ..Default::default() };
-        let fake = Fake { cost: self.cost, overhead_key: key, stop: self.stop, body_batches: 0, overhead_batches: self.overhead_batches };
+        let fake = Fake {
+            cost: self.cost,
+            overhead_key: key,
+            stop: self.stop,
+            body_batches: 0,
+            overhead_batches: self.overhead_batches,
+        };
         Ok((v, Box::new(fake)))
     }
 }
@@ -174,7 +181,11 @@ fn outliers_are_flagged_and_kept() {
     assert!(spikes >= 9, "every fifth body batch spikes: {:?}", m.samples_ns);
     assert_eq!(m.summary.outliers_high, spikes, "each spike is an outlier, and none is dropped");
     assert_eq!(m.samples_ns.len(), 50);
-    assert!(m.warnings.iter().any(|w| w == &format!("{spikes} of 50 samples are outliers (Tukey fences)")), "{:?}", m.warnings);
+    assert!(
+        m.warnings.iter().any(|w| w == &format!("{spikes} of 50 samples are outliers (Tukey fences)")),
+        "{:?}",
+        m.warnings
+    );
     assert!(m.warnings.iter().any(|w| w.starts_with("noisy: CV")), "{:?}", m.warnings);
 }
 

@@ -12,8 +12,8 @@ use bpfbench::uvm::helpers::Helpers;
 use bpfbench::uvm::maps::UserMaps;
 use bpfbench::uvm::runtime::Engine;
 use bpfbench::uvm::{self, Counts, Insn, Interpreter, xdp};
-use libbpf_rs::{MapCore, MapFlags};
 use common::test_object;
+use libbpf_rs::{MapCore, MapFlags};
 
 /// A UDP frame with distinct bytes everywhere.
 fn frame() -> Vec<u8> {
@@ -47,7 +47,8 @@ impl Both {
 
     /// One run in each, `helpers` claiming the CPU the kernel runs on.
     fn run_with(&mut self, helpers: &mut Helpers, packet: &[u8]) {
-        xdp::run(&Interpreter::new(&self.insns), packet, helpers, Some(&mut self.maps), &mut Counts::default()).unwrap();
+        xdp::run(&Interpreter::new(&self.insns), packet, helpers, Some(&mut self.maps), &mut Counts::default())
+            .unwrap();
         let p = self.obj.progs().find(|p| p.name() == self.prog.as_str()).unwrap();
         test_run::run(p.as_fd(), packet).unwrap();
     }
@@ -66,7 +67,14 @@ impl Both {
     /// One run in userspace, then one in the kernel.
     fn run(&mut self, packet: &[u8]) -> (xdp::XdpOutcome, Counts, test_run::RunOutput) {
         let mut counts = Counts::default();
-        let user = xdp::run(&Interpreter::new(&self.insns), packet, &mut Helpers::new(0, 1), Some(&mut self.maps), &mut counts).unwrap();
+        let user = xdp::run(
+            &Interpreter::new(&self.insns),
+            packet,
+            &mut Helpers::new(0, 1),
+            Some(&mut self.maps),
+            &mut counts,
+        )
+        .unwrap();
         let p = self.obj.progs().find(|p| p.name() == self.prog.as_str()).unwrap();
         let kernel = test_run::run(p.as_fd(), packet).unwrap();
         (user, counts, kernel)
@@ -80,7 +88,12 @@ fn both(object: &str, prog: &str, packet: &[u8]) -> (xdp::XdpOutcome, Counts, te
 
 #[test]
 fn userspace_runs_give_the_kernels_verdicts_and_packets() {
-    for (object, prog) in [("xdp_swap.bpf.o", "xdp_swap"), ("xdp_swap_slow.bpf.o", "xdp_swap"), ("xdp_drop.bpf.o", "xdp_drop"), ("xdp_pass.bpf.o", "xdp_pass")] {
+    for (object, prog) in [
+        ("xdp_swap.bpf.o", "xdp_swap"),
+        ("xdp_swap_slow.bpf.o", "xdp_swap"),
+        ("xdp_drop.bpf.o", "xdp_drop"),
+        ("xdp_pass.bpf.o", "xdp_pass"),
+    ] {
         let (user, counts, kernel) = both(object, prog, &frame());
         assert_eq!(user.verdict, kernel.retval, "{object}");
         assert_eq!(user.packet, kernel.packet, "{object}");
@@ -91,7 +104,9 @@ fn userspace_runs_give_the_kernels_verdicts_and_packets() {
     let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_swap.bpf.o")).unwrap();
     uvm::prepare(&mut open).unwrap();
     let insns = uvm::prepared_insns(&open.progs().next().unwrap());
-    let short = xdp::run(&Interpreter::new(&insns), &frame()[..10], &mut Helpers::new(0, 1), None, &mut Counts::default()).unwrap();
+    let short =
+        xdp::run(&Interpreter::new(&insns), &frame()[..10], &mut Helpers::new(0, 1), None, &mut Counts::default())
+            .unwrap();
     assert_eq!(short.verdict, 1, "XDP_DROP");
 }
 
@@ -130,7 +145,10 @@ fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() 
     assert_eq!(e.pc, 1);
     // A helper the runtime lacks is named (6: bpf_trace_printk).
     let e = run_raw(&[insn(0x85, 0, 0, 0, 6), exit]).unwrap_err();
-    assert!(e.to_string().contains("calls helper 6 (bpf_trace_printk), which bpfbench's userspace runtime does not have"), "{e}");
+    assert!(
+        e.to_string().contains("calls helper 6 (bpf_trace_printk), which bpfbench's userspace runtime does not have"),
+        "{e}"
+    );
     // A map lookup on what is not a map (r1 is the context).
     let e = run_raw(&[insn(0x85, 0, 0, 0, 1), exit]).unwrap_err();
     assert!(e.to_string().contains("is not a map"), "{e}");
@@ -174,11 +192,15 @@ fn a_hash_map_ends_as_the_kernels_does() {
         }
     }
     let kernel_map = b.obj.maps().find(|m| m.name() == "flows").unwrap();
-    let mut kernel: Vec<(Vec<u8>, Vec<u8>)> = kernel_map.keys().map(|k| {
-        let v = kernel_map.lookup(&k, MapFlags::ANY).unwrap().unwrap();
-        (k, v)
-    }).collect();
-    let mut user: Vec<(Vec<u8>, Vec<u8>)> = b.maps.by_name("flows").unwrap().entries().into_iter().map(|(k, v)| (k, v[0].clone())).collect();
+    let mut kernel: Vec<(Vec<u8>, Vec<u8>)> = kernel_map
+        .keys()
+        .map(|k| {
+            let v = kernel_map.lookup(&k, MapFlags::ANY).unwrap().unwrap();
+            (k, v)
+        })
+        .collect();
+    let mut user: Vec<(Vec<u8>, Vec<u8>)> =
+        b.maps.by_name("flows").unwrap().entries().into_iter().map(|(k, v)| (k, v[0].clone())).collect();
     kernel.sort();
     user.sort();
     assert_eq!(user.len(), 15);
@@ -233,7 +255,11 @@ fn map_ops_match_the_kernel(object: &str, cpu_of: impl Fn(usize) -> usize) {
     let mut kernel: Vec<(Vec<u8>, Vec<Vec<u8>>)> = kernel_map
         .keys()
         .map(|k| {
-            let values = if percpu { kernel_map.lookup_percpu(&k, MapFlags::ANY).unwrap().unwrap() } else { vec![kernel_map.lookup(&k, MapFlags::ANY).unwrap().unwrap()] };
+            let values = if percpu {
+                kernel_map.lookup_percpu(&k, MapFlags::ANY).unwrap().unwrap()
+            } else {
+                vec![kernel_map.lookup(&k, MapFlags::ANY).unwrap().unwrap()]
+            };
             (k, values)
         })
         .collect();
@@ -287,8 +313,12 @@ fn an_array_of_maps_reaches_the_inner_maps_setup_put_there() {
     let mut b = Both::open_with("xdp_mim.bpf.o", "xdp_mim", |obj| {
         let outer = obj.maps().find(|m| m.name() == "tables").unwrap();
         for (slot, base) in [(0u32, 100u64), (2, 200)] {
-            let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts { sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _, ..Default::default() };
-            let inner = libbpf_rs::MapHandle::create(libbpf_rs::MapType::Hash, Some("bpfbench_inner"), 4, 8, 8, &opts).unwrap();
+            let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+                sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+                ..Default::default()
+            };
+            let inner =
+                libbpf_rs::MapHandle::create(libbpf_rs::MapType::Hash, Some("bpfbench_inner"), 4, 8, 8, &opts).unwrap();
             for key in 0..4u32 {
                 inner.update(&key.to_ne_bytes(), &(base + u64::from(key)).to_ne_bytes(), MapFlags::ANY).unwrap();
             }
@@ -340,10 +370,10 @@ fn an_lpm_trie_finds_the_kernels_longest_prefixes() {
         op([10, 1, 2, 77], 1, 24), // the same /24, other host bits: replaces
         op([10, 1, 2, 4], 0, 0),
         op([10, 1, 2, 3], 2, 32),
-        op([10, 1, 2, 3], 0, 0),   // back to the /24
-        op([10, 1, 2, 3], 2, 32),  // gone already
+        op([10, 1, 2, 3], 0, 0),  // back to the /24
+        op([10, 1, 2, 3], 2, 32), // gone already
         op([10, 1, 0, 0], 2, 16),
-        op([10, 1, 9, 9], 0, 0),   // the /8
+        op([10, 1, 9, 9], 0, 0), // the /8
     ];
     let mut seen = Vec::new();
     for (i, f) in steps.iter().enumerate() {
@@ -382,18 +412,49 @@ fn every_lb_scenario_validates_in_userspace_and_counts_the_same_each_run() {
     assert_eq!(counts[0], counts[1]);
     assert_eq!(counts[0], counts[2]);
     let hit = &counts[0][0];
-    let per_packet = (hit["body_insns"].as_u64().unwrap() - hit["loop_insns"].as_u64().unwrap()) as f64 / hit["packets"].as_u64().unwrap() as f64;
-    assert!(per_packet > 200.0 && per_packet.fract() == 0.0, "an LRU hit's path is a whole number of instructions: {per_packet}");
-    assert_eq!(hit["map_ops"]["vip_map: bpf_map_lookup_elem"].as_i64(), hit["packets"].as_i64(), "one VIP lookup per packet");
+    let per_packet = (hit["body_insns"].as_u64().unwrap() - hit["loop_insns"].as_u64().unwrap()) as f64
+        / hit["packets"].as_u64().unwrap() as f64;
+    assert!(
+        per_packet > 200.0 && per_packet.fract() == 0.0,
+        "an LRU hit's path is a whole number of instructions: {per_packet}"
+    );
+    assert_eq!(
+        hit["map_ops"]["vip_map: bpf_map_lookup_elem"].as_i64(),
+        hit["packets"].as_i64(),
+        "one VIP lookup per packet"
+    );
 }
 
 #[test]
 fn runtime_both_times_each_scenario_in_the_kernel_and_in_userspace() {
-    let args = ["xdp-lb", "--runtime", "both", "--scenario", "tcp-v4-lru-hit", "--scenario", "udp-v4-lru-miss", "--samples", "5", "--batch-ms", "2", "--warmup", "0"];
+    let args = [
+        "xdp-lb",
+        "--runtime",
+        "both",
+        "--scenario",
+        "tcp-v4-lru-hit",
+        "--scenario",
+        "udp-v4-lru-miss",
+        "--samples",
+        "5",
+        "--batch-ms",
+        "2",
+        "--warmup",
+        "0",
+    ];
     let run = run_json(&args);
     let results = run["results"].as_array().unwrap();
-    let names: Vec<(&str, &str)> = results.iter().map(|r| (r["name"].as_str().unwrap(), r["runtime"].as_str().unwrap())).collect();
-    assert_eq!(names, [("tcp-v4-lru-hit", "kernel"), ("tcp-v4-lru-hit", "user"), ("udp-v4-lru-miss", "kernel"), ("udp-v4-lru-miss", "user")]);
+    let names: Vec<(&str, &str)> =
+        results.iter().map(|r| (r["name"].as_str().unwrap(), r["runtime"].as_str().unwrap())).collect();
+    assert_eq!(
+        names,
+        [
+            ("tcp-v4-lru-hit", "kernel"),
+            ("tcp-v4-lru-hit", "user"),
+            ("udp-v4-lru-miss", "kernel"),
+            ("udp-v4-lru-miss", "user")
+        ]
+    );
     for r in results {
         let m = &r["measurement"];
         assert!(m["summary"]["median"].as_f64().unwrap() > 0.0, "{}/{}", r["name"], r["runtime"]);
@@ -416,14 +477,33 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
         assert!(c.status().unwrap().success());
     }
     let o = common::bpfbench(&[
-        "ab", "--workload", "xdp-lb", a.to_str().unwrap(), b.to_str().unwrap(), "--metric", "insns",
-        "--scenario", "tcp-v4-lru-hit", "--scenario", "tcp-v6-ch", "--scenario", "pass-v4-icmp",
-        "--format", "json", "--fail-on-regression", "0",
+        "ab",
+        "--workload",
+        "xdp-lb",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--metric",
+        "insns",
+        "--scenario",
+        "tcp-v4-lru-hit",
+        "--scenario",
+        "tcp-v6-ch",
+        "--scenario",
+        "pass-v4-icmp",
+        "--format",
+        "json",
+        "--fail-on-regression",
+        "0",
     ]);
     assert_eq!(o.status.code(), Some(1), "more instructions fail the gate: {}", common::stderr(&o));
     let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let delta = |name: &str| {
-        let d = cmp["instructions"].as_array().unwrap().iter().find(|d| d["benchmark"] == format!("xdp-lb/{name}@user")).unwrap();
+        let d = cmp["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user"))
+            .unwrap();
         d["b"].as_f64().unwrap() - d["a"].as_f64().unwrap()
     };
     assert_eq!(delta("tcp-v4-lru-hit"), 1.0);
@@ -431,17 +511,33 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
     assert_eq!(delta("pass-v4-icmp"), 0.0, "ICMP leaves before the extra instruction");
     // Which line: the one the build added, matched by its text although
     // every line after it moved down; nothing else changed.
-    let lines = |name: &str| cmp["instructions"].as_array().unwrap().iter().find(|d| d["benchmark"] == format!("xdp-lb/{name}@user")).unwrap()["lines"].clone();
+    let lines = |name: &str| {
+        cmp["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user"))
+            .unwrap()["lines"]
+            .clone()
+    };
     assert_eq!(lines("tcp-v4-lru-hit"), serde_json::json!({"xdp_lb.bpf.c: asm volatile(\"r0 = r0\");": [0.0, 1.0]}));
     assert!(lines("pass-v4-icmp").is_null(), "{}", lines("pass-v4-icmp"));
-    assert!(common::stderr(&o).contains("regression: xdp-lb/tcp-v4-lru-hit@user executes +0.2% instructions per packet"));
+    assert!(
+        common::stderr(&o).contains("regression: xdp-lb/tcp-v4-lru-hit@user executes +0.2% instructions per packet")
+    );
 }
 
 #[test]
 fn runtime_and_metric_mistakes_get_one_line() {
     for (args, needle) in [
-        (vec!["run", "--metric", "insns", "--runtime", "kernel"], "--metric insns counts in the userspace runtime only"),
-        (vec!["run", "maps", "--runtime", "user", "--producers", "2"], "--producers 2: the userspace runtime runs one producer"),
+        (
+            vec!["run", "--metric", "insns", "--runtime", "kernel"],
+            "--metric insns counts in the userspace runtime only",
+        ),
+        (
+            vec!["run", "maps", "--runtime", "user", "--producers", "2"],
+            "--producers 2: the userspace runtime runs one producer",
+        ),
     ] {
         common::assert_one_line_error(&args, needle);
     }
@@ -451,12 +547,27 @@ fn runtime_and_metric_mistakes_get_one_line() {
 fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
     let call = |imm| Insn { code: 0x85, dst: 0, src: 0, off: 0, imm };
     let exit = Insn { code: 0x95, ..Default::default() };
-    let code = uvm::PreparedCode { programs: [("redirects".to_string(), vec![call(23), exit])].into(), maps: vec![], ..Default::default() };
+    let code = uvm::PreparedCode {
+        programs: [("redirects".to_string(), vec![call(23), exit])].into(),
+        maps: vec![],
+        ..Default::default()
+    };
     let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
-    assert_eq!(err, "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel");
-    let mut fine = uvm::PreparedCode { programs: [("times".to_string(), vec![call(5), exit])].into(), maps: vec![], ..Default::default() };
+    assert_eq!(
+        err,
+        "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel"
+    );
+    let mut fine = uvm::PreparedCode {
+        programs: [("times".to_string(), vec![call(5), exit])].into(),
+        maps: vec![],
+        ..Default::default()
+    };
     let unverified = uvm::UserRuntime::new(&fine, 0).unwrap();
-    assert_eq!(unverified.engine_of("times"), Engine::Interpreter, "the JIT runs only what the kernel's verifier accepted");
+    assert_eq!(
+        unverified.engine_of("times"),
+        Engine::Interpreter,
+        "the JIT runs only what the kernel's verifier accepted"
+    );
     fine.verified.insert("times".to_string());
     assert_eq!(uvm::UserRuntime::new(&fine, 0).unwrap().engine_of("times"), Engine::Jit);
 }
@@ -485,21 +596,50 @@ fn the_jit_gives_the_interpreters_verdicts_and_packets_for_every_scenario() {
 #[test]
 fn ab_compares_the_kernel_and_the_userspace_jit_in_alternation() {
     let o = common::bpfbench(&[
-        "ab", "--workload", "xdp-lb", "kernel", "user", "--scenario", "tcp-v4-lru-hit", "--format", "json", "--no-store",
-        "--max-time", "3", "--min-rounds", "2", "--pairs-per-round", "4", "--batch-ms", "0.5",
+        "ab",
+        "--workload",
+        "xdp-lb",
+        "kernel",
+        "user",
+        "--scenario",
+        "tcp-v4-lru-hit",
+        "--format",
+        "json",
+        "--no-store",
+        "--max-time",
+        "3",
+        "--min-rounds",
+        "2",
+        "--pairs-per-round",
+        "4",
+        "--batch-ms",
+        "0.5",
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((&rec["a"], &rec["b"]), (&serde_json::json!("kernel"), &serde_json::json!("userspace")), "{rec}");
     let case = &rec["cases"][0];
     assert_eq!(case["name"], "tcp-v4-lru-hit");
-    let (ratio, lo, hi) = (case["ratio"].as_f64().unwrap(), case["ratio_ci95"][0].as_f64().unwrap(), case["ratio_ci95"][1].as_f64().unwrap());
+    let (ratio, lo, hi) = (
+        case["ratio"].as_f64().unwrap(),
+        case["ratio_ci95"][0].as_f64().unwrap(),
+        case["ratio_ci95"][1].as_f64().unwrap(),
+    );
     // Generous: the JIT's LRU hit measured 0.6-0.8x the kernel's here; a broken JIT or an interpreter is 10-80x.
     assert!(ratio > 0.05 && ratio < 5.0 && lo <= ratio && ratio <= hi, "{case}");
     for (args, needle) in [
-        (vec!["ab", "kernel", "user"], "to compare runtimes name the workload: bpfbench ab --workload xdp-lb kernel user"),
-        (vec!["ab", "--workload", "xdp-lb", "user", "user"], "A and B are both the userspace runtime; compare kernel with user"),
-        (vec!["ab", "--workload", "xdp-lb", "kernel", "user", "--metric", "insns"], "--metric insns counts in the userspace runtime only"),
+        (
+            vec!["ab", "kernel", "user"],
+            "to compare runtimes name the workload: bpfbench ab --workload xdp-lb kernel user",
+        ),
+        (
+            vec!["ab", "--workload", "xdp-lb", "user", "user"],
+            "A and B are both the userspace runtime; compare kernel with user",
+        ),
+        (
+            vec!["ab", "--workload", "xdp-lb", "kernel", "user", "--metric", "insns"],
+            "--metric insns counts in the userspace runtime only",
+        ),
     ] {
         common::assert_one_line_error(&args, needle);
     }
@@ -520,11 +660,19 @@ fn mutated_load_balancer_programs_end_in_a_result_or_an_error() {
 /// The encapsulation example's command line: a hash map filled from JSON, IPIP out.
 fn encap_args() -> Vec<String> {
     let services = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/encap/services.json");
-    ["xdp_encap.bpf.o", "--map", &format!("services={services}"), "--packet", "eth/ipv4(src=10.9.0.1-10.9.0.8,dst=10.0.0.10)/tcp(dport=80)/payload(32)", "--expect", "XDP_TX"]
-        .iter()
-        .enumerate()
-        .map(|(i, a)| if i == 0 { test_object(a).to_string_lossy().into_owned() } else { a.to_string() })
-        .collect()
+    [
+        "xdp_encap.bpf.o",
+        "--map",
+        &format!("services={services}"),
+        "--packet",
+        "eth/ipv4(src=10.9.0.1-10.9.0.8,dst=10.0.0.10)/tcp(dport=80)/payload(32)",
+        "--expect",
+        "XDP_TX",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, a)| if i == 0 { test_object(a).to_string_lossy().into_owned() } else { a.to_string() })
+    .collect()
 }
 
 #[test]
@@ -548,7 +696,8 @@ fn your_objects_validate_against_the_kernel_and_time_in_userspace() {
     // Counted twice: the same figures, one service lookup per packet.
     let mut counted: Vec<&str> = args.iter().map(String::as_str).collect();
     counted.extend(["--metric", "insns"]);
-    let counts: Vec<serde_json::Value> = (0..2).map(|_| run_json(&counted)["results"][0]["instructions"].clone()).collect();
+    let counts: Vec<serde_json::Value> =
+        (0..2).map(|_| run_json(&counted)["results"][0]["instructions"].clone()).collect();
     assert_eq!(counts[0], counts[1]);
     let c = &counts[0];
     assert!(c["body_insns"].as_u64().unwrap() > c["loop_insns"].as_u64().unwrap(), "{c}");
@@ -562,7 +711,13 @@ fn lines_add_up(c: &serde_json::Value) -> Vec<(String, String, i64)> {
         .as_array()
         .unwrap_or_else(|| panic!("--profile keeps the lines: {c}"))
         .iter()
-        .map(|l| (l["at"].as_str().unwrap().to_string(), l["text"].as_str().unwrap().to_string(), l["insns"].as_i64().unwrap()))
+        .map(|l| {
+            (
+                l["at"].as_str().unwrap().to_string(),
+                l["text"].as_str().unwrap().to_string(),
+                l["insns"].as_i64().unwrap(),
+            )
+        })
         .collect();
     let total = c["body_insns"].as_i64().unwrap() - c["loop_insns"].as_i64().unwrap();
     assert_eq!(lines.iter().map(|l| l.2).sum::<i64>(), total, "{lines:?}");
@@ -578,7 +733,8 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
     let packets = c["packets"].as_i64().unwrap();
     let lines = lines_add_up(&c);
     // The service lookup's line, in the object's own source, on every packet.
-    let lookup = lines.iter().find(|l| l.1.contains("bpf_map_lookup_elem(&services")).unwrap_or_else(|| panic!("{lines:?}"));
+    let lookup =
+        lines.iter().find(|l| l.1.contains("bpf_map_lookup_elem(&services")).unwrap_or_else(|| panic!("{lines:?}"));
     assert!(lookup.0.starts_with("xdp_encap.bpf.c:") && lookup.2 > 0 && lookup.2 % packets == 0, "{lookup:?}");
     // The driver's restore of the moved head is the driver's line, not the program's.
     assert!(lines.iter().any(|l| l.0.starts_with("driver_xdp.bpf.c:") && l.2 > 0), "{lines:?}");
@@ -591,7 +747,10 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
 
     let lb = run_json(&["xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit"])["results"][0]["instructions"].clone();
     let lines = lines_add_up(&lb);
-    assert!(lines.iter().any(|l| l.0.starts_with("xdp_lb.bpf.c:") && l.1.contains("bpf_map_lookup_elem(&vip_map")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.0.starts_with("xdp_lb.bpf.c:") && l.1.contains("bpf_map_lookup_elem(&vip_map")),
+        "{lines:?}"
+    );
 
     // Time, sampled in the JIT for a second: every sample in the program
     // or a helper it called lands on one line; the VIP lookup's call (a
@@ -601,16 +760,30 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
     assert!(samples > 500, "a second at ~10,000 samples/s: {time}");
     let per_line: u64 = lb["lines"].as_array().unwrap().iter().map(|l| l["samples"].as_u64().unwrap_or(0)).sum();
     assert_eq!(per_line, samples, "{lb}");
-    let vip = lb["lines"].as_array().unwrap().iter().find(|l| l["text"].as_str().unwrap().contains("bpf_map_lookup_elem(&vip_map")).unwrap();
+    let vip = lb["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["text"].as_str().unwrap().contains("bpf_map_lookup_elem(&vip_map"))
+        .unwrap();
     assert!(vip["samples"].as_u64().unwrap_or(0) > samples / 100, "{vip} of {samples}");
     assert!(time["helpers"]["bpf_map_lookup_elem"].as_u64().unwrap_or(0) > samples / 20, "{time}");
-    assert!(time["map_ops"]["vip_map: bpf_map_lookup_elem"].as_u64().unwrap_or(0) > samples / 100, "the call site names its map: {time}");
+    assert!(
+        time["map_ops"]["vip_map: bpf_map_lookup_elem"].as_u64().unwrap_or(0) > samples / 100,
+        "the call site names its map: {time}"
+    );
     assert!(time["batches"]["median"].as_f64().unwrap() > 0.0 && time["batches"]["n"].as_u64().unwrap() >= 2, "{time}");
     let o = common::bpfbench(&["run", "xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit", "--no-store"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let table = common::stdout(&o);
-    assert!(table.contains("insns/packet  share   time ns/packet  source") && table.contains("in bpf_map_lookup_elem"), "{table}");
-    common::assert_one_line_error(&["run", "--profile", "--runtime", "both"], "--profile counts in the userspace runtime only");
+    assert!(
+        table.contains("insns/packet  share   time ns/packet  source") && table.contains("in bpf_map_lookup_elem"),
+        "{table}"
+    );
+    common::assert_one_line_error(
+        &["run", "--profile", "--runtime", "both"],
+        "--profile counts in the userspace runtime only",
+    );
 }
 
 #[test]
@@ -618,9 +791,15 @@ fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line(
     let object = |name: &str| test_object(name).to_string_lossy().into_owned();
     let (tc, swap, fib) = (object("tc_ttl.bpf.o"), object("xdp_swap.bpf.o"), object("xdp_fib.bpf.o"));
     for (args, needle) in [
-        (vec!["run", tc.as_str(), "--runtime", "user"], "'tc_ttl' is a sched_cls program; the userspace runtime runs XDP programs only: use --runtime kernel"),
+        (
+            vec!["run", tc.as_str(), "--runtime", "user"],
+            "'tc_ttl' is a sched_cls program; the userspace runtime runs XDP programs only: use --runtime kernel",
+        ),
         (vec!["run", swap.as_str(), "--runtime", "user", "--per-call"], "drop --per-call or use --runtime kernel"),
-        (vec!["run", fib.as_str(), "--runtime", "user"], "program xdp_fib calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have"),
+        (
+            vec!["run", fib.as_str(), "--runtime", "user"],
+            "program xdp_fib calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have",
+        ),
     ] {
         common::assert_one_line_error(&args, needle);
     }
@@ -630,14 +809,20 @@ fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line(
     let o = common::bpfbench(&["run", &big, "--runtime", "user", "--samples", "3", "--no-store"]);
     assert_ne!(o.status.code(), Some(0));
     let report = common::stdout(&o);
-    assert!(report.contains("cannot run in the userspace runtime: the kernel refused the program spliced into the batch loop"), "{report}");
+    assert!(
+        report.contains(
+            "cannot run in the userspace runtime: the kernel refused the program spliced into the batch loop"
+        ),
+        "{report}"
+    );
 }
 
 #[test]
 fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
     // Every map type and operation of the maps suite, and the LPM-trie suite.
     for suite in ["maps", "lpm-trie"] {
-        let mut args = vec![suite, "--runtime", "user", "--samples", "3", "--batch-ms", "1", "--warmup", "0", "--entries", "2000"];
+        let mut args =
+            vec![suite, "--runtime", "user", "--samples", "3", "--batch-ms", "1", "--warmup", "0", "--entries", "2000"];
         if suite == "maps" {
             args.extend(["--op", "lookup,update,insert,delete,drain"]);
         }
@@ -659,7 +844,17 @@ fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
         }
     }
     // Counts: the same twice; one lookup per operation, on the benchmark's map.
-    let counted = ["maps", "--map", "lpm_trie,lru_hash,percpu_array", "--op", "lookup,insert", "--entries", "1000", "--metric", "insns"];
+    let counted = [
+        "maps",
+        "--map",
+        "lpm_trie,lru_hash,percpu_array",
+        "--op",
+        "lookup,insert",
+        "--entries",
+        "1000",
+        "--metric",
+        "insns",
+    ];
     let counts: Vec<Vec<serde_json::Value>> = (0..2)
         .map(|_| run_json(&counted)["results"].as_array().unwrap().iter().map(|r| r["instructions"].clone()).collect())
         .collect();
@@ -671,10 +866,31 @@ fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
     assert_eq!(insert["map_ops"]["bench_map: bpf_map_update_elem"].as_i64(), insert["packets"].as_i64(), "{insert}");
 
     // Both runtimes in one table: each runtime's matrix apart, then the ratios.
-    let o = common::bpfbench(&["run", "maps", "--map", "hash,lpm_trie", "--op", "lookup", "--entries", "1000", "--runtime", "both", "--samples", "3", "--batch-ms", "1", "--no-store"]);
+    let o = common::bpfbench(&[
+        "run",
+        "maps",
+        "--map",
+        "hash,lpm_trie",
+        "--op",
+        "lookup",
+        "--entries",
+        "1000",
+        "--runtime",
+        "both",
+        "--samples",
+        "3",
+        "--batch-ms",
+        "1",
+        "--no-store",
+    ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let table = common::stdout(&o);
-    for needle in ["hash/lookup/1000 (user): throughput", "1000 entries, kernel (map type x operation)", "1000 entries, userspace runtime (map type x operation)", "Kernel vs userspace runtime"] {
+    for needle in [
+        "hash/lookup/1000 (user): throughput",
+        "1000 entries, kernel (map type x operation)",
+        "1000 entries, userspace runtime (map type x operation)",
+        "Kernel vs userspace runtime",
+    ] {
         assert!(table.contains(needle), "{needle}: {table}");
     }
 }

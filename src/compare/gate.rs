@@ -84,7 +84,10 @@ impl Gate {
         confirm: u32,
         mut remeasure: impl FnMut(&[String], u32) -> Result<ComparisonRecord>,
     ) -> Result<GateDecision> {
-        let mut decision = GateDecision { instruction_regressions: self.instruction_regressions(first).into_iter().cloned().collect(), ..Default::default() };
+        let mut decision = GateDecision {
+            instruction_regressions: self.instruction_regressions(first).into_iter().cloned().collect(),
+            ..Default::default()
+        };
         let mut suspects: Vec<BenchmarkComparison> = self.regressions(first).into_iter().cloned().collect();
         for round in 1..=confirm {
             if suspects.is_empty() {
@@ -92,7 +95,8 @@ impl Gate {
             }
             let names: Vec<String> = suspects.iter().map(|b| b.benchmark.clone()).collect();
             let cmp = remeasure(&names, round)?;
-            let still: Vec<BenchmarkComparison> = self.regressions(&cmp).into_iter().filter(|b| names.contains(&b.benchmark)).cloned().collect();
+            let still: Vec<BenchmarkComparison> =
+                self.regressions(&cmp).into_iter().filter(|b| names.contains(&b.benchmark)).cloned().collect();
             for gone in names.iter().filter(|n| !still.iter().any(|b| &b.benchmark == *n)) {
                 decision.cleared.push((gone.clone(), round));
             }

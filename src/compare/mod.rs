@@ -23,7 +23,9 @@ pub fn run_noise_from_history(h: &History, a: &RunRecord) -> anyhow::Result<RunN
     let mut out = RunNoise::new();
     for r in &a.results {
         let Some(p) = &r.program else { continue };
-        if let Some(n) = h.run_to_run_noise(&r.benchmark_name(), &p.tag, &a.environment.kernel, &a.environment.cpu_model)? {
+        if let Some(n) =
+            h.run_to_run_noise(&r.benchmark_name(), &p.tag, &a.environment.kernel, &a.environment.cpu_model)?
+        {
             out.insert(r.benchmark_name(), n);
         }
     }
@@ -52,7 +54,10 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
         if let (Some(pa), Some(pb)) = (&ra.program, &rb.program)
             && pa.tag != pb.tag
         {
-            let line = format!("program {} changed (tag {} -> {}, jited {} -> {} bytes)", pb.name, pa.tag, pb.tag, pa.jited_bytes, pb.jited_bytes);
+            let line = format!(
+                "program {} changed (tag {} -> {}, jited {} -> {} bytes)",
+                pb.name, pa.tag, pb.tag, pa.jited_bytes, pb.jited_bytes
+            );
             match programs.iter_mut().find(|(l, _)| *l == line) {
                 Some((_, n)) => *n += 1,
                 None => programs.push((line, 1)),
@@ -77,7 +82,8 @@ fn side(runs: &[RunRecord], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
     let mut medians = Vec::new();
     let mut newest = None;
     for r in runs {
-        if let Some(m) = r.results.iter().find(|s| s.benchmark_name() == benchmark).and_then(|s| s.measurement.as_ref()) {
+        if let Some(m) = r.results.iter().find(|s| s.benchmark_name() == benchmark).and_then(|s| s.measurement.as_ref())
+        {
             medians.push(m.summary.median);
             newest.get_or_insert_with(|| m.samples_ns.clone());
         }
@@ -86,7 +92,8 @@ fn side(runs: &[RunRecord], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
 }
 
 fn measured_names(r: Option<&RunRecord>) -> Vec<String> {
-    r.map(|r| r.results.iter().filter(|s| s.measurement.is_some()).map(|s| s.benchmark_name()).collect()).unwrap_or_default()
+    r.map(|r| r.results.iter().filter(|s| s.measurement.is_some()).map(|s| s.benchmark_name()).collect())
+        .unwrap_or_default()
 }
 
 /// Compares every benchmark measured in both sides. A side is one run or
@@ -95,7 +102,14 @@ fn measured_names(r: Option<&RunRecord>) -> Vec<String> {
 /// run-to-run noise by construction. Otherwise it is the newest runs'
 /// samples, with the interval widened by the run-to-run noise `noise` (from
 /// the history) or, failing that, the spread of A's own runs.
-pub fn compare_runs(a: &[RunRecord], a_label: &str, b: &[RunRecord], b_label: &str, threshold: f64, noise: &RunNoise) -> ComparisonRecord {
+pub fn compare_runs(
+    a: &[RunRecord],
+    a_label: &str,
+    b: &[RunRecord],
+    b_label: &str,
+    threshold: f64,
+    noise: &RunNoise,
+) -> ComparisonRecord {
     let (names_a, names_b) = (measured_names(a.first()), measured_names(b.first()));
     let common: Vec<&String> = names_a.iter().filter(|n| names_b.contains(n)).collect();
     struct Side {
@@ -110,7 +124,10 @@ pub fn compare_runs(a: &[RunRecord], a_label: &str, b: &[RunRecord], b_label: &s
         .map(|name| {
             let (meds_a, newest_a) = side(a, name);
             let (meds_b, newest_b) = side(b, name);
-            if meds_a.len() >= MIN_RUNS_PER_SIDE && meds_b.len() >= MIN_RUNS_PER_SIDE && meds_a.len() + meds_b.len() >= MIN_RUNS_TOTAL {
+            if meds_a.len() >= MIN_RUNS_PER_SIDE
+                && meds_b.len() >= MIN_RUNS_PER_SIDE
+                && meds_a.len() + meds_b.len() >= MIN_RUNS_TOTAL
+            {
                 Side { name: name.to_string(), xa: meds_a, xb: meds_b, method: Method::Runs, noise: None }
             } else {
                 let own = spread_of_medians(&meds_a).map(|cv| (cv, meds_a.len()));

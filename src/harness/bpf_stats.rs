@@ -20,7 +20,10 @@ pub fn enable() -> Result<StatsEnabled> {
     // SAFETY: a plain syscall wrapper.
     let fd = unsafe { sys::bpf_enable_stats(sys::BPF_STATS_RUN_TIME) };
     if fd < 0 {
-        bail!("turning on BPF run-time statistics (BPF_ENABLE_STATS): {}; it needs Linux 5.8 or newer and CAP_SYS_ADMIN", std::io::Error::last_os_error());
+        bail!(
+            "turning on BPF run-time statistics (BPF_ENABLE_STATS): {}; it needs Linux 5.8 or newer and CAP_SYS_ADMIN",
+            std::io::Error::last_os_error()
+        );
     }
     // SAFETY: a new fd we own.
     Ok(StatsEnabled(unsafe { OwnedFd::from_raw_fd(fd) }))

@@ -9,7 +9,13 @@ use libbpf_rs::libbpf_sys as sys;
 
 /// Loads a program of `prog_type` that returns `value`, with the attach
 /// type and flags its companion program was loaded with.
-pub fn load(prog_type: sys::bpf_prog_type, name: &CStr, value: i32, attach: sys::bpf_attach_type, flags: u32) -> Result<OwnedFd> {
+pub fn load(
+    prog_type: sys::bpf_prog_type,
+    name: &CStr,
+    value: i32,
+    attach: sys::bpf_attach_type,
+    flags: u32,
+) -> Result<OwnedFd> {
     // SAFETY: zero is a valid instruction to fill in.
     let mut mov: sys::bpf_insn = unsafe { std::mem::zeroed() };
     mov.code = (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8;
@@ -24,9 +30,15 @@ pub fn load(prog_type: sys::bpf_prog_type, name: &CStr, value: i32, attach: sys:
     opts.expected_attach_type = attach;
     opts.prog_flags = flags;
     // SAFETY: valid instructions, name, license and options.
-    let fd = unsafe { sys::bpf_prog_load(prog_type, name.as_ptr(), c"GPL".as_ptr(), insns.as_ptr(), insns.len() as _, &mut opts) };
+    let fd = unsafe {
+        sys::bpf_prog_load(prog_type, name.as_ptr(), c"GPL".as_ptr(), insns.as_ptr(), insns.len() as _, &mut opts)
+    };
     if fd < 0 {
-        bail!("loading {} (a program returning {value}): {}", name.to_string_lossy(), std::io::Error::from_raw_os_error(-fd));
+        bail!(
+            "loading {} (a program returning {value}): {}",
+            name.to_string_lossy(),
+            std::io::Error::from_raw_os_error(-fd)
+        );
     }
     // SAFETY: a new fd we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

@@ -38,7 +38,8 @@ pub fn measure_loop_constructs(cpu: usize, iters: u32, samples: usize) -> Result
     ];
     let mut out = Vec::new();
     for (name, prog) in candidates {
-        let mut timed = TimedProgram::new(prog_fd(prog)?, map_handle(&skel.maps.bench_ctl)?, map_handle(&skel.maps.bench_result)?)?;
+        let mut timed =
+            TimedProgram::new(prog_fd(prog)?, map_handle(&skel.maps.bench_ctl)?, map_handle(&skel.maps.bench_result)?)?;
         let mut ns = Vec::with_capacity(samples);
         timed.run_batch(&packet, iters, RestoreMode::BENCH_RESTORE_NONE, cpu)?; // warm-up
         for _ in 0..samples {

@@ -90,7 +90,9 @@ pub trait Workload {
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         match runtime {
             Runtime::Kernel => self.setup(cpu),
-            Runtime::User => anyhow::bail!("{} does not run in the userspace runtime yet; use --runtime kernel", self.name()),
+            Runtime::User => {
+                anyhow::bail!("{} does not run in the userspace runtime yet; use --runtime kernel", self.name())
+            }
         }
     }
 }

@@ -79,7 +79,12 @@ pub trait Build {
 }
 
 /// Sets `build` up afresh behind a spacer of random size.
-fn load<'b>(build: &'b mut dyn Build, s: &ScenarioInfo, rng: &mut SmallRng, what: &str) -> Result<(Validation, Box<dyn PreparedScenario + 'b>)> {
+fn load<'b>(
+    build: &'b mut dyn Build,
+    s: &ScenarioInfo,
+    rng: &mut SmallRng,
+    what: &str,
+) -> Result<(Validation, Box<dyn PreparedScenario + 'b>)> {
     let _spacer = Spacer::random(rng)?;
     build.fresh(s).context(what.to_string())
 }
@@ -87,7 +92,13 @@ fn load<'b>(build: &'b mut dyn Build, s: &ScenarioInfo, rng: &mut SmallRng, what
 /// Warm-up, then `pairs` pairs in ABBA order on the loaded sides; returns
 /// the pair ratios (None if `stop` cut the round short) and adds each
 /// batch's ns/op to `ns`.
-fn round(sides: [&mut dyn PreparedScenario; 2], iters: u32, pairs: u32, ns: &mut [Vec<f64>; 2], stop: &AtomicBool) -> Result<Option<Vec<f64>>> {
+fn round(
+    sides: [&mut dyn PreparedScenario; 2],
+    iters: u32,
+    pairs: u32,
+    ns: &mut [Vec<f64>; 2],
+    stop: &AtomicBool,
+) -> Result<Option<Vec<f64>>> {
     let mut batch = |side: usize| -> Result<f64> {
         let t = sides[side].run_batch(Variant::Body, iters)?;
         if t.iters == 0 {
@@ -134,7 +145,9 @@ pub fn run(
     let mut iters = None;
     let mut next_look = settings.min_rounds as usize;
     // Spacer sizes: seeded from the case, so a comparison can be rerun as it was.
-    let mut rng = SmallRng::seed_from_u64(s.name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)));
+    let mut rng = SmallRng::seed_from_u64(
+        s.name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)),
+    );
     let stopped = loop {
         // Alternate which build is set up first, each behind a spacer.
         let ((va, mut pa), (vb, mut pb)) = if rounds.len() % 2 == 0 {
@@ -147,9 +160,13 @@ pub fn run(
         check(&va, &vb)?;
         let n = match iters {
             Some(n) => n,
-            None => *iters.insert(calibrate(pa.as_mut(), Variant::Body, settings.batch_ms * 1e6, stop).context("calibrating A")?.0),
+            None => *iters.insert(
+                calibrate(pa.as_mut(), Variant::Body, settings.batch_ms * 1e6, stop).context("calibrating A")?.0,
+            ),
         };
-        let Some(r) = round([pa.as_mut(), pb.as_mut()], n, settings.pairs_per_round, &mut ns, stop)? else { break "interrupted" };
+        let Some(r) = round([pa.as_mut(), pb.as_mut()], n, settings.pairs_per_round, &mut ns, stop)? else {
+            break "interrupted";
+        };
         rounds.push(crate::stats::median(&r).context("a round took no pairs")?);
         ratios.extend(r);
         if rounds.len() >= next_look {

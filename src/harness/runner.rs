@@ -74,7 +74,12 @@ fn batch_size(target_ns: f64, ns_per_op: f64) -> u32 {
 
 /// Grows the batch tenfold until it takes a tenth of `target_ns`, then
 /// sizes it to the target. Returns (batch size, ns/op estimate).
-pub fn calibrate(p: &mut dyn PreparedScenario, variant: Variant, target_ns: f64, stop: &AtomicBool) -> Result<(u32, f64)> {
+pub fn calibrate(
+    p: &mut dyn PreparedScenario,
+    variant: Variant,
+    target_ns: f64,
+    stop: &AtomicBool,
+) -> Result<(u32, f64)> {
     let mut iters = FIRST_CALIBRATION_BATCH;
     let (mut est, mut elapsed, _) = batch(p, stop, variant, iters)?;
     while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 {
@@ -143,7 +148,14 @@ impl Runner {
     }
 
     /// Collects up to `count` samples within the time cap.
-    fn sample(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32, count: usize, label: &str) -> Result<Vec<f64>> {
+    fn sample(
+        &self,
+        p: &mut dyn PreparedScenario,
+        variant: Variant,
+        iters: u32,
+        count: usize,
+        label: &str,
+    ) -> Result<Vec<f64>> {
         let pb = self.progress_bar(label, count);
         let start = Instant::now();
         let mut out = Vec::with_capacity(count);
@@ -201,10 +213,17 @@ impl Runner {
             ));
         }
         if samples.len() < wanted {
-            warnings.push(format!("only {} of {wanted} samples within the {} s cap", samples.len(), self.sampling.max_scenario_s));
+            warnings.push(format!(
+                "only {} of {wanted} samples within the {} s cap",
+                samples.len(),
+                self.sampling.max_scenario_s
+            ));
         }
         if summary.cv > NOISY_CV {
-            warnings.push(format!("noisy: CV {:.1}% (is the machine idle? try --cpu on an isolated core)", summary.cv * 100.0));
+            warnings.push(format!(
+                "noisy: CV {:.1}% (is the machine idle? try --cpu on an isolated core)",
+                summary.cv * 100.0
+            ));
         }
         let outliers = summary.outliers_low + summary.outliers_high;
         if outliers as f64 > OUTLIER_SHARE * summary.n as f64 {
@@ -223,12 +242,23 @@ impl Runner {
     /// Validates, then (if valid) measures one scenario of `workload`.
     /// Errors are recorded, so the suite can go on with the other scenarios;
     /// None when the stop flag cut the scenario short.
-    pub fn run_scenario(&mut self, workload: &str, w: &mut dyn LoadedWorkload, s: &ScenarioInfo) -> Option<ScenarioRecord> {
+    pub fn run_scenario(
+        &mut self,
+        workload: &str,
+        w: &mut dyn LoadedWorkload,
+        s: &ScenarioInfo,
+    ) -> Option<ScenarioRecord> {
         self.run_scenario_in(workload, Runtime::Kernel, w, s)
     }
 
     /// [`Runner::run_scenario`] of a workload whose programs run in `runtime`.
-    pub fn run_scenario_in(&mut self, workload: &str, runtime: Runtime, w: &mut dyn LoadedWorkload, s: &ScenarioInfo) -> Option<ScenarioRecord> {
+    pub fn run_scenario_in(
+        &mut self,
+        workload: &str,
+        runtime: Runtime,
+        w: &mut dyn LoadedWorkload,
+        s: &ScenarioInfo,
+    ) -> Option<ScenarioRecord> {
         let mut rec = ScenarioRecord {
             workload: workload.to_string(),
             name: s.name.to_string(),
@@ -269,7 +299,11 @@ impl Runner {
         if self.metric == Metric::Insns {
             match prepared.count_instructions(COUNT_ITERS, self.profile) {
                 Ok(Some(c)) => rec.instructions = Some(c),
-                Ok(None) => rec.error = Some("instructions are counted in the userspace runtime, which this scenario did not run in".into()),
+                Ok(None) => {
+                    rec.error = Some(
+                        "instructions are counted in the userspace runtime, which this scenario did not run in".into(),
+                    )
+                }
                 Err(e) => rec.error = Some(format!("counting instructions failed: {e:#}")),
             }
             return Some(rec);

@@ -19,8 +19,9 @@ const VERIFIER_LOG_LINES: usize = 25;
 /// `what` and carries the tail of the verifier's log.
 pub fn load<'obj, O: OpenSkel<'obj>>(open: O, what: &str) -> Result<O::Output> {
     libbpf_log::take();
-    open.load()
-        .map_err(|e| anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES)))
+    open.load().map_err(|e| {
+        anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES))
+    })
 }
 
 /// An owned handle on a skeleton map.
@@ -79,7 +80,9 @@ impl ObjectSource {
     pub fn open(&self) -> Result<libbpf_rs::OpenObject> {
         libbpf_log::take();
         let opened = match self {
-            ObjectSource::Builtin { name, bytes } => libbpf_rs::ObjectBuilder::default().name(*name)?.open_memory(bytes),
+            ObjectSource::Builtin { name, bytes } => {
+                libbpf_rs::ObjectBuilder::default().name(*name)?.open_memory(bytes)
+            }
             ObjectSource::File(path) => {
                 crate::object_file::check_bpf_elf(path)?;
                 libbpf_rs::ObjectBuilder::default().open_file(path)
@@ -93,13 +96,17 @@ impl ObjectSource {
 /// the verifier's log.
 pub fn load_object(open: libbpf_rs::OpenObject, what: &str) -> Result<libbpf_rs::Object> {
     libbpf_log::take();
-    open.load()
-        .map_err(|e| anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES)))
+    open.load().map_err(|e| {
+        anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES))
+    })
 }
 
 /// Loads an opened object as [`load_object`] does, after libbpf prepared
 /// it and the userspace runtime took its programs' instructions.
-pub fn load_object_keeping_code(mut open: libbpf_rs::OpenObject, what: &str) -> Result<(libbpf_rs::Object, crate::uvm::PreparedCode)> {
+pub fn load_object_keeping_code(
+    mut open: libbpf_rs::OpenObject,
+    what: &str,
+) -> Result<(libbpf_rs::Object, crate::uvm::PreparedCode)> {
     let mut code = crate::uvm::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
     let obj = load_object(open, what)?;
     code.mark_verified(&obj);
@@ -108,7 +115,13 @@ pub fn load_object_keeping_code(mut open: libbpf_rs::OpenObject, what: &str) -> 
 
 /// The part of an opened object named `name` (a map name may carry libbpf's
 /// object prefix, as `.rodata` sections do).
-fn find_named<T>(items: impl Iterator<Item = T>, name_of: impl Fn(&T) -> String, name: &str, kind: &str, source: &str) -> Result<T> {
+fn find_named<T>(
+    items: impl Iterator<Item = T>,
+    name_of: impl Fn(&T) -> String,
+    name: &str,
+    kind: &str,
+    source: &str,
+) -> Result<T> {
     let mut names = Vec::new();
     for item in items {
         let n = name_of(&item);
@@ -121,18 +134,31 @@ fn find_named<T>(items: impl Iterator<Item = T>, name_of: impl Fn(&T) -> String,
 }
 
 /// An opened object's map `name`, to configure before loading.
-pub fn open_map_mut<'o>(open: &'o mut libbpf_rs::OpenObject, name: &str, source: &str) -> Result<libbpf_rs::OpenMapMut<'o>> {
+pub fn open_map_mut<'o>(
+    open: &'o mut libbpf_rs::OpenObject,
+    name: &str,
+    source: &str,
+) -> Result<libbpf_rs::OpenMapMut<'o>> {
     find_named(open.maps_mut(), |m| m.name().to_string_lossy().into_owned(), name, "map", source)
 }
 
 /// Edits the initial value of an opened object's global-variable section
 /// (`.rodata`, `.bss`) through `T`, the skeleton's type for it; a build
 /// whose section has another size is refused.
-pub fn edit_section<T: bytemuck::Pod>(open: &mut libbpf_rs::OpenObject, section: &str, source: &str, edit: impl FnOnce(&mut T)) -> Result<()> {
+pub fn edit_section<T: bytemuck::Pod>(
+    open: &mut libbpf_rs::OpenObject,
+    section: &str,
+    source: &str,
+    edit: impl FnOnce(&mut T),
+) -> Result<()> {
     let mut m = open_map_mut(open, section, source)?;
     let bytes = m.initial_value_mut().with_context(|| format!("{source}'s {section} has no data"))?;
     if bytes.len() != size_of::<T>() {
-        bail!("{source}'s {section} holds {} bytes where this bpfbench expects {}; build it from the same source", bytes.len(), size_of::<T>());
+        bail!(
+            "{source}'s {section} holds {} bytes where this bpfbench expects {}; build it from the same source",
+            bytes.len(),
+            size_of::<T>()
+        );
     }
     let mut value: T = bytemuck::pod_read_unaligned(bytes);
     edit(&mut value);
@@ -148,7 +174,13 @@ pub fn object_map(obj: &libbpf_rs::Object, name: &str, source: &str) -> Result<M
 
 /// [`object_map`], checked to have the key and value sizes of the host's
 /// types: a build from other headers is refused before it is written to.
-pub fn object_map_sized(obj: &libbpf_rs::Object, name: &str, key: usize, value: usize, source: &str) -> Result<MapHandle> {
+pub fn object_map_sized(
+    obj: &libbpf_rs::Object,
+    name: &str,
+    key: usize,
+    value: usize,
+    source: &str,
+) -> Result<MapHandle> {
     let m = object_map(obj, name, source)?;
     if (m.key_size() as usize, m.value_size() as usize) != (key, value) {
         bail!(

@@ -45,7 +45,16 @@ impl Spacer {
         insns.push(insn(0x95, 0));
         let (name, license) = (c"bench_spacer", c"GPL");
         // SAFETY: valid instructions and C strings live across the call; NULL opts are defaults.
-        let fd = unsafe { sys::bpf_prog_load(sys::BPF_PROG_TYPE_SOCKET_FILTER, name.as_ptr(), license.as_ptr(), insns.as_ptr(), insns.len() as _, std::ptr::null_mut()) };
+        let fd = unsafe {
+            sys::bpf_prog_load(
+                sys::BPF_PROG_TYPE_SOCKET_FILTER,
+                name.as_ptr(),
+                license.as_ptr(),
+                insns.as_ptr(),
+                insns.len() as _,
+                std::ptr::null_mut(),
+            )
+        };
         if fd < 0 {
             bail!("loading a spacer program: {}", std::io::Error::last_os_error());
         }
@@ -53,7 +62,9 @@ impl Spacer {
         let program = unsafe { OwnedFd::from_raw_fd(fd) };
         let entries = rng.random_range(1..=MAX_MAP_ENTRIES);
         // SAFETY: a C string name; NULL opts are defaults.
-        let fd = unsafe { sys::bpf_map_create(sys::BPF_MAP_TYPE_ARRAY, c"bench_spacer".as_ptr(), 4, 8, entries, std::ptr::null()) };
+        let fd = unsafe {
+            sys::bpf_map_create(sys::BPF_MAP_TYPE_ARRAY, c"bench_spacer".as_ptr(), 4, 8, entries, std::ptr::null())
+        };
         if fd < 0 {
             bail!("creating a spacer map: {}", std::io::Error::last_os_error());
         }

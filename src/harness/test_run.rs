@@ -88,5 +88,8 @@ pub const TC_ACTIONS: [(&str, i32); 10] = [
 
 /// Name of a tc action.
 pub fn tc_action_name(action: u32) -> String {
-    TC_ACTIONS.iter().find(|(_, v)| *v == action as i32).map_or_else(|| format!("action {}", action as i32), |(n, _)| n.to_string())
+    TC_ACTIONS
+        .iter()
+        .find(|(_, v)| *v == action as i32)
+        .map_or_else(|| format!("action {}", action as i32), |(n, _)| n.to_string())
 }

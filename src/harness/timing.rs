@@ -68,7 +68,8 @@ impl TimedProgram {
     /// `prog` must be a program of the object that owns `ctl_map` and `result_map`.
     pub fn new(prog: OwnedFd, ctl_map: MapHandle, result_map: MapHandle) -> Result<Self> {
         ensure!(
-            ctl_map.value_size() as usize == size_of::<bench_ctl>() && result_map.value_size() as usize == size_of::<bench_result>(),
+            ctl_map.value_size() as usize == size_of::<bench_ctl>()
+                && result_map.value_size() as usize == size_of::<bench_result>(),
             "bench_ctl/bench_result differ between this object and the harness: rebuild bpfbench"
         );
         let mut p = Self { prog, ctl_map, result_map, ctl: bench_ctl::default(), user: None };
@@ -92,7 +93,8 @@ impl TimedProgram {
         match &self.user {
             Some(u) => {
                 let cpu = u.runtime.borrow().cpu();
-                let rc = u.runtime.borrow_mut().map_mut("bench_ctl")?.update(&KEY0, &[bytemuck::bytes_of(&ctl)], 0, cpu);
+                let rc =
+                    u.runtime.borrow_mut().map_mut("bench_ctl")?.update(&KEY0, &[bytemuck::bytes_of(&ctl)], 0, cpu);
                 ensure!(rc == 0, "writing bench_ctl in the userspace runtime: error {rc}");
             }
             None => self.ctl_map.update(&KEY0, bytemuck::bytes_of(&ctl), MapFlags::ANY).context("writing bench_ctl")?,
@@ -130,7 +132,13 @@ impl TimedProgram {
     /// Runs one timed batch of `iters` iterations (plus, for programs built
     /// with BENCH_TIMED_LOOP, the untimed validation iteration) on the
     /// calling thread's CPU, `cpu`.
-    pub fn run_batch(&mut self, packet: &[u8], iters: u32, restore: RestoreMode, cpu: usize) -> Result<(BatchTiming, RunOutput)> {
+    pub fn run_batch(
+        &mut self,
+        packet: &[u8],
+        iters: u32,
+        restore: RestoreMode,
+        cpu: usize,
+    ) -> Result<(BatchTiming, RunOutput)> {
         ensure!(iters > 0, "a timed batch needs at least one iteration");
         self.set_ctl(true, iters, restore)?;
         let before = self.read_results()?;
@@ -195,12 +203,18 @@ fn fresh_sample(before: &[bench_result], after: &[bench_result], cpu: usize) -> 
         bail!("bench_result has no slot for CPU {cpu}");
     };
     if a.invocations == b.invocations {
-        bail!("no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early");
+        bail!(
+            "no timing sample on CPU {cpu}: the run happened elsewhere (is the thread pinned?) or the program returned early"
+        );
     }
     match a.status {
         bench_status::BENCH_OK => {}
-        bench_status::BENCH_ERR_SHORT_PACKET => bail!("packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves"),
-        bench_status::BENCH_ERR_RESTORE => bail!("the timing loop could not restore the packet head between iterations"),
+        bench_status::BENCH_ERR_SHORT_PACKET => {
+            bail!("packet shorter than the {BENCH_SAVE_BYTES} header bytes the timing loop saves")
+        }
+        bench_status::BENCH_ERR_RESTORE => {
+            bail!("the timing loop could not restore the packet head between iterations")
+        }
         s => bail!("the reset block failed inside the timed loop (status {})", s.0),
     }
     Ok(BatchTiming { started_ns: a.started_ns, elapsed_ns: a.elapsed_ns, iters: a.iters })

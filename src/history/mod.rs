@@ -99,9 +99,12 @@ impl History {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let conn = Connection::open(path).with_context(|| format!("opening the history database {}", path.display()))?;
+        let conn =
+            Connection::open(path).with_context(|| format!("opening the history database {}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(30))?;
-        let not_db = |e: rusqlite::Error| anyhow::anyhow!("{} is not a bpfbench history database ({e}); choose another --db", path.display());
+        let not_db = |e: rusqlite::Error| {
+            anyhow::anyhow!("{} is not a bpfbench history database ({e}); choose another --db", path.display())
+        };
         conn.pragma_update(None, "journal_mode", "WAL").map_err(not_db)?;
         let h = History { conn, path: path.to_path_buf() };
         h.migrate()?;
@@ -132,7 +135,9 @@ impl History {
                 Ok(())
             }
             Some(Ok(_)) => Ok(()),
-            Some(Err(_)) => bail!("{} has an unreadable schema version; use --db with another path", self.path.display()),
+            Some(Err(_)) => {
+                bail!("{} has an unreadable schema version; use --db with another path", self.path.display())
+            }
             None => {
                 self.conn.execute_batch(&format!(
                     "BEGIN IMMEDIATE; {TABLES} INSERT OR IGNORE INTO meta VALUES ('schema_version', '{DB_SCHEMA_VERSION}'); COMMIT;"
@@ -231,12 +236,20 @@ impl History {
     /// identical code (same program tag) on the same kernel and CPU model:
     /// the noise a single run's own samples cannot show. Returns the
     /// coefficient of variation of those medians and how many runs it rests on.
-    pub fn run_to_run_noise(&self, benchmark: &str, program_tag: &str, kernel: &str, cpu_model: &str) -> Result<Option<(f64, usize)>> {
+    pub fn run_to_run_noise(
+        &self,
+        benchmark: &str,
+        program_tag: &str,
+        kernel: &str,
+        cpu_model: &str,
+    ) -> Result<Option<(f64, usize)>> {
         let mut q = self.conn.prepare(
             "SELECT x.median_ns FROM results x JOIN runs r ON r.id = x.run_id
              WHERE x.benchmark = ?1 AND x.program_tag = ?2 AND r.kernel = ?3 AND r.cpu_model = ?4 AND x.median_ns IS NOT NULL",
         )?;
-        let medians: Vec<f64> = q.query_map(params![benchmark, program_tag, kernel, cpu_model], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        let medians: Vec<f64> = q
+            .query_map(params![benchmark, program_tag, kernel, cpu_model], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
         Ok(crate::stats::two_sample::spread_of_medians(&medians).map(|cv| (cv, medians.len())))
     }
 
@@ -296,7 +309,12 @@ impl History {
     }
 
     /// The newest `limit` records of `table`: (id, record).
-    fn list_records<T: serde::de::DeserializeOwned>(&self, table: &str, limit: usize, what: &str) -> Result<Vec<(i64, T)>> {
+    fn list_records<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &str,
+        limit: usize,
+        what: &str,
+    ) -> Result<Vec<(i64, T)>> {
         let mut q = self.conn.prepare(&format!("SELECT id, record_json FROM {table} ORDER BY id DESC LIMIT ?1"))?;
         let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut out = Vec::new();

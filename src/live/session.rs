@@ -16,8 +16,8 @@ use anyhow::{Context, Result};
 
 use super::sweep::StepTraffic;
 use super::{LiveProgram, LruCounts, sink};
-use crate::record::live::{LiveStep, LruStep, StatsOverhead, StepWindow};
 use crate::harness::bpf_stats::{self, RunStats, StatsEnabled};
+use crate::record::live::{LiveStep, LruStep, StatsOverhead, StepWindow};
 use crate::system::ethtool::XdpVerdicts;
 use crate::system::interrupt;
 use crate::traffic::generator::FlowOrder;
@@ -67,7 +67,9 @@ impl<'p> LiveSession<'p> {
     /// Builds the topology and attaches `program`; the statistics go on.
     pub fn start(program: &'p mut dyn LiveProgram, settings: LiveSettings) -> Result<LiveSession<'p>> {
         let topology = Topology::create()?;
-        let dut_link = topology.attach_inner(program.prog(), settings.mode).with_context(|| format!("attaching {} to the veth", program.label()))?;
+        let dut_link = topology
+            .attach_inner(program.prog(), settings.mode)
+            .with_context(|| format!("attaching {} to the veth", program.label()))?;
         let sink = sink::load_drop_program()?;
         let sink_link = topology.attach_outer(sink.as_fd(), XdpMode::Native)?;
         let stats = Some(bpf_stats::enable()?);
@@ -123,7 +125,11 @@ impl<'p> LiveSession<'p> {
         let sent = generator.run(&settings, |interval| {
             if let Ok(now) = RunStats::read(prog) {
                 let d = now.since(last);
-                windows.push(StepWindow { offered_pps: interval.pps, run_cnt: d.run_cnt, ns_per_packet: d.ns_per_run() });
+                windows.push(StepWindow {
+                    offered_pps: interval.pps,
+                    run_cnt: d.run_cnt,
+                    ns_per_packet: d.ns_per_run(),
+                });
                 last = now;
             }
         })?;
@@ -182,7 +188,9 @@ impl<'p> LiveSession<'p> {
                 ns_per_program_run: None,
                 runs_per_frame: 0.0,
                 pairs_ns: Vec::new(),
-                note: format!("not measured: {STATS_SYSCTL} is 1, so the statistics cannot be turned off; they cost {claim}"),
+                note: format!(
+                    "not measured: {STATS_SYSCTL} is 1, so the statistics cannot be turned off; they cost {claim}"
+                ),
             });
         }
         self.program.reset()?;

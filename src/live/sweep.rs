@@ -66,7 +66,9 @@ impl FromStr for Sweep {
         };
         let values = list
             .split(',')
-            .map(|v| v.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("--sweep {name}: '{v}' is not a whole number")))
+            .map(|v| {
+                v.trim().parse::<u64>().map_err(|_| anyhow::anyhow!("--sweep {name}: '{v}' is not a whole number"))
+            })
             .collect::<Result<Vec<u64>>>()?;
         let least = if var == SweepVar::SrcPorts { 0 } else { 1 };
         if let Some(v) = values.iter().find(|&&v| v < least) {
@@ -94,17 +96,23 @@ impl StepTraffic {
     }
 
     /// The step of `sweep` at `value`, from the base packet and settings.
-    pub fn at(sweep: &Sweep, value: u64, packet: &PacketSpec, size: Option<usize>, threads: usize) -> Result<StepTraffic> {
+    pub fn at(
+        sweep: &Sweep,
+        value: u64,
+        packet: &PacketSpec,
+        size: Option<usize>,
+        threads: usize,
+    ) -> Result<StepTraffic> {
         match sweep.var {
-            SweepVar::SrcPorts => Self::base(&packet.with_field_values(&["tcp", "udp"], "sport", value.max(1))?, size, threads),
+            SweepVar::SrcPorts => {
+                Self::base(&packet.with_field_values(&["tcp", "udp"], "sport", value.max(1))?, size, threads)
+            }
             SweepVar::Flows => Self::base(&packet.with_field_values(&["ipv4", "ipv6"], "src", value)?, size, threads),
             SweepVar::Size => {
                 ensure!(size.is_none(), "--sweep size sets the frame size; leave out --size");
                 Self::base(packet, Some(value as usize), threads)
             }
-            SweepVar::Threads => {
-                Self::base(packet, size, usize::try_from(value)?)
-            }
+            SweepVar::Threads => Self::base(packet, size, usize::try_from(value)?),
         }
     }
 }

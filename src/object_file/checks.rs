@@ -26,7 +26,10 @@ pub fn check_bpf_elf(path: &Path) -> Result<ElfFacts> {
     }
     let file = object::File::parse(&*data).with_context(|| format!("{name} is a damaged ELF file"))?;
     if file.architecture() != Architecture::Bpf {
-        bail!("{name} is an ELF file for {:?}, not a BPF object: compile it with clang -target bpf", file.architecture());
+        bail!(
+            "{name} is an ELF file for {:?}, not a BPF object: compile it with clang -target bpf",
+            file.architecture()
+        );
     }
     let license = file
         .section_by_name("license")

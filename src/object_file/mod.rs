@@ -182,7 +182,13 @@ impl ObjectFile {
             .into_iter()
             .map(|p| {
                 // SAFETY: a program of this object.
-                let (name, section, ty) = unsafe { (cstr(sys::bpf_program__name(p)), cstr(sys::bpf_program__section_name(p)), sys::bpf_program__type(p)) };
+                let (name, section, ty) = unsafe {
+                    (
+                        cstr(sys::bpf_program__name(p)),
+                        cstr(sys::bpf_program__section_name(p)),
+                        sys::bpf_program__type(p),
+                    )
+                };
                 let kind = match ty {
                     sys::BPF_PROG_TYPE_XDP => Some(ProgKind::Xdp),
                     sys::BPF_PROG_TYPE_SCHED_CLS => Some(ProgKind::Tc),
@@ -202,7 +208,10 @@ impl ObjectFile {
         let file = self.path.display();
         let listed = || all.iter().map(|p| format!("{} ({})", p.name, p.section)).collect::<Vec<_>>().join(", ");
         let p = match name {
-            Some(n) => all.iter().find(|p| p.name == n).with_context(|| format!("{file} has no program '{n}'; it has {}", listed()))?,
+            Some(n) => all
+                .iter()
+                .find(|p| p.name == n)
+                .with_context(|| format!("{file} has no program '{n}'; it has {}", listed()))?,
             None => match all.as_slice() {
                 [] => bail!("{file} holds no BPF program"),
                 [one] => one,
@@ -279,8 +288,11 @@ impl ObjectFile {
             }
         }
         for (name, path) in reuse {
-            let m = self.map_raw(name).with_context(|| format!("--map-pin {name}=...: {} has no map '{name}'; {}", self.path.display(), self.maps_listed()))?;
-            let fd = crate::system::bpffs::open_pinned_map(path).with_context(|| format!("--map-pin {name}={}", path.display()))?;
+            let m = self.map_raw(name).with_context(|| {
+                format!("--map-pin {name}=...: {} has no map '{name}'; {}", self.path.display(), self.maps_listed())
+            })?;
+            let fd = crate::system::bpffs::open_pinned_map(path)
+                .with_context(|| format!("--map-pin {name}={}", path.display()))?;
             // SAFETY: a valid fd; libbpf dups it.
             let rc = unsafe { sys::bpf_map__reuse_fd(m, std::os::fd::AsRawFd::as_raw_fd(&fd)) };
             if rc != 0 {
@@ -300,7 +312,12 @@ impl ObjectFile {
         // SAFETY: an open object, prepared once.
         let rc = unsafe { sys::bpf_object__prepare(self.obj.as_ptr()) };
         if rc != 0 {
-            bail!("libbpf cannot prepare {} ({}): {}", self.path.display(), errno_error(rc), one_line(&libbpf_log::tail(3)));
+            bail!(
+                "libbpf cannot prepare {} ({}): {}",
+                self.path.display(),
+                errno_error(rc),
+                one_line(&libbpf_log::tail(3))
+            );
         }
         Ok(())
     }
@@ -375,7 +392,8 @@ impl ObjectFile {
         let log = self.verifier_log();
         if rc != 0 {
             let reason = refusal(&log).unwrap_or_else(|| one_line(&libbpf_log::tail(LOG_TAIL)));
-            let processed = parse_stats(&log).processed_insns.map(|n| format!(" after {n} instructions")).unwrap_or_default();
+            let processed =
+                parse_stats(&log).processed_insns.map(|n| format!(" after {n} instructions")).unwrap_or_default();
             bail!(
                 "the kernel's verifier refused program '{program}' of {}{processed}: {reason} ({}; 'bpfbench verifier {}' shows its figures)",
                 self.path.display(),
@@ -419,7 +437,9 @@ impl ObjectFile {
 
     /// A created map's descriptor (after `prepare`).
     pub fn map_fd(&self, name: &str) -> Result<BorrowedFd<'_>> {
-        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'; {}", self.path.display(), self.maps_listed()))?;
+        let m = self
+            .map_raw(name)
+            .with_context(|| format!("{} has no map '{name}'; {}", self.path.display(), self.maps_listed()))?;
         // SAFETY: a map of this object.
         let fd = unsafe { sys::bpf_map__fd(m) };
         if fd < 0 {
@@ -467,7 +487,12 @@ pub fn refusal(log: &str) -> Option<String> {
     log.lines()
         .map(str::trim)
         .rev()
-        .find(|l| !l.is_empty() && !l.starts_with("processed ") && !l.starts_with("verification time") && !l.starts_with("stack depth"))
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+        })
         .map(str::to_string)
 }
 

@@ -42,7 +42,10 @@ mod tests {
         let s = parse_stats(log);
         assert_eq!(s.verification_time_us, Some(4521));
         assert_eq!(s.stack_depth, Some(vec![64, 0, 8]));
-        assert_eq!((s.processed_insns, s.max_states_per_insn, s.total_states, s.peak_states), (Some(1203), Some(4), Some(95), Some(90)));
+        assert_eq!(
+            (s.processed_insns, s.max_states_per_insn, s.total_states, s.peak_states),
+            (Some(1203), Some(4), Some(95), Some(90))
+        );
         assert_eq!(parse_stats("garbage"), VerifierStats::default());
     }
 }

@@ -125,10 +125,16 @@ fn layout(pkt: &[u8]) -> Vec<Field> {
                     _ => "inner ",
                 };
                 ip_seen += 1;
-                let (family, table) = if matches!(layer, Layer::Ip4) { ("IPv4", IPV4_FIELDS) } else { ("IPv6", IPV6_FIELDS) };
+                let (family, table) =
+                    if matches!(layer, Layer::Ip4) { ("IPv4", IPV4_FIELDS) } else { ("IPv6", IPV6_FIELDS) };
                 push(&mut fields, &format!("{depth}{family} "), *base, table);
                 if *len > 20 && matches!(layer, Layer::Ip4) {
-                    fields.push(Field { name: format!("{depth}IPv4 options"), start: base + 20, end: base + len, kind: FieldKind::Bytes });
+                    fields.push(Field {
+                        name: format!("{depth}IPv4 options"),
+                        start: base + 20,
+                        end: base + len,
+                        kind: FieldKind::Bytes,
+                    });
                 }
             }
             Layer::Tcp => push(&mut fields, "TCP ", *base, TCP_FIELDS),

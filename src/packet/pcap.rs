@@ -32,7 +32,10 @@ pub fn read(path: &Path) -> Result<Vec<Vec<u8>>> {
                 Block::EnhancedPacket(p) => {
                     let link = r.packet_interface(&p).map(|i| i.linktype);
                     if link != Some(DataLink::ETHERNET) {
-                        bail!("{name}: packet {} is not an Ethernet frame (link type {link:?}); XDP and tc programs see Ethernet", out.len() + 1);
+                        bail!(
+                            "{name}: packet {} is not an Ethernet frame (link type {link:?}); XDP and tc programs see Ethernet",
+                            out.len() + 1
+                        );
                     }
                     (p.data.into_owned(), p.original_len)
                 }
@@ -61,7 +64,10 @@ pub fn read(path: &Path) -> Result<Vec<Vec<u8>>> {
 /// A packet captured whole, or an error saying it was cut.
 fn whole(name: &std::path::Display<'_>, n: usize, data: Vec<u8>, orig_len: u32) -> Result<Vec<u8>> {
     if (data.len() as u32) < orig_len {
-        bail!("{name}: packet {n} was captured truncated ({} of {orig_len} bytes); capture with a larger snap length", data.len());
+        bail!(
+            "{name}: packet {n} was captured truncated ({} of {orig_len} bytes); capture with a larger snap length",
+            data.len()
+        );
     }
     Ok(data)
 }
@@ -71,7 +77,8 @@ fn whole(name: &std::path::Display<'_>, n: usize, data: Vec<u8>, orig_len: u32) 
 pub fn write(path: &Path, packets: &[&[u8]]) -> Result<()> {
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let header = PcapHeader { snaplen: SNAPLEN, datalink: DataLink::ETHERNET, ..Default::default() };
-    let mut w = PcapWriter::with_header(BufWriter::new(file), header).with_context(|| format!("writing {}", path.display()))?;
+    let mut w =
+        PcapWriter::with_header(BufWriter::new(file), header).with_context(|| format!("writing {}", path.display()))?;
     for (i, p) in packets.iter().enumerate() {
         let packet = PcapPacket::new(Duration::from_micros(i as u64), p.len() as u32, p);
         w.write_packet(&packet).with_context(|| format!("writing {}", path.display()))?;

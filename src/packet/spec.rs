@@ -37,7 +37,10 @@ struct Layer {
 #[derive(Debug, Clone, PartialEq)]
 enum Value {
     /// A number, address or flag set, or the inclusive range lo..=hi.
-    Num { lo: u128, hi: u128 },
+    Num {
+        lo: u128,
+        hi: u128,
+    },
     Bytes(Vec<u8>),
 }
 
@@ -88,7 +91,12 @@ const ETH: &[Field] = &[
     f("dst", Ty::Mac, Some("02:00:00:00:00:02")),
     f("type", Ty::Int(16), None),
 ];
-const VLAN: &[Field] = &[f("id", Ty::Int(12), Some("1")), f("pcp", Ty::Int(3), Some("0")), f("dei", Ty::Int(1), Some("0")), f("type", Ty::Int(16), None)];
+const VLAN: &[Field] = &[
+    f("id", Ty::Int(12), Some("1")),
+    f("pcp", Ty::Int(3), Some("0")),
+    f("dei", Ty::Int(1), Some("0")),
+    f("type", Ty::Int(16), None),
+];
 const IPV4: &[Field] = &[
     f("src", Ty::V4, Some("10.0.0.1")),
     f("dst", Ty::V4, Some("10.0.0.2")),
@@ -109,7 +117,12 @@ const IPV6: &[Field] = &[
     f("fl", Ty::Int(20), Some("0")),
     f("nh", Ty::Int(8), None),
 ];
-const IPV6FRAG: &[Field] = &[f("off", Ty::Int(13), Some("0")), f("m", Ty::Int(1), Some("0")), f("id", Ty::Int(32), Some("0")), f("nh", Ty::Int(8), None)];
+const IPV6FRAG: &[Field] = &[
+    f("off", Ty::Int(13), Some("0")),
+    f("m", Ty::Int(1), Some("0")),
+    f("id", Ty::Int(32), Some("0")),
+    f("nh", Ty::Int(8), None),
+];
 const TCP: &[Field] = &[
     f("sport", Ty::Int(16), Some("12345")),
     f("dport", Ty::Int(16), Some("80")),
@@ -120,13 +133,38 @@ const TCP: &[Field] = &[
     f("urg", Ty::Int(16), Some("0")),
 ];
 const UDP: &[Field] = &[f("sport", Ty::Int(16), Some("12345")), f("dport", Ty::Int(16), Some("53"))];
-const ICMP: &[Field] = &[f("type", Ty::Int(8), Some("8")), f("code", Ty::Int(8), Some("0")), f("id", Ty::Int(16), Some("0")), f("seq", Ty::Int(16), Some("0"))];
-const ICMPV6: &[Field] =
-    &[f("type", Ty::Int(8), Some("128")), f("code", Ty::Int(8), Some("0")), f("id", Ty::Int(16), Some("0")), f("seq", Ty::Int(16), Some("0"))];
-const PAYLOAD: &[Field] = &[f("len", Ty::Int(16), Some("0")), f("fill", Ty::Int(8), Some("0")), f("hex", Ty::Hex, Some("")), f("text", Ty::Text, Some(""))];
+const ICMP: &[Field] = &[
+    f("type", Ty::Int(8), Some("8")),
+    f("code", Ty::Int(8), Some("0")),
+    f("id", Ty::Int(16), Some("0")),
+    f("seq", Ty::Int(16), Some("0")),
+];
+const ICMPV6: &[Field] = &[
+    f("type", Ty::Int(8), Some("128")),
+    f("code", Ty::Int(8), Some("0")),
+    f("id", Ty::Int(16), Some("0")),
+    f("seq", Ty::Int(16), Some("0")),
+];
+const PAYLOAD: &[Field] = &[
+    f("len", Ty::Int(16), Some("0")),
+    f("fill", Ty::Int(8), Some("0")),
+    f("hex", Ty::Hex, Some("")),
+    f("text", Ty::Text, Some("")),
+];
 
 impl Kind {
-    const ALL: [Kind; 10] = [Kind::Eth, Kind::Vlan, Kind::Ipv4, Kind::Ipv6, Kind::Ipv6Frag, Kind::Tcp, Kind::Udp, Kind::Icmp, Kind::Icmpv6, Kind::Payload];
+    const ALL: [Kind; 10] = [
+        Kind::Eth,
+        Kind::Vlan,
+        Kind::Ipv4,
+        Kind::Ipv6,
+        Kind::Ipv6Frag,
+        Kind::Tcp,
+        Kind::Udp,
+        Kind::Icmp,
+        Kind::Icmpv6,
+        Kind::Payload,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -220,7 +258,8 @@ pub fn mac_bytes(s: &str) -> Option<[u8; 6]> {
 /// Bytes written as hex digits, optionally after `0x`, with any of
 /// ` :-_` between them.
 pub fn hex_bytes(s: &str) -> Option<Vec<u8>> {
-    let digits: String = s.trim().trim_start_matches("0x").chars().filter(|c| !matches!(c, ' ' | ':' | '-' | '_')).collect();
+    let digits: String =
+        s.trim().trim_start_matches("0x").chars().filter(|c| !matches!(c, ' ' | ':' | '-' | '_')).collect();
     if digits.is_empty() || !digits.len().is_multiple_of(2) {
         return None;
     }
@@ -263,7 +302,9 @@ fn parse_flags(s: &str) -> Result<u128> {
 fn parse_scalar(ty: Ty, s: &str) -> Result<u128> {
     match ty {
         Ty::Mac => parse_mac(s),
-        Ty::V4 => Ok(u32::from(s.parse::<Ipv4Addr>().ok().with_context(|| format!("'{s}' is not an IPv4 address"))?) as u128),
+        Ty::V4 => {
+            Ok(u32::from(s.parse::<Ipv4Addr>().ok().with_context(|| format!("'{s}' is not an IPv4 address"))?) as u128)
+        }
         Ty::V6 => Ok(u128::from(s.parse::<Ipv6Addr>().ok().with_context(|| format!("'{s}' is not an IPv6 address"))?)),
         Ty::Int(bits) => parse_int(s, bits),
         Ty::TcpFlags => parse_flags(s),
@@ -306,7 +347,8 @@ fn parse_layer(text: &str) -> Result<Layer> {
         .find(|k| k.name() == name)
         .with_context(|| format!("unknown layer '{name}'; layers are {}", names.join(", ")))?;
     let fields = kind.fields();
-    let mut values: Vec<Option<Value>> = fields.iter().map(|f| f.default.map(|d| parse_value(f.ty, d).expect("defaults parse"))).collect();
+    let mut values: Vec<Option<Value>> =
+        fields.iter().map(|f| f.default.map(|d| parse_value(f.ty, d).expect("defaults parse"))).collect();
     for arg in args.map(|a| split_top(a, ',')).unwrap_or_default().into_iter().filter(|a| !a.trim().is_empty()) {
         let (key, value) = match arg.split_once('=') {
             Some((k, v)) => (k.trim(), v),
@@ -316,7 +358,10 @@ fn parse_layer(text: &str) -> Result<Layer> {
             None => bail!("'{arg}' in {name}(...) is not field=value"),
         };
         let i = fields.iter().position(|f| f.name == key).with_context(|| {
-            format!("{name} has no field '{key}'; its fields are {}", fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", "))
+            format!(
+                "{name} has no field '{key}'; its fields are {}",
+                fields.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+            )
         })?;
         values[i] = Some(parse_value(fields[i].ty, value).with_context(|| format!("{name}({key}=...)"))?);
     }
@@ -347,7 +392,9 @@ impl PacketSpec {
 
     /// How many packets the spec stands for (the product of its ranges).
     pub fn count(&self) -> u64 {
-        self.ranges().iter().fold(1u64, |acc, &(_, _, lo, hi)| acc.saturating_mul((hi - lo).min(u64::MAX as u128 - 1) as u64 + 1))
+        self.ranges()
+            .iter()
+            .fold(1u64, |acc, &(_, _, lo, hi)| acc.saturating_mul((hi - lo).min(u64::MAX as u128 - 1) as u64 + 1))
     }
 
     /// (layer, field, lo, hi) of every range, in spec order.
@@ -408,7 +455,9 @@ impl PacketSpec {
                 let fi = l.kind.fields().iter().position(|f| f.name == name).expect("known field");
                 num(li, fi).unwrap_or(0)
             };
-            let given = |name: &str| -> Option<u128> { num(li, l.kind.fields().iter().position(|f| f.name == name).expect("known field")) };
+            let given = |name: &str| -> Option<u128> {
+                num(li, l.kind.fields().iter().position(|f| f.name == name).expect("known field"))
+            };
             let ethertype = || -> Result<u16> {
                 Ok(match (given("type"), next(li).and_then(|k| k.ids().0)) {
                     (Some(t), _) => t as u16,
@@ -450,7 +499,10 @@ impl PacketSpec {
                 }
                 Kind::Ipv4 => {
                     let options = bytes(li, 9);
-                    ensure!(options.len() % 4 == 0 && options.len() <= 40, "ipv4 options must be a multiple of 4 bytes, at most 40");
+                    ensure!(
+                        options.len() % 4 == 0 && options.len() <= 40,
+                        "ipv4 options must be a multiple of 4 bytes, at most 40"
+                    );
                     let ihl = 5 + options.len() / 4;
                     let total = ihl * 4 + out.len();
                     ensure!(total <= 0xffff, "the IPv4 packet is longer than 65535 bytes");
@@ -531,9 +583,18 @@ impl PacketSpec {
 
     /// The checksum pseudo-header for the transport layer at `li`, from the
     /// nearest IP layer around it.
-    fn pseudo_header(&self, li: usize, num: &dyn Fn(usize, usize) -> Option<u128>, proto: u8, len: usize) -> Result<Vec<u8>> {
+    fn pseudo_header(
+        &self,
+        li: usize,
+        num: &dyn Fn(usize, usize) -> Option<u128>,
+        proto: u8,
+        len: usize,
+    ) -> Result<Vec<u8>> {
         let kind = self.layers[li].kind;
-        let ip = (0..li).rev().find(|&i| matches!(self.layers[i].kind, Kind::Ipv4 | Kind::Ipv6)).with_context(|| format!("{} needs an ipv4 or ipv6 layer around it", kind.name()))?;
+        let ip = (0..li)
+            .rev()
+            .find(|&i| matches!(self.layers[i].kind, Kind::Ipv4 | Kind::Ipv6))
+            .with_context(|| format!("{} needs an ipv4 or ipv6 layer around it", kind.name()))?;
         let (src, dst) = (num(ip, 0).unwrap_or(0), num(ip, 1).unwrap_or(0));
         let mut p = Vec::new();
         match self.layers[ip].kind {
@@ -637,13 +698,11 @@ impl PacketSpec {
                 (Kind::Ipv6, "dst") => (base + 24 + 12, 4),
                 (Kind::Tcp | Kind::Udp, "sport") => (base, 2),
                 (Kind::Tcp | Kind::Udp, "dport") => (base + 2, 2),
-                _ => bail!("a range in {name} cannot vary per frame: only addresses and ports can; give one --packet per value instead"),
+                _ => bail!(
+                    "a range in {name} cannot vary per frame: only addresses and ports can; give one --packet per value instead"
+                ),
             };
-            ensure!(
-                lo >> 32 == hi >> 32,
-                "the {name} range {} spans more than its last 32 bits; narrow it",
-                self.text
-            );
+            ensure!(lo >> 32 == hi >> 32, "the {name} range {} spans more than its last 32 bits; narrow it", self.text);
             let mut checksums = Vec::new();
             match kind {
                 Kind::Ipv4 | Kind::Ipv6 => {
@@ -682,7 +741,10 @@ impl PacketSpec {
         match spec.layers.last_mut() {
             Some(l) if l.kind == Kind::Payload => {
                 let given = |i: usize| matches!(&l.values[i], Some(Value::Bytes(b)) if !b.is_empty());
-                ensure!(!given(2) && !given(3) || extra == 0, "--size cannot pad a payload given as hex or text; give payload(LEN) instead");
+                ensure!(
+                    !given(2) && !given(3) || extra == 0,
+                    "--size cannot pad a payload given as hex or text; give payload(LEN) instead"
+                );
                 if let Some(Value::Num { lo, hi }) = &mut l.values[0] {
                     *lo += extra;
                     *hi += extra;
@@ -707,7 +769,10 @@ impl PacketSpec {
             .find(|l| layers.contains(&l.kind.name()))
             .with_context(|| format!("'{}' has no {} layer to vary", self.text, layers.join(" or ")))?;
         let fields = layer.kind.fields();
-        let i = fields.iter().position(|f| f.name == field).with_context(|| format!("{} has no field '{field}'", layer.kind.name()))?;
+        let i = fields
+            .iter()
+            .position(|f| f.name == field)
+            .with_context(|| format!("{} has no field '{field}'", layer.kind.name()))?;
         let bits = match fields[i].ty {
             Ty::V4 => 32,
             Ty::V6 => 128,
@@ -719,7 +784,11 @@ impl PacketSpec {
             _ => 0,
         };
         let hi = lo + u128::from(count - 1);
-        ensure!(bits >= 128 || hi < 1u128 << bits, "{count} values of {}({field}) from its value {lo} do not fit in {bits} bits", layer.kind.name());
+        ensure!(
+            bits >= 128 || hi < 1u128 << bits,
+            "{count} values of {}({field}) from its value {lo} do not fit in {bits} bits",
+            layer.kind.name()
+        );
         layer.values[i] = Some(Value::Num { lo, hi });
         let name = layer.kind.name();
         spec.text = format!("{} with {count} {name} {field} values", self.text);
@@ -802,7 +871,10 @@ mod tests {
         let Some(NetSlice::Ipv6(ip)) = s.net else { panic!("no IPv6") };
         let Some(TransportSlice::Udp(udp)) = s.transport else { panic!("no UDP") };
         assert_eq!(udp.payload(), b"hi there");
-        assert_eq!(udp.checksum(), udp.to_header().calc_checksum_ipv6(&ip.header().to_header(), udp.payload()).unwrap());
+        assert_eq!(
+            udp.checksum(),
+            udp.to_header().calc_checksum_ipv6(&ip.header().to_header(), udp.payload()).unwrap()
+        );
         let p = one("eth/ipv4/icmp(id=7,seq=1)/payload(4)");
         assert_eq!(checksum(&[&p[34..]]), 0, "ICMP checksum covers header and data");
         let p = one("eth/ipv6/icmpv6(id=7,seq=1)");
@@ -835,7 +907,8 @@ mod tests {
         let s = PacketSpec::parse("eth/ipv4(src=10.0.0.1-10.0.0.4)/udp(sport=1000-1002)").unwrap();
         assert_eq!(s.count(), 12);
         let packets = s.packets().unwrap();
-        let flows: std::collections::BTreeSet<(Vec<u8>, Vec<u8>)> = packets.iter().map(|p| (p[26..30].to_vec(), p[34..36].to_vec())).collect();
+        let flows: std::collections::BTreeSet<(Vec<u8>, Vec<u8>)> =
+            packets.iter().map(|p| (p[26..30].to_vec(), p[34..36].to_vec())).collect();
         assert_eq!(flows.len(), 12, "all distinct");
         // The first range varies fastest.
         assert_eq!(&packets[1][26..30], &[10, 0, 0, 2]);
@@ -849,10 +922,18 @@ mod tests {
         let err = |s: &str| PacketSpec::parse(s).unwrap_err().to_string();
         assert!(err("eth/ipv5").contains("unknown layer 'ipv5'"), "{}", err("eth/ipv5"));
         assert!(err("eth/ipv4(srcc=1.2.3.4)").contains("ipv4 has no field 'srcc'"));
-        assert!(format!("{:#}", PacketSpec::parse("eth/ipv4(src=1.2.3)").unwrap_err()).contains("'1.2.3' is not an IPv4 address"));
-        assert!(format!("{:#}", PacketSpec::parse("eth/tcp(sport=70000)").unwrap_err()).contains("does not fit in 16 bits"));
+        assert!(
+            format!("{:#}", PacketSpec::parse("eth/ipv4(src=1.2.3)").unwrap_err())
+                .contains("'1.2.3' is not an IPv4 address")
+        );
+        assert!(
+            format!("{:#}", PacketSpec::parse("eth/tcp(sport=70000)").unwrap_err()).contains("does not fit in 16 bits")
+        );
         assert!(err("ipv4/tcp").contains("starts with eth"));
         assert!(err("eth/payload(4)/tcp").contains("payload must be the last layer"));
-        assert!(format!("{:#}", PacketSpec::parse("eth/udp").unwrap().packet(0).unwrap_err()).contains("udp needs an ipv4 or ipv6 layer"));
+        assert!(
+            format!("{:#}", PacketSpec::parse("eth/udp").unwrap().packet(0).unwrap_err())
+                .contains("udp needs an ipv4 or ipv6 layer")
+        );
     }
 }

@@ -54,12 +54,19 @@ impl InstructionDelta {
     }
 
     /// The counts of `a` and `b` (same benchmark), per packet.
-    pub fn between(benchmark: String, a: &crate::record::InstructionCount, b: &crate::record::InstructionCount) -> InstructionDelta {
+    pub fn between(
+        benchmark: String,
+        a: &crate::record::InstructionCount,
+        b: &crate::record::InstructionCount,
+    ) -> InstructionDelta {
         let per = |c: &crate::record::InstructionCount, n: i64| n as f64 / c.packets.max(1) as f64;
         let mut changed = std::collections::BTreeMap::new();
-        let keys: std::collections::BTreeSet<&String> = a.helpers.keys().chain(a.map_ops.keys()).chain(b.helpers.keys()).chain(b.map_ops.keys()).collect();
+        let keys: std::collections::BTreeSet<&String> =
+            a.helpers.keys().chain(a.map_ops.keys()).chain(b.helpers.keys()).chain(b.map_ops.keys()).collect();
         for k in keys {
-            let get = |c: &crate::record::InstructionCount| per(c, c.helpers.get(k).or_else(|| c.map_ops.get(k)).copied().unwrap_or(0));
+            let get = |c: &crate::record::InstructionCount| {
+                per(c, c.helpers.get(k).or_else(|| c.map_ops.get(k)).copied().unwrap_or(0))
+            };
             let (x, y) = (get(a), get(b));
             if x != y {
                 changed.insert(k.clone(), (x, y));

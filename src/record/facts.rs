@@ -19,7 +19,8 @@ pub struct ScenarioFacts {
 
 impl ScenarioFacts {
     /// One producer, one figure per operation, in a table row.
-    pub const TABLE_ROW: ScenarioFacts = ScenarioFacts { layout: Layout::Table, producers: 1, unit: Unit::Op, map: None };
+    pub const TABLE_ROW: ScenarioFacts =
+        ScenarioFacts { layout: Layout::Table, producers: 1, unit: Unit::Op, map: None };
 
     /// The facts as `key=value` pairs, for exports that carry them as text.
     pub fn describe(&self) -> Vec<(&'static str, String)> {

@@ -4,10 +4,10 @@
 
 pub mod comparison;
 mod facts;
-pub mod paired;
 pub mod live;
-pub mod traffic;
+pub mod paired;
 mod schema;
+pub mod traffic;
 pub mod verifier;
 
 use std::time::Duration;
@@ -268,7 +268,13 @@ impl InstructionCount {
                 None => self.lines.push(LineCount { at, text, insns: 0, samples }),
             }
         }
-        self.time = Some(TimeProfile { samples: sampled.samples, outside: sampled.outside, batches, helpers: sampled.helpers, map_ops: sampled.map_ops });
+        self.time = Some(TimeProfile {
+            samples: sampled.samples,
+            outside: sampled.outside,
+            batches,
+            helpers: sampled.helpers,
+            map_ops: sampled.map_ops,
+        });
     }
 
     /// Instructions per packet.

@@ -25,9 +25,13 @@ pub enum RecordError {
     Json(serde_json::Error),
     #[error("not a bpfbench result: no \"schema\" field naming {SCHEMA_NAME}/N")]
     Foreign,
-    #[error("written by a newer bpfbench (schema {0}; this one reads up to {SCHEMA_NAME}/{SCHEMA_VERSION}); upgrade bpfbench")]
+    #[error(
+        "written by a newer bpfbench (schema {0}; this one reads up to {SCHEMA_NAME}/{SCHEMA_VERSION}); upgrade bpfbench"
+    )]
     Newer(String),
-    #[error("schema {0} is too old for this bpfbench (it reads {SCHEMA_NAME}/{OLDEST_READABLE} to /{SCHEMA_VERSION}); re-run the benchmark")]
+    #[error(
+        "schema {0} is too old for this bpfbench (it reads {SCHEMA_NAME}/{OLDEST_READABLE} to /{SCHEMA_VERSION}); re-run the benchmark"
+    )]
     Older(String),
     #[error("a {0} document with a missing or malformed field ({1})")]
     Malformed(String, serde_json::Error),

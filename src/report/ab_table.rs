@@ -93,7 +93,20 @@ pub fn table(rec: &PairedRecord) -> String {
 
 pub fn csv(rec: &PairedRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(["benchmark", "median_a_ns", "median_b_ns", "ratio", "ci95_low", "ci95_high", "verdict", "loads", "pairs", "batch_iters", "elapsed_s", "stop"])?;
+    w.write_record([
+        "benchmark",
+        "median_a_ns",
+        "median_b_ns",
+        "ratio",
+        "ci95_low",
+        "ci95_high",
+        "verdict",
+        "loads",
+        "pairs",
+        "batch_iters",
+        "elapsed_s",
+        "stop",
+    ])?;
     for c in &rec.cases {
         w.write_record([
             benchmark(c),
@@ -119,8 +132,14 @@ pub fn bmf(rec: &PairedRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>>
         .iter()
         .map(|c| {
             let mut measures = BTreeMap::new();
-            measures.insert("latency".to_string(), BmfMeasure { value: c.median_b, lower_value: c.median_b_ci95.0, upper_value: c.median_b_ci95.1 });
-            measures.insert("ratio".to_string(), BmfMeasure { value: c.ratio, lower_value: c.ratio_ci95.0, upper_value: c.ratio_ci95.1 });
+            measures.insert(
+                "latency".to_string(),
+                BmfMeasure { value: c.median_b, lower_value: c.median_b_ci95.0, upper_value: c.median_b_ci95.1 },
+            );
+            measures.insert(
+                "ratio".to_string(),
+                BmfMeasure { value: c.ratio, lower_value: c.ratio_ci95.0, upper_value: c.ratio_ci95.1 },
+            );
             (benchmark(c), measures)
         })
         .collect()

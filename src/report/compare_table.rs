@@ -36,11 +36,16 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
         return;
     }
     let w = cmp.instructions.iter().map(|d| d.benchmark.len()).max().unwrap_or(9).max(9);
-    let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8}", "benchmark", "A insns/pkt", "B insns/pkt", "delta", "B/A");
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8}",
+        "benchmark", "A insns/pkt", "B insns/pkt", "delta", "B/A"
+    );
     for d in &cmp.instructions {
         let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
         let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
-        let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8.4}", d.benchmark, num(d.a), num(d.b), delta, d.ratio());
+        let _ =
+            writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8.4}", d.benchmark, num(d.a), num(d.b), delta, d.ratio());
         for (what, (a, b)) in &d.changed {
             let _ = writeln!(out, "{:<w$}    {what}: {} -> {} per packet", "", num(*a), num(*b));
         }
@@ -53,7 +58,12 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
             let _ = writeln!(out, "{:<w$}    {sign}{} insns/packet at {line}", "", num(change));
         }
         if lines.len() > CHANGED_LINES {
-            let _ = writeln!(out, "{:<w$}    ... {} more lines changed (--format json lists them)", "", lines.len() - CHANGED_LINES);
+            let _ = writeln!(
+                out,
+                "{:<w$}    ... {} more lines changed (--format json lists them)",
+                "",
+                lines.len() - CHANGED_LINES
+            );
         }
     }
     let more = cmp.instructions.iter().filter(|d| d.b > d.a).count();

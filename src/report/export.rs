@@ -69,7 +69,12 @@ pub fn gobench(report: &RunRecord) -> String {
     let _ = writeln!(out, "kernel: {}\ncommit: {}", env.kernel, env.git_commit);
     for r in &report.results {
         let Some(m) = &r.measurement else { continue };
-        let name = format!("Benchmark{}/{}{}", go_name(&r.workload), r.name.replace(char::is_whitespace, "_"), r.timing.suffix());
+        let name = format!(
+            "Benchmark{}/{}{}",
+            go_name(&r.workload),
+            r.name.replace(char::is_whitespace, "_"),
+            r.timing.suffix()
+        );
         for ns in &m.samples_ns {
             let _ = writeln!(out, "{name}\t{}\t{ns:.3} ns/op", m.batch_iters);
         }

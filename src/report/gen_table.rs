@@ -26,12 +26,17 @@ fn errors(e: Option<u64>) -> String {
 
 /// The column heads over the per-second lines (TCP mode adds goodput).
 pub fn interval_head(tcp: bool) -> &'static str {
-    if tcp { "    time          pps   Gbit/s   errors  goodput Gbit/s" } else { "    time          pps   Gbit/s   errors" }
+    if tcp {
+        "    time          pps   Gbit/s   errors  goodput Gbit/s"
+    } else {
+        "    time          pps   Gbit/s   errors"
+    }
 }
 
 /// One per-second line.
 pub fn interval_line(i: &GenInterval) -> String {
-    let mut line = format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.pps.round() as u64), i.gbps, errors(i.errors));
+    let mut line =
+        format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.pps.round() as u64), i.gbps, errors(i.errors));
     if let Some(g) = i.goodput_gbps {
         let _ = write!(line, " {g:>15.3}");
     }
@@ -44,7 +49,8 @@ pub fn start_line(interface: &str, threads: usize, flows: u64, frame_bytes: &[us
     sizes.sort_unstable();
     sizes.dedup();
     let sizes = sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("/");
-    let rate = rate.map_or_else(|| "as fast as it goes".to_string(), |r| format!("paced at {} pps", grouped(r.round() as u64)));
+    let rate = rate
+        .map_or_else(|| "as fast as it goes".to_string(), |r| format!("paced at {} pps", grouped(r.round() as u64)));
     format!(
         "sending on {interface}: {threads} thread{}, {} flow{}, {sizes}-byte frames, {rate}",
         if threads == 1 { "" } else { "s" },
@@ -66,7 +72,12 @@ pub fn summary(r: &GenRecord) -> String {
         r.stopped_by
     );
     if let Some(asked) = r.rate_asked_pps {
-        let _ = writeln!(out, "asked {} pps: reached {:+.2}% of it", grouped(asked.round() as u64), (r.pps / asked - 1.0) * 100.0);
+        let _ = writeln!(
+            out,
+            "asked {} pps: reached {:+.2}% of it",
+            grouped(asked.round() as u64),
+            (r.pps / asked - 1.0) * 100.0
+        );
     }
     let cpus = r.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
     let _ = writeln!(
@@ -104,7 +115,11 @@ pub fn summary(r: &GenRecord) -> String {
         );
     }
     if r.errors.is_some_and(|e| e > 0 && e >= r.sent / 2) {
-        let _ = writeln!(out, "warning: {} dropped most frames; a veth takes XDP frames only when its peer has an XDP program (or GRO) on", r.interface);
+        let _ = writeln!(
+            out,
+            "warning: {} dropped most frames; a veth takes XDP frames only when its peer has an XDP program (or GRO) on",
+            r.interface
+        );
     }
     out
 }

@@ -69,7 +69,11 @@ fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
         );
         for (helper, n) in t.helpers.iter().chain(&t.map_ops) {
             let share = 100.0 * *n as f64 / t.samples as f64;
-            let _ = writeln!(out, "      in {helper:<37} {share:>5.1}% of the time, {:.1} ns/packet", share / 100.0 * b.median);
+            let _ = writeln!(
+                out,
+                "      in {helper:<37} {share:>5.1}% of the time, {:.1} ns/packet",
+                share / 100.0 * b.median
+            );
         }
     }
     let mut lines: Vec<&LineCount> = c.lines.iter().collect();
@@ -84,12 +88,25 @@ fn profile(out: &mut String, c: &InstructionCount, verbose: bool) {
             (Some(ts), Some(t)) => format!(" {ts:>5.1}% {:>9.1}", ts / 100.0 * t.batches.median),
             _ => String::new(),
         };
-        let _ = writeln!(out, "      {:<w$} {:>12} {share:>5.1}%{timed}  {}", l.at, per_packet(l.insns as f64, c.packets), l.text);
+        let _ = writeln!(
+            out,
+            "      {:<w$} {:>12} {share:>5.1}%{timed}  {}",
+            l.at,
+            per_packet(l.insns as f64, c.packets),
+            l.text
+        );
     }
     if shown < lines.len() {
         let rest: i64 = lines[shown..].iter().map(|l| l.insns).sum();
-        let rest_time = time_share(lines[shown..].iter().map(|l| l.samples).sum()).map(|t| format!(" and {t:.1}% of the time")).unwrap_or_default();
-        let _ = writeln!(out, "      ... {} more lines, {:.1}% of the instructions{rest_time} (-v shows every line)", lines.len() - shown, 100.0 * rest as f64 / total);
+        let rest_time = time_share(lines[shown..].iter().map(|l| l.samples).sum())
+            .map(|t| format!(" and {t:.1}% of the time"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "      ... {} more lines, {:.1}% of the instructions{rest_time} (-v shows every line)",
+            lines.len() - shown,
+            100.0 * rest as f64 / total
+        );
     }
 }
 
@@ -106,7 +123,11 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
         }
     }
     for g in groups {
-        let _ = writeln!(out, "\n{g}\n  {:<30} {:>8} {:>14} {:>14} {:>14}", "scenario", "packets", "insns/packet", "helpers/packet", "map ops/packet");
+        let _ = writeln!(
+            out,
+            "\n{g}\n  {:<30} {:>8} {:>14} {:>14} {:>14}",
+            "scenario", "packets", "insns/packet", "helpers/packet", "map ops/packet"
+        );
         for r in run.results.iter().filter(|r| r.group == g) {
             row(&mut out, r);
             if let Some(c) = &r.instructions {

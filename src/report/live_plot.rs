@@ -19,9 +19,14 @@ const PANEL_HEIGHT: u32 = 320;
 fn register_font() -> Result<()> {
     static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
-        let path = FONT_FILES.iter().find(|p| Path::new(p).exists()).ok_or("no DejaVuSans.ttf for the plot's labels; install fonts-dejavu-core")?;
-        let bytes: &'static [u8] = Box::leak(std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?.into_boxed_slice());
-        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).map_err(|_| format!("{path} is not a font the plot can use"))
+        let path = FONT_FILES
+            .iter()
+            .find(|p| Path::new(p).exists())
+            .ok_or("no DejaVuSans.ttf for the plot's labels; install fonts-dejavu-core")?;
+        let bytes: &'static [u8] =
+            Box::leak(std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{path} is not a font the plot can use"))
     })
     .clone()
     .map_err(|e| anyhow::anyhow!(e))
@@ -52,7 +57,11 @@ fn panels(rec: &LiveRecord) -> Vec<Panel> {
     }];
     let mut ns = Vec::new();
     if let Some(cc) = &rec.cross_check {
-        ns.push(("in-BPF prediction from hit rate", BLUE, cc.steps.iter().map(|r| (x(r.value), r.predicted_ns)).collect()));
+        ns.push((
+            "in-BPF prediction from hit rate",
+            BLUE,
+            cc.steps.iter().map(|r| (x(r.value), r.predicted_ns)).collect(),
+        ));
     }
     ns.push(("live (bpf_stats)", RED, steps.iter().filter_map(|s| Some((x(s.value), s.ns_per_packet?))).collect()));
     out.push(Panel { title: "Program run time", y_label: "ns per packet", series: ns });
@@ -61,15 +70,31 @@ fn panels(rec: &LiveRecord) -> Vec<Panel> {
             title: "Connection table (LRU)",
             y_label: "hit rate (%)",
             series: vec![
-                ("predicted: entries / flows", BLUE, steps.iter().filter_map(|s| Some((x(s.value), s.lru.as_ref()?.predicted_hit_rate * 100.0))).collect()),
-                ("measured", RED, steps.iter().filter_map(|s| Some((x(s.value), s.lru.as_ref()?.hit_rate * 100.0))).collect()),
+                (
+                    "predicted: entries / flows",
+                    BLUE,
+                    steps
+                        .iter()
+                        .filter_map(|s| Some((x(s.value), s.lru.as_ref()?.predicted_hit_rate * 100.0)))
+                        .collect(),
+                ),
+                (
+                    "measured",
+                    RED,
+                    steps.iter().filter_map(|s| Some((x(s.value), s.lru.as_ref()?.hit_rate * 100.0))).collect(),
+                ),
             ],
         });
     }
     out
 }
 
-fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel, x_label: &str, x_range: (f64, f64)) -> Result<()>
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+    x_label: &str,
+    x_range: (f64, f64),
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -93,11 +118,16 @@ where
         let color = *color;
         let width = if i == 0 && panel.series.len() > 1 { 5 } else { 2 };
         chart
-            .draw_series(LineSeries::new(points.iter().copied(), color.mix(if width == 5 { 0.5 } else { 1.0 }).stroke_width(width)))
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.mix(if width == 5 { 0.5 } else { 1.0 }).stroke_width(width),
+            ))
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .label(*name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width)));
-        chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(|e| anyhow::anyhow!("{e}"))?;
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     chart
         .configure_series_labels()

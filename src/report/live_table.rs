@@ -14,7 +14,8 @@ fn verdict_shares(v: &XdpVerdicts) -> String {
     if v.packets == 0 {
         return "-".into();
     }
-    let mut parts = [("PASS", v.pass), ("DROP", v.drop), ("TX", v.tx), ("TX failed", v.tx_errors), ("REDIRECT", v.redirect)];
+    let mut parts =
+        [("PASS", v.pass), ("DROP", v.drop), ("TX", v.tx), ("TX failed", v.tx_errors), ("REDIRECT", v.redirect)];
     parts.sort_by_key(|p| std::cmp::Reverse(p.1));
     parts
         .iter()
@@ -42,7 +43,8 @@ fn step_value(rec: &LiveRecord, s: &LiveStep) -> String {
 /// The run as a table.
 pub fn render(rec: &LiveRecord) -> String {
     let mut out = String::new();
-    let lru = rec.lru_size.map(|n| format!(", connection tables of {} entries per CPU", grouped(n))).unwrap_or_default();
+    let lru =
+        rec.lru_size.map(|n| format!(", connection tables of {} entries per CPU", grouped(n))).unwrap_or_default();
     let _ = writeln!(
         out,
         "{} on a veth ({} XDP){lru}; {} flow order; {:.1} s warm-up, then {:.1} s per step",
@@ -63,7 +65,11 @@ pub fn render(rec: &LiveRecord) -> String {
         let _ = write!(out, " {:>8} {:>9}", "LRU hit", "predicted");
     }
     let _ = writeln!(out, "  verdicts");
-    let _ = write!(out, "{:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>6} {:>4} {:>7}", "", "", "", "", "Mpps", "Mpps", "", "", "CV", "CV", "", "");
+    let _ = write!(
+        out,
+        "{:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>6} {:>4} {:>7}",
+        "", "", "", "", "Mpps", "Mpps", "", "", "CV", "CV", "", ""
+    );
     let _ = writeln!(out);
     for s in &rec.steps {
         let _ = write!(
@@ -95,7 +101,10 @@ pub fn render(rec: &LiveRecord) -> String {
         let _ = writeln!(out, "  {}", verdict_shares(&s.verdicts));
     }
     if rec.steps.iter().any(|s| s.received_pps < s.offered_pps / 2.0) {
-        let _ = writeln!(out, "warning: the program ran on fewer than half the frames sent in some step; see errors and TX failed");
+        let _ = writeln!(
+            out,
+            "warning: the program ran on fewer than half the frames sent in some step; see errors and TX failed"
+        );
     }
     let o = &rec.stats_overhead;
     match o.ns_per_packet {
@@ -133,9 +142,18 @@ pub fn render(rec: &LiveRecord) -> String {
         let _ = writeln!(out, "{var:>10} {:>9} {:>9} {:>10} {:>8}", "hit rate", "live ns", "predicted", "excess");
         for r in &cc.steps {
             let value = r.value.map_or_else(|| "-".into(), grouped);
-            let _ = writeln!(out, "{value:>10} {:>8.1}% {:>9.1} {:>10.1} {:>+8.1}", r.hit_rate * 100.0, r.live_ns, r.predicted_ns, r.excess_ns);
+            let _ = writeln!(
+                out,
+                "{value:>10} {:>8.1}% {:>9.1} {:>10.1} {:>+8.1}",
+                r.hit_rate * 100.0,
+                r.live_ns,
+                r.predicted_ns,
+                r.excess_ns
+            );
         }
-        let slope = cc.live_slope_ns.map_or_else(|| "not measurable (the hit rate did not vary)".into(), |s| format!("{s:.1} ns"));
+        let slope = cc
+            .live_slope_ns
+            .map_or_else(|| "not measurable (the hit rate did not vary)".into(), |s| format!("{s:.1} ns"));
         let _ = writeln!(
             out,
             "from all hits to all misses: live {slope}, in-BPF (miss - hit) {:.1} ns\n{}",
@@ -152,8 +170,27 @@ pub fn render(rec: &LiveRecord) -> String {
 pub fn csv(rec: &LiveRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "program", "sweep", "value", "flows", "frame_bytes", "threads", "elapsed_s", "offered_pps", "received_pps", "received_gbps", "send_errors",
-        "run_cnt", "run_time_ns", "ns_per_packet", "xdp_pass", "xdp_drop", "xdp_tx", "xdp_tx_failed", "xdp_redirect", "lru_hit_rate", "lru_predicted_hit_rate",
+        "program",
+        "sweep",
+        "value",
+        "flows",
+        "frame_bytes",
+        "threads",
+        "elapsed_s",
+        "offered_pps",
+        "received_pps",
+        "received_gbps",
+        "send_errors",
+        "run_cnt",
+        "run_time_ns",
+        "ns_per_packet",
+        "xdp_pass",
+        "xdp_drop",
+        "xdp_tx",
+        "xdp_tx_failed",
+        "xdp_redirect",
+        "lru_hit_rate",
+        "lru_predicted_hit_rate",
     ])?;
     let f = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     for s in &rec.steps {

@@ -33,7 +33,10 @@ pub enum Format {
 
 pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> {
     Ok(match format {
-        Format::Table if run.results.iter().any(|r| r.instructions.is_some()) && run.results.iter().all(|r| r.measurement.is_none()) => {
+        Format::Table
+            if run.results.iter().any(|r| r.instructions.is_some())
+                && run.results.iter().all(|r| r.measurement.is_none()) =>
+        {
             insns_table::render_run(run, verbose)
         }
         Format::Table if !run.results.is_empty() && run.results.iter().all(|r| r.facts.layout == Layout::OpLines) => {

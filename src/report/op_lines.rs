@@ -113,7 +113,9 @@ fn matrices(out: &mut String, rs: &[&ScenarioRecord], whose: &str) {
     let ops = distinct(rs, |m| m.op.clone());
     let sizes = distinct(rs, |m| m.entries.to_string());
     let find = |map: &str, op: &str, e: &str| {
-        rs.iter().find(|r| r.facts.map.as_ref().is_some_and(|m| m.map_type == map && m.op == op && m.entries.to_string() == e))
+        rs.iter().find(|r| {
+            r.facts.map.as_ref().is_some_and(|m| m.map_type == map && m.op == op && m.entries.to_string() == e)
+        })
     };
     let rows: Vec<String> = maps.iter().map(|s| s.to_string()).collect();
     for e in &sizes {
@@ -141,7 +143,10 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     let _ = writeln!(
         out,
         "bpfbench {} on {} (kernel {}), CPU {}; time measured inside BPF",
-        report.environment.bpfbench_version, report.environment.cpu_model, report.environment.kernel, report.environment.cpu
+        report.environment.bpfbench_version,
+        report.environment.cpu_model,
+        report.environment.kernel,
+        report.environment.cpu
     );
     let rs: Vec<&ScenarioRecord> = report.results.iter().collect();
     let label_w = rs.iter().map(|r| super::table::label(r).len()).max().unwrap_or(9).max(9);
@@ -158,7 +163,10 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
             matrices(&mut out, &mine, whose);
         }
         if let Some(loop_ns) = mine.iter().find_map(|r| r.measurement.as_ref().map(|m| m.overhead.summary.median)) {
-            let _ = writeln!(out, "\nHarness loop alone{whose} (empty call): {loop_ns:.2} ns/op, included in every latency above (noop shows it too).");
+            let _ = writeln!(
+                out,
+                "\nHarness loop alone{whose} (empty call): {loop_ns:.2} ns/op, included in every latency above (noop shows it too)."
+            );
         }
     }
     out.push_str(&super::runtime_table::render(report));

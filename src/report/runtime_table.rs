@@ -23,12 +23,19 @@ pub fn render(run: &RunRecord) -> String {
         .results
         .iter()
         .filter(|k| k.runtime == Runtime::Kernel)
-        .filter_map(|k| run.results.iter().find(|u| u.runtime == Runtime::User && u.workload == k.workload && u.name == k.name).map(|u| (k, u)))
+        .filter_map(|k| {
+            run.results
+                .iter()
+                .find(|u| u.runtime == Runtime::User && u.workload == k.workload && u.name == k.name)
+                .map(|u| (k, u))
+        })
         .collect();
     if pairs.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\nKernel vs userspace runtime (median ns/op of this run (CV, samples), loop included in both):\n");
+    let mut out = String::from(
+        "\nKernel vs userspace runtime (median ns/op of this run (CV, samples), loop included in both):\n",
+    );
     let _ = writeln!(out, "  {:<30} {:>26} {:>26} {:>12}", "scenario", "kernel", "userspace", "user/kernel");
     for (k, u) in pairs {
         let ratio = match (median(k), median(u)) {

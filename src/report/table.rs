@@ -118,15 +118,29 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
                 let _ = writeln!(out, "  In-BPF timing: {} samples, {} ops/batch", s.n, m.batch_iters);
             }
             Timing::PerCall { reason } => {
-                let _ = writeln!(out, "  Per-call timing (kernel-timed BPF_PROG_TEST_RUN per packet), because {reason}: {} samples", s.n);
+                let _ = writeln!(
+                    out,
+                    "  Per-call timing (kernel-timed BPF_PROG_TEST_RUN per packet), because {reason}: {} samples",
+                    s.n
+                );
             }
         }
         let _ = writeln!(
             out,
             "    median {:.2} ns/op (95% CI {:.2}..{:.2}), stddev {:.2}, CV {:.2}% [min {:.2}, max {:.2}]",
-            s.median, s.median_ci95.0, s.median_ci95.1, s.stddev, s.cv * 100.0, s.min, s.max
+            s.median,
+            s.median_ci95.0,
+            s.median_ci95.1,
+            s.stddev,
+            s.cv * 100.0,
+            s.min,
+            s.max
         );
-        let _ = writeln!(out, "    p50 {:.2}, p75 {:.2}, p90 {:.2}, p95 {:.2}, p99 {:.2}", s.p50, s.p75, s.p90, s.p95, s.p99);
+        let _ = writeln!(
+            out,
+            "    p50 {:.2}, p75 {:.2}, p90 {:.2}, p95 {:.2}, p99 {:.2}",
+            s.p50, s.p75, s.p90, s.p95, s.p99
+        );
         if s.outliers_low + s.outliers_high > 0 {
             let _ = writeln!(out, "    outliers (kept): {} low, {} high", s.outliers_low, s.outliers_high);
         }

@@ -128,7 +128,12 @@ pub fn csv(report: &VerifierReport) -> Result<String> {
                 total_states: p.stats.total_states,
                 peak_states: p.stats.peak_states,
                 max_states_per_insn: p.stats.max_states_per_insn,
-                stack_depth: p.stats.stack_depth.as_ref().map(|d| d.iter().map(u32::to_string).collect::<Vec<_>>().join("+")).unwrap_or_default(),
+                stack_depth: p
+                    .stats
+                    .stack_depth
+                    .as_ref()
+                    .map(|d| d.iter().map(u32::to_string).collect::<Vec<_>>().join("+"))
+                    .unwrap_or_default(),
                 verification_time_us: p.stats.verification_time_us,
                 xlated_bytes: p.xlated_bytes,
                 jited_bytes: p.jited_bytes,

@@ -16,8 +16,8 @@ use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation,
 use crate::packet::diff_packets;
 use crate::record::Runtime;
 use crate::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
-use crate::system::environment;
 use crate::stats::two_sample::geomean;
+use crate::system::environment;
 
 /// What happens during a paired comparison, for the caller to show.
 pub trait AbObserver {
@@ -105,7 +105,12 @@ pub fn differences(a: &Validation, b: &Validation) -> Option<String> {
 
 /// Runs `plan` on builds `a` and `b`: each case validated on both and
 /// compared, then timed in pairs, round after round.
-pub fn run(plan: AbPlan<'_>, a: &mut dyn Build, b: &mut dyn Build, observer: &mut dyn AbObserver) -> Result<PairedRecord> {
+pub fn run(
+    plan: AbPlan<'_>,
+    a: &mut dyn Build,
+    b: &mut dyn Build,
+    observer: &mut dyn AbObserver,
+) -> Result<PairedRecord> {
     let capture = environment::start(plan.cpu);
     let mut cases = Vec::new();
     let mut interrupted = false;

@@ -36,7 +36,13 @@ fn one_run(binary: &Path, run_args: &[String]) -> Result<RunRecord> {
 /// Runs the two builds `rounds` times each, alternating which goes first.
 /// Returns each build's runs, newest first. `on_run(round, binary)` is
 /// told before each run starts.
-pub fn interleave(a: &Path, b: &Path, rounds: usize, run_args: &[String], mut on_run: impl FnMut(usize, &Path)) -> Result<(Vec<RunRecord>, Vec<RunRecord>)> {
+pub fn interleave(
+    a: &Path,
+    b: &Path,
+    rounds: usize,
+    run_args: &[String],
+    mut on_run: impl FnMut(usize, &Path),
+) -> Result<(Vec<RunRecord>, Vec<RunRecord>)> {
     for p in [a, b] {
         if !p.is_file() {
             bail!("{} is not a file; give the paths of two bpfbench binaries", p.display());

@@ -83,7 +83,12 @@ pub fn select(w: &dyn Workload, names: &[String], group_names: &[String]) -> Res
 }
 
 /// [`select`] over the scenarios `all` of the workload called `workload`.
-pub fn select_from(workload: &str, all: &[ScenarioInfo], names: &[String], group_names: &[String]) -> Result<Vec<ScenarioInfo>> {
+pub fn select_from(
+    workload: &str,
+    all: &[ScenarioInfo],
+    names: &[String],
+    group_names: &[String],
+) -> Result<Vec<ScenarioInfo>> {
     for name in names {
         if !all.iter().any(|s| s.name == name.as_str()) {
             let valid: Vec<&str> = all.iter().map(|s| s.name.as_ref()).collect();
@@ -125,7 +130,13 @@ struct Measurer<'w> {
 
 impl Measurer<'_> {
     /// Validates and times each scenario once; what Ctrl-C cut short is left out.
-    fn round(&mut self, scenarios: &[ScenarioInfo], tag: &Option<String>, sampling: &Sampling, observer: &mut dyn Observer) -> RunRecord {
+    fn round(
+        &mut self,
+        scenarios: &[ScenarioInfo],
+        tag: &Option<String>,
+        sampling: &Sampling,
+        observer: &mut dyn Observer,
+    ) -> RunRecord {
         let capture = environment::start(self.cpu);
         let mut results: Vec<ScenarioRecord> = Vec::new();
         for (i, s) in scenarios.iter().enumerate() {
@@ -154,12 +165,29 @@ impl Measurer<'_> {
 /// rounds (storing each one that was not interrupted), then compares
 /// against the reference and lets the gate re-measure suspects.
 pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
-    let Plan { workload, scenarios, sampling, cpu, runtimes, metric, profile, rounds, tag, mut history, store, reference, gate, confirm, progress } = plan;
+    let Plan {
+        workload,
+        scenarios,
+        sampling,
+        cpu,
+        runtimes,
+        metric,
+        profile,
+        rounds,
+        tag,
+        mut history,
+        store,
+        reference,
+        gate,
+        confirm,
+        progress,
+    } = plan;
     let cpu = system::prepare_for_timing(cpu)?;
     let mut sides = Vec::new();
     for runtime in runtimes {
         let loaded = workload.setup_in(cpu, runtime)?;
-        let runner = Runner::new(sampling.clone(), progress, interrupt::flag()).with_metric(metric).with_profile(profile);
+        let runner =
+            Runner::new(sampling.clone(), progress, interrupt::flag()).with_metric(metric).with_profile(profile);
         sides.push(Side { runtime, loaded, runner });
     }
     let mut m = Measurer { name: workload.name(), sides, cpu };
@@ -190,7 +218,9 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
         (Some(h), Some(newest)) => run_noise_from_history(h, newest)?,
         _ => RunNoise::new(),
     };
-    let compare = |runs: &[RunRecord], label: &str| compare_runs(&reference.runs, &reference.label, runs, label, gate.threshold(), &noise);
+    let compare = |runs: &[RunRecord], label: &str| {
+        compare_runs(&reference.runs, &reference.label, runs, label, gate.threshold(), &noise)
+    };
     let label = match outcome.rounds.len() {
         1 => "this run".to_string(),
         n => format!("this run ({n} rounds)"),
@@ -199,7 +229,8 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
     observer.compared(&first, None);
     let newest = &outcome.rounds[0];
     let decision = gate.decide(&first, confirm, |suspects, number| {
-        let rerun: Vec<ScenarioInfo> = scenarios.iter().filter(|s| suspects.iter().any(|b| names_scenario(b, m.name, &s.name))).cloned().collect();
+        let rerun: Vec<ScenarioInfo> =
+            scenarios.iter().filter(|s| suspects.iter().any(|b| names_scenario(b, m.name, &s.name))).cloned().collect();
         let again = m.round(&rerun, &newest.tag, &sampling, &mut Quiet);
         let cmp = compare(std::slice::from_ref(&again), &format!("re-measurement {number}"));
         observer.compared(&cmp, Some(number));
@@ -212,7 +243,11 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
 /// Whether benchmark name `benchmark` is scenario `scenario` of `workload`
 /// (in any runtime, however timed: "xdp-lb/tcp-v4-ch@user").
 fn names_scenario(benchmark: &str, workload: &str, scenario: &str) -> bool {
-    benchmark.strip_prefix(workload).and_then(|r| r.strip_prefix('/')).and_then(|r| r.strip_prefix(scenario)).is_some_and(|r| r.is_empty() || r.starts_with('@'))
+    benchmark
+        .strip_prefix(workload)
+        .and_then(|r| r.strip_prefix('/'))
+        .and_then(|r| r.strip_prefix(scenario))
+        .is_some_and(|r| r.is_empty() || r.starts_with('@'))
 }
 
 /// An observer that shows nothing (re-measurements report through `compared`).
@@ -229,7 +264,10 @@ mod tests {
         assert!(names_scenario("xdp-lb/tcp-v4-ch", "xdp-lb", "tcp-v4-ch"));
         assert!(names_scenario("xdp-lb/tcp-v4-ch@user", "xdp-lb", "tcp-v4-ch"));
         assert!(names_scenario("obj/case@per-call", "obj", "case"));
-        assert!(!names_scenario("xdp-lb/tcp-v4-ch-diverse", "xdp-lb", "tcp-v4-ch"), "a longer name is another scenario");
+        assert!(
+            !names_scenario("xdp-lb/tcp-v4-ch-diverse", "xdp-lb", "tcp-v4-ch"),
+            "a longer name is another scenario"
+        );
         assert!(!names_scenario("maps/tcp-v4-ch", "xdp-lb", "tcp-v4-ch"));
     }
 }

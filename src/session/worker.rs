@@ -13,8 +13,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::test_run::RunOutput;
 use crate::harness::paired::Build;
+use crate::harness::test_run::RunOutput;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::record::{ScenarioFacts, Timing};
 
@@ -66,10 +66,16 @@ pub fn serve(workload: &dyn Workload, cpu: usize, scenarios: &[ScenarioInfo]) ->
     let (mut input, mut out) = (stdin.lock(), stdout.lock());
     let wire = scenarios
         .iter()
-        .map(|s| WireScenario { name: s.name.to_string(), group: s.group.to_string(), description: s.description.to_string(), facts: s.facts.clone() })
+        .map(|s| WireScenario {
+            name: s.name.to_string(),
+            group: s.group.to_string(),
+            description: s.description.to_string(),
+            facts: s.facts.clone(),
+        })
         .collect();
     send(&mut out, &Reply::Ready { workload: workload.name().to_string(), scenarios: wire })?;
-    let find = |name: &str| scenarios.iter().find(|s| s.name == name).with_context(|| format!("no scenario '{name}' here"));
+    let find =
+        |name: &str| scenarios.iter().find(|s| s.name == name).with_context(|| format!("no scenario '{name}' here"));
     let mut loaded: Option<Box<dyn LoadedWorkload + '_>> = None;
     let mut next = receive::<Request>(&mut input)?;
     loop {
@@ -109,10 +115,24 @@ pub fn serve(workload: &dyn Workload, cpu: usize, scenarios: &[ScenarioInfo]) ->
 }
 
 /// Validates `s` and serves its batches; returns the first other request.
-fn serve_scenario(loaded: &mut dyn LoadedWorkload, s: &ScenarioInfo, input: &mut impl BufRead, out: &mut impl Write) -> Result<Option<Request>> {
+fn serve_scenario(
+    loaded: &mut dyn LoadedWorkload,
+    s: &ScenarioInfo,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<Option<Request>> {
     let mut prepared = match loaded.validate(s) {
         Ok((v, p)) => {
-            send(out, &Reply::Validated { verdict: v.verdict, timing: v.timing, checks: v.checks, notes: v.notes, outputs: v.outputs })?;
+            send(
+                out,
+                &Reply::Validated {
+                    verdict: v.verdict,
+                    timing: v.timing,
+                    checks: v.checks,
+                    notes: v.notes,
+                    outputs: v.outputs,
+                },
+            )?;
             p
         }
         Err(e) => {
@@ -173,7 +193,12 @@ impl Worker {
         };
         let scenarios = scenarios
             .into_iter()
-            .map(|w| ScenarioInfo { name: w.name.into(), group: w.group.into(), description: w.description.into(), facts: w.facts })
+            .map(|w| ScenarioInfo {
+                name: w.name.into(),
+                group: w.group.into(),
+                description: w.description.into(),
+                facts: w.facts,
+            })
             .collect();
         Ok(Worker { child, stdin, stdout, label, workload, scenarios })
     }

@@ -37,10 +37,7 @@ pub fn render_histogram(samples: &[f64]) -> String {
     for (i, &c) in counts.iter().enumerate() {
         let edge = start + i as f64 * width;
         let bar = "*".repeat((c * BAR_WIDTH).div_ceil(peak).min(BAR_WIDTH));
-        out.push_str(&format!(
-            "    {:>10.*} : {:<9} |{:<BAR_WIDTH$}|\n",
-            decimals, edge, c, bar
-        ));
+        out.push_str(&format!("    {:>10.*} : {:<9} |{:<BAR_WIDTH$}|\n", decimals, edge, c, bar));
     }
     if above > 0 {
         out.push_str(&format!("    {:>10} : {:<9} (above range)\n", ">p99", above));
@@ -54,11 +51,7 @@ fn nice_width(raw: f64) -> f64 {
         return 1e-3;
     }
     let mag = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|w| *w >= raw)
-        .unwrap_or(10.0 * mag)
+    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|w| *w >= raw).unwrap_or(10.0 * mag)
 }
 
 #[cfg(test)]
@@ -91,7 +84,8 @@ mod tests {
         let text = render_histogram(&[5.0; 10]);
         let bins: Vec<&str> = text.lines().collect();
         assert_eq!(bins.len(), 1, "{text}");
-        let count: usize = bins[0].split(':').nth(1).and_then(|r| r.split_whitespace().next()).unwrap().parse().unwrap();
+        let count: usize =
+            bins[0].split(':').nth(1).and_then(|r| r.split_whitespace().next()).unwrap().parse().unwrap();
         assert_eq!(count, 10, "{text}");
         assert!(bins[0].contains(&format!("|{}|", "*".repeat(BAR_WIDTH))), "{text}");
     }

@@ -66,11 +66,7 @@ impl Summary {
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
         let mean = sorted.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 {
-            sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
+        let var = if n > 1 { sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
         let stddev = var.sqrt();
         let q = |p: f64| percentile_sorted(&sorted, p);
         let (p1, p25, p50, p75, p99) = (q(1.0), q(25.0), q(50.0), q(75.0), q(99.0));

@@ -66,7 +66,8 @@ fn median(v: &mut [f64]) -> f64 {
 /// Percentile bootstrap of the ratio of medians, resampling A and B
 /// independently. Seeded from the data, so a comparison is reproducible.
 pub fn ratio_ci(a: &[f64], b: &[f64], resamples: usize, level: f64) -> (f64, f64) {
-    let seed = a.iter().chain(b).fold(0x9e37_79b9_7f4a_7c15u64, |h, x| (h ^ x.to_bits()).wrapping_mul(0x0100_0000_01b3));
+    let seed =
+        a.iter().chain(b).fold(0x9e37_79b9_7f4a_7c15u64, |h, x| (h ^ x.to_bits()).wrapping_mul(0x0100_0000_01b3));
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut ra = vec![0.0; a.len()];
     let mut rb = vec![0.0; b.len()];
@@ -355,7 +356,10 @@ mod tests {
         assert_eq!(with(RunShift::InData).verdict, Verdict::Slower);
         // Nothing known of the shifts: the assumption, said to be one.
         let assumed = with(RunShift::Unknown);
-        assert_eq!((assumed.verdict, assumed.run_noise_cv, assumed.run_noise_assumed), (Verdict::Uncertain, Some(ASSUMED_RUN_CV), true));
+        assert_eq!(
+            (assumed.verdict, assumed.run_noise_cv, assumed.run_noise_assumed),
+            (Verdict::Uncertain, Some(ASSUMED_RUN_CV), true)
+        );
     }
 
     /// Two runs of the same code whose whole level differs (the machine

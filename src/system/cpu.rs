@@ -6,10 +6,7 @@ use anyhow::{Context, Result, bail};
 /// pinned: producers pin threads to CPUs other than the run's own.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
     static AT_START: std::sync::OnceLock<std::result::Result<Vec<usize>, String>> = std::sync::OnceLock::new();
-    AT_START
-        .get_or_init(|| current_affinity().map_err(|e| e.to_string()))
-        .clone()
-        .map_err(anyhow::Error::msg)
+    AT_START.get_or_init(|| current_affinity().map_err(|e| e.to_string())).clone().map_err(anyhow::Error::msg)
 }
 
 /// The calling thread's CPU mask.
@@ -20,18 +17,13 @@ fn current_affinity() -> Result<Vec<usize>> {
     if rc != 0 {
         bail!("sched_getaffinity: {}", std::io::Error::last_os_error());
     }
-    Ok((0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect())
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
 }
 
 /// The CPU a run uses when `--cpu` is not given: the last allowed one, which
 /// on most machines takes fewer interrupts than CPU 0.
 pub fn default_cpu() -> Result<usize> {
-    allowed_cpus()?
-        .last()
-        .copied()
-        .context("this process may run on no CPU")
+    allowed_cpus()?.last().copied().context("this process may run on no CPU")
 }
 
 /// Pins the calling thread to `cpu`.

@@ -12,7 +12,10 @@ fn read_int(path: &str) -> Option<i64> {
 pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())))
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
+        })
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
@@ -30,7 +33,9 @@ fn cpu_jiffies() -> Option<(u64, u64)> {
 }
 
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The environment of a run in progress; `finish` completes it.

@@ -11,7 +11,9 @@ crate::bpf_skeleton!("tracing_probe");
 /// error is the kernel's refusal, in one line.
 pub fn tracing_programs() -> Result<(), String> {
     let mut storage = MaybeUninit::uninit();
-    let open = skel::TracingProbeSkelBuilder::default().open(&mut storage).map_err(|e| format!("opening a tracing program: {e}"))?;
+    let open = skel::TracingProbeSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| format!("opening a tracing program: {e}"))?;
     let skel = open.load().map_err(|e| format!("fentry programs are refused by the kernel: {e}"))?;
     skel.progs.tracing_probe.attach().map(drop).map_err(|e| format!("fentry programs cannot be attached: {e}"))
 }

@@ -72,6 +72,9 @@ impl TxCounters {
     }
 
     pub fn since(self, start: TxCounters) -> TxCounters {
-        TxCounters { packets: self.packets.saturating_sub(start.packets), failed: self.failed.saturating_sub(start.failed) }
+        TxCounters {
+            packets: self.packets.saturating_sub(start.packets),
+            failed: self.failed.saturating_sub(start.failed),
+        }
     }
 }

@@ -37,10 +37,20 @@ fn fold(mut sum: u32) -> u32 {
 impl FlowPlan {
     pub fn new(spec: &PacketSpec) -> Result<FlowPlan> {
         let layout = spec.range_layout()?;
-        ensure!(layout.fields.len() <= MAX_FIELDS, "'{spec}' has {} ranges; the generator varies at most {MAX_FIELDS}", layout.fields.len());
-        ensure!(layout.checksums.len() <= MAX_CHECKSUMS, "'{spec}' has ranges under {} checksums; at most {MAX_CHECKSUMS}", layout.checksums.len());
+        ensure!(
+            layout.fields.len() <= MAX_FIELDS,
+            "'{spec}' has {} ranges; the generator varies at most {MAX_FIELDS}",
+            layout.fields.len()
+        );
+        ensure!(
+            layout.checksums.len() <= MAX_CHECKSUMS,
+            "'{spec}' has ranges under {} checksums; at most {MAX_CHECKSUMS}",
+            layout.checksums.len()
+        );
         let flows = layout.fields.iter().try_fold(1u64, |acc, f| acc.checked_mul(u64::from(f.hi - f.lo) + 1));
-        let flows = flows.filter(|&n| n < 1 << 48).ok_or_else(|| anyhow::anyhow!("'{spec}' stands for more than 2^48 flows; narrow a range"))?;
+        let flows = flows
+            .filter(|&n| n < 1 << 48)
+            .ok_or_else(|| anyhow::anyhow!("'{spec}' stands for more than 2^48 flows; narrow a range"))?;
         Ok(FlowPlan { spec_text: spec.to_string(), template: spec.packet(0)?, layout, flows })
     }
 
@@ -58,11 +68,7 @@ impl FlowPlan {
     /// The complemented sum of the template's words of field `i`.
     pub fn old_complement(&self, i: usize) -> u32 {
         let f = &self.layout.fields[i];
-        if f.width == 4 {
-            (!(f.lo >> 16) & 0xffff) + (!f.lo & 0xffff)
-        } else {
-            !f.lo & 0xffff
-        }
+        if f.width == 4 { (!(f.lo >> 16) & 0xffff) + (!f.lo & 0xffff) } else { !f.lo & 0xffff }
     }
 
     /// Frame `k` as the BPF program writes it: the same arithmetic, in
@@ -106,8 +112,12 @@ mod tests {
 
     #[test]
     fn incremental_frames_equal_the_specs_packets() {
-        check_all("eth/ipv4(src=10.0.0.1-10.0.1.20,dst=192.168.0.250-192.168.1.3)/udp(sport=65530-65535,dport=53)/payload(7)");
-        check_all("eth/vlan(id=5)/ipv6(src=fc00::fffe-fc00::1:2,dst=2001:db8::1)/tcp(sport=1-3,dport=79-81,flags=A)/payload(3)");
+        check_all(
+            "eth/ipv4(src=10.0.0.1-10.0.1.20,dst=192.168.0.250-192.168.1.3)/udp(sport=65530-65535,dport=53)/payload(7)",
+        );
+        check_all(
+            "eth/vlan(id=5)/ipv6(src=fc00::fffe-fc00::1:2,dst=2001:db8::1)/tcp(sport=1-3,dport=79-81,flags=A)/payload(3)",
+        );
         check_all("eth/ipv4(src=1.1.1.1-1.1.1.3)/ipv4(dst=10.0.0.0-10.0.0.255)/udp(sport=0-1)");
         check_all("eth/ipv6(dst=fc00::1-fc00::40)/icmpv6");
         check_all("eth/ipv4(options=01010101,src=0.0.0.0-0.0.1.0)/tcp(dport=0-2)");

@@ -97,14 +97,17 @@ impl CpuState {
     }
 
     fn from_bytes(b: &[u8]) -> CpuState {
-        let at = |i: usize| u64::from_ne_bytes(b[ODOMETER_BYTES + 8 * i..ODOMETER_BYTES + 8 * i + 8].try_into().expect("8 bytes"));
+        let at = |i: usize| {
+            u64::from_ne_bytes(b[ODOMETER_BYTES + 8 * i..ODOMETER_BYTES + 8 * i + 8].try_into().expect("8 bytes"))
+        };
         CpuState { sent: at(0), bytes: at(1), quota: at(2), interval_ps: at(3), next_due_ps: at(4), deadline_ps: at(5) }
     }
 }
 
 impl Program {
     fn cpu_states(&self) -> Result<Vec<CpuState>> {
-        let values = self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("reading the generator's state")?;
+        let values =
+            self.state.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("reading the generator's state")?;
         Ok(values.iter().map(|v| CpuState::from_bytes(v)).collect())
     }
 
@@ -114,7 +117,9 @@ impl Program {
     }
 
     fn set_stop(&self, stop: bool) -> Result<()> {
-        self.ctl.update(&0u32.to_ne_bytes(), &u32::from(stop).to_ne_bytes(), MapFlags::ANY).context("setting the generator's stop flag")
+        self.ctl
+            .update(&0u32.to_ne_bytes(), &u32::from(stop).to_ne_bytes(), MapFlags::ANY)
+            .context("setting the generator's stop flag")
     }
 }
 
@@ -136,7 +141,6 @@ pub struct Generator {
     /// TCP mode's connection: its stream ends runs, not a frame count.
     tcp: Option<TcpConnection>,
 }
-
 
 /// The order in which a spec's flows are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
@@ -160,7 +164,8 @@ enum Varying<'a> {
 /// Loads the generator program for one frame's template.
 fn load_program(ifindex: u32, template: &[u8], varying: Varying<'_>) -> Result<Program> {
     let mut storage = MaybeUninit::uninit();
-    let mut open = skel::TrafficGenSkelBuilder::default().open(&mut storage).context("opening the generator program")?;
+    let mut open =
+        skel::TrafficGenSkelBuilder::default().open(&mut storage).context("opening the generator program")?;
     // One of the two programs is loaded: the other would only cost verifier time.
     let tcp = matches!(varying, Varying::Tcp(_));
     open.progs.xdp_gen.set_autoload(!tcp);
@@ -221,7 +226,10 @@ impl Generator {
             bail!("nothing to send: give --packet or --pcap");
         }
         if plans.len() > MAX_PLANS {
-            bail!("{} packets to send; the generator takes at most {MAX_PLANS} (a program each): give a shorter capture", plans.len());
+            bail!(
+                "{} packets to send; the generator takes at most {MAX_PLANS} (a program each): give a shorter capture",
+                plans.len()
+            );
         }
         let ifindex = ifindex(interface)?;
         let mut progs = Vec::new();
@@ -229,7 +237,11 @@ impl Generator {
         for plan in plans {
             let fields = (!plan.layout.fields.is_empty()).then_some(plan);
             progs.push(load_program(ifindex, &plan.template, Varying::Flows(fields, order))?);
-            streams.push(Stream { prog: progs.len() - 1, label: plan.spec_text.clone(), template: plan.template.clone() });
+            streams.push(Stream {
+                prog: progs.len() - 1,
+                label: plan.spec_text.clone(),
+                template: plan.template.clone(),
+            });
         }
         let flows = plans.iter().map(|p| p.flows).sum();
         Ok(Generator { interface: interface.to_string(), ifindex, progs, streams, flows, order, tcp: None })
@@ -239,8 +251,17 @@ impl Generator {
     pub fn tcp(interface: &str, conn: TcpConnection) -> Result<Generator> {
         let ifindex = ifindex(interface)?;
         let prog = load_program(ifindex, &conn.template, Varying::Tcp(&conn))?;
-        let stream = Stream { prog: 0, label: format!("tcp {} -> {}", conn.local, conn.peer), template: conn.template.clone() };
-        Ok(Generator { interface: interface.to_string(), ifindex, progs: vec![prog], streams: vec![stream], flows: 1, order: FlowOrder::Sequential, tcp: Some(conn) })
+        let stream =
+            Stream { prog: 0, label: format!("tcp {} -> {}", conn.local, conn.peer), template: conn.template.clone() };
+        Ok(Generator {
+            interface: interface.to_string(),
+            ifindex,
+            progs: vec![prog],
+            streams: vec![stream],
+            flows: 1,
+            order: FlowOrder::Sequential,
+            tcp: Some(conn),
+        })
     }
 
     /// Each packet's frame length in bytes.

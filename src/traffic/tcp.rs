@@ -86,7 +86,9 @@ fn tcp_info(socket: &Socket) -> Result<TcpInfo> {
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: a valid socket and buffer.
-    let rc = unsafe { libc::getsockopt(socket.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&raw mut info).cast(), &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(socket.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&raw mut info).cast(), &mut len)
+    };
     if rc != 0 {
         bail!("reading the connection's TCP_INFO: {}", std::io::Error::last_os_error());
     }
@@ -101,9 +103,17 @@ impl TcpConnection {
     /// Connects to `peer` over `interface` and takes the connection over.
     /// `frame_size` caps each segment's frame (default: a full MSS);
     /// `segments`, if given, is where the stream ends with FIN.
-    pub fn open(interface: &str, peer: SocketAddr, frame_size: Option<usize>, segments: Option<u64>) -> Result<TcpConnection> {
-        let socket = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP)).context("creating a TCP socket")?;
-        socket.bind_device(Some(interface.as_bytes())).with_context(|| format!("binding the TCP socket to {interface}"))?;
+    pub fn open(
+        interface: &str,
+        peer: SocketAddr,
+        frame_size: Option<usize>,
+        segments: Option<u64>,
+    ) -> Result<TcpConnection> {
+        let socket = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))
+            .context("creating a TCP socket")?;
+        socket
+            .bind_device(Some(interface.as_bytes()))
+            .with_context(|| format!("binding the TCP socket to {interface}"))?;
         let any: SocketAddr = match peer.ip() {
             IpAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
             IpAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
@@ -113,7 +123,8 @@ impl TcpConnection {
 
         // The return path goes in first: it must see the SYN-ACK.
         let mut storage = MaybeUninit::uninit();
-        let mut open = skel::TcpAcksSkelBuilder::default().open(&mut storage).context("opening the TCP return-path program")?;
+        let mut open =
+            skel::TcpAcksSkelBuilder::default().open(&mut storage).context("opening the TCP return-path program")?;
         let ro = open.maps.rodata_data.as_deref_mut().context("the return-path program has no .rodata")?;
         match peer.ip() {
             IpAddr::V4(a) => ro.filter.peer_addr[..4].copy_from_slice(&a.octets()),
@@ -130,22 +141,29 @@ impl TcpConnection {
         let link = attach_xdp(skel.progs.xdp_tcp_acks.as_fd().as_raw_fd(), interface, XdpMode::Native)
             .with_context(|| format!("TCP mode reads the receiver's ACKs in native XDP on {interface} (a veth, or a NIC driver with XDP, its hook free)"))?;
 
-        socket.connect_timeout(&peer.into(), CONNECT_TIMEOUT).with_context(|| format!("connecting to {peer} over {interface}; is something listening there?"))?;
+        socket
+            .connect_timeout(&peer.into(), CONNECT_TIMEOUT)
+            .with_context(|| format!("connecting to {peer} over {interface}; is something listening there?"))?;
         let local = sock_addr(&socket.local_addr()?)?;
         let info = tcp_info(&socket)?;
         let mut c = read_conn(&conn)?;
         if c.synack.seen == 0 {
-            bail!("connected to {peer}, but the SYN-ACK did not come in over {interface}; give the interface the route to {peer} takes");
+            bail!(
+                "connected to {peer}, but the SYN-ACK did not come in over {interface}; give the interface the route to {peer} takes"
+            );
         }
         let timestamps = info.options & TCPI_OPT_TIMESTAMPS != 0 && c.synack.has_ts != 0;
-        let window_scale = (info.options & TCPI_OPT_WSCALE != 0 && c.synack.wscale != 0xff).then_some(c.synack.wscale.min(14));
+        let window_scale =
+            (info.options & TCPI_OPT_WSCALE != 0 && c.synack.wscale != 0xff).then_some(c.synack.wscale.min(14));
 
         let tcp_offset = if peer.is_ipv4() { ETH_IPV4 } else { ETH_IPV6 };
         let headers = tcp_offset + 20 + if timestamps { 12 } else { 0 };
         let payload = match frame_size {
             None => info.snd_mss as usize,
             Some(size) if size > headers => (size - headers).min(info.snd_mss as usize),
-            Some(size) => bail!("--size {size} leaves no room for data after this connection's {headers} bytes of headers"),
+            Some(size) => {
+                bail!("--size {size} leaves no room for data after this connection's {headers} bytes of headers")
+            }
         };
         let template = build_template(&c.synack, local, peer, timestamps, payload)?;
 
@@ -162,7 +180,10 @@ impl TcpConnection {
         c.peer_tsval = c.synack.tsval;
         if let Some(n) = segments {
             if n == 0 || n > u64::from(u32::MAX / 2) / payload as u64 {
-                bail!("--count {n}: a TCP stream of 1 to {} segments of {payload} bytes fits in sequence space", u64::from(u32::MAX / 2) / payload as u64);
+                bail!(
+                    "--count {n}: a TCP stream of 1 to {} segments of {payload} bytes fits in sequence space",
+                    u64::from(u32::MAX / 2) / payload as u64
+                );
             }
             c.fin_set = 1;
             c.fin_at = first_seq.wrapping_add(((n - 1) * payload as u64) as u32);
@@ -209,7 +230,9 @@ impl TcpConnection {
 
     /// Ends the stream after what was sent: the next new segment carries FIN.
     pub fn request_fin(&self) -> Result<()> {
-        self.ctl.update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY).context("asking the TCP sender for its FIN")
+        self.ctl
+            .update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+            .context("asking the TCP sender for its FIN")
     }
 
     /// Where the stream stands, from one read of the shared state.
@@ -275,7 +298,13 @@ impl Drop for TcpConnection {
         let on: libc::c_int = 1;
         // SAFETY: a valid socket and option value.
         unsafe {
-            libc::setsockopt(self.socket.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_REPAIR, (&raw const on).cast(), size_of::<libc::c_int>() as _);
+            libc::setsockopt(
+                self.socket.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_REPAIR,
+                (&raw const on).cast(),
+                size_of::<libc::c_int>() as _,
+            );
         }
         // The socket closes with the struct; the link goes last, so no
         // frame of the connection reaches the socket while it closes.
@@ -303,7 +332,13 @@ fn write_conn(map: &MapHandle, c: &Conn) -> Result<()> {
 
 /// One segment as the sender sends it, with sequence, ACK and timestamp
 /// words zero (the sender writes them and patches the checksum).
-fn build_template(s: &skel::types::tcp_synack, local: SocketAddr, peer: SocketAddr, timestamps: bool, payload: usize) -> Result<Vec<u8>> {
+fn build_template(
+    s: &skel::types::tcp_synack,
+    local: SocketAddr,
+    peer: SocketAddr,
+    timestamps: bool,
+    payload: usize,
+) -> Result<Vec<u8>> {
     let mut tcp = TcpHeader::new(local.port(), peer.port(), 0, u16::MAX);
     tcp.ack = true;
     tcp.psh = true;

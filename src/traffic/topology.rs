@@ -98,7 +98,11 @@ impl Topology {
             eprintln!("bpfbench: removed {what}, left by a run that was killed");
         }
         let pid = std::process::id();
-        let t = Topology { netns: format!("bpfbench-{pid}"), outer: format!("{NAME_PREFIX}{pid:x}g"), inner: format!("{NAME_PREFIX}{pid:x}d") };
+        let t = Topology {
+            netns: format!("bpfbench-{pid}"),
+            outer: format!("{NAME_PREFIX}{pid:x}g"),
+            inner: format!("{NAME_PREFIX}{pid:x}d"),
+        };
         if std::path::Path::new(NETNS_DIR).join(&t.netns).exists() {
             bail!("network namespace {} exists already: one live topology per process", t.netns);
         }
@@ -109,8 +113,24 @@ impl Topology {
         // share (and overflow) one ring.
         let queues = crate::system::cpu::possible_cpus()?.max(1).to_string();
         ip(&[
-            "link", "add", &t.outer, "numtxqueues", &queues, "numrxqueues", &queues, "type", "veth", "peer", "name", &t.inner, "numtxqueues", &queues,
-            "numrxqueues", &queues, "netns", &t.netns,
+            "link",
+            "add",
+            &t.outer,
+            "numtxqueues",
+            &queues,
+            "numrxqueues",
+            &queues,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &t.inner,
+            "numtxqueues",
+            &queues,
+            "numrxqueues",
+            &queues,
+            "netns",
+            &t.netns,
         ])?;
         // No IPv6 on the pair: its neighbour discovery and MLD frames would
         // mix with the generator's in every count.

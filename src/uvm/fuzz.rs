@@ -100,7 +100,14 @@ pub struct FuzzReport {
 /// Runs `programs` programs, half random and half mutated from `bases`
 /// (all random when there are none), each on one of `packets` with
 /// `runtime`'s maps and at most `budget` instructions.
-pub fn run(runtime: &mut UserRuntime, bases: &[Vec<Insn>], packets: &[Vec<u8>], programs: u64, seed: u64, budget: u64) -> FuzzReport {
+pub fn run(
+    runtime: &mut UserRuntime,
+    bases: &[Vec<Insn>],
+    packets: &[Vec<u8>],
+    programs: u64,
+    seed: u64,
+    budget: u64,
+) -> FuzzReport {
     let mut rng = Rng::new(seed);
     let mut report = FuzzReport::default();
     let start = Instant::now();
@@ -126,7 +133,11 @@ pub fn run(runtime: &mut UserRuntime, bases: &[Vec<Insn>], packets: &[Vec<u8>], 
                 *report.kinds.entry(kind(&e.what)).or_default() += 1;
             }
             Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
                 report.panics.push((n, msg));
             }
         }

@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::maps::{UserMap, UserMaps};
-use super::uapi::{CSUM_DIFF, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
 use super::memory::{Memory, RegionKind};
-
+use super::uapi::{
+    CSUM_DIFF, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM,
+    XDP_ADJUST_HEAD, XDP_ADJUST_TAIL,
+};
 
 /// What `ld_imm64` of a map puts in a register: a tag the program cannot
 /// dereference (no region holds it), and the map's index.
@@ -14,7 +16,17 @@ const MAP_HANDLE_TAG: u64 = 0x4d41_5000_0000_0000;
 
 /// The helpers this runtime has: a program calling any other is refused
 /// when it is loaded.
-pub const SUPPORTED: &[i32] = &[MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, MAP_DELETE_ELEM, KTIME_GET_NS, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, CSUM_DIFF, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL];
+pub const SUPPORTED: &[i32] = &[
+    MAP_LOOKUP_ELEM,
+    MAP_UPDATE_ELEM,
+    MAP_DELETE_ELEM,
+    KTIME_GET_NS,
+    GET_PRANDOM_U32,
+    GET_SMP_PROCESSOR_ID,
+    CSUM_DIFF,
+    XDP_ADJUST_HEAD,
+    XDP_ADJUST_TAIL,
+];
 
 /// The helpers' state: the CPU a run claims to be on, prandom's, and the
 /// map operations done, by (map index, helper id).
@@ -31,7 +43,9 @@ impl Helpers {
     }
 
     pub fn map_handle(&self, maps: Option<&UserMaps>, fd: i32) -> Result<u64, String> {
-        let i = maps.and_then(|m| m.index_of_fd(fd)).ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
+        let i = maps
+            .and_then(|m| m.index_of_fd(fd))
+            .ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
         Ok(MAP_HANDLE_TAG | i as u64)
     }
 
@@ -43,7 +57,12 @@ impl Helpers {
     }
 
     /// Map `fd`'s only value (global data), checked to hold byte `off`, and whether the program may write it.
-    pub fn global_data<'m>(&self, maps: Option<&'m mut UserMaps>, fd: i32, off: u32) -> Result<(&'m mut [u8], bool), String> {
+    pub fn global_data<'m>(
+        &self,
+        maps: Option<&'m mut UserMaps>,
+        fd: i32,
+        off: u32,
+    ) -> Result<(&'m mut [u8], bool), String> {
         let maps = maps.ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
         let i = maps.index_of_fd(fd).ok_or_else(|| format!("names map fd {fd}, which the object does not have"))?;
         let map = &mut maps.maps[i];
@@ -191,7 +210,11 @@ pub fn lookup<'m>(m: &'m mut UserMap, key: &[u8], cpu: usize) -> Found<'m> {
     match m.lookup(key, cpu) {
         Some(v) if of_maps => {
             let inner = u32::from_ne_bytes(v[..4].try_into().expect("4-byte inner map index"));
-            if inner == super::maps::NO_INNER_MAP { Found::Nothing } else { Found::Map(MAP_HANDLE_TAG | u64::from(inner)) }
+            if inner == super::maps::NO_INNER_MAP {
+                Found::Nothing
+            } else {
+                Found::Map(MAP_HANDLE_TAG | u64::from(inner))
+            }
         }
         Some(v) => Found::Value(v),
         None => Found::Nothing,

@@ -15,7 +15,13 @@ impl Insn {
     pub fn decode_all(bytes: &[u8]) -> Vec<Insn> {
         bytes
             .chunks_exact(8)
-            .map(|b| Insn { code: b[0], dst: b[1] & 0x0f, src: b[1] >> 4, off: i16::from_le_bytes([b[2], b[3]]), imm: i32::from_le_bytes([b[4], b[5], b[6], b[7]]) })
+            .map(|b| Insn {
+                code: b[0],
+                dst: b[1] & 0x0f,
+                src: b[1] >> 4,
+                off: i16::from_le_bytes([b[2], b[3]]),
+                imm: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            })
             .collect()
     }
 

@@ -42,7 +42,11 @@ pub struct VmError {
 
 impl fmt::Display for VmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "instruction {} (code {:#04x}, dst r{}, src r{}, off {}, imm {}): {}", self.pc, self.insn.code, self.insn.dst, self.insn.src, self.insn.off, self.insn.imm, self.what)
+        write!(
+            f,
+            "instruction {} (code {:#04x}, dst r{}, src r{}, off {}, imm {}): {}",
+            self.pc, self.insn.code, self.insn.dst, self.insn.src, self.insn.off, self.insn.imm, self.what
+        )
     }
 }
 
@@ -95,7 +99,14 @@ impl<'p> Interpreter<'p> {
         result
     }
 
-    fn execute(&self, ctx: u64, stack: u64, env: &mut dyn Env, mem: &mut Memory, counts: &mut Counts) -> Result<u64, VmError> {
+    fn execute(
+        &self,
+        ctx: u64,
+        stack: u64,
+        env: &mut dyn Env,
+        mem: &mut Memory,
+        counts: &mut Counts,
+    ) -> Result<u64, VmError> {
         let mut r = [0u64; 11];
         r[1] = ctx;
         r[10] = stack + STACK_PER_FRAME as u64;
@@ -114,7 +125,10 @@ impl<'p> Interpreter<'p> {
             }
             if executed > self.budget {
                 counts.insns += executed - 1;
-                return Err(fail(format!("the budget of {} instructions is spent (a loop the verifier would refuse?)", self.budget)));
+                return Err(fail(format!(
+                    "the budget of {} instructions is spent (a loop the verifier would refuse?)",
+                    self.budget
+                )));
             }
             if i.dst > 10 || i.src > 10 {
                 return Err(fail("no such register".into()));
@@ -135,23 +149,26 @@ impl<'p> Interpreter<'p> {
                 JMP | JMP32 => {
                     let op = i.code & 0xf0;
                     match op {
-                        CALL if i.class() == JMP => {
-                            match i.src {
-                                0 => {
-                                    *counts.helpers.entry(i.imm).or_default() += 1;
-                                    r[0] = env.helper(i.imm, [r[1], r[2], r[3], r[4], r[5]], mem).map_err(fail)?;
-                                }
-                                PSEUDO_CALL => {
-                                    if frames.len() + 1 >= MAX_FRAMES {
-                                        return Err(fail(format!("calls nest deeper than {MAX_FRAMES} frames")));
-                                    }
-                                    frames.push(Frame { return_pc: next, saved: [r[6], r[7], r[8], r[9]] });
-                                    r[10] = r[10].wrapping_add(STACK_PER_FRAME as u64);
-                                    next = target(pc, i.imm as i64).ok_or_else(|| fail("calls outside the program".into()))?;
-                                }
-                                _ => return Err(fail("calls a kfunc, which bpfbench's userspace runtime does not have".into())),
+                        CALL if i.class() == JMP => match i.src {
+                            0 => {
+                                *counts.helpers.entry(i.imm).or_default() += 1;
+                                r[0] = env.helper(i.imm, [r[1], r[2], r[3], r[4], r[5]], mem).map_err(fail)?;
                             }
-                        }
+                            PSEUDO_CALL => {
+                                if frames.len() + 1 >= MAX_FRAMES {
+                                    return Err(fail(format!("calls nest deeper than {MAX_FRAMES} frames")));
+                                }
+                                frames.push(Frame { return_pc: next, saved: [r[6], r[7], r[8], r[9]] });
+                                r[10] = r[10].wrapping_add(STACK_PER_FRAME as u64);
+                                next =
+                                    target(pc, i.imm as i64).ok_or_else(|| fail("calls outside the program".into()))?;
+                            }
+                            _ => {
+                                return Err(fail(
+                                    "calls a kfunc, which bpfbench's userspace runtime does not have".into(),
+                                ));
+                            }
+                        },
                         EXIT if i.class() == JMP => match frames.pop() {
                             None => {
                                 counts.insns += executed;
@@ -166,7 +183,8 @@ impl<'p> Interpreter<'p> {
                         JCOND if i.class() == JMP => {
                             // may_goto: falls through until the budget is spent.
                             if may_goto_left == 0 {
-                                next = target(pc, i64::from(i.off)).ok_or_else(|| fail("jumps outside the program".into()))?;
+                                next = target(pc, i64::from(i.off))
+                                    .ok_or_else(|| fail("jumps outside the program".into()))?;
                             } else {
                                 may_goto_left -= 1;
                             }
@@ -178,9 +196,11 @@ impl<'p> Interpreter<'p> {
                         }
                         _ => {
                             let s = if i.code & X != 0 { r[src] } else { imm };
-                            let taken = compare(op, i.class() == JMP, r[dst], s).ok_or_else(|| fail("unknown jump".into()))?;
+                            let taken =
+                                compare(op, i.class() == JMP, r[dst], s).ok_or_else(|| fail("unknown jump".into()))?;
                             if taken {
-                                next = target(pc, i64::from(i.off)).ok_or_else(|| fail("jumps outside the program".into()))?;
+                                next = target(pc, i64::from(i.off))
+                                    .ok_or_else(|| fail("jumps outside the program".into()))?;
                             }
                         }
                     }
@@ -197,7 +217,11 @@ impl<'p> Interpreter<'p> {
                     let addr = r[src].wrapping_add(i.off as i64 as u64);
                     // One check per load; the context's pointer fields read translated.
                     let (loaded, region) = mem.load_from(addr, size).map_err(|e| fail(e.to_string()))?;
-                    let translated = if region.kind == RegionKind::Context { env.context_load(addr - region.start, size) } else { None };
+                    let translated = if region.kind == RegionKind::Context {
+                        env.context_load(addr - region.start, size)
+                    } else {
+                        None
+                    };
                     let v = translated.unwrap_or(loaded);
                     r[dst] = if mode == MEMSX { sign_extend(v, size * 8) } else { v };
                 }
@@ -278,10 +302,28 @@ pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_r
             ADD => d.wrapping_add(s),
             SUB => d.wrapping_sub(s),
             MUL => d.wrapping_mul(s),
-            DIV if signed => if s == 0 { 0 } else { (d as i64).wrapping_div(s as i64) as u64 },
+            DIV if signed => {
+                if s == 0 {
+                    0
+                } else {
+                    (d as i64).wrapping_div(s as i64) as u64
+                }
+            }
             DIV => d.checked_div(s).unwrap_or(0),
-            MOD if signed => if s == 0 { d } else { (d as i64).wrapping_rem(s as i64) as u64 },
-            MOD => if s == 0 { d } else { d % s },
+            MOD if signed => {
+                if s == 0 {
+                    d
+                } else {
+                    (d as i64).wrapping_rem(s as i64) as u64
+                }
+            }
+            MOD => {
+                if s == 0 {
+                    d
+                } else {
+                    d % s
+                }
+            }
             OR => d | s,
             AND => d & s,
             XOR => d ^ s,
@@ -309,10 +351,28 @@ pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_r
             ADD => d32.wrapping_add(s32),
             SUB => d32.wrapping_sub(s32),
             MUL => d32.wrapping_mul(s32),
-            DIV if signed => if s32 == 0 { 0 } else { (d32 as i32).wrapping_div(s32 as i32) as u32 },
+            DIV if signed => {
+                if s32 == 0 {
+                    0
+                } else {
+                    (d32 as i32).wrapping_div(s32 as i32) as u32
+                }
+            }
             DIV => d32.checked_div(s32).unwrap_or(0),
-            MOD if signed => if s32 == 0 { d32 } else { (d32 as i32).wrapping_rem(s32 as i32) as u32 },
-            MOD => if s32 == 0 { d32 } else { d32 % s32 },
+            MOD if signed => {
+                if s32 == 0 {
+                    d32
+                } else {
+                    (d32 as i32).wrapping_rem(s32 as i32) as u32
+                }
+            }
+            MOD => {
+                if s32 == 0 {
+                    d32
+                } else {
+                    d32 % s32
+                }
+            }
             OR => d32 | s32,
             AND => d32 & s32,
             XOR => d32 ^ s32,
@@ -432,9 +492,20 @@ mod tests {
         // r0 = 0x1122; be16 r0 (to big-endian: a swap here).
         assert_eq!(eval(&[i(0xb7, 0, 0, 0, 0x1122), i(ALU | END | X, 0, 0, 0, 16), EXIT]), 0x2211);
         // le32 truncates.
-        assert_eq!(eval(&[i(0x18, 0, 0, 0, 0x4433_2211), i(0, 0, 0, 0, 0x55), i(ALU | END, 0, 0, 0, 32), EXIT]), 0x4433_2211);
+        assert_eq!(
+            eval(&[i(0x18, 0, 0, 0, 0x4433_2211), i(0, 0, 0, 0, 0x55), i(ALU | END, 0, 0, 0, 32), EXIT]),
+            0x4433_2211
+        );
         // JMP32: r1 = 1 << 32 equals 0 in its low half.
-        let p = [i(0xb7, 1, 0, 0, 1), i(0x67, 1, 0, 0, 32), i(0xb7, 0, 0, 0, 5), i(JMP32 | JEQ, 1, 0, 1, 0), EXIT, i(0xb7, 0, 0, 0, 9), EXIT];
+        let p = [
+            i(0xb7, 1, 0, 0, 1),
+            i(0x67, 1, 0, 0, 32),
+            i(0xb7, 0, 0, 0, 5),
+            i(JMP32 | JEQ, 1, 0, 1, 0),
+            EXIT,
+            i(0xb7, 0, 0, 0, 9),
+            EXIT,
+        ];
         assert_eq!(eval(&p), 9);
     }
 
@@ -465,7 +536,10 @@ mod tests {
         // Each instruction ran once; counted per instruction, twice over two runs.
         let hits: Vec<Cell<u64>> = vec![Cell::new(0); p.len()];
         for _ in 0..2 {
-            Interpreter::new(&p).counting_each(&hits).run(0, &mut NoEnv, &mut Memory::default(), &mut Counts::default()).unwrap();
+            Interpreter::new(&p)
+                .counting_each(&hits)
+                .run(0, &mut NoEnv, &mut Memory::default(), &mut Counts::default())
+                .unwrap();
         }
         assert_eq!(hits.iter().map(Cell::get).collect::<Vec<_>>(), vec![2; p.len()]);
     }

@@ -69,7 +69,10 @@ impl LineTable {
                 // SAFETY: offsets into the program's BTF strings.
                 let (path, text) = unsafe { (btf_string(btf, r.file_name_off), btf_string(btf, r.line_off)) };
                 let file = path.rsplit('/').next().unwrap_or(&path).to_string();
-                (r.insn_off as usize, Arc::new(SourceLine { file, line: r.line_col >> 10, text: text.trim().to_string() }))
+                (
+                    r.insn_off as usize,
+                    Arc::new(SourceLine { file, line: r.line_col >> 10, text: text.trim().to_string() }),
+                )
             })
             .collect();
         starts.sort_by_key(|(pc, _)| *pc);

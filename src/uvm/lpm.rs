@@ -42,7 +42,13 @@ fn stored<'b>(key: &[u8], data_len: usize, plen: u32, buf: &'b mut [u8; PLEN + M
 impl Lpm {
     /// An empty trie of keys holding `data_len` bytes after the prefix length.
     pub fn new(data_len: usize, max_entries: u32) -> Lpm {
-        Lpm { data_len, max_entries: max_entries as usize, values: Table::default(), per_len: vec![0; 8 * data_len + 1], lengths: Vec::new() }
+        Lpm {
+            data_len,
+            max_entries: max_entries as usize,
+            values: Table::default(),
+            per_len: vec![0; 8 * data_len + 1],
+            lengths: Vec::new(),
+        }
     }
 
     /// The key's prefix length, if `key` is a key of this trie.
@@ -58,7 +64,12 @@ impl Lpm {
     /// within its prefix length, as the kernel's lookup finds it.
     fn longest<'b>(&self, key: &[u8], buf: &'b mut [u8; PLEN + MAX_DATA]) -> Option<&'b [u8]> {
         let limit = self.plen(key)?.min(self.max_plen());
-        let found = self.lengths.iter().copied().filter(|&p| p <= limit).find(|&p| self.values.contains_key(stored(key, self.data_len, p, buf)))?;
+        let found = self
+            .lengths
+            .iter()
+            .copied()
+            .filter(|&p| p <= limit)
+            .find(|&p| self.values.contains_key(stored(key, self.data_len, p, buf)))?;
         Some(stored(key, self.data_len, found, buf))
     }
 
@@ -144,7 +155,9 @@ mod tests {
     #[test]
     fn the_longest_stored_prefix_within_the_keys_length_wins() {
         let mut t = Lpm::new(4, 16);
-        for (plen, addr, v) in [(8, [10, 0, 0, 0], 8u8), (16, [10, 1, 0, 0], 16), (24, [10, 1, 2, 0], 24), (0, [0; 4], 0)] {
+        for (plen, addr, v) in
+            [(8, [10, 0, 0, 0], 8u8), (16, [10, 1, 0, 0], 16), (24, [10, 1, 2, 0], 24), (0, [0; 4], 0)]
+        {
             assert_eq!(t.update(&key(plen, addr), &[v], 0), Ok(None));
         }
         let at = |t: &mut Lpm, plen, addr| t.lookup(&key(plen, addr)).map(|v| v[0]);

@@ -94,12 +94,24 @@ impl UserMap {
                 // An array of maps starts with no map in any slot.
                 let fill = if of_maps(def.map_type) { 0xff } else { 0 };
                 let stride = def.value_size.next_multiple_of(8);
-                Store::Array { stride, copies: (0..copies).map(|_| vec![fill; stride * def.max_entries as usize].into_boxed_slice()).collect() }
+                Store::Array {
+                    stride,
+                    copies: (0..copies)
+                        .map(|_| vec![fill; stride * def.max_entries as usize].into_boxed_slice())
+                        .collect(),
+                }
             }
-            MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => Store::Hash { stride: def.value_size.next_multiple_of(8), table: Table::default() },
+            MapType::Hash | MapType::PercpuHash | MapType::HashOfMaps => {
+                Store::Hash { stride: def.value_size.next_multiple_of(8), table: Table::default() }
+            }
             MapType::LpmTrie => {
                 if def.key_size <= 4 || def.key_size > 4 + lpm::MAX_DATA {
-                    bail!("map {}: an LPM trie's key is a 4-byte prefix length and 1 to {} bytes of data, not {} bytes", def.name, lpm::MAX_DATA, def.key_size);
+                    bail!(
+                        "map {}: an LPM trie's key is a 4-byte prefix length and 1 to {} bytes of data, not {} bytes",
+                        def.name,
+                        lpm::MAX_DATA,
+                        def.key_size
+                    );
                 }
                 Store::Lpm(Box::new(Lpm::new(def.key_size - 4, def.max_entries)))
             }
@@ -278,12 +290,17 @@ impl UserMap {
     /// reference bit set).
     pub fn peek_all(&self, key: &[u8]) -> Option<Vec<Vec<u8>>> {
         match &self.store {
-            Store::Lru { stride, lru } => lru.peek(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()),
+            Store::Lru { stride, lru } => {
+                lru.peek(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())
+            }
             Store::Array { stride, copies } => {
                 let i = u32::from_ne_bytes(key.try_into().ok()?);
-                (i < self.def.max_entries).then(|| copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect())
+                (i < self.def.max_entries)
+                    .then(|| copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect())
             }
-            Store::Hash { stride, table } => table.get(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()),
+            Store::Hash { stride, table } => {
+                table.get(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())
+            }
             Store::Lpm(m) => m.peek(key).map(|v| vec![v.to_vec()]),
         }
     }
@@ -302,10 +319,22 @@ impl UserMap {
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
         match &self.store {
             Store::Array { stride, copies } => (0..self.def.max_entries)
-                .map(|i| (i.to_ne_bytes().to_vec(), copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect()))
+                .map(|i| {
+                    (
+                        i.to_ne_bytes().to_vec(),
+                        copies.iter().map(|c| c[i as usize * stride..][..self.def.value_size].to_vec()).collect(),
+                    )
+                })
                 .collect(),
-            Store::Hash { stride, table } => table.iter().map(|(k, v)| (k.to_vec(), v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())).collect(),
-            Store::Lru { stride, lru } => lru.entries().into_iter().map(|(k, v)| (k, v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())).collect(),
+            Store::Hash { stride, table } => table
+                .iter()
+                .map(|(k, v)| (k.to_vec(), v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()))
+                .collect(),
+            Store::Lru { stride, lru } => lru
+                .entries()
+                .into_iter()
+                .map(|(k, v)| (k, v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()))
+                .collect(),
             Store::Lpm(m) => m.entries().map(|(k, v)| (k.to_vec(), vec![v.to_vec()])).collect(),
         }
     }
@@ -369,7 +398,13 @@ impl UserMaps {
     }
 
     /// Copies one map; returns its index.
-    fn mirror_one<M: MapCore>(&mut self, m: &M, name: String, cpus: usize, inner_by_id: &mut HashMap<u32, usize>) -> Result<usize> {
+    fn mirror_one<M: MapCore>(
+        &mut self,
+        m: &M,
+        name: String,
+        cpus: usize,
+        inner_by_id: &mut HashMap<u32, usize>,
+    ) -> Result<usize> {
         let def = MapDef {
             read_only: name.ends_with(".rodata") || name.contains(".rodata."),
             name: name.clone(),
@@ -381,7 +416,8 @@ impl UserMaps {
         let mut um = UserMap::new(def, cpus)?;
         // Plain maps come over in batches (a load balancer's rings hold
         // hundreds of thousands of values: one syscall each took seconds).
-        if !percpu(m.map_type()) && !of_maps(m.map_type())
+        if !percpu(m.map_type())
+            && !of_maps(m.map_type())
             && let Ok(batches) = m.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY)
         {
             for (key, value) in batches {
@@ -407,7 +443,8 @@ impl UserMaps {
                 let index = match inner_by_id.get(&id) {
                     Some(&i) => i,
                     None => {
-                        let inner = libbpf_rs::MapHandle::from_map_id(id).with_context(|| format!("opening the inner map {id} of {name}"))?;
+                        let inner = libbpf_rs::MapHandle::from_map_id(id)
+                            .with_context(|| format!("opening the inner map {id} of {name}"))?;
                         // Named by its outer map, not by id: counts by map must not change between runs.
                         let i = self.mirror_one(&inner, format!("{name}[inner]"), cpus, inner_by_id)?;
                         inner_by_id.insert(id, i);

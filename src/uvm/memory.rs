@@ -46,7 +46,9 @@ pub enum AccessError {
 impl fmt::Display for AccessError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AccessError::Outside { addr, size } => write!(f, "{size}-byte access at {addr:#x} is outside the stack, context, packet and map values"),
+            AccessError::Outside { addr, size } => {
+                write!(f, "{size}-byte access at {addr:#x} is outside the stack, context, packet and map values")
+            }
             AccessError::ReadOnly { addr, kind } => write!(f, "write at {addr:#x} into the read-only {kind}"),
         }
     }
@@ -102,7 +104,13 @@ impl Memory {
         let holds = |r: &&Region| addr >= r.start && end <= r.start + r.len;
         let r = match self.regions.iter().rev().find(holds) {
             Some(r) => r,
-            None => self.values.range(..=addr).next_back().map(|(_, r)| r).filter(holds).ok_or(AccessError::Outside { addr, size })?,
+            None => self
+                .values
+                .range(..=addr)
+                .next_back()
+                .map(|(_, r)| r)
+                .filter(holds)
+                .ok_or(AccessError::Outside { addr, size })?,
         };
         if write && !r.writable {
             return Err(AccessError::ReadOnly { addr, kind: r.kind });

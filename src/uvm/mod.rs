@@ -72,7 +72,14 @@ impl PreparedCode {
         // SAFETY: the open object's BTF (NULL without one), alive while it is.
         let btf = unsafe { libbpf_rs::libbpf_sys::bpf_object__btf(open.as_libbpf_object().as_ptr()) };
         // SAFETY: prepared programs of the object whose BTF that is.
-        let lines = open.progs().map(|p| (p.name().to_string_lossy().into_owned(), unsafe { lines::LineTable::of_program(p.as_libbpf_object().as_ptr(), btf) })).collect();
+        let lines = open
+            .progs()
+            .map(|p| {
+                (p.name().to_string_lossy().into_owned(), unsafe {
+                    lines::LineTable::of_program(p.as_libbpf_object().as_ptr(), btf)
+                })
+            })
+            .collect();
         let mut maps = Vec::new();
         for m in open.maps() {
             // SAFETY: a prepared object's map has its fd (or -1 if it was not created).

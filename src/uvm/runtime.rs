@@ -12,10 +12,10 @@ use super::helpers::{self, Helpers};
 use super::insn::{CALL, JMP, KFUNC_CALL};
 use super::interp::{Counts, Interpreter};
 use super::jit::{self, JitProgram, frame::Frame32};
+use super::lines::LineTable;
 use super::maps::{UserMap, UserMaps};
 use super::xdp::{self, XdpOutcome};
 use super::{Insn, PreparedCode};
-use super::lines::LineTable;
 use crate::record::{InstructionCount, LineCount};
 
 /// Instructions a timed run may execute. A batch runs thousands of
@@ -42,7 +42,9 @@ impl RunCounts {
     /// What `self` executed beyond `less` (a shorter run of the same).
     pub fn minus(mut self, less: &RunCounts) -> RunCounts {
         self.insns -= less.insns.min(self.insns);
-        for (mine, theirs) in [(&mut self.helpers, &less.helpers), (&mut self.map_ops, &less.map_ops), (&mut self.lines, &less.lines)] {
+        for (mine, theirs) in
+            [(&mut self.helpers, &less.helpers), (&mut self.map_ops, &less.map_ops), (&mut self.lines, &less.lines)]
+        {
             for (k, n) in theirs {
                 let e = mine.entry(k.clone()).or_default();
                 *e = e.saturating_sub(*n);
@@ -144,7 +146,9 @@ impl jit::Resolve for JitMaps<'_> {
         let max_entries = m.def.max_entries;
         let of_maps = super::maps::of_maps(m.def.map_type);
         Some(match m.array_layout(cpu) {
-            Some((base, stride)) if of_maps => jit::LookupPlan::ArrayOfMaps { base, stride, max_entries, tag: helpers::map_handle_tag() },
+            Some((base, stride)) if of_maps => {
+                jit::LookupPlan::ArrayOfMaps { base, stride, max_entries, tag: helpers::map_handle_tag() }
+            }
             Some((base, stride)) => jit::LookupPlan::Array { base, stride, max_entries },
             None => jit::LookupPlan::Direct { map: m as *mut UserMap as u64, cpu: cpu as u64 },
         })
@@ -162,7 +166,9 @@ pub fn check_calls(name: &str, insns: &[Insn]) -> Result<()> {
             0 if !helpers::SUPPORTED.contains(&i.imm) => {
                 bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm))
             }
-            KFUNC_CALL => bail!("program {name} calls a kfunc (instruction {pc}), which bpfbench's userspace runtime does not have; run it with --runtime kernel"),
+            KFUNC_CALL => bail!(
+                "program {name} calls a kfunc (instruction {pc}), which bpfbench's userspace runtime does not have; run it with --runtime kernel"
+            ),
             _ => {}
         }
     }
@@ -210,12 +216,18 @@ impl UserRuntime {
     /// Counts executions per source line from now on (`on`), or stops.
     /// Only the interpreter counts: see [`Self::set_engine`].
     pub fn set_profiling(&mut self, on: bool) {
-        self.hits = on.then(|| self.programs.iter().map(|(name, insns)| (name.clone(), vec![Cell::new(0); insns.len()])).collect());
+        self.hits = on.then(|| {
+            self.programs.iter().map(|(name, insns)| (name.clone(), vec![Cell::new(0); insns.len()])).collect()
+        });
     }
 
     /// The engine `prog`'s runs take: the JIT only for what the kernel verified.
     pub fn engine_of(&self, prog: &str) -> Engine {
-        if self.engine == Engine::Jit && self.verified.contains(prog) && JitProgram::supported().is_ok() { Engine::Jit } else { Engine::Interpreter }
+        if self.engine == Engine::Jit && self.verified.contains(prog) && JitProgram::supported().is_ok() {
+            Engine::Jit
+        } else {
+            Engine::Interpreter
+        }
     }
 
     pub fn map(&self, name: &str) -> Result<&UserMap> {
@@ -237,7 +249,8 @@ impl UserRuntime {
             interp = interp.counting_each(hits);
         }
         interp.budget = TIMED_BUDGET;
-        xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts).with_context(|| format!("{prog} in the userspace runtime"))
+        xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts)
+            .with_context(|| format!("{prog} in the userspace runtime"))
     }
 
     /// Runs the kernel-verified XDP program `prog` once on `packet`, compiled.
@@ -251,9 +264,13 @@ impl UserRuntime {
         if self.frame.is_none() {
             self.frame = Some(Frame32::new().context("mapping the XDP frame below 4 GiB")?);
         }
-        let (Some(code), Some(frame)) = (self.compiled.get_mut(prog), self.frame.as_mut()) else { unreachable!("compiled and mapped above") };
+        let (Some(code), Some(frame)) = (self.compiled.get_mut(prog), self.frame.as_mut()) else {
+            unreachable!("compiled and mapped above")
+        };
         // SAFETY: the kernel's verifier accepted `prog` (engine_of checked), as XDP.
-        unsafe { frame.run(code, packet, &mut self.helpers, &mut self.maps) }.map_err(|e| anyhow::anyhow!(e)).with_context(|| format!("{prog} in the userspace runtime's JIT"))
+        unsafe { frame.run(code, packet, &mut self.helpers, &mut self.maps) }
+            .map_err(|e| anyhow::anyhow!(e))
+            .with_context(|| format!("{prog} in the userspace runtime's JIT"))
     }
 
     /// Runs `insns` (not one of the object's programs: a fuzzed one) as
@@ -279,7 +296,10 @@ impl UserRuntime {
             line_text,
             insns: counts.insns,
             helpers: counts.helpers.into_iter().map(|(id, n)| (helpers::name_of(id), n)).collect(),
-            map_ops: ops.into_iter().map(|((map, op), n)| (format!("{}: {}", self.maps.maps[map].def.name, helpers::name_of(op)), n)).collect(),
+            map_ops: ops
+                .into_iter()
+                .map(|((map, op), n)| (format!("{}: {}", self.maps.maps[map].def.name, helpers::name_of(op)), n))
+                .collect(),
         }
     }
 
@@ -302,9 +322,14 @@ impl UserRuntime {
                 (None, caller) if caller != 0 => match locate(caller - 1) {
                     Some((prog, pc)) => {
                         let insn = self.programs[prog][pc];
-                        let name = if insn.code == (JMP | CALL) && insn.src == 0 { helpers::name_of(insn.imm) } else { "(code the program called)".to_string() };
+                        let name = if insn.code == (JMP | CALL) && insn.src == 0 {
+                            helpers::name_of(insn.imm)
+                        } else {
+                            "(code the program called)".to_string()
+                        };
                         // The map too, where the call site shows it ("map: helper", as map_ops).
-                        let map = self.compiled[prog].call_map(pc).and_then(|h| helpers::map_index(h, self.maps.maps.len()));
+                        let map =
+                            self.compiled[prog].call_map(pc).and_then(|h| helpers::map_index(h, self.maps.maps.len()));
                         if let Some(m) = map {
                             *out.map_ops.entry(format!("{}: {name}", self.maps.maps[m].def.name)).or_default() += 1;
                         }

@@ -168,7 +168,12 @@ impl Sampler {
     pub fn finish(mut self) -> Vec<Sample> {
         self.stop();
         let n = TAKEN.load(Ordering::Relaxed).min(CAPACITY);
-        (0..n).map(|i| Sample { ip: SAMPLES[2 * i].load(Ordering::Relaxed), caller: SAMPLES[2 * i + 1].load(Ordering::Relaxed) }).collect()
+        (0..n)
+            .map(|i| Sample {
+                ip: SAMPLES[2 * i].load(Ordering::Relaxed),
+                caller: SAMPLES[2 * i + 1].load(Ordering::Relaxed),
+            })
+            .collect()
     }
 }
 

@@ -27,7 +27,6 @@ const DATA_END: u64 = 4;
 const DATA_META: u64 = 8;
 pub(super) const XDP_MD_BYTES: usize = 6 * 4;
 
-
 /// What a run returned and left.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct XdpOutcome {
@@ -111,9 +110,19 @@ impl Env for XdpEnv<'_> {
 }
 
 /// Runs an XDP program once on `packet`, with `maps` if it has any.
-pub fn run(interp: &Interpreter<'_>, packet: &[u8], helpers: &mut Helpers, mut maps: Option<&mut UserMaps>, counts: &mut Counts) -> Result<XdpOutcome, VmError> {
+pub fn run(
+    interp: &Interpreter<'_>,
+    packet: &[u8],
+    helpers: &mut Helpers,
+    mut maps: Option<&mut UserMaps>,
+    counts: &mut Counts,
+) -> Result<XdpOutcome, VmError> {
     if HEADROOM + packet.len() > FRAME - TAILROOM {
-        return Err(VmError { pc: 0, insn: Default::default(), what: format!("a {}-byte packet does not fit the page the kernel's test run uses", packet.len()) });
+        return Err(VmError {
+            pc: 0,
+            insn: Default::default(),
+            what: format!("a {}-byte packet does not fit the page the kernel's test run uses", packet.len()),
+        });
     }
     let mut buf = vec![0u8; FRAME];
     buf[HEADROOM..HEADROOM + packet.len()].copy_from_slice(packet);

@@ -34,8 +34,12 @@ pub struct Registration {
     pub build: fn(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>>,
     /// Builds the workload on another build of its own BPF object (for
     /// `bpfbench ab --workload NAME A.o B.o`); None where it has none.
-    pub with_object: Option<fn(target: &str, matches: &clap::ArgMatches, object: &std::path::Path) -> Result<Box<dyn Workload>>>,
+    pub with_object: Option<BuildWithObject>,
 }
+
+/// Builds a workload for `target` on the BPF object at `object`.
+pub type BuildWithObject =
+    fn(target: &str, matches: &clap::ArgMatches, object: &std::path::Path) -> Result<Box<dyn Workload>>;
 
 /// Claims nothing beyond the registration's names.
 pub fn no_files(_: &str) -> bool {
@@ -47,7 +51,9 @@ impl Registration {
     fn flags(&self) -> Vec<(String, String)> {
         (self.options)(Command::new("bpfbench"))
             .get_arguments()
-            .map(|a| (a.get_id().to_string(), a.get_long().map_or_else(|| a.get_id().to_string(), |l| format!("--{l}"))))
+            .map(|a| {
+                (a.get_id().to_string(), a.get_long().map_or_else(|| a.get_id().to_string(), |l| format!("--{l}")))
+            })
             .collect()
     }
 
@@ -63,7 +69,10 @@ fn find(target: &str) -> Result<&'static Registration> {
     }
     match REGISTRY.iter().find(|r| (r.claims)(target)) {
         Some(r) => Ok(r),
-        None => bail!("unknown workload '{target}'; valid workloads: {}, or a BPF object (FILE.bpf.o) or spec file (FILE.toml)", names().join(", ")),
+        None => bail!(
+            "unknown workload '{target}'; valid workloads: {}, or a BPF object (FILE.bpf.o) or spec file (FILE.toml)",
+            names().join(", ")
+        ),
     }
 }
 
@@ -128,11 +137,18 @@ pub fn build(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workloa
 }
 
 /// Builds the workload `name` on `object`, a build of its own BPF source.
-pub fn build_with_object(name: &str, matches: &clap::ArgMatches, object: &std::path::Path) -> Result<Box<dyn Workload>> {
+pub fn build_with_object(
+    name: &str,
+    matches: &clap::ArgMatches,
+    object: &std::path::Path,
+) -> Result<Box<dyn Workload>> {
     let r = find(name)?;
     match r.with_object {
         Some(build) if r.names.contains(&name) => build(name, matches, object),
-        _ => bail!("{name} does not load another build of its BPF object; --workload takes: {}", with_objects().join(", ")),
+        _ => bail!(
+            "{name} does not load another build of its BPF object; --workload takes: {}",
+            with_objects().join(", ")
+        ),
     }
 }
 

@@ -67,8 +67,18 @@ impl Snapshot {
         let progs: Vec<_> = ProgInfoIter::with_query_opts(query).collect();
         let links: Vec<_> = LinkInfoIter::default().collect();
         // What a held link or program keeps alive is held too.
-        let held_progs: BTreeSet<u32> = held.progs.iter().copied().chain(links.iter().filter(|l| held.links.contains(&l.id)).map(|l| l.prog_id)).collect();
-        let held_maps: BTreeSet<u32> = held.maps.iter().copied().chain(progs.iter().filter(|p| held_progs.contains(&p.id)).flat_map(|p| p.map_ids.clone())).collect();
+        let held_progs: BTreeSet<u32> = held
+            .progs
+            .iter()
+            .copied()
+            .chain(links.iter().filter(|l| held.links.contains(&l.id)).map(|l| l.prog_id))
+            .collect();
+        let held_maps: BTreeSet<u32> = held
+            .maps
+            .iter()
+            .copied()
+            .chain(progs.iter().filter(|p| held_progs.contains(&p.id)).flat_map(|p| p.map_ids.clone()))
+            .collect();
         for l in links.iter().filter(|l| l.id > self.max_link && !held.links.contains(&l.id)) {
             left.push(format!("link {} (program {})", l.id, l.prog_id));
         }
@@ -173,7 +183,13 @@ fn unescape(s: &str) -> String {
 pub fn bpfbench_names() -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     if let Ok(entries) = std::fs::read_dir("/run/netns") {
-        found.extend(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("bpfbench")).map(|n| format!("netns {n}")));
+        found.extend(
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("bpfbench"))
+                .map(|n| format!("netns {n}")),
+        );
     }
     let links = Command::new("ip").args(["-o", "link"]).output().expect("ip (iproute2)").stdout;
     let links = String::from_utf8_lossy(&links);

@@ -11,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 
 use bpfbench::harness::runner::Runner;
 use bpfbench::harness::{ScenarioInfo, Workload};
-use bpfbench::record::{Calibration, Environment, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema};
+use bpfbench::record::{
+    Calibration, Environment, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema,
+};
 use bpfbench::stats::Summary;
 use bpfbench::system::{self, cpu, libbpf_log};
 
@@ -113,7 +115,12 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
         measurement: Some(Measurement {
             batch_iters: 1000,
             calibration: Calibration { estimate_ns_per_op: 10.0, proportionality_ratio: 2.0, proportional: true },
-            overhead: Overhead { key: "k".into(), batch_iters: 1000, samples_ns: samples.clone(), summary: summary.clone() },
+            overhead: Overhead {
+                key: "k".into(),
+                batch_iters: 1000,
+                samples_ns: samples.clone(),
+                summary: summary.clone(),
+            },
             samples_ns: samples,
             summary,
             warnings: vec![],
@@ -130,7 +137,10 @@ pub fn run(tag: Option<&str>, scale: f64) -> RunRecord {
         tag: tag.map(String::from),
         environment: Environment { kernel: "6.18".into(), git_commit: "abc".into(), ..Default::default() },
         options: Sampling::default(),
-        results: vec![record("tcp-v4-lru-hit", samples(50.0 * scale, 1)), record("tcp-v4-lru-miss", samples(300.0 * scale, 2))],
+        results: vec![
+            record("tcp-v4-lru-hit", samples(50.0 * scale, 1)),
+            record("tcp-v4-lru-miss", samples(300.0 * scale, 2)),
+        ],
         interrupted: false,
     }
 }
@@ -207,19 +217,36 @@ pub fn with_sys_bpffs<T: Send>(state: SysBpffs, f: impl FnOnce() -> T + Send) ->
             // SAFETY: plain syscalls on valid C strings; only this thread
             // (and its children) enter the new namespace.
             unsafe {
-                assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare(CLONE_NEWNS): {}", std::io::Error::last_os_error());
+                assert_eq!(
+                    libc::unshare(libc::CLONE_NEWNS),
+                    0,
+                    "unshare(CLONE_NEWNS): {}",
+                    std::io::Error::last_os_error()
+                );
                 // Mounts made here must not propagate back to the machine.
-                let rc = libc::mount(std::ptr::null(), c("/").as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null());
+                let rc = libc::mount(
+                    std::ptr::null(),
+                    c("/").as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_SLAVE,
+                    std::ptr::null(),
+                );
                 assert_eq!(rc, 0, "making / a slave mount: {}", std::io::Error::last_os_error());
                 match (state, sys_bpffs()) {
                     (SysBpffs::Mounted, SysBpffs::Unmounted) => {
-                        let rc = libc::mount(c("bpf").as_ptr(), sys_bpf.as_ptr(), c("bpf").as_ptr(), 0, std::ptr::null());
+                        let rc =
+                            libc::mount(c("bpf").as_ptr(), sys_bpf.as_ptr(), c("bpf").as_ptr(), 0, std::ptr::null());
                         assert_eq!(rc, 0, "mounting bpffs on /sys/fs/bpf: {}", std::io::Error::last_os_error());
                     }
                     (SysBpffs::Unmounted, SysBpffs::Mounted) => {
                         // Every mount stacked there, as systemd's may be more than one.
                         while sys_bpffs() == SysBpffs::Mounted {
-                            assert_eq!(libc::umount2(sys_bpf.as_ptr(), libc::MNT_DETACH), 0, "unmounting /sys/fs/bpf: {}", std::io::Error::last_os_error());
+                            assert_eq!(
+                                libc::umount2(sys_bpf.as_ptr(), libc::MNT_DETACH),
+                                0,
+                                "unmounting /sys/fs/bpf: {}",
+                                std::io::Error::last_os_error()
+                            );
                         }
                     }
                     _ => {}

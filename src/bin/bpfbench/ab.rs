@@ -42,12 +42,18 @@ fn builds_of(args: &AbArgs) -> Result<Builds> {
     let (a, b) = (is_own_program(&args.a), is_own_program(&args.b));
     if a != b {
         let (obj, other) = if a { (&args.a, &args.b) } else { (&args.b, &args.a) };
-        bail!("{} is a BPF object (or spec file) but {} is not; A and B must be of one kind", obj.display(), other.display());
+        bail!(
+            "{} is a BPF object (or spec file) but {} is not; A and B must be of one kind",
+            obj.display(),
+            other.display()
+        );
     }
     Ok(match (&args.workload, a) {
         (Some(w), true) => Builds::WorkloadObjects(w.clone()),
         (None, true) => Builds::Objects,
-        (Some(_), false) => bail!("--workload takes two BPF objects built from that workload's source; for two bpfbench executables name the workload after --"),
+        (Some(_), false) => bail!(
+            "--workload takes two BPF objects built from that workload's source; for two bpfbench executables name the workload after --"
+        ),
         (None, false) => Builds::Executables,
     })
 }
@@ -92,7 +98,11 @@ fn check_same_scenarios(selected: &[ScenarioInfo], b_name: &str, b_scenarios: &[
     for s in selected {
         if !b_scenarios.iter().any(|x| x.name == s.name) {
             let have: Vec<&str> = b_scenarios.iter().map(|x| x.name.as_ref()).collect();
-            bail!("B ({b_name}) has no case '{}' (it has: {}); A and B must offer the same cases", s.name, have.join(", "));
+            bail!(
+                "B ({b_name}) has no case '{}' (it has: {}); A and B must offer the same cases",
+                s.name,
+                have.join(", ")
+            );
         }
     }
     Ok(())
@@ -140,7 +150,8 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
     let cpu = system::prepare_for_timing(args.cpu)?;
     let labels = (args.a.display().to_string(), args.b.display().to_string());
-    let plan = |workload: &str, scenarios: Vec<ScenarioInfo>| paired_plan(args, workload, labels.clone(), scenarios, cpu);
+    let plan =
+        |workload: &str, scenarios: Vec<ScenarioInfo>| paired_plan(args, workload, labels.clone(), scenarios, cpu);
     let mut observer = Terminal { progress: std::io::stderr().is_terminal() };
     let record = match builds {
         Builds::Objects | Builds::WorkloadObjects(_) => {
@@ -161,7 +172,8 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
             run_args.extend(["--cpu".to_string(), cpu.to_string()]);
             let mut a = Worker::spawn(&args.a, &run_args)?;
             let mut b = Worker::spawn(&args.b, &run_args)?;
-            let scenarios = session::select_from(&a.workload, &a.scenarios, &args.select.scenarios, &args.select.groups)?;
+            let scenarios =
+                session::select_from(&a.workload, &a.scenarios, &args.select.scenarios, &args.select.groups)?;
             check_same_scenarios(&scenarios, &b.workload.clone(), &b.scenarios.clone())?;
             let name = a.workload.clone();
             session::ab::run(plan(&name, scenarios), &mut a, &mut b, &mut observer)?
@@ -171,7 +183,13 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
 }
 
 /// The paired comparison `args` ask for, of `scenarios` of `workload`.
-fn paired_plan(args: &AbArgs, workload: &str, labels: (String, String), scenarios: Vec<ScenarioInfo>, cpu: usize) -> AbPlan<'static> {
+fn paired_plan(
+    args: &AbArgs,
+    workload: &str,
+    labels: (String, String),
+    scenarios: Vec<ScenarioInfo>,
+    cpu: usize,
+) -> AbPlan<'static> {
     AbPlan {
         workload: workload.to_string(),
         labels,
@@ -196,7 +214,8 @@ fn runtime_pair(args: &AbArgs, matches: &clap::ArgMatches, (ra, rb): (Runtime, R
     let cpu = system::prepare_for_timing(args.cpu)?;
     let plan = paired_plan(args, w.name(), (ra.label().to_string(), rb.label().to_string()), scenarios, cpu);
     let mut observer = Terminal { progress: std::io::stderr().is_terminal() };
-    let (mut a, mut b) = (LocalBuild::new(w.as_ref(), cpu).in_runtime(ra), LocalBuild::new(w.as_ref(), cpu).in_runtime(rb));
+    let (mut a, mut b) =
+        (LocalBuild::new(w.as_ref(), cpu).in_runtime(ra), LocalBuild::new(w.as_ref(), cpu).in_runtime(rb));
     let record = session::ab::run(plan, &mut a, &mut b, &mut observer)?;
     finish(args, &record, history.as_mut())
 }
@@ -209,7 +228,9 @@ fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Res
         match builds {
             Builds::WorkloadObjects(name) => workloads::build_with_object(name, matches, p),
             Builds::Objects => workloads::build(&p.display().to_string(), matches),
-            Builds::Executables => bail!("--metric insns compares two BPF objects; for two bpfbench executables run each with --metric insns and use 'bpfbench compare'"),
+            Builds::Executables => bail!(
+                "--metric insns compares two BPF objects; for two bpfbench executables run each with --metric insns and use 'bpfbench compare'"
+            ),
         }
     };
     let (wa, wb) = (build(&args.a)?, build(&args.b)?);
@@ -242,7 +263,14 @@ fn count_both(args: &AbArgs, matches: &clap::ArgMatches, builds: &Builds) -> Res
         Ok(run)
     };
     let (ra, rb) = (count(wa.as_ref())?, count(wb.as_ref())?);
-    let cmp = compare_runs(&[ra], &args.a.display().to_string(), &[rb], &args.b.display().to_string(), args.gate.threshold(), &RunNoise::new());
+    let cmp = compare_runs(
+        &[ra],
+        &args.a.display().to_string(),
+        &[rb],
+        &args.b.display().to_string(),
+        args.gate.threshold(),
+        &RunNoise::new(),
+    );
     if cmp.instructions.is_empty() {
         bail!("A and B counted no scenario in common");
     }
@@ -282,7 +310,8 @@ fn finish(args: &AbArgs, record: &PairedRecord, history: Option<&mut History>) -
 /// Exit 1 when a case is confidently slower than `limit_pct` allows.
 pub fn gate(record: &PairedRecord, limit_pct: Option<f64>) -> ExitCode {
     let Some(pct) = limit_pct else { return ExitCode::SUCCESS };
-    let regressions: Vec<&PairedCase> = record.cases.iter().filter(|c| c.verdict == Verdict::Slower && c.ratio_ci95.0 > 1.0 + pct / 100.0).collect();
+    let regressions: Vec<&PairedCase> =
+        record.cases.iter().filter(|c| c.verdict == Verdict::Slower && c.ratio_ci95.0 > 1.0 + pct / 100.0).collect();
     for c in &regressions {
         eprintln!("bpfbench: {}", ab_table::regression_line(c, pct));
     }

@@ -7,14 +7,18 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
 use bpfbench::harness::paired::PairedSettings;
-use bpfbench::report::ab_table::AbFormat;
 use bpfbench::record::{Metric, Runtime, Sampling};
 use bpfbench::report::Format;
+use bpfbench::report::ab_table::AbFormat;
 use bpfbench::traffic::generator::FlowOrder;
 use bpfbench::workloads;
 
 #[derive(Debug, Parser)]
-#[command(name = "bpfbench", version, about = "Benchmarks eBPF programs inside the kernel with BPF_PROG_TEST_RUN and in-BPF batch timing")]
+#[command(
+    name = "bpfbench",
+    version,
+    about = "Benchmarks eBPF programs inside the kernel with BPF_PROG_TEST_RUN and in-BPF batch timing"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -212,7 +216,9 @@ impl RunArgs {
         }
         match (self.metric(), self.runtime) {
             (Metric::Insns, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) => {
-                anyhow::bail!("--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user")
+                anyhow::bail!(
+                    "--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user"
+                )
             }
             (Metric::Insns, _) | (_, Some(RuntimeChoice::User)) => Ok(vec![Runtime::User]),
             (_, None | Some(RuntimeChoice::Kernel)) => Ok(vec![Runtime::Kernel]),
@@ -508,7 +514,11 @@ pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
     };
     let target = match command {
         "ab" => probed.and_then(ab_target),
-        _ => Some(probed.and_then(|m| m.get_one::<String>("workload").cloned()).unwrap_or_else(|| workloads::DEFAULT.to_string())),
+        _ => Some(
+            probed
+                .and_then(|m| m.get_one::<String>("workload").cloned())
+                .unwrap_or_else(|| workloads::DEFAULT.to_string()),
+        ),
     };
     if let (Some(m), Some(t)) = (probed, &target) {
         let checked = workloads::check_options(t, m);

@@ -22,7 +22,7 @@ use bpfbench::workloads::object::live::LiveObject;
 use bpfbench::workloads::xdp_lb::cross_check;
 use bpfbench::workloads::xdp_lb::live::LiveLb;
 
-use crate::cli::{TrafficFormat, LiveArgs};
+use crate::cli::{LiveArgs, TrafficFormat};
 use crate::output::emit;
 
 /// The Katran-on-userspace study's connection table size.
@@ -46,7 +46,11 @@ fn load_target(args: &LiveArgs) -> Result<(Box<dyn LiveProgram>, Vec<String>, bo
         bail!("no such target '{target}': give xdp-lb, an object file (FILE.bpf.o) or a spec file (FILE.toml)");
     }
     let object_args = ObjectArgs { load: args.load.clone(), ..Default::default() };
-    let setup = if target.ends_with(".toml") { ObjectSetup::from_spec_file(path, &object_args)? } else { ObjectSetup::from_args(path, &object_args)? };
+    let setup = if target.ends_with(".toml") {
+        ObjectSetup::from_spec_file(path, &object_args)?
+    } else {
+        ObjectSetup::from_args(path, &object_args)?
+    };
     let mut object = LiveObject::load(&setup)?;
     let notes = std::mem::take(&mut object.notes);
     Ok((Box::new(object), notes, false))
@@ -78,7 +82,11 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     let packet = PacketSpec::parse_flows(&packet_text)?;
     // Every step's traffic first, so bad input stops the run before anything is built.
     let steps: Vec<(Option<u64>, StepTraffic)> = match &sweep {
-        Some(s) => s.values.iter().map(|&v| Ok((Some(v), StepTraffic::at(s, v, &packet, args.send.size, args.send.threads)?))).collect::<Result<_>>()?,
+        Some(s) => s
+            .values
+            .iter()
+            .map(|&v| Ok((Some(v), StepTraffic::at(s, v, &packet, args.send.size, args.send.threads)?)))
+            .collect::<Result<_>>()?,
         None => vec![(None, StepTraffic::base(&packet, args.send.size, args.send.threads)?)],
     };
     let settings = LiveSettings {
@@ -96,7 +104,9 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     let lru_size = program.lru_capacity();
     let progress = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(steps.len() as u64);
-        bar.set_style(indicatif::ProgressStyle::with_template("{spinner} step {pos}/{len} {msg}").expect("a valid template"));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} step {pos}/{len} {msg}").expect("a valid template"),
+        );
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     });
@@ -114,7 +124,10 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
             }
             if let Some(bar) = &progress {
                 let what = sweep.as_ref().zip(*value).map(|(s, v)| format!("{}={v}", s.var.name())).unwrap_or_default();
-                bar.set_message(format!("{label} {what}: {:.1} s warm-up + {:.1} s (Ctrl-C stops)", args.warmup, args.duration));
+                bar.set_message(format!(
+                    "{label} {what}: {:.1} s warm-up + {:.1} s (Ctrl-C stops)",
+                    args.warmup, args.duration
+                ));
             }
             let step = session.measure(*value, traffic)?;
             if interrupt::interrupted() {
@@ -179,7 +192,10 @@ pub fn history(limit: usize, db: &Path) -> Result<ExitCode> {
     if !db.exists() {
         bail!("no history yet at {}; 'bpfbench live' stores its runs there unless --no-store is given", db.display());
     }
-    println!("{:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  Mpps (first step)", "live", "started (UTC)", "tag", "program", "sweep", "steps");
+    println!(
+        "{:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  Mpps (first step)",
+        "live", "started (UTC)", "tag", "program", "sweep", "steps"
+    );
     for (id, r) in History::open(db)?.list_live(limit)? {
         println!(
             "{id:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  {}",
@@ -195,7 +211,9 @@ pub fn history(limit: usize, db: &Path) -> Result<ExitCode> {
 }
 
 pub fn show(id: &str, format: Format, output: Option<&Path>, db: &Path) -> Result<ExitCode> {
-    let Ok(id) = id.parse::<i64>() else { bail!("'{id}' is not a live run's id; 'bpfbench history --live' lists them") };
+    let Ok(id) = id.parse::<i64>() else {
+        bail!("'{id}' is not a live run's id; 'bpfbench history --live' lists them")
+    };
     if !db.exists() {
         bail!("there is no history database at {}", db.display());
     }

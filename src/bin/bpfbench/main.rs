@@ -4,10 +4,10 @@
 mod ab;
 mod cli;
 mod live;
-mod traffic;
 mod output;
 mod run;
 mod stored;
+mod traffic;
 
 use std::process::ExitCode;
 
@@ -65,7 +65,9 @@ fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
     let cpu = bpfbench::system::cpu::default_cpu()?;
     let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(cpu)?;
     let mut runtime = corpus.runtime;
-    eprintln!("bpfbench: fuzzing the userspace runtime with {programs} programs (seed {seed}, budget {budget} instructions each)");
+    eprintln!(
+        "bpfbench: fuzzing the userspace runtime with {programs} programs (seed {seed}, budget {budget} instructions each)"
+    );
     let r = bpfbench::uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, programs, seed, budget);
     println!(
         "{} programs ({} random, {} mutated from xdp-lb's {}) in {:.1} s, {} instructions executed",
@@ -76,7 +78,10 @@ fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
         r.elapsed.as_secs_f64(),
         r.insns
     );
-    println!("  {} ran to their exit; {} stopped with an error naming the instruction ({} by the budget)", r.finished, r.refused, r.budget_spent);
+    println!(
+        "  {} ran to their exit; {} stopped with an error naming the instruction ({} by the budget)",
+        r.finished, r.refused, r.budget_spent
+    );
     let mut kinds: Vec<(&String, &u64)> = r.kinds.iter().collect();
     kinds.sort_by(|a, b| b.1.cmp(a.1));
     for (kind, n) in kinds.iter().take(8) {
@@ -105,12 +110,22 @@ fn main() -> ExitCode {
         Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
         Some(Command::Verifier { a, b, format }) => verifier(&a, b.as_deref(), format),
         Some(Command::History { limit, live: true, db, .. }) => live::history(limit, &db.path()),
-        Some(Command::History { scenario, limit, ab: false, db, .. }) => stored::history(scenario.as_deref(), limit, &db.path()),
+        Some(Command::History { scenario, limit, ab: false, db, .. }) => {
+            stored::history(scenario.as_deref(), limit, &db.path())
+        }
         Some(Command::History { limit, ab: true, db, .. }) => stored::history_paired(limit, &db.path()),
-        Some(Command::Show { run, live: true, format, output, db, .. }) => live::show(&run, format, output.as_deref(), &db.path()),
-        Some(Command::Show { run, ab: false, format, output, verbose, db, .. }) => stored::show(&run, format, output.as_deref(), verbose, &db.path()),
-        Some(Command::Show { run, ab: true, format, output, db, .. }) => stored::show_paired(&run, format, output.as_deref(), &db.path()),
-        Some(Command::Compare { a, b, gate, tags, format, db }) => stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path()),
+        Some(Command::Show { run, live: true, format, output, db, .. }) => {
+            live::show(&run, format, output.as_deref(), &db.path())
+        }
+        Some(Command::Show { run, ab: false, format, output, verbose, db, .. }) => {
+            stored::show(&run, format, output.as_deref(), verbose, &db.path())
+        }
+        Some(Command::Show { run, ab: true, format, output, db, .. }) => {
+            stored::show_paired(&run, format, output.as_deref(), &db.path())
+        }
+        Some(Command::Compare { a, b, gate, tags, format, db }) => {
+            stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path())
+        }
         Some(Command::Ab(args)) => ab::ab(&args, workload_matches.as_ref().expect("ab has matches")),
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),
         Some(Command::Gen(args)) => traffic::generate(&args),

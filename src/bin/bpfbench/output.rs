@@ -38,7 +38,10 @@ pub fn gate_exit(decision: &GateDecision, gate: &Gate, against: &str) -> ExitCod
         eprintln!("bpfbench: {}", compare_table::regression_line(b, against, gate.fail_on_regression.unwrap_or(0.0)));
     }
     for d in &decision.instruction_regressions {
-        eprintln!("bpfbench: {}", compare_table::instruction_regression_line(d, against, gate.fail_on_regression.unwrap_or(0.0)));
+        eprintln!(
+            "bpfbench: {}",
+            compare_table::instruction_regression_line(d, against, gate.fail_on_regression.unwrap_or(0.0))
+        );
     }
     if decision.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }

@@ -78,7 +78,11 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     system::check_privileges()?;
     // Open the history and find the reference before spending minutes measuring.
-    let mut history = if args.store.no_store && args.compare_to.is_none() { None } else { Some(History::open(&args.store.db.path())?) };
+    let mut history = if args.store.no_store && args.compare_to.is_none() {
+        None
+    } else {
+        Some(History::open(&args.store.db.path())?)
+    };
     let reference = match (&args.compare_to, &history) {
         (Some(tag), Some(h)) => {
             let ids = h.runs_with_tag(tag, args.tags.tag_runs as usize)?;
@@ -98,7 +102,11 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         cpu: args.cpu,
         runtimes,
         metric: args.metric(),
-        profile: if args.profile { bpfbench::harness::runner::Profile::LinesAndTime } else { bpfbench::harness::runner::Profile::Off },
+        profile: if args.profile {
+            bpfbench::harness::runner::Profile::LinesAndTime
+        } else {
+            bpfbench::harness::runner::Profile::Off
+        },
         rounds: args.repeat,
         tag: args.store.tag.clone(),
         history: history.as_mut(),

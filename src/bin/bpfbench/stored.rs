@@ -75,10 +75,16 @@ pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db:
 
 pub fn history_paired(limit: usize, db: &Path) -> Result<ExitCode> {
     if !db.exists() {
-        bail!("no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given", db.display());
+        bail!(
+            "no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given",
+            db.display()
+        );
     }
     let h = History::open(db)?;
-    println!("{:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  geomean B/A", "ab", "started (UTC)", "tag", "cases", "A", "B");
+    println!(
+        "{:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  geomean B/A",
+        "ab", "started (UTC)", "tag", "cases", "A", "B"
+    );
     for (id, r) in h.list_paired(limit)? {
         println!(
             "{id:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  {}",
@@ -87,14 +93,20 @@ pub fn history_paired(limit: usize, db: &Path) -> Result<ExitCode> {
             r.cases.len(),
             r.a,
             r.b,
-            r.geomean_ratio.map_or("-".into(), |g| format!("{g:.4} ({} slower, {} faster)", r.count(Verdict::Slower), r.count(Verdict::Faster)))
+            r.geomean_ratio.map_or("-".into(), |g| format!(
+                "{g:.4} ({} slower, {} faster)",
+                r.count(Verdict::Slower),
+                r.count(Verdict::Faster)
+            ))
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn show_paired(id: &str, format: Format, output: Option<&Path>, db: &Path) -> Result<ExitCode> {
-    let Ok(id) = id.parse::<i64>() else { bail!("'{id}' is not a paired comparison's id; 'bpfbench history --ab' lists them") };
+    let Ok(id) = id.parse::<i64>() else {
+        bail!("'{id}' is not a paired comparison's id; 'bpfbench history --ab' lists them")
+    };
     if !db.exists() {
         bail!("there is no history database at {}", db.display());
     }

@@ -25,9 +25,14 @@ fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
         if packets.is_empty() {
             bail!("{} holds no packets", path.display());
         }
-        return Ok(packets.into_iter().enumerate().map(|(i, p)| FlowPlan::fixed(format!("{} #{}", path.display(), i + 1), p)).collect());
+        return Ok(packets
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| FlowPlan::fixed(format!("{} #{}", path.display(), i + 1), p))
+            .collect());
     }
-    let texts = if args.packets.is_empty() { vec!["eth/ipv4/udp/payload(18)".to_string()] } else { args.packets.clone() };
+    let texts =
+        if args.packets.is_empty() { vec!["eth/ipv4/udp/payload(18)".to_string()] } else { args.packets.clone() };
     texts
         .iter()
         .map(|t| {

@@ -118,7 +118,8 @@ extern "C" fn csum_diff(from: u64, from_size: u64, to: u64, to_size: u64, seed: 
     // SAFETY: the verifier proved `from` and `to` readable for their sizes
     // (ARG_PTR_TO_MEM with ARG_CONST_SIZE_OR_ZERO); a zero size reads nothing.
     // A pointer with a zero size may be NULL, which no slice may hold.
-    let bytes = |addr: u64, size: u64| if size as u32 == 0 { &[][..] } else { unsafe { slice(addr, size as u32 as usize) } };
+    let bytes =
+        |addr: u64, size: u64| if size as u32 == 0 { &[][..] } else { unsafe { slice(addr, size as u32 as usize) } };
     helpers::csum_diff(bytes(from, from_size), bytes(to, to_size), seed as u32)
 }
 
@@ -190,12 +191,18 @@ pub extern "C" fn atomic(addr: u64, operand: u64, r0: u64, how: u64) -> u64 {
     let wide = how >> 32 == 8;
     let op = how as u32 as i32;
     // SAFETY: the verifier checked the access; alignment is the program's (read_unaligned covers any).
-    let old = unsafe { if wide { (addr as *const u64).read_unaligned() } else { u64::from((addr as *const u32).read_unaligned()) } };
+    let old = unsafe {
+        if wide { (addr as *const u64).read_unaligned() } else { u64::from((addr as *const u32).read_unaligned()) }
+    };
     let mask = if wide { u64::MAX } else { 0xffff_ffff };
     let new = match op {
         XCHG => operand,
         CMPXCHG => {
-            if old == r0 & mask { operand } else { old }
+            if old == r0 & mask {
+                operand
+            } else {
+                old
+            }
         }
         op => match op & !FETCH {
             0x00 => old.wrapping_add(operand),

@@ -19,7 +19,16 @@ pub struct Frame32 {
 impl Frame32 {
     pub fn new() -> std::io::Result<Frame32> {
         // SAFETY: a fresh private anonymous mapping; unmapped on drop.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), MAPPING, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT, -1, 0) };
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                MAPPING,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_32BIT,
+                -1,
+                0,
+            )
+        };
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
@@ -35,7 +44,13 @@ impl Frame32 {
     ///
     /// # Safety
     /// `prog` must be a program the kernel's verifier accepted as XDP.
-    pub unsafe fn run(&mut self, prog: &mut JitProgram, packet: &[u8], helpers: &mut Helpers, maps: &mut UserMaps) -> Result<XdpOutcome, String> {
+    pub unsafe fn run(
+        &mut self,
+        prog: &mut JitProgram,
+        packet: &[u8],
+        helpers: &mut Helpers,
+        maps: &mut UserMaps,
+    ) -> Result<XdpOutcome, String> {
         if HEADROOM + packet.len() > FRAME - TAILROOM {
             return Err(format!("a {}-byte packet does not fit the page the kernel's test run uses", packet.len()));
         }
@@ -46,7 +61,14 @@ impl Frame32 {
         buf[HEADROOM..HEADROOM + packet.len()].copy_from_slice(packet);
         let ctx = frame + FRAME as u64;
         let data = (frame + HEADROOM as u64) as u32;
-        let md = XdpMd { data, data_end: data + packet.len() as u32, data_meta: data, ingress_ifindex: 0, rx_queue_index: 0, egress_ifindex: 0 };
+        let md = XdpMd {
+            data,
+            data_end: data + packet.len() as u32,
+            data_meta: data,
+            ingress_ifindex: 0,
+            rx_queue_index: 0,
+            egress_ifindex: 0,
+        };
         const _: () = assert!(std::mem::size_of::<XdpMd>() == XDP_MD_BYTES);
         // SAFETY: the context page is ours and large enough.
         unsafe { (ctx as *mut XdpMd).write(md) };

@@ -36,7 +36,8 @@ use super::insn::*;
 use super::{Insn, VmError};
 
 /// BPF register → x86 register, as in the kernel's JIT.
-const REG: [u8; 11] = [asm::RAX, asm::RDI, asm::RSI, asm::RDX, asm::RCX, asm::R8, asm::RBX, asm::R13, asm::R14, asm::R15, asm::RBP];
+const REG: [u8; 11] =
+    [asm::RAX, asm::RDI, asm::RSI, asm::RDX, asm::RCX, asm::R8, asm::RBX, asm::R13, asm::R14, asm::R15, asm::RBP];
 /// Scratch registers no BPF register lives in.
 const SCRATCH: [u8; 3] = [asm::R9, asm::R10, asm::R11];
 /// Bytes of BPF stack per function, as in the kernel.
@@ -81,7 +82,14 @@ impl Code {
         // SAFETY: a fresh private anonymous mapping, written and then made
         // read-and-execute; it is unmapped on drop.
         unsafe {
-            let ptr = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            let ptr = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
             if ptr == libc::MAP_FAILED {
                 return Err(std::io::Error::last_os_error());
             }
@@ -118,15 +126,24 @@ pub struct JitProgram {
 impl JitProgram {
     /// Whether this CPU has what the JIT emits (BMI2's shifts).
     pub fn supported() -> Result<(), String> {
-        if std::arch::is_x86_feature_detected!("bmi2") { Ok(()) } else { Err("the JIT needs a CPU with BMI2; use the interpreter".into()) }
+        if std::arch::is_x86_feature_detected!("bmi2") {
+            Ok(())
+        } else {
+            Err("the JIT needs a CPU with BMI2; use the interpreter".into())
+        }
     }
 
     /// Compiles `insns`, which the kernel's verifier accepted.
     pub fn compile(insns: &[Insn], resolve: &mut dyn Resolve) -> Result<JitProgram, VmError> {
         Self::supported().map_err(|what| VmError { pc: 0, insn: Insn::default(), what })?;
         let may_goto_left = Box::new(0u64);
-        let Translated { code: bytes, starts, call_maps } = translate(insns, resolve, &*may_goto_left as *const u64 as u64)?;
-        let code = Code::new(&bytes).map_err(|e| VmError { pc: 0, insn: Insn::default(), what: format!("mapping the JIT's code: {e}") })?;
+        let Translated { code: bytes, starts, call_maps } =
+            translate(insns, resolve, &*may_goto_left as *const u64 as u64)?;
+        let code = Code::new(&bytes).map_err(|e| VmError {
+            pc: 0,
+            insn: Insn::default(),
+            what: format!("mapping the JIT's code: {e}"),
+        })?;
         Ok(JitProgram { code, may_goto_left, starts, call_maps })
     }
 
@@ -392,7 +409,9 @@ fn inline_lookup(a: &mut Asm, plan: LookupPlan) {
 /// Whether `plan` can be inlined with 32-bit immediates.
 fn fits(plan: &LookupPlan) -> bool {
     match plan {
-        LookupPlan::Array { stride, max_entries, .. } | LookupPlan::ArrayOfMaps { stride, max_entries, .. } => i32::try_from(*stride).is_ok() && i32::try_from(*max_entries).is_ok(),
+        LookupPlan::Array { stride, max_entries, .. } | LookupPlan::ArrayOfMaps { stride, max_entries, .. } => {
+            i32::try_from(*stride).is_ok() && i32::try_from(*max_entries).is_ok()
+        }
         LookupPlan::Direct { .. } => true,
     }
 }
@@ -429,7 +448,8 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
             handles = [None; 11];
         }
         // What this instruction leaves in registers, for the next's sake.
-        let copied = (i.code == (ALU64 | MOV | X) && i.off == 0).then(|| handles.get(i.src as usize).copied().flatten());
+        let copied =
+            (i.code == (ALU64 | MOV | X) && i.off == 0).then(|| handles.get(i.src as usize).copied().flatten());
         let loaded_map = (i.code == (LD | IMM | SIZE_DW) && i.src == PSEUDO_MAP_FD).then_some(i.imm);
         at[pc] = a.len();
         if i.dst > 10 || i.src > 10 {
@@ -449,7 +469,11 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                 if let Some(o) = alu_op(op) {
                     if x { a.alu_rr(o, w, dst, src) } else { a.alu_ri(o, w, dst, i.imm) }
                 } else if let Some(k) = shift_kind(op) {
-                    if x { a.shift_rr(k, w, dst, src) } else { a.shift_ri(k, w, dst, (i.imm as u8) & if w { 63 } else { 31 }) }
+                    if x {
+                        a.shift_rr(k, w, dst, src)
+                    } else {
+                        a.shift_ri(k, w, dst, (i.imm as u8) & if w { 63 } else { 31 })
+                    }
                 } else {
                     match op {
                         MOV => match (i.off, x) {
@@ -461,15 +485,26 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                             _ => return Err(fail("mov with an unknown offset")),
                         },
                         MUL => {
-                            if x { a.imul_rr(w, dst, src) } else { a.imul_ri(w, dst, i.imm) }
+                            if x {
+                                a.imul_rr(w, dst, src)
+                            } else {
+                                a.imul_ri(w, dst, i.imm)
+                            }
                         }
                         NEG => a.neg(w, dst),
-                        DIV | MOD if i.off == 0 => unsigned_div(&mut a, op == DIV, w, dst, if x { Some(src) } else { None }, i.imm),
+                        DIV | MOD if i.off == 0 => {
+                            unsigned_div(&mut a, op == DIV, w, dst, if x { Some(src) } else { None }, i.imm)
+                        }
                         DIV | MOD => {
                             // Signed: out of line (x86's idiv traps where BPF's gives a value).
                             let s = if x { Arg::Reg(src) } else { Arg::Imm(i.imm as i64 as u64) };
                             let how = u64::from(i.code) | (u64::from(i.off as u16) << 8);
-                            call_out(&mut a, calls::alu as *const () as u64, [Arg::Reg(dst), s, Arg::Imm(how), Arg::Imm(0)], Some(dst));
+                            call_out(
+                                &mut a,
+                                calls::alu as *const () as u64,
+                                [Arg::Reg(dst), s, Arg::Imm(how), Arg::Imm(0)],
+                                Some(dst),
+                            );
                         }
                         END => {
                             // ALU64's END is bswap; ALU's swaps to big-endian with X, truncates without.
@@ -506,7 +541,8 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                             match plan {
                                 Some(plan) => inline_lookup(&mut a, plan),
                                 None => {
-                                    let f = calls::address(i.imm).ok_or_else(|| fail(&super::helpers::unsupported(i.imm)))?;
+                                    let f = calls::address(i.imm)
+                                        .ok_or_else(|| fail(&super::helpers::unsupported(i.imm)))?;
                                     a.mov_ri64(asm::RAX, f);
                                     a.call_r(asm::RAX);
                                 }
@@ -570,7 +606,12 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                                 op if op & FETCH != 0 => Some(src),
                                 _ => None,
                             };
-                            call_out(&mut a, calls::atomic as *const () as u64, [Arg::Reg(asm::R9), Arg::Reg(src), Arg::Reg(REG[0]), Arg::Imm(how)], result);
+                            call_out(
+                                &mut a,
+                                calls::atomic as *const () as u64,
+                                [Arg::Reg(asm::R9), Arg::Reg(src), Arg::Reg(REG[0]), Arg::Imm(how)],
+                                result,
+                            );
                         }
                     }
                     _ => return Err(fail("unknown store")),

@@ -69,7 +69,11 @@ fn safe_insn(rng: &mut Rng, left: usize) -> Vec<Insn> {
         0..=3 => {
             const OPS: [u8; 12] = [ADD, SUB, MUL, DIV, OR, AND, LSH, RSH, MOD, XOR, MOV, ARSH];
             let op = OPS[(v >> 20) as usize % OPS.len()];
-            let imm = if x == 0 && matches!(op, LSH | RSH | ARSH) { small & if class == ALU64 { 63 } else { 31 } } else { small };
+            let imm = if x == 0 && matches!(op, LSH | RSH | ARSH) {
+                small & if class == ALU64 { 63 } else { 31 }
+            } else {
+                small
+            };
             // Signed division and modulo: offset 1.
             let off = if matches!(op, DIV | MOD) && v >> 40 & 1 == 1 { 1 } else { 0 };
             vec![i(class | x | op, dst, src, off, imm)]
@@ -83,7 +87,11 @@ fn safe_insn(rng: &mut Rng, left: usize) -> Vec<Insn> {
                 1 => vec![i(ALU | END | x, dst, 0, 0, widths[(v >> 24) as usize % 3])],
                 _ => {
                     let off = [8i16, 16, 32][(v >> 24) as usize % 3];
-                    if class == ALU && off == 32 { vec![i(ALU64 | MOV | X, dst, src, 32, 0)] } else { vec![i(class | MOV | X, dst, src, off, 0)] }
+                    if class == ALU && off == 32 {
+                        vec![i(ALU64 | MOV | X, dst, src, 32, 0)]
+                    } else {
+                        vec![i(class | MOV | X, dst, src, off, 0)]
+                    }
                 }
             }
         }
@@ -92,7 +100,11 @@ fn safe_insn(rng: &mut Rng, left: usize) -> Vec<Insn> {
             let sizes = [SIZE_B, SIZE_H, SIZE_W, SIZE_DW];
             let size = sizes[(v >> 20) as usize % 4];
             let at = slot(rng);
-            let store = if v >> 24 & 1 == 0 { i(STX | MEM | size, 10, src, at, 0) } else { i(ST | MEM | size, 10, 0, at, small) };
+            let store = if v >> 24 & 1 == 0 {
+                i(STX | MEM | size, 10, src, at, 0)
+            } else {
+                i(ST | MEM | size, 10, 0, at, small)
+            };
             let mode = if size != SIZE_DW && v >> 25 & 1 == 1 { MEMSX } else { MEM };
             vec![store, i(LDX | mode | size, dst, 10, at, 0)]
         }
@@ -103,14 +115,22 @@ fn safe_insn(rng: &mut Rng, left: usize) -> Vec<Insn> {
             const OPS: [i32; 10] = [0x00, 0x40, 0x50, 0xa0, 0x01, 0x41, 0x51, 0xa1, XCHG, CMPXCHG];
             let op = OPS[(v >> 24) as usize % OPS.len()];
             let src = if op == CMPXCHG && src == 0 { 1 } else { src };
-            vec![i(STX | MEM | SIZE_DW, 10, dst, at, 0), i(STX | ATOMIC | size, 10, src, at, op), i(LDX | MEM | size, dst, 10, at, 0)]
+            vec![
+                i(STX | MEM | SIZE_DW, 10, dst, at, 0),
+                i(STX | ATOMIC | size, 10, src, at, op),
+                i(LDX | MEM | size, dst, 10, at, 0),
+            ]
         }
         _ => {
             // A forward jump, 64- or 32-bit, over at most what is left.
             const CONDS: [u8; 11] = [JEQ, JGT, JGE, JSET, JNE, JSGT, JSGE, JLT, JLE, JSLT, JSLE];
             let cls = if v >> 20 & 1 == 0 { JMP } else { JMP32 };
             let off = (rng.next_u64() % (left as u64 + 1)) as i16;
-            if v >> 21 & 7 == 0 { vec![i(JMP | JA, 0, 0, off, 0)] } else { vec![i(cls | x | CONDS[(v >> 24) as usize % CONDS.len()], dst, src, off, small)] }
+            if v >> 21 & 7 == 0 {
+                vec![i(JMP | JA, 0, 0, off, 0)]
+            } else {
+                vec![i(cls | x | CONDS[(v >> 24) as usize % CONDS.len()], dst, src, off, small)]
+            }
         }
     }
 }
@@ -204,7 +224,13 @@ fn calls_between_functions_keep_registers_and_frames() {
 #[test]
 fn may_goto_ends_a_loop_as_the_interpreter_does() {
     // r0 = 0; loop: may_goto +2; r0 += 1; ja -3; exit
-    let p = [i(0xb7, 0, 0, 0, 0), i(JMP | JCOND, 0, 0, 2, 0), i(ALU64 | ADD, 0, 0, 0, 1), i(JMP | JA, 0, 0, -3, 0), EXIT_INSN];
+    let p = [
+        i(0xb7, 0, 0, 0, 0),
+        i(JMP | JCOND, 0, 0, 2, 0),
+        i(ALU64 | ADD, 0, 0, 0, 1),
+        i(JMP | JA, 0, 0, -3, 0),
+        EXIT_INSN,
+    ];
     assert_eq!(jitted(&p), interpret(&p));
     assert_eq!(jitted(&p), 8 * 1024 * 1024);
 }

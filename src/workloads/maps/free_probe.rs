@@ -5,8 +5,8 @@ use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use libbpf_rs::{Link, MapCore};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore};
 
 crate::bpf_skeleton!("free_probe");
 use skel::{FreeProbeSkel, FreeProbeSkelBuilder};
@@ -23,7 +23,8 @@ impl FreeProbe {
     /// Loads and attaches the probe, or says in one line why this kernel
     /// cannot (e.g. tracing programs refused with EPERM).
     pub fn attach() -> std::result::Result<FreeProbe, String> {
-        let refused = |what: &str, e: &dyn std::fmt::Display| format!("fentry/fexit on bpf_map_free_deferred {what}: {e}");
+        let refused =
+            |what: &str, e: &dyn std::fmt::Display| format!("fentry/fexit on bpf_map_free_deferred {what}: {e}");
         // The skeleton borrows its storage for as long as it lives; the probe
         // is created at most once per run, so the few bytes are leaked.
         let storage = Box::leak(Box::new(MaybeUninit::uninit()));
@@ -53,7 +54,8 @@ impl FreeProbe {
             let bss = self.skel.maps.bss_data.as_deref().context("free_probe has no .bss")?;
             // SAFETY: the field lives in the BPF-shared mmap; BPF writes it, so read it volatile.
             if unsafe { std::ptr::read_volatile(&bss.freed) } != 0 {
-                let (started, took) = unsafe { (std::ptr::read_volatile(&bss.started_ns), std::ptr::read_volatile(&bss.free_ns)) };
+                let (started, took) =
+                    unsafe { (std::ptr::read_volatile(&bss.started_ns), std::ptr::read_volatile(&bss.free_ns)) };
                 return Ok((started, Duration::from_nanos(took)));
             }
             if start.elapsed() > FREE_TIMEOUT {

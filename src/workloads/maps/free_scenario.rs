@@ -5,9 +5,9 @@
 
 use anyhow::{Result, ensure};
 
+use super::PACKET;
 use super::free_probe::FreeProbe;
 use super::instance::{LoadedMapBench, MapConfig, create_bare_map, fill_map};
-use super::PACKET;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
 use crate::system::cpu::possible_cpus;
@@ -20,12 +20,20 @@ pub struct FreeScenario<'a> {
 }
 
 /// Frees one filled map and checks the probe saw it.
-pub fn validate<'a>(config: MapConfig, probe: &'a mut FreeProbe, empty_loop: &'a mut LoadedMapBench, cpu: usize) -> Result<(Validation, FreeScenario<'a>)> {
+pub fn validate<'a>(
+    config: MapConfig,
+    probe: &'a mut FreeProbe,
+    empty_loop: &'a mut LoadedMapBench,
+    cpu: usize,
+) -> Result<(Validation, FreeScenario<'a>)> {
     let mut s = FreeScenario { config, probe, empty_loop, cpu };
     let (count, took) = s.free_one()?;
     let entries = config.entries;
     ensure!(count == entries as usize, "the filled {} holds {count} of {entries} keys", config.kind);
-    let checks = vec![format!("filled map holds all {entries} keys"), format!("fexit saw the map freed ({:.3} ms)", took.elapsed_ns as f64 / 1e6)];
+    let checks = vec![
+        format!("filled map holds all {entries} keys"),
+        format!("fexit saw the map freed ({:.3} ms)", took.elapsed_ns as f64 / 1e6),
+    ];
     Ok((Validation { verdict: "freed".into(), checks, ..Default::default() }, s))
 }
 
@@ -46,7 +54,9 @@ impl PreparedScenario for FreeScenario<'_> {
     fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming> {
         match variant {
             Variant::Body => Ok(self.free_one()?.1),
-            Variant::Overhead => Ok(self.empty_loop.overhead.run_batch(&PACKET, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?.0),
+            Variant::Overhead => {
+                Ok(self.empty_loop.overhead.run_batch(&PACKET, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?.0)
+            }
         }
     }
 

@@ -8,16 +8,18 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
 
 use super::ops::{KeyLayout, MapKind, MapOp};
-use crate::harness::skeleton::{self, ObjectSource, edit_section, object_map, object_map_sized, object_prog, open_map_mut};
+use crate::harness::skeleton::{
+    self, ObjectSource, edit_section, object_map, object_map_sized, object_prog, open_map_mut,
+};
 use crate::harness::timing::{SharedRuntime, TimedProgram};
 use crate::record::Runtime;
 use crate::system::cpu::possible_cpus;
 use crate::uvm::UserRuntime;
 
 crate::bpf_skeleton!("map_ops");
-use skel::types::{bss as Bss, key_kind, map_op, map_ops_limit, rodata as Rodata};
 /// The per-CPU key cursor and counts of map_ops.h.
 pub use skel::types::map_op_state as OpState;
+use skel::types::{bss as Bss, key_kind, map_op, map_ops_limit, rodata as Rodata};
 
 crate::impl_pod!(OpState, Rodata, Bss);
 
@@ -78,11 +80,7 @@ const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
 /// max_entries for a map meant to hold `entries` keys.
 pub fn capacity(kind: MapKind, entries: u32, ncpus: usize) -> u32 {
-    if kind.is_lru() {
-        entries.saturating_add(LRU_HEADROOM_PER_CPU * ncpus as u32)
-    } else {
-        entries
-    }
+    if kind.is_lru() { entries.saturating_add(LRU_HEADROOM_PER_CPU * ncpus as u32) } else { entries }
 }
 
 /// Per-CPU values are laid out 8-byte aligned in syscalls.
@@ -124,7 +122,9 @@ impl LoadedMapBench {
             ro.cfg_prefix_len = key.lpm_prefix.unwrap_or(32);
             ro.cfg_key_offset = key_offset;
         })?;
-        edit_section(&mut open, ".bss", &label, |bss: &mut Bss| bss.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize])?;
+        edit_section(&mut open, ".bss", &label, |bss: &mut Bss| {
+            bss.update_value = [WRITTEN_BYTE; MAX_VALUE_SIZE as usize]
+        })?;
 
         let what = format!("the {kind} {op} benchmark of {label}");
         let (obj, code) = match runtime {
@@ -132,7 +132,8 @@ impl LoadedMapBench {
             Runtime::User => skeleton::load_object_keeping_code(open, &what).map(|(obj, code)| (obj, Some(code)))?,
         };
         let map = |name: &str| object_map(&obj, name, &label);
-        let timed = |name: &str| TimedProgram::new(object_prog(&obj, name, &label)?, map("bench_ctl")?, map("bench_result")?);
+        let timed =
+            |name: &str| TimedProgram::new(object_prog(&obj, name, &label)?, map("bench_ctl")?, map("bench_result")?);
         let mut bench = LoadedMapBench {
             config,
             body: timed("map_bench")?,
@@ -157,7 +158,11 @@ impl LoadedMapBench {
     }
 
     /// Runs `f` on the userspace runtime's copy of map `name`.
-    fn in_user<T>(rt: &SharedRuntime, name: &str, f: impl FnOnce(&mut crate::uvm::maps::UserMap, usize) -> Result<T>) -> Result<T> {
+    fn in_user<T>(
+        rt: &SharedRuntime,
+        name: &str,
+        f: impl FnOnce(&mut crate::uvm::maps::UserMap, usize) -> Result<T>,
+    ) -> Result<T> {
         let mut rt = rt.borrow_mut();
         let cpu = rt.cpu();
         f(rt.map_mut(name)?, cpu)
@@ -273,13 +278,21 @@ pub fn create_bare_map(config: &MapConfig) -> Result<MapHandle> {
         ..Default::default()
     };
     let max_entries = capacity(config.kind, config.entries, possible_cpus()?);
-    MapHandle::create(config.kind.map_type(), Some("bench_free"), config.key.size, config.value_size, max_entries, &opts)
-        .with_context(|| format!("creating a {} map of {} entries", config.kind, config.entries))
+    MapHandle::create(
+        config.kind.map_type(),
+        Some("bench_free"),
+        config.key.size,
+        config.value_size,
+        max_entries,
+        &opts,
+    )
+    .with_context(|| format!("creating a {} map of {} entries", config.kind, config.entries))
 }
 
 /// Inserts keys [from, to) of `config`'s layout with zeroed values, in batches.
 pub fn fill_map(map: &MapHandle, config: &MapConfig, ncpus: usize, from: u32, to: u32) -> Result<()> {
-    let stride = if config.kind.is_percpu() { percpu_stride(config.value_size) * ncpus } else { config.value_size as usize };
+    let stride =
+        if config.kind.is_percpu() { percpu_stride(config.value_size) * ncpus } else { config.value_size as usize };
     let mut keys = Vec::new();
     let idx: Vec<u32> = (from..to).collect();
     for chunk in idx.chunks(SYSCALL_BATCH) {
@@ -296,7 +309,13 @@ pub fn fill_map(map: &MapHandle, config: &MapConfig, ncpus: usize, from: u32, to
         // SAFETY: `keys` holds `count` keys and `values` `count` values of the map's sizes
         // (per-CPU values: one 8-byte-aligned slot per possible CPU).
         let rc = unsafe {
-            libbpf_sys::bpf_map_update_batch(map.as_fd().as_raw_fd(), keys.as_ptr().cast(), values.as_ptr().cast(), &mut count, &opts)
+            libbpf_sys::bpf_map_update_batch(
+                map.as_fd().as_raw_fd(),
+                keys.as_ptr().cast(),
+                values.as_ptr().cast(),
+                &mut count,
+                &opts,
+            )
         };
         if rc != 0 {
             bail!("filling the {} map: {}", config.kind, std::io::Error::last_os_error());

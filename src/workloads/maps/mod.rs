@@ -96,7 +96,11 @@ impl MapBench {
     }
 
     fn plan(&self, s: &ScenarioInfo) -> Result<Plan> {
-        let i = self.infos.iter().position(|i| i.name == s.name).with_context(|| format!("unknown map scenario {}", s.name))?;
+        let i = self
+            .infos
+            .iter()
+            .position(|i| i.name == s.name)
+            .with_context(|| format!("unknown map scenario {}", s.name))?;
         Ok(self.plans[i])
     }
 
@@ -150,7 +154,9 @@ impl Workload for MapBench {
         let allowed = allowed_cpus()?;
         let want = self.params.producers;
         if runtime == Runtime::User && want > 1 {
-            bail!("--producers {want}: the userspace runtime runs one producer; drop --producers or use --runtime kernel");
+            bail!(
+                "--producers {want}: the userspace runtime runs one producer; drop --producers or use --runtime kernel"
+            );
         }
         let mut cpus = vec![cpu];
         cpus.extend(allowed.iter().copied().filter(|&c| c != cpu));
@@ -158,15 +164,20 @@ impl Workload for MapBench {
             bail!("--producers {want} needs {want} CPUs, but this process may use only {} ({allowed:?})", cpus.len());
         }
         cpus.truncate(want);
-        let empty_loop = LoadedMapBench::load(MapConfig {
-            kind: MapKind::Array,
-            op: MapOp::Noop,
-            entries: 1,
-            key: KeyLayout { size: 4, lpm_prefix: None },
-            value_size: 8,
-            random: false,
-            key_offset: 0,
-        }, &self.object, runtime, cpu)?;
+        let empty_loop = LoadedMapBench::load(
+            MapConfig {
+                kind: MapKind::Array,
+                op: MapOp::Noop,
+                entries: 1,
+                key: KeyLayout { size: 4, lpm_prefix: None },
+                value_size: 8,
+                random: false,
+                key_offset: 0,
+            },
+            &self.object,
+            runtime,
+            cpu,
+        )?;
         Ok(Box::new(Loaded { bench: self, cpus, empty_loop, free_probe: None, runtime }))
     }
 }
@@ -220,7 +231,14 @@ impl LoadedWorkload for Loaded<'_> {
             let (v, prepared) = free_scenario::validate(config, probe, &mut self.empty_loop, self.cpus[0])?;
             return Ok((v, Box::new(prepared)));
         }
-        let (v, prepared) = op_scenario::validate(config, &self.bench.object, &self.bench.params, &self.cpus, &mut self.empty_loop, self.runtime)?;
+        let (v, prepared) = op_scenario::validate(
+            config,
+            &self.bench.object,
+            &self.bench.params,
+            &self.cpus,
+            &mut self.empty_loop,
+            self.runtime,
+        )?;
         Ok((v, Box::new(prepared)))
     }
 }

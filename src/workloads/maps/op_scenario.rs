@@ -74,7 +74,10 @@ pub fn validate<'a>(
     match op {
         MapOp::Noop | MapOp::Baseline | MapOp::Lookup | MapOp::Update if !config.random => {
             let want = u64::from(n % e);
-            c.expect(cursor == want, format!("key sequence wrapped over [0, {e}): next key {cursor}, expected {want}"))?;
+            c.expect(
+                cursor == want,
+                format!("key sequence wrapped over [0, {e}): next key {cursor}, expected {want}"),
+            )?;
         }
         _ => {}
     }
@@ -104,7 +107,10 @@ pub fn validate<'a>(
     }
     if op.consumes_keys() {
         let p = s.cpus.len() as u32;
-        ensure!(e % p == 0, "{op} with {p} producers needs --entries divisible by {p} (each producer owns an equal slice of keys)");
+        ensure!(
+            e % p == 0,
+            "{op} with {p} producers needs --entries divisible by {p} (each producer owns an equal slice of keys)"
+        );
         s.restore_start()?;
         if op.starts_empty() {
             c.expect(s.inst.count() == 0, "map emptied again for timing".into())?;
@@ -235,7 +241,9 @@ impl PreparedScenario for OpScenario<'_> {
     fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming> {
         match variant {
             Variant::Body => self.run_body(iters),
-            Variant::Overhead => Ok(self.empty_loop.overhead.run_batch(&PACKET, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpus[0])?.0),
+            Variant::Overhead => {
+                Ok(self.empty_loop.overhead.run_batch(&PACKET, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpus[0])?.0)
+            }
         }
     }
 
@@ -254,7 +262,10 @@ impl PreparedScenario for OpScenario<'_> {
         let Some(rt) = self.inst.user().cloned() else { return Ok(None) };
         let cpu = self.cpus[0];
         let op = self.config().op;
-        ensure!(op != MapOp::Drain, "drain deletes a whole map per batch, which a count of N against 2N iterations cannot split; count delete (the same operation, per key)");
+        ensure!(
+            op != MapOp::Drain,
+            "drain deletes a whole map per batch, which a count of N against 2N iterations cannot split; count delete (the same operation, per key)"
+        );
         let mut iters = iters;
         if op.consumes_keys() {
             // Both batches (N, then 2N) must fit in what is left of the keys,
@@ -275,7 +286,9 @@ impl PreparedScenario for OpScenario<'_> {
         };
         crate::harness::count_instructions(&rt, iters, profile, |variant, n| match variant {
             Variant::Body => self.run_body(n),
-            Variant::Overhead => self.inst.overhead.run_batch(&PACKET, n, RestoreMode::BENCH_RESTORE_NONE, cpu).map(|(t, _)| t),
+            Variant::Overhead => {
+                self.inst.overhead.run_batch(&PACKET, n, RestoreMode::BENCH_RESTORE_NONE, cpu).map(|(t, _)| t)
+            }
         })
         .map(Some)
     }

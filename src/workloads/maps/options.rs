@@ -99,7 +99,9 @@ impl MapParams {
     pub fn from_matches(suite: Suite, matches: &clap::ArgMatches) -> Result<MapParams> {
         let args = MapArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
         if suite == Suite::LpmTrie && args.maps.iter().any(|&k| k != MapKind::LpmTrie) {
-            bail!("the lpm-trie workload runs on lpm_trie maps only; use 'bpfbench run maps --map ...' for other types");
+            bail!(
+                "the lpm-trie workload runs on lpm_trie maps only; use 'bpfbench run maps --map ...' for other types"
+            );
         }
         let mut p = MapParams::defaults(suite);
         if !args.ops.is_empty() {
@@ -135,9 +137,16 @@ impl MapParams {
 
     /// Refuses combinations that cannot mean anything, in one line each.
     pub fn check(&self) -> Result<()> {
-        ensure!(!self.maps.is_empty() && !self.ops.is_empty() && !self.entries.is_empty(), "nothing to run: no map, op or size selected");
+        ensure!(
+            !self.maps.is_empty() && !self.ops.is_empty() && !self.entries.is_empty(),
+            "nothing to run: no map, op or size selected"
+        );
         ensure!((1..=32).contains(&self.prefix_len), "--prefix-len must be between 1 and 32, got {}", self.prefix_len);
-        ensure!((4..=MAX_KEY_SIZE).contains(&self.key_size), "--key-size must be between 4 and {MAX_KEY_SIZE} bytes, got {}", self.key_size);
+        ensure!(
+            (4..=MAX_KEY_SIZE).contains(&self.key_size),
+            "--key-size must be between 4 and {MAX_KEY_SIZE} bytes, got {}",
+            self.key_size
+        );
         ensure!(
             (1..=MAX_VALUE_SIZE).contains(&self.value_size),
             "--value-size must be between 1 and {MAX_VALUE_SIZE} bytes, got {}",

@@ -44,7 +44,11 @@ impl Verdict {
             return Ok(Verdict { kind: ProgKind::Tc, value: *v as u32 });
         }
         let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
-        bail!("--expect {s}: not a verdict; XDP programs return {}, tc programs {}", XDP_ACTIONS.join(", "), tc.join(", "))
+        bail!(
+            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}",
+            XDP_ACTIONS.join(", "),
+            tc.join(", ")
+        )
     }
 }
 
@@ -88,7 +92,11 @@ impl CaseSpec {
     /// Resolves the case's packets and expectations; the default packet
     /// stands in when none is given.
     pub fn resolve(&self) -> Result<Case> {
-        let specs = if self.packets.is_empty() && self.pcap.is_none() { vec![DEFAULT_PACKET.to_string()] } else { self.packets.clone() };
+        let specs = if self.packets.is_empty() && self.pcap.is_none() {
+            vec![DEFAULT_PACKET.to_string()]
+        } else {
+            self.packets.clone()
+        };
         let (packets, source) = gather(&specs, self.pcap.as_ref(), "--packet")?;
         ensure!(!packets.is_empty(), "case {}: no packets", self.name);
         let expect_verdict = self.expect.as_deref().map(Verdict::parse).transpose()?;

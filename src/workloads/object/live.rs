@@ -26,7 +26,11 @@ impl LiveObject {
         let mut user = ObjectFile::open(&setup.object)?;
         let (program, kind) = user.select(setup.program.as_deref())?;
         if kind != ProgKind::Xdp {
-            bail!("'{}' is a {} program; bpfbench live attaches XDP programs (time tc programs with 'bpfbench run')", program.name, program.type_name);
+            bail!(
+                "'{}' is a {} program; bpfbench live attaches XDP programs (time tc programs with 'bpfbench run')",
+                program.name,
+                program.type_name
+            );
         }
         user.configure(&program.name, &setup.pins)?;
         user.prepare()?;
@@ -41,7 +45,13 @@ impl LiveObject {
         user.load(&program.name)?;
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         // The first packet the spec file names, if it names one.
-        let packet = setup.cases.iter().flat_map(|c| c.packets.first()).next().cloned().unwrap_or_else(|| DEFAULT_PACKET.to_string());
+        let packet = setup
+            .cases
+            .iter()
+            .flat_map(|c| c.packets.first())
+            .next()
+            .cloned()
+            .unwrap_or_else(|| DEFAULT_PACKET.to_string());
         Ok(LiveObject { user, label: format!("{} in {file}", program.name), program: program.name, packet, notes })
     }
 }

@@ -63,7 +63,6 @@ fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
     })
 }
 
-
 /// A string for a field of `size` bytes: an address when it reads as one
 /// of that size, else hex bytes.
 fn string_bytes(s: &str, size: usize, at: &str) -> Result<Vec<u8>> {
@@ -76,14 +75,19 @@ fn string_bytes(s: &str, size: usize, at: &str) -> Result<Vec<u8>> {
     if let Some(b) = by_size {
         return Ok(b);
     }
-    let bytes = hex_bytes(s).with_context(|| format!("{at}: '{s}' is neither an address for this {size}-byte field nor hex bytes"))?;
+    let bytes = hex_bytes(s)
+        .with_context(|| format!("{at}: '{s}' is neither an address for this {size}-byte field nor hex bytes"))?;
     ensure!(bytes.len() == size, "{at}: '{s}' is {} bytes, the field has {size}", bytes.len());
     Ok(bytes)
 }
 
 fn number(v: &Value, at: &str) -> Result<i128> {
     match v {
-        Value::Number(n) => n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)).with_context(|| format!("{at}: {n} is not an integer")),
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .with_context(|| format!("{at}: {n} is not an integer")),
         Value::Bool(b) => Ok(i128::from(*b)),
         Value::String(s) => {
             let t = s.trim();
@@ -136,11 +140,33 @@ fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Res
             let value = match v {
                 Value::String(s) if number(v, at).is_err() => {
                     let names: Vec<(String, i128)> = match t.kind() {
-                        BtfKind::Enum => Enum::try_from(t).map(|e| e.iter().map(|m| (m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), i128::from(m.value))).collect()).unwrap_or_default(),
-                        _ => Enum64::try_from(t).map(|e| e.iter().map(|m| (m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), m.value)).collect()).unwrap_or_default(),
+                        BtfKind::Enum => Enum::try_from(t)
+                            .map(|e| {
+                                e.iter()
+                                    .map(|m| {
+                                        (
+                                            m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                                            i128::from(m.value),
+                                        )
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        _ => Enum64::try_from(t)
+                            .map(|e| {
+                                e.iter()
+                                    .map(|m| {
+                                        (m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), m.value)
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
                     };
                     names.iter().find(|(n, _)| n == s).map(|(_, v)| *v).with_context(|| {
-                        format!("{at}: '{s}' is not one of {}", names.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
+                        format!(
+                            "{at}: '{s}' is not one of {}",
+                            names.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                        )
                     })?
                 }
                 _ => number(v, at)?,
@@ -150,8 +176,15 @@ fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Res
         BtfKind::Array => {
             let a = Array::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF array"))?;
             let elem = size_of(btf, a.ty())?;
-            let Value::Array(items) = v else { bail!("{at}: expected an array of {} elements (or a string), got {v}", a.capacity()) };
-            ensure!(items.len() <= a.capacity(), "{at}: {} elements given, the array holds {}", items.len(), a.capacity());
+            let Value::Array(items) = v else {
+                bail!("{at}: expected an array of {} elements (or a string), got {v}", a.capacity())
+            };
+            ensure!(
+                items.len() <= a.capacity(),
+                "{at}: {} elements given, the array holds {}",
+                items.len(),
+                a.capacity()
+            );
             for (i, item) in items.iter().enumerate() {
                 encode(btf, a.ty(), item, &mut out[i * elem..(i + 1) * elem], &format!("{at}[{i}]"))?;
             }
@@ -159,12 +192,15 @@ fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Res
         }
         BtfKind::Struct | BtfKind::Union => {
             let c = Composite::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF struct"))?;
-            let Value::Object(fields) = v else { bail!("{at}: expected an object with fields {} (or hex bytes), got {v}", field_names(btf, &c)) };
+            let Value::Object(fields) = v else {
+                bail!("{at}: expected an object with fields {} (or hex bytes), got {v}", field_names(btf, &c))
+            };
             if !c.is_struct {
                 ensure!(fields.len() == 1, "{at}: a union takes exactly one of its members: {}", field_names(btf, &c));
             }
             for (key, value) in fields {
-                let (ty, attr) = find_member(btf, &c, key, 0)?.with_context(|| format!("{at}: no field '{key}'; the fields are {}", field_names(btf, &c)))?;
+                let (ty, attr) = find_member(btf, &c, key, 0)?
+                    .with_context(|| format!("{at}: no field '{key}'; the fields are {}", field_names(btf, &c)))?;
                 let here = format!("{at}.{key}");
                 match attr {
                     MemberAttr::Normal { offset } => {
@@ -252,8 +288,19 @@ pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
     let ctx = format!("--map {name}={}", path.display());
     let fd = obj.map_fd(name).with_context(|| ctx.clone())?;
     let info = libbpf_rs::MapInfo::new(fd).with_context(|| ctx.clone())?.info;
-    let percpu = matches!(info.type_, sys::BPF_MAP_TYPE_PERCPU_HASH | sys::BPF_MAP_TYPE_PERCPU_ARRAY | sys::BPF_MAP_TYPE_LRU_PERCPU_HASH);
-    if matches!(info.type_, sys::BPF_MAP_TYPE_PROG_ARRAY | sys::BPF_MAP_TYPE_ARRAY_OF_MAPS | sys::BPF_MAP_TYPE_HASH_OF_MAPS | sys::BPF_MAP_TYPE_DEVMAP | sys::BPF_MAP_TYPE_CPUMAP | sys::BPF_MAP_TYPE_XSKMAP) {
+    let percpu = matches!(
+        info.type_,
+        sys::BPF_MAP_TYPE_PERCPU_HASH | sys::BPF_MAP_TYPE_PERCPU_ARRAY | sys::BPF_MAP_TYPE_LRU_PERCPU_HASH
+    );
+    if matches!(
+        info.type_,
+        sys::BPF_MAP_TYPE_PROG_ARRAY
+            | sys::BPF_MAP_TYPE_ARRAY_OF_MAPS
+            | sys::BPF_MAP_TYPE_HASH_OF_MAPS
+            | sys::BPF_MAP_TYPE_DEVMAP
+            | sys::BPF_MAP_TYPE_CPUMAP
+            | sys::BPF_MAP_TYPE_XSKMAP
+    ) {
         bail!("{ctx}: map '{name}' holds references to other objects, which JSON cannot give");
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("{ctx}: cannot read the file"))?;
@@ -282,9 +329,14 @@ pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
             one
         };
         // SAFETY: key and value have the map's sizes.
-        let rc = unsafe { sys::bpf_map_update_elem(fd.as_raw_fd(), key.as_ptr().cast(), value.as_ptr().cast(), sys::BPF_ANY as u64) };
+        let rc = unsafe {
+            sys::bpf_map_update_elem(fd.as_raw_fd(), key.as_ptr().cast(), value.as_ptr().cast(), sys::BPF_ANY as u64)
+        };
         if rc != 0 {
-            bail!("{at}: the kernel refused the entry: {} (is the map full, or the key out of range?)", std::io::Error::last_os_error());
+            bail!(
+                "{at}: the kernel refused the entry: {} (is the map full, or the key out of range?)",
+                std::io::Error::last_os_error()
+            );
         }
     }
     Ok(entries.len())

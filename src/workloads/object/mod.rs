@@ -9,8 +9,8 @@
 //! ([`per_call`]), labelled as such everywhere.
 
 mod cases;
-mod map_json;
 pub mod live;
+mod map_json;
 mod options;
 mod per_call;
 mod restore;
@@ -52,7 +52,11 @@ pub const REGISTRATION: Registration = Registration {
     build: |target, matches| {
         let args = ObjectArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
         let path = Path::new(target);
-        let setup = if target.ends_with(".toml") { ObjectSetup::from_spec_file(path, &args)? } else { ObjectSetup::from_args(path, &args)? };
+        let setup = if target.ends_with(".toml") {
+            ObjectSetup::from_spec_file(path, &args)?
+        } else {
+            ObjectSetup::from_args(path, &args)?
+        };
         Ok(Box::new(ObjectBench::new(setup)?))
     },
     with_object: None,
@@ -60,14 +64,20 @@ pub const REGISTRATION: Registration = Registration {
 
 /// Where a failed validation writes the expected and actual packets.
 fn failure_pcap(workload: &str, case: &str) -> PathBuf {
-    let safe = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect::<String>();
+    let safe = |s: &str| {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect::<String>()
+    };
     std::env::temp_dir().join(format!("bpfbench-{}-{}-mismatch.pcap", safe(workload), safe(case)))
 }
 
 /// How two outputs of a program differ, if they do.
 pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) -> Option<String> {
     if want.retval != got.retval {
-        return Some(format!("verdict {}, expected {}", verdict_name(kind, got.retval), verdict_name(kind, want.retval)));
+        return Some(format!(
+            "verdict {}, expected {}",
+            verdict_name(kind, got.retval),
+            verdict_name(kind, want.retval)
+        ));
     }
     diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"))
 }
@@ -75,10 +85,11 @@ pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) 
 /// The program the per-call overhead is measured with: it returns at once.
 fn empty_program(kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<OwnedFd> {
     let (prog_type, verdict) = match kind {
-        ProgKind::Xdp => (sys::BPF_PROG_TYPE_XDP, 2), // XDP_PASS
+        ProgKind::Xdp => (sys::BPF_PROG_TYPE_XDP, 2),      // XDP_PASS
         ProgKind::Tc => (sys::BPF_PROG_TYPE_SCHED_CLS, 0), // TC_ACT_OK
     };
-    constant_program::load(prog_type, c"bench_empty", verdict, attach, flags).context("loading the empty program of per-call timing")
+    constant_program::load(prog_type, c"bench_empty", verdict, attach, flags)
+        .context("loading the empty program of per-call timing")
 }
 
 /// A user's object and its cases, as configured.
@@ -105,7 +116,13 @@ impl ObjectBench {
             if let Some(v) = c.expect_verdict
                 && v.kind != kind
             {
-                bail!("case {}: --expect {} is a verdict of another program type; '{}' is {}", c.name, verdict_name(v.kind, v.value), program.name, program.type_name);
+                bail!(
+                    "case {}: --expect {} is a verdict of another program type; '{}' is {}",
+                    c.name,
+                    verdict_name(v.kind, v.value),
+                    program.name,
+                    program.type_name
+                );
             }
         }
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
@@ -146,10 +163,15 @@ impl Workload for ObjectBench {
         let name = &self.program.name;
         if runtime == Runtime::User {
             if self.kind != ProgKind::Xdp {
-                bail!("'{name}' is a {} program; the userspace runtime runs XDP programs only: use --runtime kernel", self.program.type_name);
+                bail!(
+                    "'{name}' is a {} program; the userspace runtime runs XDP programs only: use --runtime kernel",
+                    self.program.type_name
+                );
             }
             if self.setup.per_call {
-                bail!("--per-call times single test runs in the kernel; the userspace runtime times in the batch loop: drop --per-call or use --runtime kernel");
+                bail!(
+                    "--per-call times single test runs in the kernel; the userspace runtime times in the batch loop: drop --per-call or use --runtime kernel"
+                );
             }
         }
         let mut user = ObjectFile::open(&self.setup.object)?;
@@ -226,17 +248,27 @@ impl Loaded<'_> {
         if let Some(v) = case.expect_verdict {
             for (i, r) in refs.iter().enumerate() {
                 if r.retval != v.value {
-                    let what = format!("verdict {}, expected {}", verdict_name(kind, r.retval), verdict_name(kind, v.value));
+                    let what =
+                        format!("verdict {}, expected {}", verdict_name(kind, r.retval), verdict_name(kind, v.value));
                     return Err(fail(i, what, &case.packets[i], "input"));
                 }
             }
-            checks.push(format!("verdict {} on all {} packet(s), as expected", verdict_name(kind, v.value), refs.len()));
+            checks.push(format!(
+                "verdict {} on all {} packet(s), as expected",
+                verdict_name(kind, v.value),
+                refs.len()
+            ));
         }
         if case.expect_packets.is_some() {
             for (i, r) in refs.iter().enumerate() {
                 let want = case.expected_packet(i).expect("expectations present");
                 if let Some(diff) = diff_packets(want, &r.packet) {
-                    return Err(fail(i, format!("output packet differs from the expected one:\n{diff}"), want, "expected"));
+                    return Err(fail(
+                        i,
+                        format!("output packet differs from the expected one:\n{diff}"),
+                        want,
+                        "expected",
+                    ));
                 }
             }
             checks.push(format!("output packet of all {} packet(s): byte-exact as expected", refs.len()));
@@ -265,7 +297,8 @@ impl Loaded<'_> {
 
 /// How a validated case is timed.
 enum Timer<'a> {
-    InBpf(Spliced),
+    // Boxed: the spliced driver is large, and a per-call timer is small.
+    InBpf(Box<Spliced>),
     PerCall(PerCall<'a>),
 }
 
@@ -301,7 +334,8 @@ impl PreparedScenario for Prepared<'_> {
     fn count_instructions(&mut self, iters: u32, profile: crate::harness::Profile) -> Result<Option<InstructionCount>> {
         let Timer::InBpf(s) = &mut self.timer else { return Ok(None) };
         let Some(rt) = s.user().cloned() else { return Ok(None) };
-        crate::harness::count_instructions(&rt, iters, profile, |variant, n| s.run_batch(variant == Variant::Body, n)).map(Some)
+        crate::harness::count_instructions(&rt, iters, profile, |variant, n| s.run_batch(variant == Variant::Body, n))
+            .map(Some)
     }
 }
 
@@ -313,18 +347,33 @@ impl LoadedWorkload for Loaded<'_> {
         let name = bench.program.name.as_str();
         let mut checks = Vec::new();
         let mut notes = self.notes.clone();
-        notes.push(format!("packets: {} ({} packet(s) of {} bytes, cycled per iteration)", case.source, case.packets.len(), case.packets[0].len()));
+        notes.push(format!(
+            "packets: {} ({} packet(s) of {} bytes, cycled per iteration)",
+            case.source,
+            case.packets.len(),
+            case.packets[0].len()
+        ));
 
         let refs = self.references(case)?;
-        checks.push(format!("the program's own verdict and output are the same on two runs of each of the {} packet(s)", refs.len()));
+        checks.push(format!(
+            "the program's own verdict and output are the same on two runs of each of the {} packet(s)",
+            refs.len()
+        ));
         self.record(case, &refs, &mut notes)?;
         self.check_expectations(case, &refs, &mut checks)?;
 
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
-        let plan = if bench.setup.per_call { Restore::PerCall("asked for with --per-call".into()) } else { restore::plan(kind, &case.packets, &outputs) };
+        let plan = if bench.setup.per_call {
+            Restore::PerCall("asked for with --per-call".into())
+        } else {
+            restore::plan(kind, &case.packets, &outputs)
+        };
         let (timer, timing, key) = match plan {
             Restore::PerCall(reason) if self.runtime == Runtime::User => {
-                bail!("case {}: the userspace runtime times in the batch loop only, and this case is timed per call because {reason}", case.name)
+                bail!(
+                    "case {}: the userspace runtime times in the batch loop only, and this case is timed per call because {reason}",
+                    case.name
+                )
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
             Restore::Bytes(restore) => {
@@ -340,16 +389,24 @@ impl LoadedWorkload for Loaded<'_> {
                             notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
                         }
                         notes.push(format!("timing: in BPF, the program called from the batch loop; {restore} bytes written back per iteration"));
-                        let key = format!("{kind:?} driver loop, {restore} bytes written back, {} packet(s)", case.packets.len());
-                        (Timer::InBpf(s), Timing::InBpf, key)
+                        let key = format!(
+                            "{kind:?} driver loop, {restore} bytes written back, {} packet(s)",
+                            case.packets.len()
+                        );
+                        (Timer::InBpf(Box::new(s)), Timing::InBpf, key)
                     }
-                    Err(e) if self.runtime == Runtime::User => bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name),
+                    Err(e) if self.runtime == Runtime::User => {
+                        bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name)
+                    }
                     Err(e) => {
                         // The reason on its first line, the verifier's last lines after it.
                         let text = format!("{e:#}");
                         let (reason, tail) = text.split_once('\n').unwrap_or((&text, ""));
                         if !tail.is_empty() {
-                            notes.push(format!("verifier log of the spliced program (last lines):\n      {}", tail.replace('\n', "\n      ")));
+                            notes.push(format!(
+                                "verifier log of the spliced program (last lines):\n      {}",
+                                tail.replace('\n', "\n      ")
+                            ));
                         }
                         self.per_call(case, refs.clone(), reason.to_string())
                     }
@@ -357,7 +414,9 @@ impl LoadedWorkload for Loaded<'_> {
             }
         };
         if let Timing::PerCall { reason } = &timing {
-            notes.push(format!("timing: per call (one BPF_PROG_TEST_RUN per packet, timed by the kernel), because {reason}"));
+            notes.push(format!(
+                "timing: per call (one BPF_PROG_TEST_RUN per packet, timed by the kernel), because {reason}"
+            ));
         }
         let mut verdicts: Vec<(u32, usize)> = Vec::new();
         for r in &refs {
@@ -368,7 +427,10 @@ impl LoadedWorkload for Loaded<'_> {
         }
         let verdict = match verdicts.as_slice() {
             [(v, _)] => verdict_name(kind, *v),
-            many => format!("mixed: {}", many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")),
+            many => format!(
+                "mixed: {}",
+                many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")
+            ),
         };
         let validation = Validation { verdict, timing, checks, notes, outputs: refs };
         let program = self.user.prog_fd(name)?;

@@ -131,14 +131,24 @@ impl ObjectSetup {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let file: SpecFile = toml::from_str(&text).map_err(|e| {
             let line = e.span().map(|s| text[..s.start].lines().count().max(1));
-            anyhow::anyhow!("{}{}: {}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default(), e.message().trim())
+            anyhow::anyhow!(
+                "{}{}: {}",
+                path.display(),
+                line.map(|l| format!(" line {l}")).unwrap_or_default(),
+                e.message().trim()
+            )
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let at = |p: &PathBuf| if p.is_absolute() { p.clone() } else { dir.join(p) };
         ensure!(!file.cases.is_empty(), "{} has no [[case]]; give at least one", path.display());
         let mut cases: Vec<CaseSpec> = Vec::new();
         for c in file.cases {
-            ensure!(!c.name.trim().is_empty() && !c.name.contains('/'), "{}: a case needs a name without '/' (got '{}')", path.display(), c.name);
+            ensure!(
+                !c.name.trim().is_empty() && !c.name.contains('/'),
+                "{}: a case needs a name without '/' (got '{}')",
+                path.display(),
+                c.name
+            );
             ensure!(!cases.iter().any(|x| x.name == c.name), "{}: two cases are named '{}'", path.display(), c.name);
             cases.push(CaseSpec {
                 name: c.name,

@@ -27,7 +27,13 @@ pub struct PerCall<'a> {
 }
 
 impl<'a> PerCall<'a> {
-    pub fn new(prog: BorrowedFd<'a>, empty: BorrowedFd<'a>, packets: Vec<Vec<u8>>, references: Vec<RunOutput>, kind: ProgKind) -> Self {
+    pub fn new(
+        prog: BorrowedFd<'a>,
+        empty: BorrowedFd<'a>,
+        packets: Vec<Vec<u8>>,
+        references: Vec<RunOutput>,
+        kind: ProgKind,
+    ) -> Self {
         PerCall { prog, empty, packets, references, kind, next: 0 }
     }
 

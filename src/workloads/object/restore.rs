@@ -111,7 +111,9 @@ mod tests {
         let mut b = a.clone();
         b[70] = 1; // an IPv6 TCP checksum
         assert_eq!(plan(ProgKind::Xdp, &[a.clone(), b.clone()], &[a.clone(), b.clone()]), Restore::Bytes(72));
-        assert!(matches!(plan(ProgKind::Xdp, &[a.clone(), vec![0; 60]], &[a.clone(), a]), Restore::PerCall(r) if r.contains("differ in length")));
+        assert!(
+            matches!(plan(ProgKind::Xdp, &[a.clone(), vec![0; 60]], &[a.clone(), a]), Restore::PerCall(r) if r.contains("differ in length"))
+        );
         let short = vec![0u8; 60];
         let mut changed = short.clone();
         changed[59] = 1;

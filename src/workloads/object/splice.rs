@@ -59,7 +59,7 @@ fn target_offset(driver: &ObjectFile, prog: &str, insns: &[sys::bpf_insn]) -> Re
     let target = funcs
         .iter()
         .find(|f| func_name(driver, f.type_id).as_deref() == Some(TARGET))
-        .with_context(|| format!("the {prog} driver has no {TARGET} function record"))? 
+        .with_context(|| format!("the {prog} driver has no {TARGET} function record"))?
         .insn_off as usize;
     ensure!(funcs.iter().all(|f| (f.insn_off as usize) <= target), "{TARGET} is not the driver's last function");
     let reaches = insns[..target]
@@ -138,7 +138,9 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[sys::bpf_insn]) -> Result<Owne
     let name = CString::new(spec.name).context("program name holds a NUL byte")?;
     let license = CString::new(spec.license).context("license holds a NUL byte")?;
     // SAFETY: every pointer lives across the call; sizes are passed with them.
-    let fd = unsafe { sys::bpf_prog_load(prog_type, name.as_ptr(), license.as_ptr(), insns.as_ptr(), insns.len() as _, &mut opts) };
+    let fd = unsafe {
+        sys::bpf_prog_load(prog_type, name.as_ptr(), license.as_ptr(), insns.as_ptr(), insns.len() as _, &mut opts)
+    };
     if fd < 0 {
         let err = std::io::Error::last_os_error();
         let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
@@ -162,7 +164,14 @@ pub struct Loaded {
 /// The user's program as the body of the prepared `driver`'s timed entry.
 /// `insns` and `funcs` are the user program's instructions and function
 /// records after `prepare`.
-pub fn splice(driver: &ObjectFile, user: &ObjectFile, program: &str, insns: &[sys::bpf_insn], funcs: &[sys::bpf_func_info], kind: ProgKind) -> Result<Loaded> {
+pub fn splice(
+    driver: &ObjectFile,
+    user: &ObjectFile,
+    program: &str,
+    insns: &[sys::bpf_insn],
+    funcs: &[sys::bpf_func_info],
+    kind: ProgKind,
+) -> Result<Loaded> {
     if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
         bail!("program '{program}' calls kfuncs of a kernel module, which a spliced program cannot reach");
     }
@@ -180,7 +189,9 @@ pub fn splice(driver: &ObjectFile, user: &ObjectFile, program: &str, insns: &[sy
             // SAFETY: loaded into the kernel by driver_btf.
             let fd = unsafe { sys::btf__fd(btf.0.as_ptr()) };
             records.push(sys::bpf_func_info { insn_off: 0, type_id: driver_func });
-            records.extend(funcs.iter().map(|f| sys::bpf_func_info { insn_off: f.insn_off + target as u32, type_id: f.type_id }));
+            records.extend(
+                funcs.iter().map(|f| sys::bpf_func_info { insn_off: f.insn_off + target as u32, type_id: f.type_id }),
+            );
             Some((fd, records.as_slice()))
         }
         // Without BTF every function is verified where it is called.

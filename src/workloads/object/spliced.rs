@@ -9,17 +9,17 @@
 //! the user's maps; the user's program alone must first give the kernel's
 //! output for every packet.
 
-use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use libbpf_rs::libbpf_sys as sys;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use anyhow::{Context, Result, bail};
 
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ};
+use crate::harness::BatchTiming;
 use crate::harness::skeleton::map_handle_from_fd;
 use crate::harness::test_run::RunOutput;
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
-use crate::harness::BatchTiming;
 use crate::object_file::{ObjectFile, ProgKind};
 use crate::record::Runtime;
 use crate::uvm::lines::LineTable;
@@ -73,7 +73,14 @@ impl Spliced {
     /// Builds the driver for `variants` (writing back `restore` bytes per
     /// iteration) around the user's program, in `runtime`, and checks it.
     /// An error is the reason to time the case per call instead.
-    pub fn build(user: &UserProgram<'_>, variants: &[Vec<u8>], restore: u32, references: Vec<RunOutput>, cpu: usize, runtime: Runtime) -> Result<Spliced> {
+    pub fn build(
+        user: &UserProgram<'_>,
+        variants: &[Vec<u8>],
+        restore: u32,
+        references: Vec<RunOutput>,
+        cpu: usize,
+        runtime: Runtime,
+    ) -> Result<Spliced> {
         let mut driver = driver_object(user.kind)?;
         driver.set_rodata(&Rodata { cfg_variants: variants.len() as u32, cfg_restore_bytes: restore })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
@@ -84,7 +91,9 @@ impl Spliced {
         for (i, v) in variants.iter().enumerate() {
             let mut value = vec![0u8; variants_map.value_size() as usize];
             value[..restore as usize].copy_from_slice(&v[..restore as usize]);
-            variants_map.update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY).context("writing the case's packets")?;
+            variants_map
+                .update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY)
+                .context("writing the case's packets")?;
         }
         let body = splice::splice(&driver, user.object, user.name, user.insns, user.funcs, user.kind)
             .context("the kernel refused the program spliced into the batch loop")?;
@@ -114,13 +123,24 @@ impl Spliced {
     /// program and the overhead loop (both verified by the kernel first)
     /// with copies of the driver's and the user's maps. The user's program
     /// alone must give the kernel's output for every packet there first.
-    fn move_to_user(&mut self, user: &UserProgram<'_>, spliced: (&[sys::bpf_insn], LineTable), variants: &[Vec<u8>]) -> Result<()> {
+    fn move_to_user(
+        &mut self,
+        user: &UserProgram<'_>,
+        spliced: (&[sys::bpf_insn], LineTable),
+        variants: &[Vec<u8>],
+    ) -> Result<()> {
         let (mut overhead, overhead_insns, overhead_lines) = self.load_overhead()?;
         let mut code = PreparedCode::default();
         let user_lines = user.object.line_table(user.name)?;
-        for (name, insns, lines) in [(user.name, user.insns, user_lines), (DRIVER, spliced.0, spliced.1), (DRIVER_OVERHEAD, &overhead_insns, overhead_lines)] {
+        for (name, insns, lines) in [
+            (user.name, user.insns, user_lines),
+            (DRIVER, spliced.0, spliced.1),
+            (DRIVER_OVERHEAD, &overhead_insns, overhead_lines),
+        ] {
             if code.programs.insert(name.to_string(), from_libbpf(insns)).is_some() {
-                bail!("program '{name}' has the name of bpfbench's driver; rename it to run it in the userspace runtime");
+                bail!(
+                    "program '{name}' has the name of bpfbench's driver; rename it to run it in the userspace runtime"
+                );
             }
             // The kernel's verifier accepted all three: the JIT may run them.
             code.verified.insert(name.to_string());
@@ -220,7 +240,9 @@ mod tests {
         let reference = run(object.prog_fd("xdp_swap").unwrap(), &packet).unwrap();
         let user = UserProgram { object: &object, name: "xdp_swap", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
         let variants = [packet.clone()];
-        let super::super::restore::Restore::Bytes(restore) = super::super::restore::plan(ProgKind::Xdp, &variants, std::slice::from_ref(&reference.packet)) else {
+        let super::super::restore::Restore::Bytes(restore) =
+            super::super::restore::plan(ProgKind::Xdp, &variants, std::slice::from_ref(&reference.packet))
+        else {
             panic!("a MAC swap is written back in the loop")
         };
         for runtime in [Runtime::Kernel, Runtime::User] {
@@ -230,8 +252,21 @@ mod tests {
         }
         let mut wrong = reference.clone();
         wrong.packet[3] ^= 1;
-        let err = |runtime| format!("{:#}", Spliced::build(&user, &variants, restore, vec![wrong.clone()], cpu, runtime).err().expect("refused"));
-        assert!(err(Runtime::Kernel).contains("gave another output than the program itself for packet 0"), "{}", err(Runtime::Kernel));
-        assert!(err(Runtime::User).contains("packet 0: the userspace runtime gave another output than the kernel"), "{}", err(Runtime::User));
+        let err = |runtime| {
+            format!(
+                "{:#}",
+                Spliced::build(&user, &variants, restore, vec![wrong.clone()], cpu, runtime).err().expect("refused")
+            )
+        };
+        assert!(
+            err(Runtime::Kernel).contains("gave another output than the program itself for packet 0"),
+            "{}",
+            err(Runtime::Kernel)
+        );
+        assert!(
+            err(Runtime::User).contains("packet 0: the userspace runtime gave another output than the kernel"),
+            "{}",
+            err(Runtime::User)
+        );
     }
 }

@@ -35,7 +35,12 @@ pub fn expected_verdict(s: &LbScenario) -> u32 {
 
 /// Configures `s` in the datapath and validates it over one batch. Returns
 /// what was checked and the packet the scenario is timed with.
-pub fn validate(lb: &mut LoadedLb, s: &LbScenario, cpu: usize, corrupt_expected_byte: Option<usize>) -> Result<(Validation, Vec<u8>)> {
+pub fn validate(
+    lb: &mut LoadedLb,
+    s: &LbScenario,
+    cpu: usize,
+    corrupt_expected_byte: Option<usize>,
+) -> Result<(Validation, Vec<u8>)> {
     let packet = build_client_packet(&s.packet)?;
     let verdict = expected_verdict(s);
     lb.reset_lru()?;
@@ -48,7 +53,11 @@ pub fn validate(lb: &mut LoadedLb, s: &LbScenario, cpu: usize, corrupt_expected_
     lb.reset_counters()?;
 
     let (timing, out) = lb.body.run_batch(&packet, VALIDATION_ITERS, RestoreMode::BENCH_RESTORE_ON_RESIZE, cpu)?;
-    ensure!(timing.iters == VALIDATION_ITERS as u64, "the timing loop ran {} of {VALIDATION_ITERS} iterations", timing.iters);
+    ensure!(
+        timing.iters == VALIDATION_ITERS as u64,
+        "the timing loop ran {} of {VALIDATION_ITERS} iterations",
+        timing.iters
+    );
     let n = VALIDATION_ITERS + 1;
     if out.retval != verdict {
         bail!("verdict: expected {}, got {}", xdp_action_name(verdict), xdp_action_name(out.retval));
@@ -84,7 +93,9 @@ fn notes(s: &LbScenario) -> Vec<String> {
     if let Some((mask, repeat)) = s.flows.generator() {
         notes.push(format!("Flow diversity: {} unique src addrs (mask {mask:#x})", mask as u64 + 1));
         if s.flows != Flows::Diverse {
-            notes.push("Cold LRU: enabled (the flow counter persists across batches; a flow returns after 16M packets)".into());
+            notes.push(
+                "Cold LRU: enabled (the flow counter persists across batches; a flow returns after 16M packets)".into(),
+            );
         }
         if repeat > 1 {
             notes.push(format!("{repeat} packets per flow: the first misses and inserts, the rest hit"));
@@ -141,7 +152,12 @@ fn distinct_flows(flows: Flows, n: u32) -> u32 {
 
 /// Katran's flow hash, as the BPF side computes it (see lb_flow_hash).
 fn flow_hash(p: &ClientPacket) -> u32 {
-    let ports = jhash::word([p.sport.to_be_bytes()[0], p.sport.to_be_bytes()[1], p.dport.to_be_bytes()[0], p.dport.to_be_bytes()[1]]);
+    let ports = jhash::word([
+        p.sport.to_be_bytes()[0],
+        p.sport.to_be_bytes()[1],
+        p.dport.to_be_bytes()[0],
+        p.dport.to_be_bytes()[1],
+    ]);
     match p.src {
         IpAddr::V4(a) => jhash::jhash_2words(jhash::word(a.octets()), ports, RING_SIZE),
         IpAddr::V6(a) => {
@@ -188,8 +204,14 @@ fn expected_counters(s: &LbScenario, n: u32) -> Vec<(Counter, u64, &'static str)
         Path::RstMiss => lru(0, 0, n, n, 0),
         Path::LruMiss => lru(0, 0, n, n, n),
         Path::LruFirstMiss => lru(n - distinct, 0, distinct, distinct, distinct),
-        Path::Pass => vec![(Counter::LB_CNT_XDP_PASS, n, "XDP_PASS verdicts"), (Counter::LB_CNT_CH_LOOKUP, 0, "consistent-hash lookups")],
-        Path::Drop => vec![(Counter::LB_CNT_XDP_DROP, n, "XDP_DROP verdicts"), (Counter::LB_CNT_CH_LOOKUP, 0, "consistent-hash lookups")],
+        Path::Pass => vec![
+            (Counter::LB_CNT_XDP_PASS, n, "XDP_PASS verdicts"),
+            (Counter::LB_CNT_CH_LOOKUP, 0, "consistent-hash lookups"),
+        ],
+        Path::Drop => vec![
+            (Counter::LB_CNT_XDP_DROP, n, "XDP_DROP verdicts"),
+            (Counter::LB_CNT_CH_LOOKUP, 0, "consistent-hash lookups"),
+        ],
     };
     if !matches!(s.path, Path::Pass | Path::Drop) {
         out.push((Counter::LB_CNT_XDP_TX, n, "XDP_TX verdicts"));
@@ -202,7 +224,13 @@ fn expected_counters(s: &LbScenario, n: u32) -> Vec<(Counter, u64, &'static str)
 }
 
 /// Per-VIP and per-real packet and byte counters after `n` packets.
-fn check_stats(lb: &LoadedLb, s: &LbScenario, n: u32, final_packet: &ClientPacket, checks: &mut Vec<String>) -> Result<()> {
+fn check_stats(
+    lb: &LoadedLb,
+    s: &LbScenario,
+    n: u32,
+    final_packet: &ClientPacket,
+    checks: &mut Vec<String>,
+) -> Result<()> {
     let n = n as u64;
     let Some(vip) = s.vip.filter(|_| !matches!(s.path, Path::Pass | Path::Drop)) else {
         for vip in topology::VIPS {

@@ -5,12 +5,12 @@
 
 use anyhow::{Context, Result, bail};
 
+use super::XdpLb;
+use super::live::{HIT_SCENARIO, MISS_SCENARIO};
 use crate::history::History;
 use crate::record::live::{CrossCheck, CrossCheckStep, LiveStep};
 use crate::record::{Metric, RunRecord, Runtime, Sampling};
 use crate::session::{self, Plan, Quiet};
-use super::XdpLb;
-use super::live::{HIT_SCENARIO, MISS_SCENARIO};
 
 /// Samples per in-BPF scenario: enough for a median within about 1%.
 const SAMPLES: u64 = 60;
@@ -75,7 +75,13 @@ pub fn cross_check(in_bpf: InBpf, steps: &[LiveStep]) -> CrossCheck {
         .filter_map(|s| {
             let (lru, live) = (s.lru.as_ref()?, s.ns_per_packet?);
             let predicted = lru.hit_rate * in_bpf.hit.ns + (1.0 - lru.hit_rate) * in_bpf.miss.ns;
-            Some(CrossCheckStep { value: s.value, hit_rate: lru.hit_rate, live_ns: live, predicted_ns: predicted, excess_ns: live - predicted })
+            Some(CrossCheckStep {
+                value: s.value,
+                hit_rate: lru.hit_rate,
+                live_ns: live,
+                predicted_ns: predicted,
+                excess_ns: live - predicted,
+            })
         })
         .collect();
     let points: Vec<(f64, f64)> = rows.iter().map(|r| (1.0 - r.hit_rate, r.live_ns)).collect();

@@ -17,7 +17,9 @@ use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
 pub use skel::types::{lb_counter as Counter, lb_flowgen as FlowGen, lb_limit as Limit};
-use skel::types::{lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta};
+use skel::types::{
+    lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta,
+};
 
 crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen);
 
@@ -88,10 +90,15 @@ impl LoadedLb {
     /// host's layouts, and fills VIPs, reals, rings and per-CPU LRUs.
     pub fn load(source: &ObjectSource) -> Result<LoadedLb> {
         let label = source.label();
-        let (obj, code) = skeleton::load_object_keeping_code(source.open()?, &format!("the xdp-lb programs of {label}"))?;
+        let (obj, code) =
+            skeleton::load_object_keeping_code(source.open()?, &format!("the xdp-lb programs of {label}"))?;
         let map = |name: &str, key: usize, value: usize| object_map_sized(&obj, name, key, value, &label);
         let timed = |name: &str| -> Result<TimedProgram> {
-            TimedProgram::new(object_prog(&obj, name, &label)?, object_map(&obj, "bench_ctl", &label)?, object_map(&obj, "bench_result", &label)?)
+            TimedProgram::new(
+                object_prog(&obj, name, &label)?,
+                object_map(&obj, "bench_ctl", &label)?,
+                object_map(&obj, "bench_result", &label)?,
+            )
         };
         let u32s = size_of::<u32>();
         let mut lb = LoadedLb {
@@ -177,10 +184,18 @@ impl LoadedLb {
         // SAFETY: a shared mapping of the whole value area of an mmapable
         // array (BPF_F_MMAPABLE, u32 values); unmapped below, never aliased.
         let base = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, self.ch_rings.as_fd().as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.ch_rings.as_fd().as_raw_fd(),
+                0,
+            )
         };
         if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mapping ch_rings (is it BPF_F_MMAPABLE in this build of xdp_lb.bpf.c?)");
+            return Err(std::io::Error::last_os_error())
+                .context("mapping ch_rings (is it BPF_F_MMAPABLE in this build of xdp_lb.bpf.c?)");
         }
         // SAFETY: `len` bytes of u32 words, page-aligned.
         let words = unsafe { std::slice::from_raw_parts_mut(base.cast::<u32>(), len / size_of::<u32>()) };
@@ -263,10 +278,10 @@ impl LoadedLb {
 
     fn stat(&self, map: &MapHandle, name: &str, idx: u32) -> Result<lb_stat> {
         let per_cpu = self.percpu_values(map, name, &key(idx))?;
-        Ok(per_cpu.iter().map(|v| bytemuck::pod_read_unaligned::<lb_stat>(v)).fold(lb_stat::default(), |a, s| lb_stat {
-            packets: a.packets + s.packets,
-            bytes: a.bytes + s.bytes,
-        }))
+        Ok(per_cpu
+            .iter()
+            .map(|v| bytemuck::pod_read_unaligned::<lb_stat>(v))
+            .fold(lb_stat::default(), |a, s| lb_stat { packets: a.packets + s.packets, bytes: a.bytes + s.bytes }))
     }
 
     /// Packets and bytes counted for a VIP, summed over CPUs.

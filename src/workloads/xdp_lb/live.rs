@@ -57,7 +57,9 @@ impl LiveProgram for LiveLb {
     }
 
     fn reset(&mut self) -> Result<()> {
-        self.lb.reset_lru_sized(self.lru_entries).with_context(|| format!("creating connection tables of {} entries", self.lru_entries))
+        self.lb
+            .reset_lru_sized(self.lru_entries)
+            .with_context(|| format!("creating connection tables of {} entries", self.lru_entries))
     }
 
     fn lru_capacity(&self) -> Option<u64> {
@@ -65,10 +67,11 @@ impl LiveProgram for LiveLb {
     }
 
     fn lru_counts(&self) -> Result<Option<LruCounts>> {
-        let misses = [Counter::LB_CNT_LRU_MISS_TCP_SYN, Counter::LB_CNT_LRU_MISS_TCP_NONSYN, Counter::LB_CNT_LRU_MISS_UDP]
-            .into_iter()
-            .map(|c| self.lb.counter(c))
-            .sum::<Result<u64>>()?;
+        let misses =
+            [Counter::LB_CNT_LRU_MISS_TCP_SYN, Counter::LB_CNT_LRU_MISS_TCP_NONSYN, Counter::LB_CNT_LRU_MISS_UDP]
+                .into_iter()
+                .map(|c| self.lb.counter(c))
+                .sum::<Result<u64>>()?;
         Ok(Some(LruCounts { hits: self.lb.counter(Counter::LB_CNT_LRU_HIT)?, misses }))
     }
 }

@@ -23,10 +23,7 @@ pub fn build_ring(members: &[RingMember], size: u32) -> Vec<u32> {
     assert!(!members.is_empty(), "a Maglev ring needs at least one real");
     let m = size as u64;
     let offsets: Vec<u64> = members.iter().map(|r| mix64(r.pos as u64) % m).collect();
-    let skips: Vec<u64> = members
-        .iter()
-        .map(|r| mix64(0x9e37_79b9_7f4a_7c15 ^ r.pos as u64) % (m - 1) + 1)
-        .collect();
+    let skips: Vec<u64> = members.iter().map(|r| mix64(0x9e37_79b9_7f4a_7c15 ^ r.pos as u64) % (m - 1) + 1).collect();
     let mut next = vec![0u64; members.len()];
     let mut ring = vec![u32::MAX; size as usize];
     let mut filled = 0u64;
@@ -98,11 +95,7 @@ mod tests {
         let n = 32;
         let before = build_ring(&members(n), 65537);
         let after = build_ring(&members(n - 1), 65537); // real `n` removed
-        let moved_others = before
-            .iter()
-            .zip(&after)
-            .filter(|(b, a)| **b != n && b != a)
-            .count();
+        let moved_others = before.iter().zip(&after).filter(|(b, a)| **b != n && b != a).count();
         // The removed real's 1/32 of the slots must move; Maglev's paper reports
         // a small extra disruption. Bound it at 2% of the ring.
         let frac = moved_others as f64 / before.len() as f64;

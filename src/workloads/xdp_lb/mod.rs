@@ -19,8 +19,8 @@ use std::sync::LazyLock;
 
 use anyhow::{Context, Result, ensure};
 
-use crate::harness::test_run::xdp_action_name;
 use crate::harness::skeleton::ObjectSource;
+use crate::harness::test_run::xdp_action_name;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::record::{InstructionCount, Runtime};
@@ -157,7 +157,8 @@ pub struct FuzzCorpus {
 pub fn fuzz_corpus(cpu: usize) -> Result<FuzzCorpus> {
     let lb = LoadedLb::load(&LoadedLb::builtin())?;
     let runtime = crate::uvm::UserRuntime::new(&lb.code, cpu)?;
-    let names: Vec<String> = ["xdp_lb_live", "xdp_lb"].iter().filter(|n| runtime.program(n).is_some()).map(|n| n.to_string()).collect();
+    let names: Vec<String> =
+        ["xdp_lb_live", "xdp_lb"].iter().filter(|n| runtime.program(n).is_some()).map(|n| n.to_string()).collect();
     let programs = names.iter().filter_map(|n| runtime.program(n)).map(<[_]>::to_vec).collect();
     let packets = SCENARIOS.iter().map(|s| packets::build_client_packet(&s.packet)).collect::<Result<Vec<_>>>()?;
     Ok(FuzzCorpus { runtime, names, programs, packets })
@@ -193,7 +194,12 @@ mod userspace_tests {
                 let user = xdp::run(&interp, &packet, &mut helpers, Some(&mut maps), &mut Counts::default())
                     .unwrap_or_else(|e| panic!("{}: {e}", s.info.name));
                 let kernel = crate::harness::test_run::run(live.as_fd(), &packet).unwrap();
-                assert_eq!(xdp_action_name(user.verdict), xdp_action_name(kernel.retval), "{} round {round}", s.info.name);
+                assert_eq!(
+                    xdp_action_name(user.verdict),
+                    xdp_action_name(kernel.retval),
+                    "{} round {round}",
+                    s.info.name
+                );
                 assert!(user.packet == kernel.packet, "{} round {round}: the packets differ", s.info.name);
             }
         }

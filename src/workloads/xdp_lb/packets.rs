@@ -84,8 +84,16 @@ fn build_arp(p: &ClientPacket) -> Result<Vec<u8>> {
     let (IpAddr::V4(s), IpAddr::V4(d)) = (p.src, p.dst) else {
         bail!("an ARP request needs IPv4 addresses");
     };
-    let arp = ArpPacket::new(ArpHardwareId::ETHERNET, EtherType::IPV4, ArpOperation::REQUEST, &ROUTER_MAC, &s.octets(), &[0; 6], &d.octets())
-        .map_err(|e| anyhow::anyhow!("ARP packet: {e:?}"))?;
+    let arp = ArpPacket::new(
+        ArpHardwareId::ETHERNET,
+        EtherType::IPV4,
+        ArpOperation::REQUEST,
+        &ROUTER_MAC,
+        &s.octets(),
+        &[0; 6],
+        &d.octets(),
+    )
+    .map_err(|e| anyhow::anyhow!("ARP packet: {e:?}"))?;
     let mut out = Vec::new();
     PacketBuilder::ethernet2(ROUTER_MAC, LB_MAC).arp(arp).write(&mut out).context("writing ARP packet")?;
     out.resize(64, 0);
@@ -115,7 +123,8 @@ fn client_layers(p: &ClientPacket) -> Result<String> {
     };
     let l4 = match p.l4 {
         L4::Tcp(f) => {
-            let flags: String = [(f.syn, 'S'), (f.rst, 'R'), (f.ack, 'A')].iter().filter(|(on, _)| *on).map(|(_, c)| *c).collect();
+            let flags: String =
+                [(f.syn, 'S'), (f.rst, 'R'), (f.ack, 'A')].iter().filter(|(on, _)| *on).map(|(_, c)| *c).collect();
             let ack = if f.ack { 0x2000_0000 } else { 0 };
             format!("tcp(sport={},dport={},seq=0x10000000,ack={ack:#x},flags={flags},win=64240)", p.sport, p.dport)
         }
@@ -135,9 +144,13 @@ pub fn client_spec(p: &ClientPacket) -> Result<String> {
 pub fn encapsulated_spec(client: &ClientPacket, real: IpAddr) -> Result<String> {
     let eth = format!("eth(src={},dst={})", mac(LB_MAC), mac(NEXT_HOP_MAC));
     let outer = match (real, client.src) {
-        (IpAddr::V4(r), IpAddr::V4(c)) => format!("ipv4(src={},dst={r},tos={},ttl={ENCAP_TTL})", outer_ipv4_source(c, client.sport), client.tos),
+        (IpAddr::V4(r), IpAddr::V4(c)) => {
+            format!("ipv4(src={},dst={r},tos={},ttl={ENCAP_TTL})", outer_ipv4_source(c, client.sport), client.tos)
+        }
         (IpAddr::V4(_), IpAddr::V6(_)) => bail!("an IPv6 client cannot be sent to an IPv4 real"),
-        (IpAddr::V6(r), c) => format!("ipv6(src={},dst={r},tc={},hlim={ENCAP_TTL})", outer_ipv6_source(c, client.sport), client.tos),
+        (IpAddr::V6(r), c) => {
+            format!("ipv6(src={},dst={r},tc={},hlim={ENCAP_TTL})", outer_ipv6_source(c, client.sport), client.tos)
+        }
     };
     Ok(format!("{eth}/{outer}/{}", client_layers(client)?))
 }
@@ -248,12 +261,8 @@ mod tests {
         assert!(h.more_fragments);
         let opts = build_client_packet(&ClientPacket { shape: Shape::V4Options, ..tcp_v4() }).unwrap();
         assert_eq!(opts[14] & 0x0f, 6, "ihl");
-        let v6 = ClientPacket {
-            src: IpAddr::V6(CLIENT_V6),
-            dst: VIP_TCP_V6.addr,
-            shape: Shape::V6Fragment,
-            ..tcp_v4()
-        };
+        let v6 =
+            ClientPacket { src: IpAddr::V6(CLIENT_V6), dst: VIP_TCP_V6.addr, shape: Shape::V6Fragment, ..tcp_v4() };
         let bytes = build_client_packet(&v6).unwrap();
         assert_eq!(bytes[14 + 6], 44, "next header: Fragment");
         let arp = build_client_packet(&ClientPacket { shape: Shape::Arp, ..tcp_v4() }).unwrap();

@@ -47,24 +47,24 @@ const fn v6(last: u16, prefix: u16) -> IpAddr {
     IpAddr::V6(Ipv6Addr::new(0xfc00, prefix, 0, 0, 0, 0, 0, last))
 }
 
-pub const VIP_TCP_V4: Vip = Vip { num: 0, addr: v4(10, 100, 0, 1), port: 80, proto: IPPROTO_TCP, lru_bypass: false, pool: Pool::V4 };
-pub const VIP_TCP_V4_CH: Vip = Vip { num: 1, addr: v4(10, 100, 0, 2), port: 80, proto: IPPROTO_TCP, lru_bypass: true, pool: Pool::V4 };
-pub const VIP_TCP_V6: Vip = Vip { num: 2, addr: v6(1, 0x100), port: 80, proto: IPPROTO_TCP, lru_bypass: false, pool: Pool::V6 };
-pub const VIP_TCP_V6_CH: Vip = Vip { num: 3, addr: v6(2, 0x100), port: 80, proto: IPPROTO_TCP, lru_bypass: true, pool: Pool::V6 };
-pub const VIP_UDP_V4: Vip = Vip { num: 4, addr: v4(10, 100, 0, 1), port: 53, proto: IPPROTO_UDP, lru_bypass: false, pool: Pool::V4 };
-pub const VIP_UDP_V6: Vip = Vip { num: 5, addr: v6(1, 0x100), port: 53, proto: IPPROTO_UDP, lru_bypass: false, pool: Pool::V6 };
+pub const VIP_TCP_V4: Vip =
+    Vip { num: 0, addr: v4(10, 100, 0, 1), port: 80, proto: IPPROTO_TCP, lru_bypass: false, pool: Pool::V4 };
+pub const VIP_TCP_V4_CH: Vip =
+    Vip { num: 1, addr: v4(10, 100, 0, 2), port: 80, proto: IPPROTO_TCP, lru_bypass: true, pool: Pool::V4 };
+pub const VIP_TCP_V6: Vip =
+    Vip { num: 2, addr: v6(1, 0x100), port: 80, proto: IPPROTO_TCP, lru_bypass: false, pool: Pool::V6 };
+pub const VIP_TCP_V6_CH: Vip =
+    Vip { num: 3, addr: v6(2, 0x100), port: 80, proto: IPPROTO_TCP, lru_bypass: true, pool: Pool::V6 };
+pub const VIP_UDP_V4: Vip =
+    Vip { num: 4, addr: v4(10, 100, 0, 1), port: 53, proto: IPPROTO_UDP, lru_bypass: false, pool: Pool::V4 };
+pub const VIP_UDP_V6: Vip =
+    Vip { num: 5, addr: v6(1, 0x100), port: 53, proto: IPPROTO_UDP, lru_bypass: false, pool: Pool::V6 };
 /// An IPv4 VIP served by IPv6 reals: IPv4-in-IPv6 encapsulation.
-pub const VIP_TCP_V4_TO_V6: Vip = Vip { num: 6, addr: v4(10, 100, 0, 3), port: 80, proto: IPPROTO_TCP, lru_bypass: false, pool: Pool::V6 };
+pub const VIP_TCP_V4_TO_V6: Vip =
+    Vip { num: 6, addr: v4(10, 100, 0, 3), port: 80, proto: IPPROTO_TCP, lru_bypass: false, pool: Pool::V6 };
 
-pub const VIPS: [Vip; 7] = [
-    VIP_TCP_V4,
-    VIP_TCP_V4_CH,
-    VIP_TCP_V6,
-    VIP_TCP_V6_CH,
-    VIP_UDP_V4,
-    VIP_UDP_V6,
-    VIP_TCP_V4_TO_V6,
-];
+pub const VIPS: [Vip; 7] =
+    [VIP_TCP_V4, VIP_TCP_V4_CH, VIP_TCP_V6, VIP_TCP_V6_CH, VIP_UDP_V4, VIP_UDP_V6, VIP_TCP_V4_TO_V6];
 
 /// Addresses no VIP is configured on.
 pub const UNKNOWN_VIP_V4: IpAddr = v4(10, 200, 0, 1);
@@ -86,17 +86,13 @@ pub fn reals(pool: Pool) -> Vec<Real> {
     (1..=REALS_PER_POOL)
         .map(|i| match pool {
             Pool::V4 => Real { pos: i, addr: v4(10, 0, 0, i as u8) },
-            Pool::V6 => Real {
-                pos: REALS_PER_POOL + i,
-                addr: IpAddr::V6(Ipv6Addr::new(0xfc00, 2, 0, 0, 0, 0, 0, i as u16)),
-            },
+            Pool::V6 => {
+                Real { pos: REALS_PER_POOL + i, addr: IpAddr::V6(Ipv6Addr::new(0xfc00, 2, 0, 0, 0, 0, 0, i as u16)) }
+            }
         })
         .collect()
 }
 
 pub fn real_at(pos: u32) -> Option<Real> {
-    reals(Pool::V4)
-        .into_iter()
-        .chain(reals(Pool::V6))
-        .find(|r| r.pos == pos)
+    reals(Pool::V4).into_iter().chain(reals(Pool::V6)).find(|r| r.pos == pos)
 }
