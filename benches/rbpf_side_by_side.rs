@@ -11,7 +11,10 @@ use std::time::Instant;
 use bpfbench::uvm::interp::{Env, Interpreter};
 use bpfbench::uvm::jit::{JitProgram, Resolve};
 use bpfbench::uvm::memory::{Memory, RegionKind};
-use bpfbench::uvm::{Counts, Insn, PreparedCode};
+use std::collections::BTreeMap;
+
+use bpfbench::kernel::prepared::PreparedCode;
+use bpfbench::uvm::{Counts, Insn, from_libbpf};
 
 /// Runs per timed round, and rounds per engine.
 const RUNS: u32 = 200_000;
@@ -21,10 +24,11 @@ fn test_object(name: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects")).join(name)
 }
 
-/// The object's programs as libbpf relocated them.
-fn prepared(open: libbpf_rs::OpenObject) -> PreparedCode {
+/// The object's programs as libbpf relocated them, decoded.
+fn prepared(open: libbpf_rs::OpenObject) -> BTreeMap<String, Vec<Insn>> {
     let mut open = open;
-    PreparedCode::capture(&mut open).expect("libbpf prepares the object")
+    let code = PreparedCode::capture(&mut open).expect("libbpf prepares the object");
+    code.programs.iter().map(|(name, insns)| (name.clone(), from_libbpf(insns))).collect()
 }
 
 fn bytes_of(insns: &[Insn]) -> Vec<u8> {
@@ -204,7 +208,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn time_program(object: &str, prog: &str, packet: &[u8]) {
     let open = libbpf_rs::ObjectBuilder::default().open_file(test_object(object)).expect("the test object opens");
     let code = prepared(open);
-    let insns = &code.programs[prog];
+    let insns = &code[prog];
     let bytes = bytes_of(insns);
     let mut frame = Frame::new(packet);
     let mut engines = engines(insns, &bytes, packet.len());
@@ -262,14 +266,8 @@ fn main() {
         "Programs bpfbench runs, as libbpf relocated them: does each JIT take them? (rbpf gets stand-ins for the helpers bpfbench has)"
     );
     let lb = bpfbench::workloads::xdp_lb::fuzz_corpus(0).expect("the load balancer loads");
-    let mut sources: Vec<(String, PreparedCode)> = vec![
-        (
-            "xdp-lb (built in)".into(),
-            PreparedCode {
-                programs: lb.names.iter().cloned().zip(lb.programs.iter().cloned()).collect(),
-                ..Default::default()
-            },
-        ),
+    let mut sources: Vec<(String, BTreeMap<String, Vec<Insn>>)> = vec![
+        ("xdp-lb (built in)".into(), lb.names.iter().cloned().zip(lb.programs.iter().cloned()).collect()),
         (
             "maps (built in)".into(),
             prepared(bpfbench::workloads::maps::instance::LoadedMapBench::builtin().open().unwrap()),
@@ -287,7 +285,7 @@ fn main() {
     }
     let (mut both, mut ours_only, mut total) = (0, 0, 0);
     for (label, code) in &sources {
-        for (prog, insns) in &code.programs {
+        for (prog, insns) in code {
             total += 1;
             let (r, o) = (rbpf_takes(insns), ours_takes(insns));
             match (&r, &o) {

@@ -1,23 +1,26 @@
 //! bpfbench: accurate in-kernel benchmarks of eBPF programs.
 //!
-//! Layers, each using only those listed before it:
-//! - `stats`: summaries and two-sample tests of plain numbers (no BPF);
-//! - `record`: the results model a run fills and everything else reads;
-//! - `system`: probes of the machine and process set-up (CPUs, privileges,
-//!   environment capture, Ctrl-C);
-//! - `packet`: packet comparison shared by packet workloads;
-//! - `harness`: the workload traits, the runner that owns time, the host
-//!   side of the in-BPF timing loop;
-//! - `workloads`: each workload in its own folder, BPF C beside its driver,
-//!   registered in one line;
-//! - `report` renders records; `history` stores them; `compare` decides
-//!   between runs; `session` runs a workload's rounds, stores and gates them.
+//! Layers, lowest first. A module uses only modules of lower layers (never
+//! one of its own layer), and only `kernel` uses `libbpf_sys`;
+//! `tests/layers.rs` reads this list and fails on an import against it.
+//!
+//! 1. `stats`, `packet`: numbers and packets, no BPF;
+//! 2. `record`: the plain results model a run fills and everything else reads;
+//! 3. `kernel`: the one boundary to the kernel (libbpf, BPF syscalls);
+//! 4. `system`: the machine and the process (CPUs, privileges, environment, Ctrl-C);
+//! 5. `uvm`: the userspace runtime (interpreter, JIT, maps, helpers);
+//! 6. `harness`, `history`, `traffic`: the workload traits, runner and timing loop;
+//!    stored runs; the traffic generator;
+//! 7. `compare`, `live`: decisions between runs; live runs on a veth;
+//! 8. `report`, `session`: rendering records; paired rounds, stored and gated;
+//! 9. `workloads`: each workload in its own folder, BPF C beside its driver,
+//!    registered in one line.
 
 pub mod compare;
 pub mod harness;
 pub mod history;
+pub mod kernel;
 pub mod live;
-pub mod object_file;
 pub mod packet;
 pub mod record;
 pub mod report;

@@ -7,7 +7,8 @@ mod common;
 
 use bpfbench::harness::timing::RestoreMode;
 use bpfbench::harness::{Variant, Workload};
-use bpfbench::system::{cpu, features};
+use bpfbench::kernel::features;
+use bpfbench::system::cpu;
 use bpfbench::workloads::maps::instance::{LoadedMapBench, MapConfig};
 use bpfbench::workloads::maps::{KeyLayout, MapBench, MapKind, MapOp, MapParams, Suite};
 use common::{prepared_cpu, quick_runner, scenario};

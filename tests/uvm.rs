@@ -5,9 +5,11 @@
 
 mod common;
 
+use bpfbench::kernel::BpfInsn;
+
 use std::os::fd::{AsFd, AsRawFd};
 
-use bpfbench::harness::test_run;
+use bpfbench::kernel::test_run;
 use bpfbench::uvm::helpers::Helpers;
 use bpfbench::uvm::maps::UserMaps;
 use bpfbench::uvm::runtime::Engine;
@@ -37,7 +39,7 @@ impl Both {
     fn open_with(object: &str, prog: &str, setup: impl FnOnce(&libbpf_rs::Object)) -> Both {
         bpfbench::system::check_privileges().unwrap();
         let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object(object)).unwrap();
-        uvm::prepare(&mut open).unwrap();
+        bpfbench::kernel::prepared::prepare(&mut open).unwrap();
         let insns = uvm::prepared_insns(&open.progs().find(|p| p.name() == prog).unwrap());
         let obj = open.load().unwrap();
         setup(&obj);
@@ -102,7 +104,7 @@ fn userspace_runs_give_the_kernels_verdicts_and_packets() {
     // A frame too short for the Ethernet header takes the other path
     // (the kernel's test run refuses frames under 14 bytes, so only here).
     let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_swap.bpf.o")).unwrap();
-    uvm::prepare(&mut open).unwrap();
+    bpfbench::kernel::prepared::prepare(&mut open).unwrap();
     let insns = uvm::prepared_insns(&open.progs().next().unwrap());
     let short =
         xdp::run(&Interpreter::new(&insns), &frame()[..10], &mut Helpers::new(0, 1), None, &mut Counts::default())
@@ -161,7 +163,7 @@ fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() 
 fn random_bytecode_ends_in_a_result_or_an_error_never_a_crash() {
     // A short, bounded run for CI: 20,000 programs of 1 to 32 random
     // instructions (any opcode, any register number), 10,000 steps each.
-    let mut runtime = uvm::UserRuntime::new(&uvm::PreparedCode::default(), 0).unwrap();
+    let mut runtime = uvm::UserRuntime::new(&bpfbench::kernel::prepared::PreparedCode::default(), 0).unwrap();
     let r = uvm::fuzz::run(&mut runtime, &[], &[frame()], 20_000, 0x9e37_79b9_7f4a_7c15, 10_000);
     assert!(r.panics.is_empty(), "{:?}", r.panics);
     assert_eq!((r.programs, r.random), (20_000, 20_000));
@@ -545,9 +547,10 @@ fn runtime_and_metric_mistakes_get_one_line() {
 
 #[test]
 fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
-    let call = |imm| Insn { code: 0x85, dst: 0, src: 0, off: 0, imm };
-    let exit = Insn { code: 0x95, ..Default::default() };
-    let code = uvm::PreparedCode {
+    // As the kernel takes them: only the opcode and immediate are set.
+    let call = |imm| BpfInsn { code: 0x85, imm, ..Default::default() };
+    let exit = BpfInsn { code: 0x95, ..Default::default() };
+    let code = bpfbench::kernel::prepared::PreparedCode {
         programs: [("redirects".to_string(), vec![call(23), exit])].into(),
         maps: vec![],
         ..Default::default()
@@ -557,7 +560,7 @@ fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
         err,
         "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel"
     );
-    let mut fine = uvm::PreparedCode {
+    let mut fine = bpfbench::kernel::prepared::PreparedCode {
         programs: [("times".to_string(), vec![call(5), exit])].into(),
         maps: vec![],
         ..Default::default()
@@ -900,7 +903,7 @@ fn csum_diff_gives_the_kernels_checksums_in_both_engines() {
     bpfbench::system::check_privileges().unwrap();
     // The same object a second time, prepared for the runtime and verified, for the JIT.
     let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_csum.bpf.o")).unwrap();
-    let mut code = uvm::PreparedCode::capture(&mut open).unwrap();
+    let mut code = bpfbench::kernel::prepared::PreparedCode::capture(&mut open).unwrap();
     let obj = open.load().unwrap();
     code.mark_verified(&obj);
     let mut jit = uvm::UserRuntime::new(&code, 0).unwrap();

@@ -7,8 +7,8 @@ use std::mem::MaybeUninit;
 use anyhow::{Context, Result};
 use libbpf_rs::skel::SkelBuilder;
 
-use super::skeleton::{self, map_handle, prog_fd};
 use super::timing::{RestoreMode, TimedProgram};
+use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::stats::Summary;
 
 // Also the source of the timing structs' Rust types (see timing.rs).

@@ -11,15 +11,10 @@
 //! The [`runner`] owns time: calibration, warm-up, sampling and the overhead
 //! measurement. [`timing`] is the host side of the in-BPF timing loop.
 
-pub mod bpf_stats;
-pub mod constant_program;
 pub mod loops;
 pub mod paired;
-pub mod prog_info;
 pub mod runner;
-pub mod skeleton;
 pub mod spacer;
-pub mod test_run;
 pub mod timing;
 
 use std::borrow::Cow;
@@ -67,7 +62,7 @@ pub struct Validation {
     pub notes: Vec<String>,
     /// The program's verdict and packet for each input, where the workload
     /// keeps them (a user's object); two builds are compared by them.
-    pub outputs: Vec<test_run::RunOutput>,
+    pub outputs: Vec<crate::kernel::test_run::RunOutput>,
 }
 
 /// Which program a batch runs: the scenario's body, or the same loop and
@@ -180,7 +175,7 @@ fn sample_time(
     rt: &timing::SharedRuntime,
     iters: u32,
     batch: &mut impl FnMut(Variant, u32) -> Result<BatchTiming>,
-) -> Result<(crate::uvm::runtime::SampledTime, crate::stats::Summary)> {
+) -> Result<(crate::record::SampledTime, crate::stats::Summary)> {
     // One batch first: the programs are compiled before sampling starts.
     batch(Variant::Body, iters)?;
     let ranges = rt.borrow().compiled_ranges();

@@ -9,7 +9,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant, prog_info};
+use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant};
+use crate::kernel::prog_info;
 use crate::record::{Calibration, Measurement, Metric, Overhead, Runtime, Sampling, ScenarioRecord};
 use crate::stats::Summary;
 

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::loops::skel::types::{bench_ctl, bench_result, bench_status};
-use super::test_run::{RunOutput, run};
+use crate::kernel::test_run::{RunOutput, run};
 use crate::system::cpu::pin_to_cpu;
 
 /// How the loop undoes the body's packet changes (`enum bench_restore_mode`).

@@ -17,7 +17,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::Result;
 
 pub use session::{LiveSession, LiveSettings};
-pub use sweep::{Sweep, SweepVar};
+pub use sweep::Sweep;
 
 /// The load balancer's connection-table (LRU) counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

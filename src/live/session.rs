@@ -16,11 +16,12 @@ use anyhow::{Context, Result};
 
 use super::sweep::StepTraffic;
 use super::{LiveProgram, LruCounts, sink};
-use crate::harness::bpf_stats::{self, RunStats, StatsEnabled};
+use crate::kernel::bpf_stats::{self, RunStats, StatsEnabled};
+use crate::record::live::XdpVerdicts;
 use crate::record::live::{LiveStep, LruStep, StatsOverhead, StepWindow};
-use crate::system::ethtool::XdpVerdicts;
+use crate::record::traffic::FlowOrder;
+use crate::system::ethtool;
 use crate::system::interrupt;
-use crate::traffic::generator::FlowOrder;
 use crate::traffic::topology::{Topology, XdpMode};
 use crate::traffic::{FlowPlan, GenSettings, Generator};
 
@@ -84,7 +85,7 @@ impl<'p> LiveSession<'p> {
         let inner = self.topology.inner.clone();
         Ok(Counters {
             run: RunStats::read(self.program.prog())?,
-            verdicts: self.topology.in_netns(move || XdpVerdicts::read(&inner))?,
+            verdicts: self.topology.in_netns(move || ethtool::xdp_verdicts(&inner))?,
             lru: self.program.lru_counts()?,
         })
     }

@@ -6,14 +6,13 @@
 
 use std::os::fd::OwnedFd;
 
+use crate::kernel::load::constant_program;
+use crate::kernel::object::ProgKind;
 use anyhow::Result;
-use libbpf_rs::libbpf_sys as sys;
-
-use crate::harness::constant_program;
 
 const XDP_DROP: i32 = 1;
 
 /// Loads `r0 = XDP_DROP; exit`.
 pub fn load_drop_program() -> Result<OwnedFd> {
-    constant_program::load(sys::BPF_PROG_TYPE_XDP, c"bpfbench_sink", XDP_DROP, 0, 0)
+    constant_program(ProgKind::Xdp, c"bpfbench_sink", XDP_DROP, 0, 0)
 }

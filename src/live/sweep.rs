@@ -4,47 +4,9 @@
 use std::str::FromStr;
 
 use anyhow::{Result, bail, ensure};
-use serde::{Deserialize, Serialize};
 
 use crate::packet::PacketSpec;
-
-/// A quantity a sweep varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SweepVar {
-    /// Distinct UDP/TCP source ports (0: the packet's one port), as the
-    /// Katran-on-userspace study varied them to move the LRU hit rate.
-    SrcPorts,
-    /// Frame size in bytes (without the FCS).
-    Size,
-    /// Distinct source addresses.
-    Flows,
-    /// Generator threads, one per CPU.
-    Threads,
-}
-
-impl SweepVar {
-    const ALL: [SweepVar; 4] = [SweepVar::SrcPorts, SweepVar::Size, SweepVar::Flows, SweepVar::Threads];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SweepVar::SrcPorts => "src-ports",
-            SweepVar::Size => "size",
-            SweepVar::Flows => "flows",
-            SweepVar::Threads => "threads",
-        }
-    }
-
-    /// The axis label of a plot, with its unit.
-    pub fn axis_label(self) -> &'static str {
-        match self {
-            SweepVar::SrcPorts => "distinct source ports",
-            SweepVar::Size => "frame size (bytes)",
-            SweepVar::Flows => "distinct source addresses",
-            SweepVar::Threads => "generator threads",
-        }
-    }
-}
+use crate::record::live::SweepVar;
 
 /// A sweep: the variable and its values, in the order given.
 #[derive(Debug, Clone, PartialEq, Eq)]

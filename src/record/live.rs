@@ -5,10 +5,75 @@
 use serde::{Deserialize, Serialize};
 
 use super::Environment;
-use crate::live::SweepVar;
-use crate::system::ethtool::XdpVerdicts;
 
 pub const LIVE_SCHEMA: &str = "bpfbench.live/1";
+
+/// A quantity a sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepVar {
+    /// Distinct UDP/TCP source ports (0: the packet's one port), as the
+    /// Katran-on-userspace study varied them to move the LRU hit rate.
+    SrcPorts,
+    /// Frame size in bytes (without the FCS).
+    Size,
+    /// Distinct source addresses.
+    Flows,
+    /// Generator threads, one per CPU.
+    Threads,
+}
+
+impl SweepVar {
+    pub const ALL: [SweepVar; 4] = [SweepVar::SrcPorts, SweepVar::Size, SweepVar::Flows, SweepVar::Threads];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepVar::SrcPorts => "src-ports",
+            SweepVar::Size => "size",
+            SweepVar::Flows => "flows",
+            SweepVar::Threads => "threads",
+        }
+    }
+
+    /// The axis label of a plot, with its unit.
+    pub fn axis_label(self) -> &'static str {
+        match self {
+            SweepVar::SrcPorts => "distinct source ports",
+            SweepVar::Size => "frame size (bytes)",
+            SweepVar::Flows => "distinct source addresses",
+            SweepVar::Threads => "generator threads",
+        }
+    }
+}
+
+/// What a veth's XDP did with the frames it received, summed over its
+/// queues (the veth driver's `rx_queue_N_xdp_*` statistics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpVerdicts {
+    /// Frames the XDP program ran on.
+    pub packets: u64,
+    pub pass: u64,
+    /// XDP_DROP and XDP_ABORTED (the driver counts them together).
+    pub drop: u64,
+    pub tx: u64,
+    pub redirect: u64,
+    /// Frames the program returned XDP_TX for that could not be sent back
+    /// (longer than the peer's MTU, or its ring full); not in `tx`.
+    pub tx_errors: u64,
+}
+
+impl XdpVerdicts {
+    pub fn since(self, s: XdpVerdicts) -> XdpVerdicts {
+        XdpVerdicts {
+            packets: self.packets.saturating_sub(s.packets),
+            pass: self.pass.saturating_sub(s.pass),
+            drop: self.drop.saturating_sub(s.drop),
+            tx: self.tx.saturating_sub(s.tx),
+            redirect: self.redirect.saturating_sub(s.redirect),
+            tx_errors: self.tx_errors.saturating_sub(s.tx_errors),
+        }
+    }
+}
 
 /// One `bpfbench live` run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -23,7 +88,7 @@ pub struct LiveRecord {
     pub xdp_mode: String,
     /// The base packet spec each step starts from.
     pub packet: String,
-    pub flow_order: String,
+    pub flow_order: super::traffic::FlowOrder,
     /// The connection table's entries per CPU (load balancer).
     pub lru_size: Option<u64>,
     /// Seconds sent before each step's measurement (tables warm up).

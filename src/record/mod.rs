@@ -240,6 +240,20 @@ pub struct TimeProfile {
     pub map_ops: std::collections::BTreeMap<String, u64>,
 }
 
+/// Time samples of the userspace runtime's profiler attributed to lines and helpers.
+#[derive(Debug, Clone, Default)]
+pub struct SampledTime {
+    /// Samples in the programs' code or in what they called.
+    pub samples: u64,
+    /// Samples elsewhere.
+    pub outside: u64,
+    /// Samples inside each helper, by name, and by "map: helper" where the call site shows the map.
+    pub helpers: std::collections::BTreeMap<String, u64>,
+    pub map_ops: std::collections::BTreeMap<String, u64>,
+    /// Samples and text by line ("file:line").
+    pub lines: std::collections::BTreeMap<String, (u64, String)>,
+}
+
 /// The instructions one source line executed (`--profile`), over all packets counted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LineCount {
@@ -261,7 +275,7 @@ impl InstructionCount {
     /// Adds the sampled time over `batches` (each batch's ns/packet): its
     /// lines join the counted ones (a line of the loop may have samples but
     /// no instructions beyond the loop's).
-    pub fn add_samples(&mut self, sampled: crate::uvm::runtime::SampledTime, batches: crate::stats::Summary) {
+    pub fn add_samples(&mut self, sampled: SampledTime, batches: crate::stats::Summary) {
         for (at, (samples, text)) in sampled.lines {
             match self.lines.iter_mut().find(|l| l.at == at) {
                 Some(l) => l.samples = samples,

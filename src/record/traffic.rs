@@ -21,8 +21,7 @@ pub struct GenRecord {
     pub frame_bytes: Vec<usize>,
     /// Distinct flows over all packets.
     pub flows: u64,
-    /// "sequential" or "random".
-    pub flow_order: String,
+    pub flow_order: FlowOrder,
     pub threads: usize,
     /// The CPU each thread was pinned to.
     pub cpus: Vec<usize>,
@@ -41,12 +40,62 @@ pub struct GenRecord {
     pub device_tx: Option<u64>,
     /// Frames the interface dropped or failed to send (tx_dropped + tx_errors).
     pub errors: Option<u64>,
-    /// "duration", "count", or "interrupted".
-    pub stopped_by: String,
+    pub stopped_by: StopReason,
     pub seconds: Vec<GenInterval>,
     /// TCP mode's connection (None: frames without a connection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpRecord>,
+}
+
+/// The order in which a spec's flows are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowOrder {
+    /// Frame n carries flow n mod flows: each flow equally often.
+    #[default]
+    Sequential,
+    /// Each frame's flow drawn uniformly at random (bpf_get_prandom_u32).
+    Random,
+}
+
+impl FlowOrder {
+    /// As records and tables write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowOrder::Sequential => "sequential",
+            FlowOrder::Random => "random",
+        }
+    }
+}
+
+/// Why a generator run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StopReason {
+    /// --duration ran out.
+    Duration,
+    /// --count frames were sent.
+    Count,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+    /// TCP mode: the receiver acknowledged nothing new for a while.
+    Stalled,
+    /// TCP mode: the receiver reset the connection.
+    #[serde(rename = "reset by peer")]
+    ResetByPeer,
+}
+
+impl StopReason {
+    /// As records and tables write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Duration => "duration",
+            StopReason::Count => "count",
+            StopReason::Interrupted => "interrupted",
+            StopReason::Stalled => "stalled",
+            StopReason::ResetByPeer => "reset by peer",
+        }
+    }
 }
 
 /// What TCP mode's connection carried.

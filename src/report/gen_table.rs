@@ -69,7 +69,7 @@ pub fn summary(r: &GenRecord) -> String {
         r.elapsed_s,
         grouped(r.pps.round() as u64),
         r.gbps,
-        r.stopped_by
+        r.stopped_by.as_str()
     );
     if let Some(asked) = r.rate_asked_pps {
         let _ = writeln!(
@@ -158,7 +158,7 @@ pub fn csv(r: &GenRecord) -> Result<String> {
         format!("{:.4}", r.gbps),
         opt(r.device_tx),
         opt(r.errors),
-        r.stopped_by.clone(),
+        r.stopped_by.as_str().to_string(),
         opt(tcp.map(|t| t.bytes_acked)),
         tcp.map(|t| format!("{:.4}", t.goodput_gbps)).unwrap_or_default(),
         opt(tcp.map(|t| t.retransmitted)),

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use anyhow::Result;
 
 use super::gen_table::grouped;
+use crate::record::live::XdpVerdicts;
 use crate::record::live::{LiveRecord, LiveStep};
-use crate::system::ethtool::XdpVerdicts;
 
 /// The verdicts as shares of the frames, largest first ("TX 100%").
 fn verdict_shares(v: &XdpVerdicts) -> String {
@@ -48,7 +48,11 @@ pub fn render(rec: &LiveRecord) -> String {
     let _ = writeln!(
         out,
         "{} on a veth ({} XDP){lru}; {} flow order; {:.1} s warm-up, then {:.1} s per step",
-        rec.program, rec.xdp_mode, rec.flow_order, rec.warmup_s, rec.step_s
+        rec.program,
+        rec.xdp_mode,
+        rec.flow_order.as_str(),
+        rec.warmup_s,
+        rec.step_s
     );
     let _ = writeln!(out, "packet: {}", rec.packet);
     for n in &rec.notes {

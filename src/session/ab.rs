@@ -11,8 +11,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Result, bail};
 
 use crate::harness::paired::{self, Build, PairedSettings};
-use crate::harness::test_run::RunOutput;
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
+use crate::kernel::test_run::RunOutput;
 use crate::packet::diff_packets;
 use crate::record::Runtime;
 use crate::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};

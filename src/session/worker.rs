@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::paired::Build;
-use crate::harness::test_run::RunOutput;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::kernel::test_run::RunOutput;
 use crate::record::{ScenarioFacts, Timing};
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use crate::record::live::XdpVerdicts;
 use anyhow::{Result, bail};
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
@@ -74,49 +75,22 @@ pub fn sum_ending(stats: &[(String, u64)], suffix: &str) -> u64 {
 }
 
 /// What a veth's XDP did with the frames it received, summed over its
-/// queues (the veth driver's `rx_queue_N_xdp_*` statistics).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct XdpVerdicts {
-    /// Frames the XDP program ran on.
-    pub packets: u64,
-    pub pass: u64,
-    /// XDP_DROP and XDP_ABORTED (the driver counts them together).
-    pub drop: u64,
-    pub tx: u64,
-    pub redirect: u64,
-    /// Frames the program returned XDP_TX for that could not be sent back
-    /// (longer than the peer's MTU, or its ring full); not in `tx`.
-    pub tx_errors: u64,
-}
-
-impl XdpVerdicts {
-    /// Reads them for `iface`, in the calling thread's namespace.
-    pub fn read(iface: &str) -> Result<XdpVerdicts> {
-        let stats = driver_stats(iface)?;
-        let sum = |s: &str| sum_ending(&stats, s);
-        let packets = sum("_xdp_packets");
-        if !stats.iter().any(|(n, _)| n.ends_with("_xdp_packets")) {
-            bail!("{iface} keeps no per-queue XDP statistics (a veth does)");
-        }
-        let (drop, tx, redirect) = (sum("_xdp_drops"), sum("_xdp_tx"), sum("_xdp_redirect"));
-        Ok(XdpVerdicts {
-            packets,
-            pass: packets.saturating_sub(drop + tx + redirect + sum("_xdp_tx_errors")),
-            drop,
-            tx,
-            redirect,
-            tx_errors: sum("_xdp_tx_errors"),
-        })
+/// queues (the veth driver's `rx_queue_N_xdp_*` statistics), read for
+/// `iface` in the calling thread's namespace.
+pub fn xdp_verdicts(iface: &str) -> Result<XdpVerdicts> {
+    let stats = driver_stats(iface)?;
+    let sum = |s: &str| sum_ending(&stats, s);
+    let packets = sum("_xdp_packets");
+    if !stats.iter().any(|(n, _)| n.ends_with("_xdp_packets")) {
+        bail!("{iface} keeps no per-queue XDP statistics (a veth does)");
     }
-
-    pub fn since(self, s: XdpVerdicts) -> XdpVerdicts {
-        XdpVerdicts {
-            packets: self.packets.saturating_sub(s.packets),
-            pass: self.pass.saturating_sub(s.pass),
-            drop: self.drop.saturating_sub(s.drop),
-            tx: self.tx.saturating_sub(s.tx),
-            redirect: self.redirect.saturating_sub(s.redirect),
-            tx_errors: self.tx_errors.saturating_sub(s.tx_errors),
-        }
-    }
+    let (drop, tx, redirect) = (sum("_xdp_drops"), sum("_xdp_tx"), sum("_xdp_redirect"));
+    Ok(XdpVerdicts {
+        packets,
+        pass: packets.saturating_sub(drop + tx + redirect + sum("_xdp_tx_errors")),
+        drop,
+        tx,
+        redirect,
+        tx_errors: sum("_xdp_tx_errors"),
+    })
 }

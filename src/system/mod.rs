@@ -2,14 +2,10 @@
 //! log, Ctrl-C, and the environment a run records. Probes only; nothing
 //! here knows about workloads or reports.
 
-pub mod bpffs;
 pub mod cpu;
 pub mod environment;
 pub mod ethtool;
-pub mod features;
 pub mod interrupt;
-pub mod libbpf_log;
-pub mod netdev;
 
 use anyhow::{Context, Result, bail};
 
@@ -88,7 +84,7 @@ pub fn prepare_for_timing(cpu: Option<usize>) -> Result<usize> {
         None => cpu::default_cpu()?,
     };
     cpu::pin_to_cpu(cpu)?;
-    libbpf_log::capture();
+    crate::kernel::libbpf_log::capture();
     interrupt::install_handler();
     Ok(cpu)
 }

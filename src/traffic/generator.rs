@@ -15,10 +15,10 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::flows::FlowPlan;
 use super::tcp::TcpConnection;
-use crate::harness::skeleton::{self, map_handle, prog_fd};
-use crate::harness::test_run::run_live_frames;
-use crate::record::traffic::{GEN_SCHEMA, GenInterval, GenRecord};
-use crate::system::netdev::{TxCounters, ifindex};
+use crate::kernel::netdev::{TxCounters, ifindex};
+use crate::kernel::skeleton::{self, map_handle, prog_fd};
+use crate::kernel::test_run::run_live_frames;
+use crate::record::traffic::{FlowOrder, GEN_SCHEMA, GenInterval, GenRecord, StopReason};
 use crate::system::{cpu, environment, interrupt};
 
 crate::bpf_skeleton!("traffic_gen");
@@ -40,8 +40,6 @@ const FIN_GRACE: Duration = Duration::from_secs(1);
 /// given up (the receiver vanished or drops everything): else a run
 /// bounded only by --count would send forever.
 pub const TCP_STALL: Duration = Duration::from_secs(5);
-/// `stopped_by` of a stream given up for [`TCP_STALL`].
-pub const STALLED: &str = "stalled";
 /// Packets (programs) one generator sends at most.
 const MAX_PLANS: usize = 256;
 /// The kernel's page-pool batch allows at most this many frames.
@@ -140,17 +138,6 @@ pub struct Generator {
     order: FlowOrder,
     /// TCP mode's connection: its stream ends runs, not a frame count.
     tcp: Option<TcpConnection>,
-}
-
-/// The order in which a spec's flows are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum FlowOrder {
-    /// Frame n carries flow n mod flows: each flow equally often.
-    #[default]
-    Sequential,
-    /// Each frame's flow drawn uniformly at random (bpf_get_prandom_u32).
-    Random,
 }
 
 /// What a generator program does to each frame.
@@ -358,7 +345,7 @@ impl Generator {
         let mut seconds = Vec::new();
         let mut ended: Option<Duration> = None;
         // Why the run ended, decided when it did.
-        let mut stopped_by = "duration";
+        let mut stopped_by = StopReason::Duration;
         // TCP mode: until when the stream's FIN may take to be acknowledged.
         let mut fin_deadline: Option<Duration> = None;
         let mut acked_before = 0u64;
@@ -398,15 +385,15 @@ impl Generator {
                     if duration_over || count_reached || stream_over || stalled || interrupt::interrupted() || done {
                         ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
                         stopped_by = if interrupt::interrupted() {
-                            "interrupted"
+                            StopReason::Interrupted
                         } else if progress.is_some_and(|p| p.reset) {
-                            "reset by peer"
+                            StopReason::ResetByPeer
                         } else if count_reached {
-                            "count"
+                            StopReason::Count
                         } else if stalled {
-                            STALLED
+                            StopReason::Stalled
                         } else {
-                            "duration"
+                            StopReason::Duration
                         };
                         match &self.tcp {
                             // A stream cut short still ends with FIN, so the receiver sees its end.
@@ -469,7 +456,7 @@ impl Generator {
         let tx = TxCounters::read(&self.interface).zip(tx_start).map(|(end, begin)| end.since(begin));
         // Ctrl-C during the FIN's grace still counts as an interruption.
         if interrupt::interrupted() {
-            stopped_by = "interrupted";
+            stopped_by = StopReason::Interrupted;
         }
         Ok(GenRecord {
             schema: GEN_SCHEMA.into(),
@@ -479,7 +466,7 @@ impl Generator {
             packets: self.streams.iter().map(|st| st.label.clone()).collect(),
             frame_bytes: self.streams.iter().map(|st| st.template.len()).collect(),
             flows: self.flows,
-            flow_order: format!("{:?}", self.order).to_lowercase(),
+            flow_order: self.order,
             threads: s.threads,
             cpus,
             rate_asked_pps: s.rate_pps,
@@ -490,7 +477,7 @@ impl Generator {
             gbps: bytes as f64 * 8.0 / elapsed / 1e9,
             device_tx: tx.map(|t| t.packets),
             errors: tx.map(|t| t.failed),
-            stopped_by: stopped_by.into(),
+            stopped_by,
             seconds,
             tcp: self.tcp.as_ref().map(|t| t.record(elapsed)).transpose()?,
         })

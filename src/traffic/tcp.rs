@@ -20,9 +20,9 @@ use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::harness::skeleton::{self, map_handle};
+use crate::kernel::netdev::{XdpMode, attach_xdp};
+use crate::kernel::skeleton::{self, map_handle};
 use crate::record::traffic::TcpRecord;
-use crate::system::netdev::{XdpMode, attach_xdp};
 
 crate::bpf_skeleton!("tcp_acks");
 

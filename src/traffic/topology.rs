@@ -17,8 +17,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-pub use crate::system::netdev::XdpMode;
-use crate::system::netdev::attach_xdp;
+pub use crate::kernel::netdev::XdpMode;
+use crate::kernel::netdev::attach_xdp;
 
 /// What every name bpfbench gives a namespace or interface starts with.
 pub const NAME_PREFIX: &str = "bpfbench";

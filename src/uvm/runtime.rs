@@ -12,10 +12,12 @@ use super::helpers::{self, Helpers};
 use super::insn::{CALL, JMP, KFUNC_CALL};
 use super::interp::{Counts, Interpreter};
 use super::jit::{self, JitProgram, frame::Frame32};
-use super::lines::LineTable;
 use super::maps::{UserMap, UserMaps};
 use super::xdp::{self, XdpOutcome};
-use super::{Insn, PreparedCode};
+use super::{Insn, from_libbpf};
+use crate::kernel::lines::LineTable;
+use crate::kernel::prepared::PreparedCode;
+use crate::record::SampledTime;
 use crate::record::{InstructionCount, LineCount};
 
 /// Instructions a timed run may execute. A batch runs thousands of
@@ -32,7 +34,7 @@ pub struct RunCounts {
     pub helpers: BTreeMap<String, u64>,
     /// Map operations by "map name: helper name".
     pub map_ops: BTreeMap<String, u64>,
-    /// Instructions by source line ("file:line"; see [`super::lines`]), while profiling.
+    /// Instructions by source line ("file:line"; see [`crate::kernel::lines`]), while profiling.
     pub lines: BTreeMap<String, u64>,
     /// Each of those lines' text.
     pub line_text: BTreeMap<String, String>,
@@ -81,20 +83,6 @@ impl RunCounts {
             time: None,
         }
     }
-}
-
-/// Time samples (see [`super::sampler`]) attributed to lines and helpers.
-#[derive(Debug, Clone, Default)]
-pub struct SampledTime {
-    /// Samples in the programs' code or in what they called.
-    pub samples: u64,
-    /// Samples elsewhere.
-    pub outside: u64,
-    /// Samples inside each helper, by name, and by "map: helper" where the call site shows the map.
-    pub helpers: BTreeMap<String, u64>,
-    pub map_ops: BTreeMap<String, u64>,
-    /// Samples and text by line ("file:line").
-    pub lines: BTreeMap<String, (u64, String)>,
 }
 
 /// How the runtime executes a program.
@@ -180,11 +168,13 @@ impl UserRuntime {
     /// run as if on `cpu`. Refuses a program that calls a helper this
     /// runtime does not have, and a map type it does not have.
     pub fn new(code: &PreparedCode, cpu: usize) -> Result<UserRuntime> {
-        for (name, insns) in &code.programs {
+        let programs: BTreeMap<String, Vec<Insn>> =
+            code.programs.iter().map(|(name, insns)| (name.clone(), from_libbpf(insns))).collect();
+        for (name, insns) in &programs {
             check_calls(name, insns)?;
         }
         Ok(UserRuntime {
-            programs: code.programs.clone(),
+            programs,
             maps: UserMaps::mirror_ids(&code.maps)?,
             verified: code.verified.clone(),
             helpers: Helpers::new(cpu, 1),

@@ -35,7 +35,7 @@ pub struct XdpOutcome {
 }
 
 /// A userspace run as the harness compares runs (no kernel timing: 0).
-impl From<XdpOutcome> for crate::harness::test_run::RunOutput {
+impl From<XdpOutcome> for crate::kernel::test_run::RunOutput {
     fn from(out: XdpOutcome) -> Self {
         Self { retval: out.verdict, packet: out.packet, duration_ns: 0 }
     }

@@ -11,11 +11,12 @@ use std::sync::atomic::AtomicBool;
 
 use bpfbench::harness::runner::Runner;
 use bpfbench::harness::{ScenarioInfo, Workload};
+use bpfbench::kernel::libbpf_log;
 use bpfbench::record::{
     Calibration, Environment, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema,
 };
 use bpfbench::stats::Summary;
-use bpfbench::system::{self, cpu, libbpf_log};
+use bpfbench::system::{self, cpu};
 
 /// Pins this thread as a run would and returns its CPU.
 pub fn prepared_cpu() -> usize {

@@ -7,10 +7,10 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
 use bpfbench::harness::paired::PairedSettings;
+use bpfbench::record::traffic::FlowOrder;
 use bpfbench::record::{Metric, Runtime, Sampling};
 use bpfbench::report::Format;
 use bpfbench::report::ab_table::AbFormat;
-use bpfbench::traffic::generator::FlowOrder;
 use bpfbench::workloads;
 
 #[derive(Debug, Parser)]
@@ -471,7 +471,7 @@ const AB_THRESHOLD_PCT: &str = "1";
 
 /// Whether `path` is one of your own programs: a BPF object, or a spec file.
 pub fn is_own_program(path: &std::path::Path) -> bool {
-    bpfbench::object_file::is_bpf_elf(path) || path.extension().is_some_and(|e| e == "toml")
+    bpfbench::kernel::object::is_bpf_elf(path) || path.extension().is_some_and(|e| e == "toml")
 }
 
 /// The workload whose options `ab` takes: --workload, else A when it is one

@@ -75,7 +75,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     if !(0.0..=60.0).contains(&args.warmup) {
         bail!("--warmup must be 0 to 60 seconds");
     }
-    system::libbpf_log::capture();
+    bpfbench::kernel::libbpf_log::capture();
     interrupt::install_handler();
     let (mut program, notes, is_lb) = load_target(args)?;
     let packet_text = args.packet.clone().unwrap_or_else(|| program.default_packet());
@@ -159,7 +159,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         program: label,
         xdp_mode: "native".into(),
         packet: packet.to_string(),
-        flow_order: format!("{:?}", args.flow_order).to_lowercase(),
+        flow_order: args.flow_order,
         lru_size,
         warmup_s: args.warmup,
         step_s: args.duration,

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use bpfbench::object_file::verify::verify;
+use bpfbench::kernel::object::verify::verify;
 use bpfbench::record::verifier::{VERIFIER_SCHEMA, VerifierReport};
 use bpfbench::report::verifier_table;
 use bpfbench::{harness, system};
@@ -21,7 +21,7 @@ use cli::{Command, VerifierFormat};
 
 fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: VerifierFormat) -> Result<ExitCode> {
     system::check_privileges()?;
-    system::libbpf_log::capture();
+    bpfbench::kernel::libbpf_log::capture();
     let mut objects = vec![verify(a)?];
     if let Some(b) = b {
         objects.push(verify(b)?);

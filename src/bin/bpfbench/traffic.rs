@@ -1,5 +1,6 @@
 //! `bpfbench gen`: the traffic generator on the command line.
 
+use bpfbench::record::traffic::StopReason;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -48,7 +49,7 @@ fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
 
 pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     system::check_privileges()?;
-    system::libbpf_log::capture();
+    bpfbench::kernel::libbpf_log::capture();
     system::interrupt::install_handler();
     let generator = match args.tcp {
         Some(peer) => {
@@ -101,12 +102,12 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
         TrafficFormat::Csv => gen_table::csv(&record)?,
     };
     emit(&text, args.output.as_deref())?;
-    if record.stopped_by == bpfbench::traffic::generator::STALLED {
+    if record.stopped_by == StopReason::Stalled {
         eprintln!(
             "bpfbench: the receiver acknowledged nothing new for {} s, so the stream was given up; is it still reading, and is its side's XDP program passing the segments?",
             bpfbench::traffic::generator::TCP_STALL.as_secs()
         );
         return Ok(ExitCode::FAILURE);
     }
-    Ok(if record.stopped_by == "interrupted" { ExitCode::from(130) } else { ExitCode::SUCCESS })
+    Ok(if record.stopped_by == StopReason::Interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }

@@ -2,16 +2,18 @@
 //! operation fixed before load, plus the host-side operations the harness
 //! needs on it (fill, empty, count, read and rewind the per-CPU key cursors).
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
-use anyhow::{Context, Result, bail, ensure};
-use libbpf_rs::{MapCore, MapFlags, MapHandle, libbpf_sys};
+use anyhow::{Context, Result, ensure};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use crate::kernel::maps;
 
 use super::ops::{KeyLayout, MapKind, MapOp};
-use crate::harness::skeleton::{
+use crate::harness::timing::{SharedRuntime, TimedProgram};
+use crate::kernel::skeleton::{
     self, ObjectSource, edit_section, object_map, object_map_sized, object_prog, open_map_mut,
 };
-use crate::harness::timing::{SharedRuntime, TimedProgram};
 use crate::record::Runtime;
 use crate::system::cpu::possible_cpus;
 use crate::uvm::UserRuntime;
@@ -111,7 +113,7 @@ impl LoadedMapBench {
             m.set_max_entries(capacity(kind, entries, ncpus))?;
             if kind == MapKind::LpmTrie {
                 // The kernel requires LPM tries to allocate on demand.
-                m.set_map_flags(libbpf_sys::BPF_F_NO_PREALLOC)?;
+                m.set_map_flags(maps::NO_PREALLOC)?;
             }
         }
         edit_section(&mut open, ".rodata", &label, |ro: &mut Rodata| {
@@ -272,21 +274,8 @@ impl LoadedMapBench {
 /// A map shaped as `config` says, outside any program: one whose last
 /// reference the host holds (to time its freeing).
 pub fn create_bare_map(config: &MapConfig) -> Result<MapHandle> {
-    let opts = libbpf_sys::bpf_map_create_opts {
-        sz: size_of::<libbpf_sys::bpf_map_create_opts>() as _,
-        map_flags: if config.kind == MapKind::LpmTrie { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 },
-        ..Default::default()
-    };
     let max_entries = capacity(config.kind, config.entries, possible_cpus()?);
-    MapHandle::create(
-        config.kind.map_type(),
-        Some("bench_free"),
-        config.key.size,
-        config.value_size,
-        max_entries,
-        &opts,
-    )
-    .with_context(|| format!("creating a {} map of {} entries", config.kind, config.entries))
+    maps::create(config.kind.map_type(), "bench_free", config.key.size, config.value_size, max_entries)
 }
 
 /// Inserts keys [from, to) of `config`'s layout with zeroed values, in batches.
@@ -301,25 +290,8 @@ pub fn fill_map(map: &MapHandle, config: &MapConfig, ncpus: usize, from: u32, to
             config.key.encode(i, &mut keys);
         }
         let values = vec![0u8; stride * chunk.len()];
-        let mut count = chunk.len() as u32;
-        let opts = libbpf_sys::bpf_map_batch_opts {
-            sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
-            ..Default::default()
-        };
-        // SAFETY: `keys` holds `count` keys and `values` `count` values of the map's sizes
-        // (per-CPU values: one 8-byte-aligned slot per possible CPU).
-        let rc = unsafe {
-            libbpf_sys::bpf_map_update_batch(
-                map.as_fd().as_raw_fd(),
-                keys.as_ptr().cast(),
-                values.as_ptr().cast(),
-                &mut count,
-                &opts,
-            )
-        };
-        if rc != 0 {
-            bail!("filling the {} map: {}", config.kind, std::io::Error::last_os_error());
-        }
+        maps::update_batch(map.as_fd(), &keys, &values, chunk.len() as u32)
+            .with_context(|| format!("filling the {} map", config.kind))?;
     }
     Ok(())
 }

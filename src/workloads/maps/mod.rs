@@ -18,8 +18,8 @@ pub mod options;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use crate::harness::skeleton::ObjectSource;
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
+use crate::kernel::skeleton::ObjectSource;
 use crate::record::{Layout, MapFacts, Runtime, ScenarioFacts, Unit};
 use crate::system::cpu::allowed_cpus;
 use crate::workloads::Registration;

@@ -9,9 +9,9 @@ use anyhow::{Result, bail, ensure};
 use super::instance::{self, LoadedMapBench, MapConfig, OpState, WRITTEN_BYTE};
 use super::options::MapParams;
 use super::{MapOp, PACKET};
-use crate::harness::skeleton::ObjectSource;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
+use crate::kernel::skeleton::ObjectSource;
 use crate::record::{InstructionCount, Runtime};
 
 /// Keys a validation batch covers at most (all of them up to this size).

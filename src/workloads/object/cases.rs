@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::harness::test_run::{TC_ACTIONS, tc_action_name, xdp_action_name};
-use crate::object_file::ProgKind;
+use crate::kernel::object::ProgKind;
+use crate::kernel::test_run::{TC_ACTIONS, tc_action_name, xdp_action_name};
 use crate::packet::{PacketSpec, pcap};
 
 /// The packet used when a case names none: a small IPv4 UDP datagram.

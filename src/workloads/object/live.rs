@@ -9,8 +9,8 @@ use anyhow::{Result, bail};
 use super::cases::DEFAULT_PACKET;
 use super::map_json;
 use super::options::ObjectSetup;
+use crate::kernel::object::{ObjectFile, ProgKind};
 use crate::live::LiveProgram;
-use crate::object_file::{ObjectFile, ProgKind};
 
 pub struct LiveObject {
     user: ObjectFile,

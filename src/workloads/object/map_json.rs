@@ -8,16 +8,15 @@
 //! into 16-byte fields, MAC into 6-byte fields, in network order.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, Int, MemberAttr};
 use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize, TypeId};
-use libbpf_rs::libbpf_sys as sys;
 use serde_json::Value;
 
-use crate::object_file::ObjectFile;
+use crate::kernel::maps;
+use crate::kernel::object::ObjectFile;
 use crate::packet::spec::{hex_bytes, mac_bytes};
 use crate::system::cpu::possible_cpus;
 
@@ -288,19 +287,8 @@ pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
     let ctx = format!("--map {name}={}", path.display());
     let fd = obj.map_fd(name).with_context(|| ctx.clone())?;
     let info = libbpf_rs::MapInfo::new(fd).with_context(|| ctx.clone())?.info;
-    let percpu = matches!(
-        info.type_,
-        sys::BPF_MAP_TYPE_PERCPU_HASH | sys::BPF_MAP_TYPE_PERCPU_ARRAY | sys::BPF_MAP_TYPE_LRU_PERCPU_HASH
-    );
-    if matches!(
-        info.type_,
-        sys::BPF_MAP_TYPE_PROG_ARRAY
-            | sys::BPF_MAP_TYPE_ARRAY_OF_MAPS
-            | sys::BPF_MAP_TYPE_HASH_OF_MAPS
-            | sys::BPF_MAP_TYPE_DEVMAP
-            | sys::BPF_MAP_TYPE_CPUMAP
-            | sys::BPF_MAP_TYPE_XSKMAP
-    ) {
+    let percpu = libbpf_rs::MapType::from(info.type_).is_percpu();
+    if maps::holds_descriptors(info.type_) {
         bail!("{ctx}: map '{name}' holds references to other objects, which JSON cannot give");
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("{ctx}: cannot read the file"))?;
@@ -328,15 +316,8 @@ pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
         } else {
             one
         };
-        // SAFETY: key and value have the map's sizes.
-        let rc = unsafe {
-            sys::bpf_map_update_elem(fd.as_raw_fd(), key.as_ptr().cast(), value.as_ptr().cast(), sys::BPF_ANY as u64)
-        };
-        if rc != 0 {
-            bail!(
-                "{at}: the kernel refused the entry: {} (is the map full, or the key out of range?)",
-                std::io::Error::last_os_error()
-            );
+        if let Err(e) = maps::update(fd, &key, &value) {
+            bail!("{at}: the kernel refused the entry: {e} (is the map full, or the key out of range?)");
         }
     }
     Ok(entries.len())

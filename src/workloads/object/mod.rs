@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
-use libbpf_rs::libbpf_sys as sys;
 
-use crate::harness::constant_program;
-use crate::harness::test_run::{RunOutput, run};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
-use crate::object_file::{ObjectFile, ProgKind, ProgramInfo};
+use crate::kernel::load::constant_program;
+use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
+use crate::kernel::test_run::{RunOutput, run};
+use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
 use crate::record::{InstructionCount, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
@@ -83,12 +83,12 @@ pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) 
 }
 
 /// The program the per-call overhead is measured with: it returns at once.
-fn empty_program(kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<OwnedFd> {
-    let (prog_type, verdict) = match kind {
-        ProgKind::Xdp => (sys::BPF_PROG_TYPE_XDP, 2),      // XDP_PASS
-        ProgKind::Tc => (sys::BPF_PROG_TYPE_SCHED_CLS, 0), // TC_ACT_OK
+fn empty_program(kind: ProgKind, attach: AttachType, flags: u32) -> Result<OwnedFd> {
+    let verdict = match kind {
+        ProgKind::Xdp => 2, // XDP_PASS
+        ProgKind::Tc => 0,  // TC_ACT_OK
     };
-    constant_program::load(prog_type, c"bench_empty", verdict, attach, flags)
+    constant_program(kind, c"bench_empty", verdict, attach, flags)
         .context("loading the empty program of per-call timing")
 }
 
@@ -202,8 +202,8 @@ impl Workload for ObjectBench {
 struct Loaded<'a> {
     bench: &'a ObjectBench,
     user: ObjectFile,
-    insns: Vec<sys::bpf_insn>,
-    funcs: Vec<sys::bpf_func_info>,
+    insns: Vec<BpfInsn>,
+    funcs: Vec<FuncInfo>,
     /// The verifier's figures for the program as loaded.
     stats: VerifierStats,
     empty: OwnedFd,

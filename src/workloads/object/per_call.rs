@@ -9,8 +9,8 @@ use anyhow::{Result, bail};
 
 use super::outputs_differ;
 use crate::harness::BatchTiming;
-use crate::harness::test_run::{RunOutput, run};
-use crate::object_file::ProgKind;
+use crate::kernel::object::ProgKind;
+use crate::kernel::test_run::{RunOutput, run};
 
 /// Calls per batch at most: a call costs microseconds of syscall, so a batch
 /// of this many stays near the runner's few milliseconds of wall time.

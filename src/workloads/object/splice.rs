@@ -13,16 +13,16 @@
 //! does (as bpfbench's own workloads do with their bodies): the copy of the
 //! user's BTF gets one more function, the driver's entry.
 
-use std::ffi::{CStr, CString};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::ptr::NonNull;
+use std::os::fd::OwnedFd;
 
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::{BtfType, TypeId};
-use libbpf_rs::libbpf_sys as sys;
 
-use crate::object_file::{ObjectFile, ProgKind};
-use crate::uvm::lines::LineTable;
+use crate::kernel::load::{LoadSpec, btf_with_func, load_program};
+use crate::kernel::{AttachType, BpfInsn, FuncInfo};
+
+use crate::kernel::lines::LineTable;
+use crate::kernel::object::{ObjectFile, ProgKind};
 
 /// BPF_JMP | BPF_CALL, and the call kinds its src_reg names.
 const CALL: u8 = 0x85;
@@ -33,10 +33,6 @@ const TARGET: &str = "bench_target";
 /// The driver's timed entry and its empty twin.
 pub const DRIVER: &str = "bench_driver";
 pub const DRIVER_OVERHEAD: &str = "bench_driver_overhead";
-/// Verifier log level: statistics only.
-const BPF_LOG_STATS: u32 = 4;
-/// Lines of the verifier's log a refusal shows.
-const LOG_TAIL: usize = 15;
 
 /// The driver object for a program kind, as bpfbench compiled it.
 pub fn driver_object(kind: ProgKind) -> Result<ObjectFile> {
@@ -54,7 +50,7 @@ fn func_name(obj: &ObjectFile, type_id: u32) -> Option<String> {
 
 /// Where bench_target starts in the driver program `prog`, checked to be
 /// the last function and the one the driver's calls reach.
-fn target_offset(driver: &ObjectFile, prog: &str, insns: &[sys::bpf_insn]) -> Result<usize> {
+fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<usize> {
     let funcs = driver.func_info(prog)?;
     let target = funcs
         .iter()
@@ -71,93 +67,11 @@ fn target_offset(driver: &ObjectFile, prog: &str, insns: &[sys::bpf_insn]) -> Re
     Ok(target)
 }
 
-/// A BTF object bpfbench made (a copy of the user's plus one function).
-struct OwnedBtf(NonNull<sys::btf>);
-
-impl Drop for OwnedBtf {
-    fn drop(&mut self) {
-        // SAFETY: created by btf__new, freed once.
-        unsafe { sys::btf__free(self.0.as_ptr()) };
-    }
-}
-
-/// The user's BTF with a FUNC `bench_driver` of the user entry's prototype,
-/// loaded into the kernel; and that function's type id.
-fn driver_btf(user: &ObjectFile, entry_func: u32) -> Result<(OwnedBtf, u32)> {
-    let src = user.btf().context("the object has no BTF")?;
-    let mut size: u32 = 0;
-    // SAFETY: raw data of a valid BTF, copied by btf__new below.
-    let raw = unsafe { sys::btf__raw_data(src.as_ptr(), &mut size) };
-    ensure!(!raw.is_null(), "cannot read the object's BTF");
-    let btf = NonNull::new(unsafe { sys::btf__new(raw, size) }).context("cannot copy the object's BTF")?;
-    let btf = OwnedBtf(btf);
-    // SAFETY: a type of this BTF; a FUNC's `type` is its prototype.
-    let entry = unsafe { sys::btf__type_by_id(btf.0.as_ptr(), entry_func) };
-    ensure!(!entry.is_null(), "the program's function record names no type");
-    let proto = unsafe { (*entry).__bindgen_anon_1.type_ };
-    let name = CString::new(DRIVER).expect("no NUL");
-    let id = unsafe { sys::btf__add_func(btf.0.as_ptr(), name.as_ptr(), sys::BTF_FUNC_GLOBAL as _, proto as _) };
-    ensure!(id > 0, "cannot add the driver's function to the BTF: {}", std::io::Error::from_raw_os_error(-id));
-    let rc = unsafe { sys::btf__load_into_kernel(btf.0.as_ptr()) };
-    ensure!(rc == 0, "the kernel refused the program's BTF: {}", std::io::Error::from_raw_os_error(-rc));
-    Ok((btf, id as u32))
-}
-
-/// What `load_program` hands the kernel beside the instructions.
-pub struct LoadSpec<'a> {
-    pub kind: ProgKind,
-    pub name: &'a str,
-    pub license: &'a str,
-    pub attach: sys::bpf_attach_type,
-    pub flags: u32,
-    /// (BTF fd, function records), when the program carries BTF.
-    pub funcs: Option<(i32, &'a [sys::bpf_func_info])>,
-}
-
-/// Loads `insns` as a program; a refusal carries the verifier's last lines.
-pub fn load_program(spec: &LoadSpec<'_>, insns: &[sys::bpf_insn]) -> Result<OwnedFd> {
-    let prog_type = match spec.kind {
-        ProgKind::Xdp => sys::BPF_PROG_TYPE_XDP,
-        ProgKind::Tc => sys::BPF_PROG_TYPE_SCHED_CLS,
-    };
-    let mut log = vec![0u8; 256 * 1024];
-    // SAFETY: zero is a valid opts; the kernel reads `sz` first.
-    let mut opts: sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
-    opts.sz = size_of::<sys::bpf_prog_load_opts>() as _;
-    opts.expected_attach_type = spec.attach;
-    opts.prog_flags = spec.flags;
-    opts.log_level = BPF_LOG_STATS;
-    opts.log_buf = log.as_mut_ptr().cast();
-    opts.log_size = log.len() as u32;
-    if let Some((btf_fd, funcs)) = spec.funcs {
-        opts.prog_btf_fd = btf_fd as u32;
-        opts.func_info = funcs.as_ptr().cast();
-        opts.func_info_cnt = funcs.len() as u32;
-        opts.func_info_rec_size = size_of::<sys::bpf_func_info>() as u32;
-    }
-    let name = CString::new(spec.name).context("program name holds a NUL byte")?;
-    let license = CString::new(spec.license).context("license holds a NUL byte")?;
-    // SAFETY: every pointer lives across the call; sizes are passed with them.
-    let fd = unsafe {
-        sys::bpf_prog_load(prog_type, name.as_ptr(), license.as_ptr(), insns.as_ptr(), insns.len() as _, &mut opts)
-    };
-    if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let reason = crate::object_file::refusal(&text).unwrap_or_else(|| err.to_string());
-        // The first line says why; the verifier's last lines follow.
-        bail!("{reason} ({err})\n{}", lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n"));
-    }
-    // SAFETY: a new fd we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// A program bpfbench loaded, the instructions it loaded (what the
 /// userspace runtime runs) and their source lines (`--profile`).
 pub struct Loaded {
     pub fd: OwnedFd,
-    pub insns: Vec<sys::bpf_insn>,
+    pub insns: Vec<BpfInsn>,
     pub lines: LineTable,
 }
 
@@ -168,8 +82,8 @@ pub fn splice(
     driver: &ObjectFile,
     user: &ObjectFile,
     program: &str,
-    insns: &[sys::bpf_insn],
-    funcs: &[sys::bpf_func_info],
+    insns: &[BpfInsn],
+    funcs: &[FuncInfo],
     kind: ProgKind,
 ) -> Result<Loaded> {
     if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
@@ -184,14 +98,13 @@ pub fn splice(
     let mut records = Vec::new();
     let funcs_arg = match funcs.first() {
         Some(entry) if entry.insn_off == 0 => {
-            let (b, driver_func) = driver_btf(user, entry.type_id)?;
+            // The user's BTF gets one more function, the driver's entry, of
+            // the user entry's prototype.
+            let (b, driver_func) = btf_with_func(user, entry.type_id, DRIVER)?;
             btf = b;
-            // SAFETY: loaded into the kernel by driver_btf.
-            let fd = unsafe { sys::btf__fd(btf.0.as_ptr()) };
-            records.push(sys::bpf_func_info { insn_off: 0, type_id: driver_func });
-            records.extend(
-                funcs.iter().map(|f| sys::bpf_func_info { insn_off: f.insn_off + target as u32, type_id: f.type_id }),
-            );
+            let fd = btf.fd();
+            records.push(FuncInfo { insn_off: 0, type_id: driver_func });
+            records.extend(funcs.iter().map(|f| FuncInfo { insn_off: f.insn_off + target as u32, type_id: f.type_id }));
             Some((fd, records.as_slice()))
         }
         // Without BTF every function is verified where it is called.
@@ -203,7 +116,7 @@ pub fn splice(
 }
 
 /// The driver's overhead twin: the same loop around an empty call.
-pub fn overhead(driver: &ObjectFile, kind: ProgKind, attach: sys::bpf_attach_type, flags: u32) -> Result<Loaded> {
+pub fn overhead(driver: &ObjectFile, kind: ProgKind, attach: AttachType, flags: u32) -> Result<Loaded> {
     let insns = driver.insns(DRIVER_OVERHEAD)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
     let fd = load_program(&spec, &insns).context("loading the driver's overhead loop")?;

@@ -9,7 +9,6 @@
 //! the user's maps; the user's program alone must first give the kernel's
 //! output for every packet.
 
-use libbpf_rs::libbpf_sys as sys;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use anyhow::{Context, Result, bail};
@@ -17,13 +16,15 @@ use anyhow::{Context, Result, bail};
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ};
 use crate::harness::BatchTiming;
-use crate::harness::skeleton::map_handle_from_fd;
-use crate::harness::test_run::RunOutput;
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
-use crate::object_file::{ObjectFile, ProgKind};
+use crate::kernel::lines::LineTable;
+use crate::kernel::object::{ObjectFile, ProgKind};
+use crate::kernel::prepared::PreparedCode;
+use crate::kernel::skeleton::map_handle_from_fd;
+use crate::kernel::test_run::RunOutput;
+use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::record::Runtime;
-use crate::uvm::lines::LineTable;
-use crate::uvm::{PreparedCode, UserRuntime, from_libbpf};
+use crate::uvm::UserRuntime;
 
 /// Iteration counts of the batches that check a spliced program: each
 /// packet in turn, and more than one pass over them.
@@ -48,7 +49,7 @@ pub struct Spliced {
     /// as loading the body (~15 ms here).
     overhead: Option<TimedProgram>,
     driver: ObjectFile,
-    load_attrs: (sys::bpf_attach_type, u32),
+    load_attrs: (AttachType, u32),
     state: MapHandle,
     /// The first packet: it gives the length and the bytes no packet changes.
     packet: Vec<u8>,
@@ -65,8 +66,8 @@ pub struct UserProgram<'a> {
     pub object: &'a ObjectFile,
     pub name: &'a str,
     pub kind: ProgKind,
-    pub insns: &'a [sys::bpf_insn],
-    pub funcs: &'a [sys::bpf_func_info],
+    pub insns: &'a [BpfInsn],
+    pub funcs: &'a [FuncInfo],
 }
 
 impl Spliced {
@@ -126,7 +127,7 @@ impl Spliced {
     fn move_to_user(
         &mut self,
         user: &UserProgram<'_>,
-        spliced: (&[sys::bpf_insn], LineTable),
+        spliced: (&[BpfInsn], LineTable),
         variants: &[Vec<u8>],
     ) -> Result<()> {
         let (mut overhead, overhead_insns, overhead_lines) = self.load_overhead()?;
@@ -137,7 +138,7 @@ impl Spliced {
             (DRIVER, spliced.0, spliced.1),
             (DRIVER_OVERHEAD, &overhead_insns, overhead_lines),
         ] {
-            if code.programs.insert(name.to_string(), from_libbpf(insns)).is_some() {
+            if code.programs.insert(name.to_string(), insns.to_vec()).is_some() {
                 bail!(
                     "program '{name}' has the name of bpfbench's driver; rename it to run it in the userspace runtime"
                 );
@@ -168,7 +169,7 @@ impl Spliced {
 
     /// The driver's loop around an empty call, loaded into the kernel, its
     /// instructions and their source lines.
-    fn load_overhead(&self) -> Result<(TimedProgram, Vec<sys::bpf_insn>, LineTable)> {
+    fn load_overhead(&self) -> Result<(TimedProgram, Vec<BpfInsn>, LineTable)> {
         let (attach, flags) = self.load_attrs;
         let prog = splice::overhead(&self.driver, self.kind, attach, flags)?;
         Ok((timed(&self.driver, prog.fd)?, prog.insns, prog.lines))
@@ -221,7 +222,7 @@ impl Spliced {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::test_run::run;
+    use crate::kernel::test_run::run;
 
     /// A wrong reference output stops a spliced build in either runtime:
     /// in userspace already where the program runs alone.

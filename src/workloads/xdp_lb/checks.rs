@@ -13,8 +13,8 @@ use super::packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use super::scenarios::{Flows, LbScenario, Path, flow_source};
 use super::topology::{self, Pool, Vip, real_at, reals};
 use crate::harness::Validation;
-use crate::harness::test_run::xdp_action_name;
 use crate::harness::timing::RestoreMode;
+use crate::kernel::test_run::xdp_action_name;
 use crate::packet::diff_packets;
 
 const XDP_DROP: u32 = 1;

@@ -11,8 +11,8 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use super::maglev::{RingMember, build_ring};
 use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
-use crate::harness::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
 use crate::harness::timing::{SharedRuntime, TimedProgram};
+use crate::kernel::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
@@ -63,7 +63,7 @@ pub struct LoadedLb {
     pub live: Option<std::os::fd::OwnedFd>,
     /// The programs' relocated instructions and their maps, for the
     /// userspace runtime.
-    pub code: crate::uvm::PreparedCode,
+    pub code: crate::kernel::prepared::PreparedCode,
     /// The userspace runtime the timed programs run in, when they do. Setup
     /// still writes the kernel's maps (one setup code for both); each
     /// change is then copied over, and counters are read from it.
@@ -230,18 +230,13 @@ impl LoadedLb {
     /// Gives every CPU a fresh, empty connection table of `entries`
     /// (an LRU hash in a map-of-maps may have any size).
     pub fn reset_lru_sized(&self, entries: u32) -> Result<()> {
-        let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-            sz: size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-            ..Default::default()
-        };
         for cpu in 0..possible_cpus()?.min(Limit::LB_MAX_CPUS.0 as usize) {
-            let lru = MapHandle::create(
+            let lru = crate::kernel::maps::create(
                 MapType::LruHash,
-                Some("lb_lru"),
+                "lb_lru",
                 size_of::<lb_flow_key>() as u32,
                 size_of::<lb_real_pos_lru>() as u32,
                 entries,
-                &opts,
             )
             .context("creating a per-CPU LRU")?;
             let fd = lru.as_fd().as_raw_fd() as u32;

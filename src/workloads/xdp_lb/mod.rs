@@ -19,10 +19,10 @@ use std::sync::LazyLock;
 
 use anyhow::{Context, Result, ensure};
 
-use crate::harness::skeleton::ObjectSource;
-use crate::harness::test_run::xdp_action_name;
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::kernel::skeleton::ObjectSource;
+use crate::kernel::test_run::xdp_action_name;
 use crate::record::{InstructionCount, Runtime};
 use crate::workloads::Registration;
 use datapath::LoadedLb;
@@ -181,10 +181,10 @@ mod userspace_tests {
         crate::system::cpu::pin_to_cpu(cpu).unwrap();
         let lb = LoadedLb::load(&LoadedLb::builtin()).unwrap();
         let live = lb.live.as_ref().expect("the built-in object has xdp_lb_live");
-        let insns = &lb.code.programs["xdp_lb_live"];
+        let insns = crate::uvm::from_libbpf(&lb.code.programs["xdp_lb_live"]);
         let mut maps = UserMaps::mirror_ids(&lb.code.maps).unwrap();
         let mut helpers = Helpers::new(cpu, 1);
-        let interp = Interpreter::new(insns);
+        let interp = Interpreter::new(&insns);
         let single: Vec<&LbScenario> = SCENARIOS.iter().filter(|s| s.flows == Flows::Single).collect();
         assert_eq!(single.len(), 16, "the scenarios without generated flows");
         for s in single {
@@ -193,7 +193,7 @@ mod userspace_tests {
             for round in 0..2 {
                 let user = xdp::run(&interp, &packet, &mut helpers, Some(&mut maps), &mut Counts::default())
                     .unwrap_or_else(|e| panic!("{}: {e}", s.info.name));
-                let kernel = crate::harness::test_run::run(live.as_fd(), &packet).unwrap();
+                let kernel = crate::kernel::test_run::run(live.as_fd(), &packet).unwrap();
                 assert_eq!(
                     xdp_action_name(user.verdict),
                     xdp_action_name(kernel.retval),

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::ObjectFile;
-use crate::harness::prog_info::program_record;
+use crate::kernel::prog_info::program_record;
 use crate::record::verifier::{ObjectVerification, ProgramVerification};
 
 /// Loads each program of the object at `path` alone and records the

@@ -21,8 +21,8 @@ use libbpf_rs::libbpf_sys as sys;
 pub use checks::{check_bpf_elf, is_bpf_elf};
 pub use verifier_log::parse_stats;
 
+use crate::kernel::libbpf_log;
 use crate::record::VerifierStats;
-use crate::system::libbpf_log;
 
 /// Program types bpfbench can time, as the kernel calls them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,7 +291,7 @@ impl ObjectFile {
             let m = self.map_raw(name).with_context(|| {
                 format!("--map-pin {name}=...: {} has no map '{name}'; {}", self.path.display(), self.maps_listed())
             })?;
-            let fd = crate::system::bpffs::open_pinned_map(path)
+            let fd = crate::kernel::bpffs::open_pinned_map(path)
                 .with_context(|| format!("--map-pin {name}={}", path.display()))?;
             // SAFETY: a valid fd; libbpf dups it.
             let rc = unsafe { sys::bpf_map__reuse_fd(m, std::os::fd::AsRawFd::as_raw_fd(&fd)) };
@@ -346,11 +346,11 @@ impl ObjectFile {
 
     /// The source lines of the program's instructions after `prepare`
     /// (empty when the object has no line records).
-    pub fn line_table(&self, program: &str) -> Result<crate::uvm::lines::LineTable> {
+    pub fn line_table(&self, program: &str) -> Result<crate::kernel::lines::LineTable> {
         let p = self.program_raw(program)?;
         let btf = self.btf().map_or(std::ptr::null(), |b| b.as_ptr().cast_const());
         // SAFETY: a program of this object, whose BTF is `btf`.
-        Ok(unsafe { crate::uvm::lines::LineTable::of_program(p, btf) })
+        Ok(unsafe { crate::kernel::lines::LineTable::of_program(p, btf) })
     }
 
     /// The object's BTF as libbpf fixed it up, if it has any.
@@ -403,7 +403,7 @@ impl ObjectFile {
         }
         let fd = self.prog_fd(program)?;
         let mut stats = parse_stats(&log);
-        crate::harness::prog_info::fill_from_kernel(fd, &mut stats)?;
+        crate::kernel::prog_info::fill_from_kernel(fd, &mut stats)?;
         Ok(stats)
     }
 

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{MapCore, MapHandle};
 
-use crate::system::libbpf_log;
+use crate::kernel::libbpf_log;
 
 /// Lines of the verifier's log an error shows.
 const VERIFIER_LOG_LINES: usize = 25;
@@ -84,7 +84,7 @@ impl ObjectSource {
                 libbpf_rs::ObjectBuilder::default().name(*name)?.open_memory(bytes)
             }
             ObjectSource::File(path) => {
-                crate::object_file::check_bpf_elf(path)?;
+                crate::kernel::object::check_bpf_elf(path)?;
                 libbpf_rs::ObjectBuilder::default().open_file(path)
             }
         };
@@ -106,8 +106,9 @@ pub fn load_object(open: libbpf_rs::OpenObject, what: &str) -> Result<libbpf_rs:
 pub fn load_object_keeping_code(
     mut open: libbpf_rs::OpenObject,
     what: &str,
-) -> Result<(libbpf_rs::Object, crate::uvm::PreparedCode)> {
-    let mut code = crate::uvm::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
+) -> Result<(libbpf_rs::Object, crate::kernel::prepared::PreparedCode)> {
+    let mut code =
+        crate::kernel::prepared::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
     let obj = load_object(open, what)?;
     code.mark_verified(&obj);
     Ok((obj, code))

@@ -1,0 +1,205 @@
+//! Programs bpfbench loads from instructions it has in hand rather than
+//! from an object file: a spliced driver with its function records, the
+//! constant programs (`r0 = value; exit`: per-call timing's empty program,
+//! live runs' return-path sink), spacers' filler programs and maps, and the
+//! copy of a user's BTF that gives the spliced driver its entry function.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+use anyhow::{Context, Result, bail, ensure};
+use libbpf_rs::libbpf_sys as sys;
+
+use super::object::{ObjectFile, ProgKind};
+use super::{AttachType, BpfInsn, FuncInfo};
+
+/// Verifier log level: statistics only.
+const BPF_LOG_STATS: u32 = 4;
+/// Lines of the verifier's log a refusal shows.
+const LOG_TAIL: usize = 15;
+
+impl ProgKind {
+    fn prog_type(self) -> sys::bpf_prog_type {
+        match self {
+            ProgKind::Xdp => sys::BPF_PROG_TYPE_XDP,
+            ProgKind::Tc => sys::BPF_PROG_TYPE_SCHED_CLS,
+        }
+    }
+}
+
+/// What [`load_program`] hands the kernel beside the instructions.
+pub struct LoadSpec<'a> {
+    pub kind: ProgKind,
+    pub name: &'a str,
+    pub license: &'a str,
+    pub attach: AttachType,
+    pub flags: u32,
+    /// (BTF fd, function records), when the program carries BTF.
+    pub funcs: Option<(i32, &'a [FuncInfo])>,
+}
+
+/// Loads `insns` as a program; a refusal carries the verifier's last lines.
+pub fn load_program(spec: &LoadSpec<'_>, insns: &[BpfInsn]) -> Result<OwnedFd> {
+    let mut log = vec![0u8; 256 * 1024];
+    // SAFETY: zero is a valid opts; the kernel reads `sz` first.
+    let mut opts: sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<sys::bpf_prog_load_opts>() as _;
+    opts.expected_attach_type = spec.attach;
+    opts.prog_flags = spec.flags;
+    opts.log_level = BPF_LOG_STATS;
+    opts.log_buf = log.as_mut_ptr().cast();
+    opts.log_size = log.len() as u32;
+    if let Some((btf_fd, funcs)) = spec.funcs {
+        opts.prog_btf_fd = btf_fd as u32;
+        opts.func_info = funcs.as_ptr().cast();
+        opts.func_info_cnt = funcs.len() as u32;
+        opts.func_info_rec_size = size_of::<FuncInfo>() as u32;
+    }
+    let name = CString::new(spec.name).context("program name holds a NUL byte")?;
+    let license = CString::new(spec.license).context("license holds a NUL byte")?;
+    // SAFETY: every pointer lives across the call; sizes are passed with them.
+    let fd = unsafe {
+        sys::bpf_prog_load(
+            spec.kind.prog_type(),
+            name.as_ptr(),
+            license.as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            &mut opts,
+        )
+    };
+    if fd < 0 {
+        let err = std::io::Error::last_os_error();
+        let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let reason = super::object::refusal(&text).unwrap_or_else(|| err.to_string());
+        // The first line says why; the verifier's last lines follow.
+        bail!("{reason} ({err})\n{}", lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n"));
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An instruction with only its opcode and immediate set.
+fn insn(code: u8, imm: i32) -> BpfInsn {
+    // SAFETY: zero is a valid instruction to fill in.
+    let mut i: BpfInsn = unsafe { std::mem::zeroed() };
+    i.code = code;
+    i.imm = imm;
+    i
+}
+
+/// BPF_ALU64 | BPF_MOV | BPF_K into r0, and BPF_JMP | BPF_EXIT.
+const MOV_R0_IMM: u8 = (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8;
+const EXIT: u8 = (sys::BPF_JMP | sys::BPF_EXIT) as u8;
+
+/// Loads a program of `kind` that returns `value`, with the attach type
+/// and flags its companion program was loaded with.
+pub fn constant_program(kind: ProgKind, name: &CStr, value: i32, attach: AttachType, flags: u32) -> Result<OwnedFd> {
+    let insns = [insn(MOV_R0_IMM, value), insn(EXIT, 0)];
+    // SAFETY: zero is a valid opts; the kernel reads `sz` first.
+    let mut opts: sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<sys::bpf_prog_load_opts>() as _;
+    opts.expected_attach_type = attach;
+    opts.prog_flags = flags;
+    // SAFETY: valid instructions, name, license and options.
+    let fd = unsafe {
+        sys::bpf_prog_load(
+            kind.prog_type(),
+            name.as_ptr(),
+            c"GPL".as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            &mut opts,
+        )
+    };
+    if fd < 0 {
+        bail!(
+            "loading {} (a program returning {value}): {}",
+            name.to_string_lossy(),
+            std::io::Error::from_raw_os_error(-fd)
+        );
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A socket filter of `count` instructions (`r0 = 0` repeated, then exit)
+/// named `name`: JIT image of a chosen size.
+pub fn filler_program(name: &CStr, count: u32) -> Result<OwnedFd> {
+    let mut insns = vec![insn(MOV_R0_IMM, 0); count as usize];
+    insns.push(insn(EXIT, 0));
+    // SAFETY: valid instructions and C strings live across the call; NULL opts are defaults.
+    let fd = unsafe {
+        sys::bpf_prog_load(
+            sys::BPF_PROG_TYPE_SOCKET_FILTER,
+            name.as_ptr(),
+            c"GPL".as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            std::ptr::null_mut(),
+        )
+    };
+    if fd < 0 {
+        bail!("loading a {count}-instruction program: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An array of `entries` 8-byte values named `name`: map memory of a chosen size.
+pub fn filler_map(name: &CStr, entries: u32) -> Result<OwnedFd> {
+    // SAFETY: a C string name; NULL opts are defaults.
+    let fd = unsafe { sys::bpf_map_create(sys::BPF_MAP_TYPE_ARRAY, name.as_ptr(), 4, 8, entries, std::ptr::null()) };
+    if fd < 0 {
+        bail!("creating an array of {entries} entries: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A BTF object bpfbench made and loaded into the kernel.
+pub struct OwnedBtf(NonNull<sys::btf>);
+
+impl OwnedBtf {
+    /// The kernel's descriptor of it.
+    pub fn fd(&self) -> i32 {
+        // SAFETY: loaded into the kernel when made.
+        unsafe { sys::btf__fd(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for OwnedBtf {
+    fn drop(&mut self) {
+        // SAFETY: created by btf__new, freed once.
+        unsafe { sys::btf__free(self.0.as_ptr()) };
+    }
+}
+
+/// A copy of `object`'s BTF with one more global FUNC, `name`, of the
+/// prototype of the function whose type id is `like`; loaded into the
+/// kernel. Returns it and the new function's type id.
+pub fn btf_with_func(object: &ObjectFile, like: u32, name: &str) -> Result<(OwnedBtf, u32)> {
+    let src = object.btf().context("the object has no BTF")?;
+    let mut size: u32 = 0;
+    // SAFETY: raw data of a valid BTF, copied by btf__new below.
+    let raw = unsafe { sys::btf__raw_data(src.as_ptr(), &mut size) };
+    ensure!(!raw.is_null(), "cannot read the object's BTF");
+    // SAFETY: `raw` holds `size` bytes of BTF.
+    let btf = NonNull::new(unsafe { sys::btf__new(raw, size) }).context("cannot copy the object's BTF")?;
+    let btf = OwnedBtf(btf);
+    // SAFETY: a type of this BTF; a FUNC's `type` is its prototype.
+    let entry = unsafe { sys::btf__type_by_id(btf.0.as_ptr(), like) };
+    ensure!(!entry.is_null(), "the program's function record names no type");
+    // SAFETY: a valid type of this BTF.
+    let proto = unsafe { (*entry).__bindgen_anon_1.type_ };
+    let name = CString::new(name).context("function name holds a NUL byte")?;
+    // SAFETY: a BTF of ours, a C string and a type id of it.
+    let id = unsafe { sys::btf__add_func(btf.0.as_ptr(), name.as_ptr(), sys::BTF_FUNC_GLOBAL as _, proto as _) };
+    ensure!(id > 0, "cannot add the driver's function to the BTF: {}", std::io::Error::from_raw_os_error(-id));
+    // SAFETY: as above.
+    let rc = unsafe { sys::btf__load_into_kernel(btf.0.as_ptr()) };
+    ensure!(rc == 0, "the kernel refused the program's BTF: {}", std::io::Error::from_raw_os_error(-rc));
+    Ok((btf, id as u32))
+}

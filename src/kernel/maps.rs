@@ -1,0 +1,65 @@
+//! Maps bpfbench makes or fills outside any object: a map of a chosen
+//! shape (LPM tries need on-demand allocation), batch and single updates
+//! by descriptor, with per-CPU values laid out as the syscall takes them.
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::libbpf_sys as sys;
+use libbpf_rs::{MapHandle, MapType};
+
+/// The flag LPM tries need: the kernel requires them to allocate on demand.
+pub const NO_PREALLOC: u32 = sys::BPF_F_NO_PREALLOC;
+
+/// A map of `map_type` named `name`, outside any object, held by the
+/// returned handle only.
+pub fn create(map_type: MapType, name: &str, key_size: u32, value_size: u32, entries: u32) -> Result<MapHandle> {
+    let opts = sys::bpf_map_create_opts {
+        sz: size_of::<sys::bpf_map_create_opts>() as _,
+        map_flags: if map_type == MapType::LpmTrie { NO_PREALLOC } else { 0 },
+        ..Default::default()
+    };
+    MapHandle::create(map_type, Some(name), key_size, value_size, entries, &opts)
+        .with_context(|| format!("creating a {map_type:?} map '{name}' of {entries} entries"))
+}
+
+/// Writes `count` keys and values at once (`BPF_MAP_UPDATE_BATCH`). A
+/// per-CPU map's value is one 8-byte-aligned slot per possible CPU.
+pub fn update_batch(map: BorrowedFd<'_>, keys: &[u8], values: &[u8], count: u32) -> Result<()> {
+    if count == 0 || !keys.len().is_multiple_of(count as usize) || !values.len().is_multiple_of(count as usize) {
+        bail!("a batch of {count} entries with {} key and {} value bytes", keys.len(), values.len());
+    }
+    let opts = sys::bpf_map_batch_opts { sz: size_of::<sys::bpf_map_batch_opts>() as _, ..Default::default() };
+    let mut done = count;
+    // SAFETY: `keys` and `values` hold `count` entries each, as checked above.
+    let rc = unsafe {
+        sys::bpf_map_update_batch(map.as_raw_fd(), keys.as_ptr().cast(), values.as_ptr().cast(), &mut done, &opts)
+    };
+    if rc != 0 {
+        bail!("{}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes one entry (`BPF_ANY`); `value` holds every CPU's slot for a
+/// per-CPU map. Returns the kernel's error code on failure.
+pub fn update(map: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> std::io::Result<()> {
+    // SAFETY: the key and value buffers are the map's sizes (the caller's
+    // BTF- or info-sized buffers); the kernel copies them.
+    let rc = unsafe { sys::bpf_map_update_elem(map.as_raw_fd(), key.as_ptr().cast(), value.as_ptr().cast(), 0) };
+    if rc != 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Whether a map of this type (a `bpf_map_info.type`) holds descriptors
+/// of other kernel objects, which JSON cannot name.
+pub fn holds_descriptors(map_type: u32) -> bool {
+    matches!(
+        map_type,
+        sys::BPF_MAP_TYPE_PROG_ARRAY
+            | sys::BPF_MAP_TYPE_ARRAY_OF_MAPS
+            | sys::BPF_MAP_TYPE_HASH_OF_MAPS
+            | sys::BPF_MAP_TYPE_DEVMAP
+            | sys::BPF_MAP_TYPE_CPUMAP
+            | sys::BPF_MAP_TYPE_XSKMAP
+    )
+}

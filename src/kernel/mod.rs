@@ -1,0 +1,37 @@
+//! The one place bpfbench talks to the kernel: libbpf (and its raw calls
+//! through `libbpf_sys`) and the BPF syscalls. Everything else reaches the
+//! kernel through these modules and the types they name; no other module
+//! uses `libbpf_sys` (a test in `tests/layers.rs` holds the tree to that).
+//!
+//! - [`object`]: a BPF object file opened with libbpf, one program loaded
+//!   with its verifier log; [`prepared`]: the instructions and maps libbpf
+//!   prepared, for the userspace runtime; [`lines`]: their source lines;
+//! - [`skeleton`]: loading bpfbench's own skeletons;
+//! - [`load`]: programs made from instructions in hand (spliced drivers,
+//!   constant programs, spacers), [`maps`]: maps made and filled by hand;
+//! - [`test_run`]: `BPF_PROG_TEST_RUN`; [`prog_info`]: what the kernel says
+//!   of a loaded program; [`bpf_stats`]: its run-time statistics;
+//! - [`netdev`]: attaching XDP to interfaces; [`bpffs`]: pinned objects;
+//! - [`features`]: probes of what the kernel accepts; [`libbpf_log`]:
+//!   libbpf's messages, kept for errors.
+
+pub mod bpf_stats;
+pub mod bpffs;
+pub mod features;
+pub mod libbpf_log;
+pub mod lines;
+pub mod load;
+pub mod maps;
+pub mod netdev;
+pub mod object;
+pub mod prepared;
+pub mod prog_info;
+pub mod skeleton;
+pub mod test_run;
+
+/// The attach type a program is loaded with (`enum bpf_attach_type`).
+pub use libbpf_rs::libbpf_sys::bpf_attach_type as AttachType;
+/// A function record of a program's BTF (`struct bpf_func_info`).
+pub use libbpf_rs::libbpf_sys::bpf_func_info as FuncInfo;
+/// One BPF instruction as the kernel takes it (`struct bpf_insn`).
+pub use libbpf_rs::libbpf_sys::bpf_insn as BpfInsn;

@@ -1,0 +1,84 @@
+//! An object prepared by libbpf for loading (`bpf_object__prepare`: maps
+//! created, CO-RE, subprogram and map relocations done) and what the
+//! userspace runtime needs of it: each program's final instructions, the
+//! maps their descriptors name, and their source lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+use anyhow::{Result, bail};
+use libbpf_rs::AsRawLibbpf;
+use libbpf_rs::libbpf_sys as sys;
+
+use super::BpfInsn;
+use super::lines::LineTable;
+
+/// Has libbpf prepare an opened object for loading (maps created,
+/// relocations done) without loading its programs.
+pub fn prepare(open: &mut libbpf_rs::OpenObject) -> Result<()> {
+    // SAFETY: a valid open object; prepare is allowed once, before load.
+    let rc = unsafe { sys::bpf_object__prepare(open.as_libbpf_object().as_ptr()) };
+    if rc != 0 {
+        bail!("libbpf could not prepare the object: {}", std::io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+/// What userspace needs of a prepared object once it is loaded: each
+/// program's instructions, and which map each instruction's fd names (by
+/// id: the fds may be closed by the time the maps are copied).
+#[derive(Debug, Clone, Default)]
+pub struct PreparedCode {
+    /// Each program's instructions, relocated as the kernel gets them.
+    pub programs: BTreeMap<String, Vec<BpfInsn>>,
+    /// (fd in the instructions, map id, map name).
+    pub maps: Vec<(i32, u32, String)>,
+    /// The programs the kernel's verifier accepted on this machine: the
+    /// only ones the userspace JIT runs.
+    pub verified: BTreeSet<String>,
+    /// Each program's source lines, where the object has line records.
+    pub lines: BTreeMap<String, LineTable>,
+}
+
+impl PreparedCode {
+    /// Prepares `open` and takes its programs' instructions and maps.
+    pub fn capture(open: &mut libbpf_rs::OpenObject) -> Result<PreparedCode> {
+        prepare(open)?;
+        let programs = open.progs().map(|p| (p.name().to_string_lossy().into_owned(), p.insns().to_vec())).collect();
+        // SAFETY: the open object's BTF (NULL without one), alive while it is.
+        let btf = unsafe { sys::bpf_object__btf(open.as_libbpf_object().as_ptr()) };
+        // SAFETY: prepared programs of the object whose BTF that is.
+        let lines = open
+            .progs()
+            .map(|p| {
+                (p.name().to_string_lossy().into_owned(), unsafe {
+                    LineTable::of_program(p.as_libbpf_object().as_ptr(), btf)
+                })
+            })
+            .collect();
+        let mut maps = Vec::new();
+        for m in open.maps() {
+            // SAFETY: a prepared object's map has its fd (or -1 if it was not created).
+            let fd = unsafe { sys::bpf_map__fd(m.as_libbpf_object().as_ptr()) };
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: a valid fd owned by the object for as long as it lives.
+            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+            let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
+            maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
+        }
+        Ok(PreparedCode { programs, maps, verified: Default::default(), lines })
+    }
+
+    /// Notes which programs `obj` (this code's object, now loaded) has in the kernel.
+    pub fn mark_verified(&mut self, obj: &libbpf_rs::Object) {
+        for p in obj.progs() {
+            // SAFETY: a loaded object's program; its fd is -1 unless the kernel accepted it.
+            let fd = unsafe { sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };
+            if fd >= 0 {
+                self.verified.insert(p.name().to_string_lossy().into_owned());
+            }
+        }
+    }
+}

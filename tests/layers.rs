@@ -1,0 +1,99 @@
+//! The layer order `src/lib.rs` states holds in the code: every `crate::`
+//! path of a module names a module of a lower layer (or its own), and only
+//! `kernel` uses `libbpf_sys`. Reads the sources as text; runs nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+
+/// Module → layer, from lib.rs's numbered list ("//! 3. `kernel`: ...").
+fn layers() -> BTreeMap<String, usize> {
+    let lib = std::fs::read_to_string(Path::new(SRC).join("lib.rs")).unwrap();
+    let mut layers = BTreeMap::new();
+    for line in lib.lines().filter_map(|l| l.strip_prefix("//! ")) {
+        let Some((number, rest)) = line.split_once(". ") else { continue };
+        let Ok(layer) = number.trim().parse::<usize>() else { continue };
+        let names = rest.split(':').next().unwrap_or("");
+        for name in names.split(',').map(|n| n.trim().trim_matches('`')).filter(|n| !n.is_empty()) {
+            layers.insert(name.to_string(), layer);
+        }
+    }
+    layers
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The top-level modules a file's code names as `crate::NAME`.
+fn crate_paths(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices("crate::") {
+        // Not `bpfbench_crate::` or the like.
+        if text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &text[i + "crate::".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if rest.starts_with('{') {
+            // `crate::{a, b::c}`: each first segment.
+            let group = &rest[1..rest.find('}').unwrap_or(rest.len())];
+            found.extend(group.split(',').filter_map(|p| p.trim().split("::").next()).map(str::to_string));
+        } else if !name.is_empty() {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// The top-level module a file of `src/` belongs to (None: lib.rs, the binary).
+fn module_of(file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(SRC).unwrap();
+    let first = rel.components().next()?.as_os_str().to_string_lossy().into_owned();
+    match first.as_str() {
+        "lib.rs" | "bin" => None,
+        f => Some(f.trim_end_matches(".rs").to_string()),
+    }
+}
+
+#[test]
+fn every_import_points_down_the_layers_lib_rs_states() {
+    let layers = layers();
+    assert!(layers.len() >= 10 && layers["record"] < layers["kernel"], "lib.rs's list was not read: {layers:?}");
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    let mut against = Vec::new();
+    for file in &files {
+        let Some(module) = module_of(file) else { continue };
+        let Some(&own) = layers.get(&module) else {
+            against.push(format!("src/{module} is in no layer of lib.rs's list"));
+            continue;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        for used in crate_paths(&text) {
+            // Macros lib.rs defines (bpf_skeleton!, ...) belong to no layer.
+            let Some(&theirs) = layers.get(&used) else { continue };
+            if used != module && theirs >= own {
+                against.push(format!("{} (layer {own}) uses crate::{used} (layer {theirs})", file.display()));
+            }
+        }
+        if module != "kernel" && text.contains("libbpf_sys") {
+            against.push(format!("{} uses libbpf_sys outside src/kernel", file.display()));
+        }
+    }
+    assert!(against.is_empty(), "imports against the layers of src/lib.rs:\n{}", against.join("\n"));
+}
+
+#[test]
+fn the_reader_sees_grouped_and_plain_paths() {
+    let text = "use crate::{record::X, stats};\nlet a = crate::kernel::load::f();\nuse my_crate::x;";
+    assert_eq!(crate_paths(text), ["record", "stats", "kernel"]);
+}
