@@ -6,7 +6,7 @@
 # The objects are builds of examples/encap/xdp_encap.bpf.c; the slower one
 # multiplies the service lookup's key by 1, nine times, before the lookup
 # (dependent multiplications on the hot path: about 2.2% here).
-# Usage: bench/ab-targets.sh [SLOW_TRIALS [SAME_TRIALS]]. Nothing else may run meanwhile.
+# Usage: measurements/ab-targets.sh [SLOW_TRIALS [SAME_TRIALS]]. Nothing else may run meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 slow_trials=${1:-10}

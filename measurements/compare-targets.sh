@@ -4,7 +4,7 @@
 # most 1 confident verdict per pair on average. Measured twice: with only
 # the two runs known (no history), and with all the runs stored (history
 # tells the run-to-run noise).
-# Usage: bench/compare-targets.sh [PAIRS [SAMPLES]]: 2 x PAIRS runs of about
+# Usage: measurements/compare-targets.sh [PAIRS [SAMPLES]]: 2 x PAIRS runs of about
 # 20 s each at the default 50 samples. Nothing else may run meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,7 +4,7 @@
 #     1 and 2 threads, while varying 64K flows (xdp-trafficgen varies none),
 #     in IPv6 (as xdp-trafficgen sends) and IPv4;
 #   - --rate within 2% of the asked rate from 10 kpps to 1 Mpps.
-# Usage: bench/gen-targets.sh PATH/TO/xdp-trafficgen [SECONDS [ROUNDS]]
+# Usage: measurements/gen-targets.sh PATH/TO/xdp-trafficgen [SECONDS [ROUNDS]]
 # (build xdp-tools 1.6.3 from source; its libbpf submodule can be the
 # libbpf source that the libbpf-sys crate ships). Nothing else may run meanwhile.
 set -euo pipefail

@@ -3,7 +3,7 @@
 # rate across the Katran-on-userspace study's source-port sweep against what
 # the LRU size predicts, and its ns/packet against the in-BPF hit and miss
 # figures (the cross-check); then a frame-size sweep. Plots beside the output.
-# Usage: bench/live-targets.sh [OUTDIR] (nothing else may run meanwhile).
+# Usage: measurements/live-targets.sh [OUTDIR] (nothing else may run meanwhile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/bpfbench-live-targets}

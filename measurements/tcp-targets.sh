@@ -3,7 +3,7 @@
 # one run: each sends for 3 s to a Python receiver in a namespace across a
 # veth pair, which reports what its socket took in (bytes over the time from
 # the first to the last byte). Rounds alternate the senders: the CPUs' speed
-# levels move between rounds. Usage: bench/tcp-targets.sh [XDP_TRAFFICGEN]
+# levels move between rounds. Usage: measurements/tcp-targets.sh [XDP_TRAFFICGEN]
 # (nothing else may run meanwhile; the trafficgen is optional).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,8 @@
 //! The registry of workloads. Each lives in its own folder with its BPF C
 //! beside the Rust that drives it, and registers here in one line.
 
+#[cfg(test)]
+mod example;
 pub mod maps;
 pub mod object;
 pub mod xdp_lb;
