@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 
+use crate::record::paired::{PairedCase, PairedRecord};
 use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta};
 use crate::stats::two_sample::Verdict;
 
@@ -64,6 +65,14 @@ impl Gate {
             .iter()
             .filter(|b| b.result.verdict == Verdict::Slower && b.result.ratio_ci95.0 > 1.0 + pct / 100.0)
             .collect()
+    }
+
+    /// Cases of a paired comparison (`ab`) confidently slower by more than
+    /// --fail-on-regression percent: B slower, and the whole interval of
+    /// B/A above 1 + PCT/100.
+    pub fn paired_regressions<'a>(&self, record: &'a PairedRecord) -> Vec<&'a PairedCase> {
+        let Some(pct) = self.fail_on_regression else { return Vec::new() };
+        record.cases.iter().filter(|c| c.verdict == Verdict::Slower && c.ratio_ci95.0 > 1.0 + pct / 100.0).collect()
     }
 
     /// Instruction counts per packet that grew by more than

@@ -8,6 +8,7 @@
 //! balancer and a user's own object each implement it beside their other
 //! code; this module knows neither.
 
+pub mod run;
 pub mod session;
 pub mod sink;
 pub mod sweep;
@@ -16,6 +17,8 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
+use crate::record::live::{CrossCheck, LiveStep};
+pub use run::{LiveObserver, LivePlan, run};
 pub use session::{LiveSession, LiveSettings};
 pub use sweep::Sweep;
 
@@ -50,5 +53,16 @@ pub trait LiveProgram {
     /// The connection table's counters so far, for programs that have one.
     fn lru_counts(&self) -> Result<Option<LruCounts>> {
         Ok(None)
+    }
+    /// Whether the program sets `steps`' live figures beside in-BPF
+    /// figures of its own (the load balancer does, for steps that saw its
+    /// connection table).
+    fn cross_checks(&self, _steps: &[LiveStep]) -> bool {
+        false
+    }
+    /// The live figures of `steps` beside the program's in-BPF figures,
+    /// timed on `cpu` after the live steps.
+    fn cross_check(&mut self, _steps: &[LiveStep], _cpu: usize) -> Result<CrossCheck> {
+        anyhow::bail!("{} has no in-BPF figures to set beside the live ones", self.label())
     }
 }

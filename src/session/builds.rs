@@ -14,15 +14,26 @@ use anyhow::{Context, Result, bail};
 use crate::record::{RunRecord, parse_run};
 use crate::system::interrupt;
 
-/// Options `ab` sets itself; the run arguments must not carry them.
-pub const RESERVED_RUN_ARGS: [&str; 4] = ["--format", "--output", "--compare-to", "--repeat"];
+/// Options `ab` sets itself (the CPU both builds run on, the output it
+/// reads); the run arguments of two executables must not carry them.
+pub const RESERVED_RUN_ARGS: [&str; 5] = ["--cpu", "--format", "--output", "--compare-to", "--repeat"];
 
-/// Runs `binary run RUN_ARGS --format json --no-store` and reads its record.
-fn one_run(binary: &Path, run_args: &[String]) -> Result<RunRecord> {
+/// Fails with one line on a run argument `ab` sets itself.
+pub fn check_run_args(run_args: &[String]) -> Result<()> {
+    for reserved in RESERVED_RUN_ARGS {
+        if run_args.iter().any(|x| x == reserved) {
+            bail!("{reserved} is set by 'bpfbench ab' itself; leave it out of the run arguments");
+        }
+    }
+    Ok(())
+}
+
+/// Runs `binary run RUN_ARGS --cpu CPU --format json --no-store` and reads its record.
+fn one_run(binary: &Path, run_args: &[String], cpu: usize) -> Result<RunRecord> {
     let out = Command::new(binary)
         .arg("run")
         .args(run_args)
-        .args(["--format", "json", "--no-store"])
+        .args(["--cpu", &cpu.to_string(), "--format", "json", "--no-store"])
         .stderr(Stdio::inherit())
         .output()
         .with_context(|| format!("running {}", binary.display()))?;
@@ -33,14 +44,15 @@ fn one_run(binary: &Path, run_args: &[String]) -> Result<RunRecord> {
     parse_run(&text).with_context(|| format!("the output of {}", binary.display()))
 }
 
-/// Runs the two builds `rounds` times each, alternating which goes first.
-/// Returns each build's runs, newest first. `on_run(round, binary)` is
-/// told before each run starts.
+/// Runs the two builds `rounds` times each on `cpu`, alternating which
+/// goes first. Returns each build's runs, newest first. `on_run(round,
+/// binary)` is told before each run starts.
 pub fn interleave(
     a: &Path,
     b: &Path,
     rounds: usize,
     run_args: &[String],
+    cpu: usize,
     mut on_run: impl FnMut(usize, &Path),
 ) -> Result<(Vec<RunRecord>, Vec<RunRecord>)> {
     for p in [a, b] {
@@ -48,11 +60,7 @@ pub fn interleave(
             bail!("{} is not a file; give the paths of two bpfbench binaries", p.display());
         }
     }
-    for reserved in RESERVED_RUN_ARGS {
-        if run_args.iter().any(|x| x == reserved) {
-            bail!("{reserved} is set by 'bpfbench ab' itself; leave it out of the run arguments");
-        }
-    }
+    check_run_args(run_args)?;
     interrupt::install_handler();
     let (mut runs_a, mut runs_b) = (Vec::new(), Vec::new());
     for round in 0..rounds {
@@ -62,7 +70,7 @@ pub fn interleave(
                 bail!("interrupted after {round} of {rounds} rounds");
             }
             on_run(round + 1, binary);
-            let record = one_run(binary, run_args)?;
+            let record = one_run(binary, run_args, cpu)?;
             if is_a { runs_a.insert(0, record) } else { runs_b.insert(0, record) }
         }
     }

@@ -3,8 +3,9 @@
 //! reference runs (re-measuring suspects on the same loaded programs).
 //! What happens along the way goes to an [`Observer`]; the binary renders.
 
-pub mod ab;
 pub mod builds;
+pub mod paired;
+pub mod paired_request;
 pub mod worker;
 
 use anyhow::{Result, bail};
@@ -60,6 +61,31 @@ pub struct Plan<'a> {
     /// Re-measurements a suspected regression must survive.
     pub confirm: u32,
     pub progress: bool,
+}
+
+impl<'a> Plan<'a> {
+    /// One round of `scenarios` of `workload`, timed in the kernel with the
+    /// default sampling on the default CPU, stored nowhere and compared with
+    /// nothing; set the other fields with `Plan { field, ..Plan::new(w, s) }`.
+    pub fn new(workload: &'a dyn Workload, scenarios: Vec<ScenarioInfo>) -> Plan<'a> {
+        Plan {
+            workload,
+            scenarios,
+            sampling: Sampling::default(),
+            cpu: None,
+            runtimes: vec![Runtime::Kernel],
+            metric: Metric::Time,
+            profile: crate::harness::runner::Profile::Off,
+            rounds: 1,
+            tag: None,
+            history: None,
+            store: false,
+            reference: None,
+            gate: Gate::default(),
+            confirm: 0,
+            progress: false,
+        }
+    }
 }
 
 /// What a session produced.

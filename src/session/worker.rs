@@ -97,7 +97,7 @@ pub fn serve(workload: &dyn Workload, cpu: usize, scenarios: &[ScenarioInfo]) ->
                 receive(&mut input)?
             }
             Some(Request::Validate { scenario }) => {
-                // The old set-up goes once the new one stands (see session::ab::LocalBuild).
+                // The old set-up goes once the new one stands (see session::paired::LocalBuild).
                 match find(&scenario).and_then(|s| Ok((s, workload.setup(cpu)?))) {
                     Ok((s, l)) => serve_scenario(loaded.insert(l).as_mut(), s, &mut input, &mut out)?,
                     Err(e) => {

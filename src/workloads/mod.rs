@@ -3,6 +3,7 @@
 
 #[cfg(test)]
 mod example;
+pub mod live;
 pub mod maps;
 pub mod object;
 pub mod xdp_lb;
@@ -164,4 +165,18 @@ pub fn with_defaults(target: &str) -> Result<Box<dyn Workload>> {
     let r = find(target)?;
     let matches = (r.options)(Command::new("bpfbench")).try_get_matches_from(["bpfbench"])?;
     (r.build)(target, &matches)
+}
+
+/// The registry with the command line's workload options, as the paired
+/// comparison takes its builds.
+pub struct FromCommandLine<'m>(pub &'m clap::ArgMatches);
+
+impl crate::session::paired_request::WorkloadSource for FromCommandLine<'_> {
+    fn build(&self, target: &str) -> Result<Box<dyn Workload>> {
+        build(target, self.0)
+    }
+
+    fn build_with_object(&self, name: &str, object: &std::path::Path) -> Result<Box<dyn Workload>> {
+        build_with_object(name, self.0, object)
+    }
 }

@@ -469,11 +469,6 @@ pub struct Parsed {
 /// resolve about ±1% in a second (the whole-run default is 2%).
 const AB_THRESHOLD_PCT: &str = "1";
 
-/// Whether `path` is one of your own programs: a BPF object, or a spec file.
-pub fn is_own_program(path: &std::path::Path) -> bool {
-    bpfbench::kernel::object::is_bpf_elf(path) || path.extension().is_some_and(|e| e == "toml")
-}
-
 /// The workload whose options `ab` takes: --workload, else A when it is one
 /// of your own programs (executables take theirs after --).
 fn ab_target(ab: &clap::ArgMatches) -> Option<String> {
@@ -481,7 +476,7 @@ fn ab_target(ab: &clap::ArgMatches) -> Option<String> {
         return Some(w.clone());
     }
     let a = ab.get_one::<PathBuf>("a")?;
-    is_own_program(a).then(|| a.display().to_string())
+    bpfbench::session::paired_request::is_own_program(a).then(|| a.display().to_string())
 }
 
 /// Parses the process's arguments; `bpfbench` alone means `bpfbench run`.

@@ -10,50 +10,54 @@ use anyhow::{Result, bail};
 
 use bpfbench::history::History;
 use bpfbench::live::sweep::StepTraffic;
-use bpfbench::live::{LiveProgram, LiveSession, LiveSettings, Sweep};
+use bpfbench::live::{LiveObserver, LivePlan, LiveSettings, Sweep};
 use bpfbench::packet::PacketSpec;
-use bpfbench::record::live::{LIVE_SCHEMA, LiveRecord};
+use bpfbench::record::live::LiveStep;
 use bpfbench::report::{Format, live_plot, live_table};
-use bpfbench::system::{self, environment, interrupt};
+use bpfbench::system::{self, interrupt};
 use bpfbench::traffic::topology::{XdpMode, remove_leftovers};
-use bpfbench::workloads::object::ObjectArgs;
-use bpfbench::workloads::object::ObjectSetup;
-use bpfbench::workloads::object::live::LiveObject;
-use bpfbench::workloads::xdp_lb::cross_check;
-use bpfbench::workloads::xdp_lb::live::LiveLb;
+use bpfbench::workloads::live::live_program;
 
 use crate::cli::{LiveArgs, TrafficFormat};
 use crate::output::emit;
 
-/// The Katran-on-userspace study's connection table size.
-const DEFAULT_LRU_SIZE: u32 = 2000;
+/// Shows the run's progress on stderr, on a terminal.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    label: String,
+    what: Vec<String>,
+    seconds: (f64, f64),
+}
 
-/// The program the target names, loaded; set-up notes.
-fn load_target(args: &LiveArgs) -> Result<(Box<dyn LiveProgram>, Vec<String>, bool)> {
-    let target = args.target.as_deref().unwrap_or("xdp-lb");
-    if target == "xdp-lb" {
-        if args.load.program.is_some() || !args.load.maps.is_empty() || !args.load.pins.is_empty() {
-            bail!("--program, --map and --map-pin apply to your own object, not to xdp-lb");
+impl LiveObserver for Progress {
+    fn measuring_overhead(&mut self, interface: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{} on {interface}: measuring what bpf_stats cost", self.label));
         }
-        let lb = LiveLb::load(args.lru_size.unwrap_or(DEFAULT_LRU_SIZE))?;
-        return Ok((Box::new(lb), Vec::new(), true));
     }
-    if args.lru_size.is_some() {
-        bail!("--lru-size sizes xdp-lb's connection tables; {target} has none bpfbench knows of");
+
+    fn step_started(&mut self, index: usize, _value: Option<u64>) {
+        if let Some(bar) = &self.bar {
+            let (warmup, step) = self.seconds;
+            bar.set_message(format!(
+                "{} {}: {warmup:.1} s warm-up + {step:.1} s (Ctrl-C stops)",
+                self.label, self.what[index]
+            ));
+        }
     }
-    let path = Path::new(target);
-    if !path.exists() {
-        bail!("no such target '{target}': give xdp-lb, an object file (FILE.bpf.o) or a spec file (FILE.toml)");
+
+    fn step_done(&mut self, _step: &LiveStep) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
     }
-    let object_args = ObjectArgs { load: args.load.clone(), ..Default::default() };
-    let setup = if target.ends_with(".toml") {
-        ObjectSetup::from_spec_file(path, &object_args)?
-    } else {
-        ObjectSetup::from_args(path, &object_args)?
-    };
-    let mut object = LiveObject::load(&setup)?;
-    let notes = std::mem::take(&mut object.notes);
-    Ok((Box::new(object), notes, false))
+
+    fn cross_checking(&mut self, cpu: usize) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        eprintln!("bpfbench: timing the in-BPF hit and miss scenarios on CPU {cpu} for the cross-check");
+    }
 }
 
 pub fn live(args: &LiveArgs) -> Result<ExitCode> {
@@ -77,7 +81,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     }
     bpfbench::kernel::libbpf_log::capture();
     interrupt::install_handler();
-    let (mut program, notes, is_lb) = load_target(args)?;
+    let (mut program, notes) = live_program(args.target.as_deref(), &args.load, args.lru_size)?;
     let packet_text = args.packet.clone().unwrap_or_else(|| program.default_packet());
     let packet = PacketSpec::parse_flows(&packet_text)?;
     // Every step's traffic first, so bad input stops the run before anything is built.
@@ -100,9 +104,11 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         // when the peer runs native XDP (or has NAPI on through GRO).
         mode: XdpMode::Native,
     };
-    let label = program.label();
-    let lru_size = program.lru_capacity();
-    let progress = std::io::stderr().is_terminal().then(|| {
+    let what = steps
+        .iter()
+        .map(|(v, _)| sweep.as_ref().zip(*v).map(|(s, v)| format!("{}={v}", s.var.name())).unwrap_or_default())
+        .collect();
+    let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(steps.len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} step {pos}/{len} {msg}").expect("a valid template"),
@@ -110,67 +116,21 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     });
-    let capture = environment::start(system::cpu::default_cpu()?);
-    let mut measured = Vec::new();
-    let overhead = {
-        let mut session = LiveSession::start(program.as_mut(), settings.clone())?;
-        if let Some(bar) = &progress {
-            bar.set_message(format!("{label} on {}: measuring what bpf_stats cost", session.topology().inner));
-        }
-        let overhead = session.stats_overhead(&steps[0].1)?;
-        for (value, traffic) in &steps {
-            if interrupt::interrupted() {
-                break;
-            }
-            if let Some(bar) = &progress {
-                let what = sweep.as_ref().zip(*value).map(|(s, v)| format!("{}={v}", s.var.name())).unwrap_or_default();
-                bar.set_message(format!(
-                    "{label} {what}: {:.1} s warm-up + {:.1} s (Ctrl-C stops)",
-                    args.warmup, args.duration
-                ));
-            }
-            let step = session.measure(*value, traffic)?;
-            if interrupt::interrupted() {
-                break;
-            }
-            measured.push(step);
-            if let Some(bar) = &progress {
-                bar.inc(1);
-            }
-        }
-        overhead
-        // The session ends here: programs detached, namespace and veths removed.
+    let mut progress = Progress { bar, label: program.label(), what, seconds: (args.warmup, args.duration) };
+    let plan = LivePlan {
+        packet: packet.to_string(),
+        sweep,
+        steps,
+        settings,
+        cross_check: !args.no_cross_check,
+        tag: args.store.tag.clone(),
+        notes,
     };
-    if let Some(bar) = progress {
+    let record = bpfbench::live::run(program.as_mut(), plan, &mut progress)?;
+    if let Some(bar) = progress.bar {
         bar.finish_and_clear();
     }
-    let interrupted = interrupt::interrupted();
-    let cross_check = if is_lb && !args.no_cross_check && !interrupted && measured.iter().any(|s| s.lru.is_some()) {
-        let cpu = measured[0].cpus[0];
-        eprintln!("bpfbench: timing the in-BPF hit and miss scenarios on CPU {cpu} for the cross-check");
-        Some(cross_check::cross_check(cross_check::measure_in_bpf(cpu)?, &measured))
-    } else {
-        None
-    };
-    let record = LiveRecord {
-        schema: LIVE_SCHEMA.into(),
-        tag: args.store.tag.clone(),
-        environment: capture.finish(),
-        program: label,
-        xdp_mode: "native".into(),
-        packet: packet.to_string(),
-        flow_order: args.flow_order,
-        lru_size,
-        warmup_s: args.warmup,
-        step_s: args.duration,
-        sweep: sweep.map(|s| s.var),
-        stats_overhead: overhead,
-        steps: measured,
-        cross_check,
-        notes,
-        interrupted,
-    };
-    if !args.store.no_store && !interrupted && !record.steps.is_empty() {
+    if !args.store.no_store && !record.interrupted && !record.steps.is_empty() {
         let db = args.store.db.path();
         let id = History::open(&db)?.store_live(&record)?;
         eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db.display());
@@ -185,7 +145,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         live_plot::plot(&record, path)?;
         eprintln!("bpfbench: drew {}", path.display());
     }
-    Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+    Ok(if record.interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
 
 pub fn history(limit: usize, db: &Path) -> Result<ExitCode> {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use bpfbench::harness::groups;
+use bpfbench::harness::runner::Profile;
 use bpfbench::history::History;
 use bpfbench::record::{ComparisonRecord, RunRecord};
 use bpfbench::report::{self, Format, compare_table};
@@ -96,17 +97,11 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     };
     let progress = std::io::stderr().is_terminal();
     let plan = Plan {
-        workload: workload.as_ref(),
-        scenarios,
         sampling: args.sampling.clone(),
         cpu: args.cpu,
         runtimes,
         metric: args.metric(),
-        profile: if args.profile {
-            bpfbench::harness::runner::Profile::LinesAndTime
-        } else {
-            bpfbench::harness::runner::Profile::Off
-        },
+        profile: if args.profile { Profile::LinesAndTime } else { Profile::Off },
         rounds: args.repeat,
         tag: args.store.tag.clone(),
         history: history.as_mut(),
@@ -115,6 +110,7 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         gate: args.gate.clone(),
         confirm: args.confirm,
         progress,
+        ..Plan::new(workload.as_ref(), scenarios)
     };
     let outcome = session::run(plan, &mut Terminal { args, progress })?;
     let last = outcome.last();

@@ -7,9 +7,8 @@ use anyhow::{Context, Result, bail};
 
 use super::XdpLb;
 use super::live::{HIT_SCENARIO, MISS_SCENARIO};
-use crate::history::History;
 use crate::record::live::{CrossCheck, CrossCheckStep, LiveStep};
-use crate::record::{Metric, RunRecord, Runtime, Sampling};
+use crate::record::{RunRecord, Sampling};
 use crate::session::{self, Plan, Quiet};
 
 /// Samples per in-BPF scenario: enough for a median within about 1%.
@@ -37,21 +36,9 @@ pub fn measure_in_bpf(cpu: usize) -> Result<InBpf> {
     let workload = XdpLb::default();
     let scenarios = session::select(&workload, &[HIT_SCENARIO.to_string(), MISS_SCENARIO.to_string()], &[])?;
     let plan = Plan {
-        workload: &workload,
-        scenarios,
         sampling: Sampling { samples: SAMPLES, max_scenario_s: 3.0, ..Sampling::default() },
         cpu: Some(cpu),
-        runtimes: vec![Runtime::Kernel],
-        metric: Metric::Time,
-        profile: Default::default(),
-        rounds: 1,
-        tag: None,
-        history: None::<&mut History>,
-        store: false,
-        reference: None,
-        gate: Default::default(),
-        confirm: 0,
-        progress: false,
+        ..Plan::new(&workload, scenarios)
     };
     let outcome = session::run(plan, &mut Quiet)?;
     let net = |run: &RunRecord, name: &str| -> Result<NetFigure> {

@@ -6,9 +6,11 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use anyhow::{Context, Result, ensure};
 
+use super::cross_check;
 use super::datapath::{Counter, LoadedLb};
 use super::topology::{CLIENT_V4, LB_MAC, ROUTER_MAC, VIP_UDP_V4};
 use crate::live::{LiveProgram, LruCounts};
+use crate::record::live::{CrossCheck, LiveStep};
 
 /// The suite's scenarios a live run's figures are set beside: an LRU hit,
 /// an LRU miss (consistent hash and insert), both IPv4 UDP as the live
@@ -73,5 +75,15 @@ impl LiveProgram for LiveLb {
                 .map(|c| self.lb.counter(c))
                 .sum::<Result<u64>>()?;
         Ok(Some(LruCounts { hits: self.lb.counter(Counter::LB_CNT_LRU_HIT)?, misses }))
+    }
+
+    fn cross_checks(&self, steps: &[LiveStep]) -> bool {
+        steps.iter().any(|s| s.lru.is_some())
+    }
+
+    /// A live ns/packet beside the in-BPF hit and miss scenarios' figures
+    /// weighted by the step's measured hit rate (steps that saw the LRU).
+    fn cross_check(&mut self, steps: &[LiveStep], cpu: usize) -> Result<CrossCheck> {
+        Ok(cross_check::cross_check(cross_check::measure_in_bpf(cpu)?, steps))
     }
 }

@@ -20,7 +20,7 @@ use crate::stats::two_sample::geomean;
 use crate::system::environment;
 
 /// What happens during a paired comparison, for the caller to show.
-pub trait AbObserver {
+pub trait PairedObserver {
     fn case_started(&mut self, _index: usize, _count: usize, _name: &str) {}
     /// A case the workload cannot run here, and why (nothing was timed).
     fn case_skipped(&mut self, _name: &str, _why: &str) {}
@@ -28,7 +28,7 @@ pub trait AbObserver {
 }
 
 /// Everything a paired comparison does, decided before it starts.
-pub struct AbPlan<'a> {
+pub struct PairedPlan<'a> {
     pub workload: String,
     /// (A, B) as the user named them.
     pub labels: (String, String),
@@ -106,10 +106,10 @@ pub fn differences(a: &Validation, b: &Validation) -> Option<String> {
 /// Runs `plan` on builds `a` and `b`: each case validated on both and
 /// compared, then timed in pairs, round after round.
 pub fn run(
-    plan: AbPlan<'_>,
+    plan: PairedPlan<'_>,
     a: &mut dyn Build,
     b: &mut dyn Build,
-    observer: &mut dyn AbObserver,
+    observer: &mut dyn PairedObserver,
 ) -> Result<PairedRecord> {
     let capture = environment::start(plan.cpu);
     let mut cases = Vec::new();
