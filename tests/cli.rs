@@ -253,3 +253,35 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
     assert!(out.contains("xdp-lb/pass-non-ip") && out.contains("4v4 runs") && out.contains("interleaved"), "{out}");
     assert_eq!(stderr(&o).matches("bpfbench ab: round").count(), 8, "{}", stderr(&o));
 }
+
+/// One `--format` for every command; a form a record does not have is
+/// refused in one line before anything runs.
+#[test]
+fn a_form_a_record_lacks_is_refused_before_anything_runs() {
+    let object = common::test_object("xdp_drop.bpf.o");
+    let object = object.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["live", object, "--format", "gobench", "--no-store"],
+            "--format gobench: a live run is written as table, json, csv",
+        ),
+        (
+            vec!["gen", "lo", "--count", "1", "--format", "bmf"],
+            "--format bmf: a gen run is written as table, json, csv",
+        ),
+        (
+            vec!["verifier", object, "--format", "gobench"],
+            "--format gobench: a verifier report is written as table, json, csv",
+        ),
+        (
+            vec!["ab", object, object, "--format", "gobench", "--no-store"],
+            "a paired comparison is written as table, json, csv, bmf",
+        ),
+        (
+            vec!["ab", object, object, "--metric", "insns", "--format", "csv"],
+            "a run-against-run comparison is written as table, json",
+        ),
+    ] {
+        common::assert_one_line_error(&args, needle);
+    }
+}

@@ -9,9 +9,9 @@
 //! code; this module knows neither.
 
 pub mod run;
-pub mod session;
 pub mod sink;
 pub mod sweep;
+pub mod testbed;
 
 use std::os::fd::BorrowedFd;
 
@@ -19,8 +19,8 @@ use anyhow::Result;
 
 use crate::record::live::{CrossCheck, LiveStep};
 pub use run::{LiveObserver, LivePlan, run};
-pub use session::{LiveSession, LiveSettings};
 pub use sweep::Sweep;
+pub use testbed::{LiveSettings, Testbed};
 
 /// The load balancer's connection-table (LRU) counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

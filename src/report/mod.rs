@@ -1,7 +1,6 @@
 //! Rendering records for people (tables) and machines (JSON, exports).
 //! Everything here reads records; nothing measures or loads.
 
-pub mod ab_table;
 pub mod compare_table;
 pub mod export;
 pub mod gen_table;
@@ -9,26 +8,128 @@ pub mod insns_table;
 pub mod live_plot;
 pub mod live_table;
 pub mod op_lines;
+pub mod paired_table;
 pub mod runtime_table;
 pub mod table;
 pub mod verifier_table;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
+use serde::Serialize;
 
-use crate::record::{Layout, RunRecord};
+use crate::record::live::LiveRecord;
+use crate::record::paired::PairedRecord;
+use crate::record::traffic::GenRecord;
+use crate::record::verifier::VerifierReport;
+use crate::record::{ComparisonRecord, Layout, RunRecord};
 
+/// Every form bpfbench writes its records in; each record says which of
+/// them it has ([`Rendered::FORMATS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Tables for people.
     Table,
-    /// The full run (schema bpfbench.run/N).
+    /// The whole record (its schema is named in it: bpfbench.run/N, ...).
     Json,
     /// Bencher Metric Format: latency and throughput with CI bounds.
     Bmf,
     /// Go benchmark lines, one per sample, for benchstat.
     Gobench,
-    /// One row per scenario with summary statistics.
+    /// Rows with summary statistics.
     Csv,
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Bmf => "bmf",
+            Format::Gobench => "gobench",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// A record bpfbench writes out in the forms it has.
+pub trait Rendered: Serialize {
+    /// What it is called in an error ("a live run").
+    const NAME: &'static str;
+    /// The forms it has; JSON is always one of them.
+    const FORMATS: &'static [Format];
+    /// Its forms but JSON, which is serde's.
+    fn render_form(&self, format: Format) -> Result<String>;
+}
+
+/// Fails with one line naming the forms `R` has unless `format` is one;
+/// commands check before they start, so no run ends in this error.
+pub fn check_format<R: Rendered>(format: Format) -> Result<()> {
+    if !R::FORMATS.contains(&format) {
+        let forms: Vec<&str> = R::FORMATS.iter().map(|f| f.name()).collect();
+        bail!("--format {}: {} is written as {}", format.name(), R::NAME, forms.join(", "));
+    }
+    Ok(())
+}
+
+/// `record` in `format`, or one line naming the forms it has.
+pub fn render_as<R: Rendered>(record: &R, format: Format) -> Result<String> {
+    check_format::<R>(format)?;
+    match format {
+        Format::Json => Ok(serde_json::to_string_pretty(record)? + "\n"),
+        other => record.render_form(other),
+    }
+}
+
+impl Rendered for PairedRecord {
+    const NAME: &'static str = "a paired comparison";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Bmf];
+    fn render_form(&self, format: Format) -> Result<String> {
+        Ok(match format {
+            Format::Csv => paired_table::csv(self)?,
+            Format::Bmf => serde_json::to_string_pretty(&paired_table::bmf(self))? + "\n",
+            _ => paired_table::table(self),
+        })
+    }
+}
+
+impl Rendered for ComparisonRecord {
+    const NAME: &'static str = "a run-against-run comparison";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json];
+    fn render_form(&self, _: Format) -> Result<String> {
+        Ok(compare_table::render(self))
+    }
+}
+
+impl Rendered for LiveRecord {
+    const NAME: &'static str = "a live run";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    fn render_form(&self, format: Format) -> Result<String> {
+        match format {
+            Format::Csv => live_table::csv(self),
+            _ => Ok(live_table::render(self)),
+        }
+    }
+}
+
+impl Rendered for GenRecord {
+    const NAME: &'static str = "a gen run";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    fn render_form(&self, format: Format) -> Result<String> {
+        match format {
+            Format::Csv => gen_table::csv(self),
+            _ => Ok(gen_table::summary(self)),
+        }
+    }
+}
+
+impl Rendered for VerifierReport {
+    const NAME: &'static str = "a verifier report";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    fn render_form(&self, format: Format) -> Result<String> {
+        match format {
+            Format::Csv => verifier_table::csv(self),
+            _ => Ok(verifier_table::render(self)),
+        }
+    }
 }
 
 pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> {

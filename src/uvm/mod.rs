@@ -20,8 +20,6 @@ pub mod helpers;
 pub mod insn;
 pub mod interp;
 pub mod jit;
-pub mod lpm;
-pub mod lru;
 pub mod maps;
 pub mod memory;
 pub mod runtime;

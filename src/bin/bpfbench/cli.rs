@@ -10,7 +10,6 @@ use bpfbench::harness::paired::PairedSettings;
 use bpfbench::record::traffic::FlowOrder;
 use bpfbench::record::{Metric, Runtime, Sampling};
 use bpfbench::report::Format;
-use bpfbench::report::ab_table::AbFormat;
 use bpfbench::workloads;
 
 #[derive(Debug, Parser)]
@@ -79,8 +78,8 @@ pub enum Command {
         #[command(flatten)]
         tags: TagArgs,
         /// table, or json for machines.
-        #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-        format: CompareFormat,
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -90,7 +89,7 @@ pub enum Command {
     /// B/A ratio with its 95% interval and a verdict. A and B are two BPF
     /// objects of your own, two builds of a built-in workload's object
     /// (--workload), or two bpfbench executables (run arguments after --).
-    Ab(AbArgs),
+    Ab(PairedArgs),
     /// Serves a paired comparison's batches on stdin/stdout (started by
     /// 'bpfbench ab' with two executables; takes the arguments of 'run').
     #[command(hide = true)]
@@ -112,8 +111,9 @@ pub enum Command {
         a: PathBuf,
         /// A second object to compare with the first.
         b: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = VerifierFormat::Table)]
-        format: VerifierFormat,
+        /// table, json or csv.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Fuzz the userspace runtime: random bytecode, and xdp-lb's programs
     /// with a few instructions mutated, run on its maps and packets; every
@@ -256,8 +256,9 @@ pub struct GenArgs {
     /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
     #[arg(long = "flow-order", value_enum)]
     pub flow_order: Option<FlowOrder>,
-    #[arg(long, value_enum, default_value_t = TrafficFormat::Table)]
-    pub format: TrafficFormat,
+    /// table (a line per second, then a summary), json (every second) or csv (the summary).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// Write the summary to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -315,8 +316,9 @@ pub struct LiveArgs {
     /// Your object: the program, and its maps, as for 'run'.
     #[command(flatten)]
     pub load: bpfbench::workloads::object::LoadArgs,
-    #[arg(long, value_enum, default_value_t = TrafficFormat::Table)]
-    pub format: TrafficFormat,
+    /// table (a row per step), json (every step and window) or csv (a row per step).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// Write the output to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -343,18 +345,8 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TrafficFormat {
-    /// Readable: gen prints a line per second and a summary; live a row per step.
-    Table,
-    /// The whole run: bpfbench.gen/N with every second, or bpfbench.live/N with every step.
-    Json,
-    /// gen: the summary as one row; live: a row per step.
-    Csv,
-}
-
 #[derive(Debug, Args, Clone)]
-pub struct AbArgs {
+pub struct PairedArgs {
     /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench
     /// executable; with --workload, also a runtime (kernel, user) to compare
     /// that workload's own object in two runtimes.
@@ -381,8 +373,10 @@ pub struct AbArgs {
     /// Run on this CPU (default: the last CPU this process may use).
     #[arg(long)]
     pub cpu: Option<usize>,
-    #[arg(long, value_enum, default_value_t = AbFormat::Table)]
-    pub format: AbFormat,
+    /// table, json, csv, or bmf (B's latency and the B/A ratio with its
+    /// interval); with --metric insns or --whole-runs, table or json.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// Write the output to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -443,19 +437,6 @@ pub struct TagArgs {
     /// A tag stands for up to this many of its newest runs.
     #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub tag_runs: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum VerifierFormat {
-    Table,
-    Json,
-    Csv,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareFormat {
-    Table,
-    Json,
 }
 
 /// The parsed command line, and the matches the workloads read their options from.

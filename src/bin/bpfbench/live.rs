@@ -12,13 +12,14 @@ use bpfbench::history::History;
 use bpfbench::live::sweep::StepTraffic;
 use bpfbench::live::{LiveObserver, LivePlan, LiveSettings, Sweep};
 use bpfbench::packet::PacketSpec;
+use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
-use bpfbench::report::{Format, live_plot, live_table};
+use bpfbench::report::{Format, check_format, live_plot, render_as};
 use bpfbench::system::{self, interrupt};
 use bpfbench::traffic::topology::{XdpMode, remove_leftovers};
 use bpfbench::workloads::live::live_program;
 
-use crate::cli::{LiveArgs, TrafficFormat};
+use crate::cli::LiveArgs;
 use crate::output::emit;
 
 /// Shows the run's progress on stderr, on a terminal.
@@ -61,6 +62,7 @@ impl LiveObserver for Progress {
 }
 
 pub fn live(args: &LiveArgs) -> Result<ExitCode> {
+    check_format::<LiveRecord>(args.format)?;
     system::check_privileges()?;
     if args.cleanup {
         let removed = remove_leftovers()?;
@@ -135,11 +137,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         let id = History::open(&db)?.store_live(&record)?;
         eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db.display());
     }
-    let text = match args.format {
-        TrafficFormat::Table => live_table::render(&record),
-        TrafficFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
-        TrafficFormat::Csv => live_table::csv(&record)?,
-    };
+    let text = render_as(&record, args.format)?;
     emit(&text, args.output.as_deref())?;
     if let Some(path) = &args.plot {
         live_plot::plot(&record, path)?;
@@ -178,12 +176,7 @@ pub fn show(id: &str, format: Format, output: Option<&Path>, db: &Path) -> Resul
         bail!("there is no history database at {}", db.display());
     }
     let record = History::open(db)?.load_live(id)?;
-    let text = match format {
-        Format::Table => live_table::render(&record),
-        Format::Json => serde_json::to_string_pretty(&record)? + "\n",
-        Format::Csv => live_table::csv(&record)?,
-        Format::Bmf | Format::Gobench => bail!("a live run has table, json and csv forms"),
-    };
+    let text = render_as(&record, format)?;
     emit(&text, output)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,10 +1,10 @@
 //! The `bpfbench` command: parses the command line and hands each command
 //! to the library; what remains here is output and exit codes.
 
-mod ab;
 mod cli;
 mod live;
 mod output;
+mod paired;
 mod run;
 mod stored;
 mod traffic;
@@ -15,11 +15,12 @@ use anyhow::Result;
 
 use bpfbench::kernel::object::verify::verify;
 use bpfbench::record::verifier::{VERIFIER_SCHEMA, VerifierReport};
-use bpfbench::report::verifier_table;
+use bpfbench::report::{Format, render_as};
 use bpfbench::{harness, system};
-use cli::{Command, VerifierFormat};
+use cli::Command;
 
-fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: VerifierFormat) -> Result<ExitCode> {
+fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: Format) -> Result<ExitCode> {
+    bpfbench::report::check_format::<VerifierReport>(format)?;
     system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
     let mut objects = vec![verify(a)?];
@@ -27,11 +28,7 @@ fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: VerifierFo
         objects.push(verify(b)?);
     }
     let report = VerifierReport { schema: VERIFIER_SCHEMA.into(), objects };
-    match format {
-        VerifierFormat::Table => print!("{}", verifier_table::render(&report)),
-        VerifierFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        VerifierFormat::Csv => print!("{}", verifier_table::csv(&report)?),
-    }
+    print!("{}", render_as(&report, format)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -57,7 +54,7 @@ fn ab_worker(run_args: Vec<String>) -> Result<ExitCode> {
     let argv = ["bpfbench", "run"].into_iter().map(String::from).chain(run_args).map(Into::into).collect();
     let cli::Parsed { cli, workload_matches } = cli::parse_from(argv);
     let Some(Command::Run(args)) = cli.command else { unreachable!("parsed as run") };
-    ab::serve(&args, workload_matches.as_ref().expect("run has matches"))
+    paired::serve(&args, workload_matches.as_ref().expect("run has matches"))
 }
 
 fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
@@ -126,7 +123,7 @@ fn main() -> ExitCode {
         Some(Command::Compare { a, b, gate, tags, format, db }) => {
             stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path())
         }
-        Some(Command::Ab(args)) => ab::ab(&args, workload_matches.as_ref().expect("ab has matches")),
+        Some(Command::Ab(args)) => paired::ab(&args, workload_matches.as_ref().expect("ab has matches")),
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),
         Some(Command::Gen(args)) => traffic::generate(&args),
         Some(Command::Live(args)) => live::live(&args),

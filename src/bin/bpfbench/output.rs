@@ -8,9 +8,7 @@ use anyhow::{Context, Result};
 
 use bpfbench::compare::{Gate, GateDecision};
 use bpfbench::record::ComparisonRecord;
-use bpfbench::report::compare_table;
-
-use crate::cli::CompareFormat;
+use bpfbench::report::{Format, compare_table, render_as};
 
 /// Writes `text` to `path` (whole or not at all), or to standard output.
 pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
@@ -47,11 +45,8 @@ pub fn gate_exit(decision: &GateDecision, gate: &Gate, against: &str) -> ExitCod
 }
 
 /// Prints a comparison in `format` and applies the gate (no re-measurement).
-pub fn print_comparison(cmp: &ComparisonRecord, format: CompareFormat, gate: &Gate) -> Result<ExitCode> {
-    match format {
-        CompareFormat::Table => print!("{}", compare_table::render(cmp)),
-        CompareFormat::Json => println!("{}", serde_json::to_string_pretty(cmp)?),
-    }
+pub fn print_comparison(cmp: &ComparisonRecord, format: Format, gate: &Gate) -> Result<ExitCode> {
+    print!("{}", render_as(cmp, format)?);
     let decision = gate.decide(cmp, 0, |_, _| unreachable!("no re-measurement without --confirm"))?;
     Ok(gate_exit(&decision, gate, &cmp.a))
 }

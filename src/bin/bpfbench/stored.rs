@@ -7,11 +7,9 @@ use anyhow::{Result, bail};
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
 use bpfbench::history::{History, resolve_runs};
-use bpfbench::report::ab_table::{self, AbFormat};
 use bpfbench::report::{self, Format};
 use bpfbench::stats::two_sample::Verdict;
 
-use crate::cli::CompareFormat;
 use crate::output::{emit, print_comparison};
 
 pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCode> {
@@ -111,18 +109,12 @@ pub fn show_paired(id: &str, format: Format, output: Option<&Path>, db: &Path) -
         bail!("there is no history database at {}", db.display());
     }
     let record = History::open(db)?.load_paired(id)?;
-    let format = match format {
-        Format::Table => AbFormat::Table,
-        Format::Json => AbFormat::Json,
-        Format::Csv => AbFormat::Csv,
-        Format::Bmf => AbFormat::Bmf,
-        Format::Gobench => bail!("a paired comparison has no gobench form; use table, json, csv or bmf"),
-    };
-    emit(&ab_table::render(&record, format)?, output)?;
+    emit(&bpfbench::report::render_as(&record, format)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compare(a: &str, b: &str, gate: &Gate, tag_runs: usize, format: CompareFormat, db: &Path) -> Result<ExitCode> {
+pub fn compare(a: &str, b: &str, gate: &Gate, tag_runs: usize, format: Format, db: &Path) -> Result<ExitCode> {
+    bpfbench::report::check_format::<bpfbench::record::ComparisonRecord>(format)?;
     let (ra, la) = resolve_runs(a, db, tag_runs)?;
     let (rb, lb) = resolve_runs(b, db, tag_runs)?;
     let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { RunNoise::new() };

@@ -8,11 +8,12 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use bpfbench::packet::{PacketSpec, pcap};
-use bpfbench::report::gen_table;
+use bpfbench::record::traffic::GenRecord;
+use bpfbench::report::{Format, check_format, gen_table, render_as};
 use bpfbench::system;
 use bpfbench::traffic::{FlowPlan, GenSettings, Generator, TcpConnection};
 
-use crate::cli::{GenArgs, TrafficFormat};
+use crate::cli::GenArgs;
 use crate::output::emit;
 
 /// The plans the arguments ask for: each --packet (padded to --size), or
@@ -48,6 +49,7 @@ fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
 }
 
 pub fn generate(args: &GenArgs) -> Result<ExitCode> {
+    check_format::<GenRecord>(args.format)?;
     system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
     system::interrupt::install_handler();
@@ -71,7 +73,7 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     };
     let sizes = generator.frame_sizes();
     let flows = generator.flows();
-    let table = args.format == TrafficFormat::Table && args.output.is_none();
+    let table = args.format == Format::Table && args.output.is_none();
     // Per-second lines go with the table on stdout, else to stderr.
     let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
     say(&gen_table::start_line(&args.interface, args.send.threads, flows, &sizes, args.send.rate));
@@ -96,11 +98,7 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
         bar.finish_and_clear();
     }
     let record = record?;
-    let text = match args.format {
-        TrafficFormat::Table => gen_table::summary(&record),
-        TrafficFormat::Json => serde_json::to_string_pretty(&record)? + "\n",
-        TrafficFormat::Csv => gen_table::csv(&record)?,
-    };
+    let text = render_as(&record, args.format)?;
     emit(&text, args.output.as_deref())?;
     if record.stopped_by == StopReason::Stalled {
         eprintln!(

@@ -7,11 +7,11 @@ use std::net::IpAddr;
 
 use anyhow::{Context, Result, bail, ensure};
 
+use super::addressing::{self, Pool, Vip, real_at, reals};
 use super::datapath::{Counter, FlowGen, LoadedLb, RING_SIZE};
 use super::jhash;
 use super::packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use super::scenarios::{Flows, LbScenario, Path, flow_source};
-use super::topology::{self, Pool, Vip, real_at, reals};
 use crate::harness::Validation;
 use crate::harness::timing::RestoreMode;
 use crate::kernel::test_run::xdp_action_name;
@@ -233,7 +233,7 @@ fn check_stats(
 ) -> Result<()> {
     let n = n as u64;
     let Some(vip) = s.vip.filter(|_| !matches!(s.path, Path::Pass | Path::Drop)) else {
-        for vip in topology::VIPS {
+        for vip in addressing::VIPS {
             let (packets, _) = lb.vip_stat(vip.num)?;
             ensure!(packets == 0, "VIP {} counted {packets} packets on an early-exit path", vip.num);
         }

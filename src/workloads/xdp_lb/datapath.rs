@@ -9,8 +9,8 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
+use super::addressing::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use super::maglev::{RingMember, build_ring};
-use super::topology::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use crate::harness::timing::{SharedRuntime, TimedProgram};
 use crate::kernel::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
 use crate::system::cpu::possible_cpus;

@@ -6,9 +6,9 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use anyhow::{Context, Result, ensure};
 
+use super::addressing::{CLIENT_V4, LB_MAC, ROUTER_MAC, VIP_UDP_V4};
 use super::cross_check;
 use super::datapath::{Counter, LoadedLb};
-use super::topology::{CLIENT_V4, LB_MAC, ROUTER_MAC, VIP_UDP_V4};
 use crate::live::{LiveProgram, LruCounts};
 use crate::record::live::{CrossCheck, LiveStep};
 

@@ -5,6 +5,7 @@
 //! packet, counters that prove the code path), and this module ties them to
 //! the harness: a validated scenario times batches of its packet.
 
+mod addressing;
 mod checks;
 pub mod cross_check;
 mod datapath;
@@ -13,7 +14,6 @@ pub mod live;
 mod maglev;
 mod packets;
 mod scenarios;
-mod topology;
 
 use std::sync::LazyLock;
 
@@ -87,7 +87,7 @@ impl LoadedWorkload for Loaded<'_> {
     fn validate(&mut self, info: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
         let s = scenarios::find(&info.name).with_context(|| format!("unknown xdp-lb scenario {}", info.name))?;
         let lb = &mut self.lb;
-        lb.set_udp_timeout(self.config.udp_timeout_ns.unwrap_or(topology::UDP_LRU_TIMEOUT_NS))?;
+        lb.set_udp_timeout(self.config.udp_timeout_ns.unwrap_or(addressing::UDP_LRU_TIMEOUT_NS))?;
         let (validation, packet) = checks::validate(lb, s, self.cpu, self.config.corrupt_expected_byte)?;
         let verdict = checks::expected_verdict(s);
         Ok((validation, Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict })))

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use anyhow::{Context, Result, bail};
 use etherparse::{ArpHardwareId, ArpOperation, ArpPacket, EtherType, PacketBuilder};
 
-use super::topology::{LB_MAC, NEXT_HOP_MAC, ROUTER_MAC};
+use super::addressing::{LB_MAC, NEXT_HOP_MAC, ROUTER_MAC};
 use crate::packet::PacketSpec;
 
 /// Encapsulation TTL / hop limit.
@@ -192,7 +192,7 @@ pub fn build_encapsulated(client: &ClientPacket, real: IpAddr) -> Result<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workloads::xdp_lb::topology::*;
+    use crate::workloads::xdp_lb::addressing::*;
     use etherparse::{Ethernet2Header, IpNumber, Ipv4Header, Ipv6Header, NetSlice, SlicedPacket, TransportSlice};
 
     fn tcp_v4() -> ClientPacket {

@@ -4,8 +4,8 @@
 
 use std::net::IpAddr;
 
+use super::addressing::*;
 use super::packets::{ACK, ClientPacket, L4, RST_ACK, SYN, Shape};
-use super::topology::*;
 use crate::harness::ScenarioInfo;
 
 /// How the reset block varies the flow between iterations.

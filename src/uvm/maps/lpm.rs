@@ -4,8 +4,8 @@
 //! has, longest first. A routing table has a handful of lengths, so a
 //! lookup is a few hash probes and no allocation; an empty table, none.
 
-use super::maps::Table;
-use super::uapi::{BPF_EXIST, BPF_NOEXIST, EEXIST, EINVAL, ENOENT, ENOSPC};
+use super::Table;
+use crate::uvm::uapi::{BPF_EXIST, BPF_NOEXIST, EEXIST, EINVAL, ENOENT, ENOSPC};
 
 /// The kernel's limit on an LPM trie's data (LPM_DATA_SIZE_MAX).
 pub const MAX_DATA: usize = 256;

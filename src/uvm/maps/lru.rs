@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use super::uapi::{BPF_EXIST, BPF_NOEXIST, EEXIST, EINVAL, ENOENT, ENOMEM};
+use crate::uvm::uapi::{BPF_EXIST, BPF_NOEXIST, EEXIST, EINVAL, ENOENT, ENOMEM};
 
 /// Nodes moved per refill at most, and scanned per rotation or shrink.
 const LOCAL_FREE_TARGET: usize = 128;

@@ -1,5 +1,5 @@
 //! The load balancer's configuration for every scenario: addresses, VIPs,
-//! reals and the next-hop MAC. One fixed topology keeps results comparable
+//! reals and the next-hop MAC. One fixed addressing keeps results comparable
 //! between runs and machines.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -8,16 +8,17 @@ use anyhow::{Result, bail};
 
 use bpfbench::compare::{RunNoise, compare_runs};
 use bpfbench::history::History;
+use bpfbench::record::ComparisonRecord;
 use bpfbench::record::Metric;
 use bpfbench::record::paired::{PairedCase, PairedRecord};
-use bpfbench::report::ab_table;
+use bpfbench::report::{check_format, paired_table, render_as};
 use bpfbench::session::paired::PairedObserver;
 use bpfbench::session::paired_request::PairedRequest;
 use bpfbench::session::{self, builds, worker};
 use bpfbench::system::{self, cpu};
 use bpfbench::workloads::{self, FromCommandLine};
 
-use crate::cli::{AbArgs, CompareFormat, RunArgs};
+use crate::cli::{PairedArgs, RunArgs};
 use crate::output::{emit, print_comparison};
 
 /// Shows progress on stderr: one line per case as it is decided.
@@ -55,7 +56,13 @@ impl PairedObserver for Terminal {
     }
 }
 
-pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
+pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
+    // Counts and whole runs are run-against-run comparisons.
+    if args.metric == Metric::Insns || args.whole_runs {
+        check_format::<ComparisonRecord>(args.format)?;
+    } else {
+        check_format::<PairedRecord>(args.format)?;
+    }
     if args.whole_runs {
         return whole_runs(args);
     }
@@ -78,25 +85,15 @@ pub fn ab(args: &AbArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let builds = request.builds()?;
     if args.metric == Metric::Insns {
         let cmp = request.count(&builds)?;
-        return print_comparison(&cmp, comparison_format(args.format, "--metric insns")?, &args.gate);
+        return print_comparison(&cmp, args.format, &args.gate);
     }
     let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
     let record = request.compare(&builds, &mut Terminal { progress: std::io::stderr().is_terminal() })?;
     finish(args, &record, history.as_mut())
 }
 
-/// The form of a run-against-run comparison `ab` prints in `mode`
-/// (`--metric insns`, `--whole-runs`): a table or JSON.
-fn comparison_format(format: ab_table::AbFormat, mode: &str) -> Result<CompareFormat> {
-    match format {
-        ab_table::AbFormat::Table => Ok(CompareFormat::Table),
-        ab_table::AbFormat::Json => Ok(CompareFormat::Json),
-        other => bail!("{mode} prints a table or JSON, not {other:?}"),
-    }
-}
-
 /// Shows, stores and gates a finished comparison.
-fn finish(args: &AbArgs, record: &PairedRecord, history: Option<&mut History>) -> Result<ExitCode> {
+fn finish(args: &PairedArgs, record: &PairedRecord, history: Option<&mut History>) -> Result<ExitCode> {
     if record.cases.is_empty() {
         if record.interrupted {
             eprintln!("bpfbench: interrupted before any case was compared");
@@ -104,7 +101,7 @@ fn finish(args: &AbArgs, record: &PairedRecord, history: Option<&mut History>) -
         }
         bail!("no case was compared");
     }
-    emit(&ab_table::render(record, args.format)?, args.output.as_deref())?;
+    emit(&render_as(record, args.format)?, args.output.as_deref())?;
     if record.interrupted {
         return Ok(ExitCode::from(130));
     }
@@ -119,13 +116,13 @@ fn finish(args: &AbArgs, record: &PairedRecord, history: Option<&mut History>) -
 pub fn gate(record: &PairedRecord, gate: &bpfbench::compare::Gate) -> ExitCode {
     let regressions = gate.paired_regressions(record);
     for c in &regressions {
-        eprintln!("bpfbench: {}", ab_table::regression_line(c, gate.fail_on_regression.unwrap_or_default()));
+        eprintln!("bpfbench: {}", paired_table::regression_line(c, gate.fail_on_regression.unwrap_or_default()));
     }
     if regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// The older mode for two executables: whole runs interleaved, per-run medians compared.
-fn whole_runs(args: &AbArgs) -> Result<ExitCode> {
+fn whole_runs(args: &PairedArgs) -> Result<ExitCode> {
     let rounds = args.rounds as usize;
     let (a, b) = (&args.a, &args.b);
     let cpu = match args.cpu {
@@ -146,7 +143,7 @@ fn whole_runs(args: &AbArgs) -> Result<ExitCode> {
     if cmp.benchmarks.is_empty() {
         bail!("the two builds measured no benchmark in common");
     }
-    print_comparison(&cmp, comparison_format(args.format, "--whole-runs")?, &args.gate)
+    print_comparison(&cmp, args.format, &args.gate)
 }
 
 /// `bpfbench ab-worker RUN_ARGS`: loads the workload `run RUN_ARGS` would,

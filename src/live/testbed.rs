@@ -1,4 +1,4 @@
-//! A live session: the topology built, the program under test attached to
+//! The live test-bed: the topology built, the program under test attached to
 //! the namespace's end of the veth, a sink on the generator's end, the
 //! kernel's run-time statistics on, and steps measured one after another.
 //!
@@ -46,7 +46,7 @@ const OVERHEAD_PHASE: Duration = Duration::from_millis(250);
 /// Where `kernel.bpf_stats_enabled` says whether someone keeps the statistics on.
 const STATS_SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
-pub struct LiveSession<'p> {
+pub struct Testbed<'p> {
     // Fields drop in order: links first, then the topology they sit on.
     _dut_link: OwnedFd,
     _sink_link: OwnedFd,
@@ -64,9 +64,9 @@ struct Counters {
     lru: Option<LruCounts>,
 }
 
-impl<'p> LiveSession<'p> {
+impl<'p> Testbed<'p> {
     /// Builds the topology and attaches `program`; the statistics go on.
-    pub fn start(program: &'p mut dyn LiveProgram, settings: LiveSettings) -> Result<LiveSession<'p>> {
+    pub fn start(program: &'p mut dyn LiveProgram, settings: LiveSettings) -> Result<Testbed<'p>> {
         let topology = Topology::create()?;
         let dut_link = topology
             .attach_inner(program.prog(), settings.mode)
@@ -74,7 +74,7 @@ impl<'p> LiveSession<'p> {
         let sink = sink::load_drop_program()?;
         let sink_link = topology.attach_outer(sink.as_fd(), XdpMode::Native)?;
         let stats = Some(bpf_stats::enable()?);
-        Ok(LiveSession { _dut_link: dut_link, _sink_link: sink_link, _sink: sink, stats, program, topology, settings })
+        Ok(Testbed { _dut_link: dut_link, _sink_link: sink_link, _sink: sink, stats, program, topology, settings })
     }
 
     pub fn topology(&self) -> &Topology {

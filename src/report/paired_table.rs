@@ -10,26 +10,6 @@ use super::export::BmfMeasure;
 use crate::record::paired::{PairedCase, PairedRecord};
 use crate::stats::two_sample::Verdict;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AbFormat {
-    Table,
-    /// The full record (schema bpfbench.ab/N).
-    Json,
-    /// One row per case.
-    Csv,
-    /// Bencher Metric Format: B's latency, and the B/A ratio with its interval.
-    Bmf,
-}
-
-pub fn render(rec: &PairedRecord, format: AbFormat) -> Result<String> {
-    Ok(match format {
-        AbFormat::Table => table(rec),
-        AbFormat::Json => serde_json::to_string_pretty(rec)? + "\n",
-        AbFormat::Csv => csv(rec)?,
-        AbFormat::Bmf => serde_json::to_string_pretty(&bmf(rec))? + "\n",
-    })
-}
-
 fn benchmark(c: &PairedCase) -> String {
     format!("{}/{}", c.workload, c.name)
 }

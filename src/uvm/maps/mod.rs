@@ -6,14 +6,17 @@
 //! them: a deleted value is kept until the run ends, as the kernel's RCU
 //! keeps it until the program is done.
 
+pub mod lpm;
+pub mod lru;
+
 use std::collections::HashMap;
 
 use anyhow::{Context, Result, bail};
 use libbpf_rs::{MapCore, MapFlags, MapType};
 
-use super::lpm::{self, Lpm};
-use super::lru::LruHash;
 use super::uapi::{BPF_EXIST, BPF_NOEXIST, E2BIG, EEXIST, EINVAL, ENOENT};
+use lpm::Lpm;
+use lru::LruHash;
 
 /// A map's shape.
 #[derive(Debug, Clone)]
