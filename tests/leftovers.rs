@@ -13,68 +13,18 @@ use common::{SysBpffs, bpfbench, stderr, test_object, with_sys_bpffs};
 /// suite, a user's object whose map asks libbpf to pin it by name, a live run
 /// on veths in a namespace, and a run that fails its validation.
 fn runs() -> Vec<(Vec<String>, bool)> {
-    let object = |name: &str| test_object(name).to_str().unwrap().to_string();
-    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    vec![
-        (
-            args(&[
-                "run",
-                "-s",
-                "tcp-v4-lru-hit",
-                "-s",
-                "pass-non-ip",
-                "--samples",
-                "3",
-                "--batch-ms",
-                "1",
-                "--no-store",
-            ]),
-            true,
-        ),
-        (
-            args(&[
-                "run",
-                "maps",
-                "--map",
-                "hash",
-                "--op",
-                "lookup",
-                "--entries",
-                "1000",
-                "--samples",
-                "3",
-                "--batch-ms",
-                "1",
-                "--no-store",
-            ]),
-            true,
-        ),
-        (
-            args(&[
-                "run",
-                &object("xdp_pin_by_name.bpf.o"),
-                "--packet",
-                "eth/ipv4/udp",
-                "--samples",
-                "3",
-                "--no-store",
-            ]),
-            true,
-        ),
-        (
-            args(&[
-                "run",
-                &object("xdp_pin_by_name.bpf.o"),
-                "--packet",
-                "eth/ipv4/udp",
-                "--expect",
-                "XDP_DROP",
-                "--no-store",
-            ]),
-            false,
-        ),
-        (args(&["live", &object("xdp_drop.bpf.o"), "--duration", "0.2", "--warmup", "0", "--no-store"]), true),
-    ]
+    let commands = [
+        ("run -s tcp-v4-lru-hit -s pass-non-ip --samples 3 --batch-ms 1 --no-store", true),
+        ("run maps --map hash --op lookup --entries 1000 --samples 3 --batch-ms 1 --no-store", true),
+        ("run xdp_pin_by_name.bpf.o --packet eth/ipv4/udp --samples 3 --no-store", true),
+        ("run xdp_pin_by_name.bpf.o --packet eth/ipv4/udp --expect XDP_DROP --no-store", false),
+        ("live xdp_drop.bpf.o --duration 0.2 --warmup 0 --no-store", true),
+    ];
+    // Words naming a test object become its path (which may hold spaces).
+    let word = |w: &str| {
+        if w.ends_with(".bpf.o") { test_object(w).to_str().unwrap().to_string() } else { w.to_string() }
+    };
+    commands.iter().map(|(c, ok)| (c.split_whitespace().map(word).collect(), *ok)).collect()
 }
 
 #[test]

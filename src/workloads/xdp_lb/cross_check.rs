@@ -6,10 +6,15 @@
 use anyhow::{Context, Result, bail};
 
 use super::XdpLb;
-use super::live::{HIT_SCENARIO, MISS_SCENARIO};
 use crate::record::live::{CrossCheck, CrossCheckStep, LiveStep};
 use crate::record::{RunRecord, Sampling};
 use crate::session::{self, Plan, Quiet};
+
+/// The suite's scenarios a live run's figures are set beside: an LRU hit,
+/// an LRU miss (consistent hash and insert), both IPv4 UDP as the live
+/// default packet is.
+pub const HIT_SCENARIO: &str = "udp-v4-lru-hit";
+pub const MISS_SCENARIO: &str = "udp-v4-lru-miss";
 
 /// Samples per in-BPF scenario: enough for a median within about 1%.
 const SAMPLES: u64 = 60;

@@ -12,12 +12,6 @@ use super::datapath::{Counter, LoadedLb};
 use crate::live::{LiveProgram, LruCounts};
 use crate::record::live::{CrossCheck, LiveStep};
 
-/// The suite's scenarios a live run's figures are set beside: an LRU hit,
-/// an LRU miss (consistent hash and insert), both IPv4 UDP as the live
-/// default packet is.
-pub const HIT_SCENARIO: &str = "udp-v4-lru-hit";
-pub const MISS_SCENARIO: &str = "udp-v4-lru-miss";
-
 pub struct LiveLb {
     lb: LoadedLb,
     lru_entries: u32,
