@@ -15,6 +15,42 @@ use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, parse_run};
 
+/// Which history database (`--db`).
+#[derive(Debug, clap::Args, Clone, Default)]
+pub struct DbOption {
+    /// History database (default: $XDG_DATA_HOME/bpfbench/history.sqlite or ~/.local/share/...).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbOption {
+    /// The database given, or the default one.
+    pub fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(default_path)
+    }
+}
+
+/// Where a result goes: `run`, `ab` and `live` store theirs in the history.
+#[derive(Debug, clap::Args, Clone)]
+pub struct StoreOptions {
+    /// Name the result in the history (e.g. a branch or commit).
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Do not store the result in the history.
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbOption,
+}
+
+/// How many of a tag's newest runs a comparison reads.
+#[derive(Debug, clap::Args, Clone)]
+pub struct TagRuns {
+    /// A tag stands for up to this many of its newest runs.
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tag_runs: u64,
+}
+
 /// Version of the tables below; a database from a newer bpfbench is refused.
 /// Version 2 added the `paired` table (paired comparisons, `bpfbench ab`),
 /// version 3 the `live` table (`bpfbench live`).

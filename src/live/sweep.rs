@@ -48,6 +48,20 @@ pub struct StepTraffic {
 }
 
 impl StepTraffic {
+    /// Every step's value (None: one step without a sweep) and traffic, all
+    /// built before the run so bad input stops it before anything is set up.
+    pub fn steps(
+        sweep: Option<&Sweep>,
+        packet: &PacketSpec,
+        size: Option<usize>,
+        threads: usize,
+    ) -> Result<Vec<(Option<u64>, StepTraffic)>> {
+        match sweep {
+            Some(s) => s.values.iter().map(|&v| Ok((Some(v), StepTraffic::at(s, v, packet, size, threads)?))).collect(),
+            None => Ok(vec![(None, StepTraffic::base(packet, size, threads)?)]),
+        }
+    }
+
     /// The base traffic: the packet padded to `size`, if one is given.
     pub fn base(packet: &PacketSpec, size: Option<usize>, threads: usize) -> Result<StepTraffic> {
         let spec = match size {

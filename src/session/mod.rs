@@ -103,6 +103,17 @@ impl Outcome {
     }
 }
 
+/// Which of a workload's scenarios `run` and `ab` take (all when neither is given).
+#[derive(Debug, clap::Args, Clone)]
+pub struct Selection {
+    /// Only this scenario (repeatable).
+    #[arg(long = "scenario", short = 's')]
+    pub scenarios: Vec<String>,
+    /// Only this group of scenarios (repeatable).
+    #[arg(long = "group", short = 'g')]
+    pub groups: Vec<String>,
+}
+
 /// The scenarios named by `names` or `group_names` (all when neither is given).
 pub fn select(w: &dyn Workload, names: &[String], group_names: &[String]) -> Result<Vec<ScenarioInfo>> {
     select_from(w.name(), w.scenarios(), names, group_names)

@@ -2,7 +2,9 @@
 //! packet and, for every range of the spec, where the field sits, its
 //! span, and the checksums that cover it (RFC 1624 incremental updates).
 
-use anyhow::{Result, ensure};
+use std::path::Path;
+
+use anyhow::{Result, bail, ensure};
 
 use crate::packet::PacketSpec;
 use crate::packet::spec::RangeLayout;
@@ -57,6 +59,39 @@ impl FlowPlan {
     /// A packet sent as it is (from a capture): one flow, nothing varied.
     pub fn fixed(label: String, packet: Vec<u8>) -> FlowPlan {
         FlowPlan { spec_text: label, template: packet, layout: RangeLayout::default(), flows: 1 }
+    }
+
+    /// The plans `gen` is asked for: each packet of the capture at `pcap`,
+    /// as it is; else each of `packets` (default: a UDP packet) padded to
+    /// `size`.
+    pub fn all(pcap: Option<&Path>, packets: &[String], size: Option<usize>) -> Result<Vec<FlowPlan>> {
+        if let Some(path) = pcap {
+            if size.is_some() {
+                bail!("--size pads --packet specs; a capture's packets are sent as they are");
+            }
+            let captured = crate::packet::pcap::read(path)?;
+            if captured.is_empty() {
+                bail!("{} holds no packets", path.display());
+            }
+            return Ok(captured
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| FlowPlan::fixed(format!("{} #{}", path.display(), i + 1), p))
+                .collect());
+        }
+        let default = ["eth/ipv4/udp/payload(18)".to_string()];
+        let texts = if packets.is_empty() { &default[..] } else { packets };
+        texts
+            .iter()
+            .map(|t| {
+                let spec = PacketSpec::parse_flows(t)?;
+                let spec = match size {
+                    Some(size) => spec.with_frame_size(size)?,
+                    None => spec,
+                };
+                FlowPlan::new(&spec)
+            })
+            .collect()
     }
 
     /// The template's checksum at `offset`, complemented: the sum the

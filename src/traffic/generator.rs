@@ -45,6 +45,46 @@ const MAX_PLANS: usize = 256;
 /// The kernel's page-pool batch allows at most this many frames.
 pub const MAX_BATCH_SIZE: u32 = 256;
 
+/// How the generator sends: shared by `gen` and `live`.
+#[derive(Debug, clap::Args, Clone)]
+pub struct SendOptions {
+    /// Pad the packet to this frame size in bytes (without FCS).
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<usize>,
+    /// Sending threads, each pinned to its own CPU.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// The CPUs for the threads, in order (default: the allowed CPUs, last first).
+    #[arg(long, value_delimiter = ',')]
+    pub cpus: Vec<usize>,
+    /// Frames per second over all threads (e.g. 10000, 250k, 1M); default: as fast as it goes.
+    #[arg(long, value_name = "PPS", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Frames per kernel page-pool batch and redirect flush (1 to 256).
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: u32,
+}
+
+impl SendOptions {
+    /// The CPUs given, or None for the default.
+    pub fn cpus(&self) -> Option<Vec<usize>> {
+        (!self.cpus.is_empty()).then(|| self.cpus.clone())
+    }
+}
+
+/// A rate in frames per second: 10000, 250k, 1M.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (digits, scale) = match s.trim().to_ascii_lowercase() {
+        t if t.ends_with('k') => (t.trim_end_matches('k').to_string(), 1e3),
+        t if t.ends_with('m') => (t.trim_end_matches('m').to_string(), 1e6),
+        t => (t, 1.0),
+    };
+    match digits.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!("'{s}' is not a rate: give frames per second, e.g. 10000, 250k or 1M")),
+    }
+}
+
 /// How long and how fast to send.
 #[derive(Debug, Clone)]
 pub struct GenSettings {

@@ -8,5 +8,5 @@ pub mod tcp;
 pub mod topology;
 
 pub use flows::FlowPlan;
-pub use generator::{GenSettings, Generator};
+pub use generator::{GenSettings, Generator, SendOptions};
 pub use tcp::TcpConnection;

@@ -7,9 +7,12 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
 use bpfbench::harness::paired::PairedSettings;
+use bpfbench::history::{DbOption, StoreOptions, TagRuns};
 use bpfbench::record::traffic::FlowOrder;
 use bpfbench::record::{Metric, Runtime, Sampling};
 use bpfbench::report::Format;
+use bpfbench::session::Selection;
+use bpfbench::traffic::SendOptions;
 use bpfbench::workloads;
 
 #[derive(Debug, Parser)]
@@ -47,7 +50,7 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["scenario", "ab"])]
         live: bool,
         #[command(flatten)]
-        db: DbArgs,
+        db: DbOption,
     },
     /// Print a stored run again (by id or tag), in any output format.
     Show {
@@ -67,7 +70,7 @@ pub enum Command {
         #[arg(short, long)]
         verbose: bool,
         #[command(flatten)]
-        db: DbArgs,
+        db: DbOption,
     },
     /// Compare two runs (run ids, tags or JSON files): B against A.
     Compare {
@@ -76,12 +79,12 @@ pub enum Command {
         #[command(flatten)]
         gate: Gate,
         #[command(flatten)]
-        tags: TagArgs,
+        tags: TagRuns,
         /// table, or json for machines.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         #[command(flatten)]
-        db: DbArgs,
+        db: DbOption,
     },
     /// Paired A/B of two builds: each case timed in alternation on one CPU
     /// in ~1 ms batches (A B B A ...), in rounds that set both builds up
@@ -146,7 +149,7 @@ pub struct RunArgs {
     /// Workload to run (default: xdp-lb); see 'bpfbench list'.
     pub workload: Option<String>,
     #[command(flatten)]
-    pub select: SelectArgs,
+    pub select: Selection,
     #[command(flatten)]
     pub sampling: Sampling,
     /// Pin the run to this CPU (default: the last CPU this process may use).
@@ -176,7 +179,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: StoreOptions,
     /// After the run, compare it against the stored runs with this tag.
     #[arg(long, value_name = "TAG")]
     pub compare_to: Option<String>,
@@ -191,7 +194,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub confirm: u32,
     #[command(flatten)]
-    pub tags: TagArgs,
+    pub tags: TagRuns,
 }
 
 /// `--runtime`'s values.
@@ -245,7 +248,7 @@ pub struct GenArgs {
     #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["packets", "pcap", "flow_order"])]
     pub tcp: Option<std::net::SocketAddr>,
     #[command(flatten)]
-    pub send: SendArgs,
+    pub send: SendOptions,
     /// Stop after this many seconds.
     #[arg(long, value_name = "S", value_parser = bpfbench::record::positive)]
     pub duration: Option<f64>,
@@ -264,26 +267,6 @@ pub struct GenArgs {
     pub output: Option<PathBuf>,
 }
 
-/// How the generator sends: shared by `gen` and `live`.
-#[derive(Debug, Args, Clone)]
-pub struct SendArgs {
-    /// Pad the packet to this frame size in bytes (without FCS).
-    #[arg(long, value_name = "BYTES")]
-    pub size: Option<usize>,
-    /// Sending threads, each pinned to its own CPU.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// The CPUs for the threads, in order (default: the allowed CPUs, last first).
-    #[arg(long, value_delimiter = ',')]
-    pub cpus: Vec<usize>,
-    /// Frames per second over all threads (e.g. 10000, 250k, 1M); default: as fast as it goes.
-    #[arg(long, value_name = "PPS", value_parser = parse_rate)]
-    pub rate: Option<f64>,
-    /// Frames per kernel page-pool batch and redirect flush (1 to 256).
-    #[arg(long, default_value_t = 64)]
-    pub batch_size: u32,
-}
-
 #[derive(Debug, Args, Clone)]
 pub struct LiveArgs {
     /// The program under test: xdp-lb (the built-in load balancer, default),
@@ -294,7 +277,7 @@ pub struct LiveArgs {
     #[arg(long, value_name = "SPEC")]
     pub packet: Option<String>,
     #[command(flatten)]
-    pub send: SendArgs,
+    pub send: SendOptions,
     /// Vary one quantity step by step: src-ports=0,1000,2000 | size=64,512,1500 | flows=1,1000 | threads=1,2.
     #[arg(long, value_name = "VAR=V1,V2,...")]
     pub sweep: Option<String>,
@@ -326,24 +309,13 @@ pub struct LiveArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: StoreOptions,
     /// Remove what killed bpfbench runs left (namespaces, veths) and exit.
     #[arg(long)]
     pub cleanup: bool,
 }
 
 /// `250k`, `1M` or a plain number of frames per second.
-fn parse_rate(s: &str) -> Result<f64, String> {
-    let (digits, scale) = match s.trim().to_ascii_lowercase() {
-        t if t.ends_with('k') => (t.trim_end_matches('k').to_string(), 1e3),
-        t if t.ends_with('m') => (t.trim_end_matches('m').to_string(), 1e6),
-        t => (t, 1.0),
-    };
-    match digits.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
-        _ => Err(format!("'{s}' is not a rate: give frames per second, e.g. 10000, 250k or 1M")),
-    }
-}
 
 #[derive(Debug, Args, Clone)]
 pub struct PairedArgs {
@@ -358,7 +330,7 @@ pub struct PairedArgs {
     #[arg(long)]
     pub workload: Option<String>,
     #[command(flatten)]
-    pub select: SelectArgs,
+    pub select: Selection,
     #[command(flatten)]
     pub paired: PairedSettings,
     #[command(flatten)]
@@ -381,7 +353,7 @@ pub struct PairedArgs {
     #[arg(long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: StoreOptions,
     /// Two executables only: compare medians of whole interleaved runs
     /// (builds from before paired A/B, which have no 'ab-worker').
     #[arg(long)]
@@ -393,50 +365,6 @@ pub struct PairedArgs {
     /// e.g. -- maps --map hash -s hash/lookup/1000
     #[arg(last = true)]
     pub run_args: Vec<String>,
-}
-
-#[derive(Debug, Args, Clone, Default)]
-pub struct DbArgs {
-    /// History database (default: $XDG_DATA_HOME/bpfbench/history.sqlite or ~/.local/share/...).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-}
-
-impl DbArgs {
-    pub fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(bpfbench::history::default_path)
-    }
-}
-
-/// Which of a workload's scenarios `run` and `ab` take (all when neither is given).
-#[derive(Debug, Args, Clone)]
-pub struct SelectArgs {
-    /// Only this scenario (repeatable).
-    #[arg(long = "scenario", short = 's')]
-    pub scenarios: Vec<String>,
-    /// Only this group of scenarios (repeatable).
-    #[arg(long = "group", short = 'g')]
-    pub groups: Vec<String>,
-}
-
-/// Where a result goes: `run`, `ab` and `live` store theirs in the history.
-#[derive(Debug, Args, Clone)]
-pub struct StoreArgs {
-    /// Name the result in the history (e.g. a branch or commit).
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// Do not store the result in the history.
-    #[arg(long)]
-    pub no_store: bool,
-    #[command(flatten)]
-    pub db: DbArgs,
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct TagArgs {
-    /// A tag stands for up to this many of its newest runs.
-    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub tag_runs: u64,
 }
 
 /// The parsed command line, and the matches the workloads read their options from.

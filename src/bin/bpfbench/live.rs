@@ -86,19 +86,11 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     let (mut program, notes) = live_program(args.target.as_deref(), &args.load, args.lru_size)?;
     let packet_text = args.packet.clone().unwrap_or_else(|| program.default_packet());
     let packet = PacketSpec::parse_flows(&packet_text)?;
-    // Every step's traffic first, so bad input stops the run before anything is built.
-    let steps: Vec<(Option<u64>, StepTraffic)> = match &sweep {
-        Some(s) => s
-            .values
-            .iter()
-            .map(|&v| Ok((Some(v), StepTraffic::at(s, v, &packet, args.send.size, args.send.threads)?)))
-            .collect::<Result<_>>()?,
-        None => vec![(None, StepTraffic::base(&packet, args.send.size, args.send.threads)?)],
-    };
+    let steps = StepTraffic::steps(sweep.as_ref(), &packet, args.send.size, args.send.threads)?;
     let settings = LiveSettings {
         warmup: Duration::from_secs_f64(args.warmup),
         step: Duration::from_secs_f64(args.duration),
-        cpus: (!args.send.cpus.is_empty()).then(|| args.send.cpus.clone()),
+        cpus: args.send.cpus(),
         rate_pps: args.send.rate,
         batch_size: args.send.batch_size,
         flow_order: args.flow_order,

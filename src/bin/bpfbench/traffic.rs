@@ -5,9 +5,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use bpfbench::packet::{PacketSpec, pcap};
 use bpfbench::record::traffic::GenRecord;
 use bpfbench::report::{Format, check_format, gen_table, render_as};
 use bpfbench::system;
@@ -15,38 +14,6 @@ use bpfbench::traffic::{FlowPlan, GenSettings, Generator, TcpConnection};
 
 use crate::cli::GenArgs;
 use crate::output::emit;
-
-/// The plans the arguments ask for: each --packet (padded to --size), or
-/// each packet of the capture.
-fn plans(args: &GenArgs) -> Result<Vec<FlowPlan>> {
-    if let Some(path) = &args.pcap {
-        if args.send.size.is_some() {
-            bail!("--size pads --packet specs; a capture's packets are sent as they are");
-        }
-        let packets = pcap::read(path)?;
-        if packets.is_empty() {
-            bail!("{} holds no packets", path.display());
-        }
-        return Ok(packets
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| FlowPlan::fixed(format!("{} #{}", path.display(), i + 1), p))
-            .collect());
-    }
-    let texts =
-        if args.packets.is_empty() { vec!["eth/ipv4/udp/payload(18)".to_string()] } else { args.packets.clone() };
-    texts
-        .iter()
-        .map(|t| {
-            let spec = PacketSpec::parse_flows(t)?;
-            let spec = match args.send.size {
-                Some(size) => spec.with_frame_size(size)?,
-                None => spec,
-            };
-            FlowPlan::new(&spec)
-        })
-        .collect()
-}
 
 pub fn generate(args: &GenArgs) -> Result<ExitCode> {
     check_format::<GenRecord>(args.format)?;
@@ -60,11 +27,14 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
             let conn = TcpConnection::open(&args.interface, peer, args.send.size, args.count)?;
             Generator::tcp(&args.interface, conn)?
         }
-        None => Generator::new(&args.interface, &plans(args)?, args.flow_order.unwrap_or_default())?,
+        None => {
+            let plans = FlowPlan::all(args.pcap.as_deref(), &args.packets, args.send.size)?;
+            Generator::new(&args.interface, &plans, args.flow_order.unwrap_or_default())?
+        }
     };
     let settings = GenSettings {
         threads: args.send.threads,
-        cpus: (!args.send.cpus.is_empty()).then(|| args.send.cpus.clone()),
+        cpus: args.send.cpus(),
         rate_pps: args.send.rate,
         duration: args.duration.map(Duration::from_secs_f64),
         count: args.count,
