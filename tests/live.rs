@@ -44,8 +44,8 @@ fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
     let before = Snapshot::take();
     // 500 flows fit a 1000-entry table; 4000 random flows hit it a quarter of the time.
     let doc = live_json(&["xdp-lb", "--lru-size", "1000", "--sweep", "src-ports=500,4000", "--no-cross-check"]);
-    assert_eq!(doc["schema"], "bpfbench.live/1");
-    assert_eq!(doc["lru_size"], 1000);
+    assert_eq!(doc["schema"], "bpfbench.live/2");
+    assert_eq!(doc["notes"][0], "connection tables of 1000 entries per CPU");
     let steps = doc["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
     for s in steps {
@@ -59,10 +59,16 @@ fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
         assert_eq!(s["run_cnt"], v["packets"], "{s}");
         assert!(s["ns_per_packet"].as_f64().unwrap() > 0.0);
     }
-    let hit = |i: usize| steps[i]["lru"]["hit_rate"].as_f64().unwrap();
+    // The balancer's named counters and the ratio it makes of them.
+    for s in steps {
+        let c = &s["counters"];
+        assert!(c["lru_hits"].as_u64().unwrap() + c["lru_misses"].as_u64().unwrap() > 10_000, "{s}");
+        assert_eq!(s["ratios"][0]["name"], "LRU hit rate", "{s}");
+    }
+    let hit = |i: usize| steps[i]["ratios"][0]["value"].as_f64().unwrap();
     assert!(hit(0) > 0.98, "500 flows in 1000 entries: {}", hit(0));
     assert!((hit(1) - 0.25).abs() < 0.08, "1000 entries over 4000 flows: {}", hit(1));
-    assert_eq!(steps[1]["lru"]["predicted_hit_rate"], 0.25);
+    assert_eq!(steps[1]["ratios"][0]["predicted"], 0.25);
     // The statistics' cost was measured (four on/off pairs), not assumed;
     // unless the machine keeps them on, when they cannot be turned off.
     let stats = &doc["stats_overhead"];
@@ -255,4 +261,29 @@ fn a_live_run_is_stored_and_shown_again() {
     assert_eq!(back["steps"], ran["steps"]);
     let missing = bpfbench(&["show", "--live", "9", "--db", db]);
     assert!(stderr(&missing).contains("no live run 9"), "{}", stderr(&missing));
+}
+
+/// A live run stored by the previous version (bpfbench.live/1, the load
+/// balancer's `lru` per step) still reads: its figures become counters and
+/// the LRU hit rate, its table size a note.
+#[test]
+fn a_live_run_of_the_previous_schema_still_reads() {
+    let text = include_str!("fixtures/live-v1.json");
+    let old: serde_json::Value = serde_json::from_str(text).unwrap();
+    let rec = bpfbench::record::live::parse_live(text).unwrap();
+    assert_eq!(rec.schema, "bpfbench.live/2");
+    assert_eq!(rec.notes[0], "connection tables of 1000 entries per CPU");
+    assert_eq!(rec.steps.len(), 2);
+    for (s, was) in rec.steps.iter().zip(old["steps"].as_array().unwrap()) {
+        let lru = &was["lru"];
+        assert_eq!(s.counters["lru_hits"], lru["hits"].as_u64().unwrap());
+        assert_eq!(s.counters["lru_misses"], lru["misses"].as_u64().unwrap());
+        let r = s.ratio("LRU hit rate").unwrap();
+        assert_eq!(r.value, lru["hit_rate"].as_f64().unwrap());
+        assert_eq!(r.predicted, lru["predicted_hit_rate"].as_f64());
+    }
+    // Shown as a new one is, with the hit rate's columns.
+    let table = bpfbench::report::live_table::render(&rec);
+    assert!(table.contains("LRU hit rate") && table.contains("23.4%") && table.contains("25.0%"), "{table}");
+    assert!(bpfbench::record::live::parse_live(&text.replace("live/1", "live/9")).is_err());
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::record::live::LiveRecord;
+use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, parse_run};
 
@@ -303,12 +303,12 @@ impl History {
 
     /// The paired comparison with this id.
     pub fn load_paired(&self, id: i64) -> Result<PairedRecord> {
-        self.load_record("paired", id, "paired comparison", "--ab")
+        self.load_record("paired", id, "paired comparison", "--ab", |t| Ok(serde_json::from_str(t)?))
     }
 
     /// Paired comparisons, newest first: (id, record).
     pub fn list_paired(&self, limit: usize) -> Result<Vec<(i64, PairedRecord)>> {
-        self.list_records("paired", limit, "paired comparison")
+        self.list_records("paired", limit, "paired comparison", |t| Ok(serde_json::from_str(t)?))
     }
 
     /// Stores a live run; returns its id.
@@ -325,38 +325,40 @@ impl History {
 
     /// The live run with this id.
     pub fn load_live(&self, id: i64) -> Result<LiveRecord> {
-        self.load_record("live", id, "live run", "--live")
+        self.load_record("live", id, "live run", "--live", parse_live)
     }
 
     /// Live runs, newest first: (id, record).
     pub fn list_live(&self, limit: usize) -> Result<Vec<(i64, LiveRecord)>> {
-        self.list_records("live", limit, "live run")
+        self.list_records("live", limit, "live run", parse_live)
     }
 
     /// The record stored as JSON in row `id` of `table` (a `what`, which
-    /// `bpfbench history FLAG` lists).
-    fn load_record<T: serde::de::DeserializeOwned>(&self, table: &str, id: i64, what: &str, flag: &str) -> Result<T> {
+    /// `bpfbench history FLAG` lists), read by `parse` (which reads older
+    /// versions of its schema too).
+    fn load_record<T>(&self, table: &str, id: i64, what: &str, flag: &str, parse: fn(&str) -> Result<T>) -> Result<T> {
         let json: String = self
             .conn
             .query_row(&format!("SELECT record_json FROM {table} WHERE id = ?1"), [id], |r| r.get(0))
             .optional()?
             .with_context(|| format!("no {what} {id} in {}; see 'bpfbench history {flag}'", self.path.display()))?;
-        serde_json::from_str(&json).with_context(|| format!("{what} {id} in {}", self.path.display()))
+        parse(&json).with_context(|| format!("{what} {id} in {}", self.path.display()))
     }
 
     /// The newest `limit` records of `table`: (id, record).
-    fn list_records<T: serde::de::DeserializeOwned>(
+    fn list_records<T>(
         &self,
         table: &str,
         limit: usize,
         what: &str,
+        parse: fn(&str) -> Result<T>,
     ) -> Result<Vec<(i64, T)>> {
         let mut q = self.conn.prepare(&format!("SELECT id, record_json FROM {table} ORDER BY id DESC LIMIT ?1"))?;
         let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
         let mut out = Vec::new();
         for row in rows {
             let (id, json) = row?;
-            out.push((id, serde_json::from_str(&json).with_context(|| format!("{what} {id}"))?));
+            out.push((id, parse(&json).with_context(|| format!("{what} {id}"))?));
         }
         Ok(out)
     }

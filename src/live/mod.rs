@@ -13,27 +13,15 @@ pub mod sink;
 pub mod sweep;
 pub mod testbed;
 
+use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
-use crate::record::live::{CrossCheck, LiveStep};
+use crate::record::live::{CrossCheck, LiveStep, StepRatio};
 pub use run::{LiveObserver, LivePlan, run};
 pub use sweep::Sweep;
 pub use testbed::{LiveSettings, Testbed};
-
-/// The load balancer's connection-table (LRU) counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LruCounts {
-    pub hits: u64,
-    pub misses: u64,
-}
-
-impl LruCounts {
-    pub fn since(self, start: LruCounts) -> LruCounts {
-        LruCounts { hits: self.hits.saturating_sub(start.hits), misses: self.misses.saturating_sub(start.misses) }
-    }
-}
 
 /// A program `bpfbench live` can attach and read.
 pub trait LiveProgram {
@@ -46,13 +34,16 @@ pub trait LiveProgram {
     /// Readies the program for a step (the load balancer empties its
     /// connection tables, so every step starts cold and warms up alike).
     fn reset(&mut self) -> Result<()>;
-    /// The connection table's size in entries, for programs that have one.
-    fn lru_capacity(&self) -> Option<u64> {
-        None
+    /// The program's own counters so far, by name (the load balancer's
+    /// LRU hits and misses); a step records how much each grew.
+    fn counters(&self) -> Result<BTreeMap<String, u64>> {
+        Ok(BTreeMap::new())
     }
-    /// The connection table's counters so far, for programs that have one.
-    fn lru_counts(&self) -> Result<Option<LruCounts>> {
-        Ok(None)
+    /// Figures the program makes of a step's `counters` (how much each
+    /// grew) when the step sent `flows` distinct flows, each with what it
+    /// predicts (the load balancer: its LRU hit rate against entries / flows).
+    fn ratios(&self, _counters: &BTreeMap<String, u64>, _flows: u64) -> Vec<StepRatio> {
+        Vec::new()
     }
     /// Whether the program sets `steps`' live figures beside in-BPF
     /// figures of its own (the load balancer does, for steps that saw its

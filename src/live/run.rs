@@ -40,7 +40,7 @@ pub trait LiveObserver {
 /// ends it between steps with the steps measured so far (`interrupted`).
 pub fn run(program: &mut dyn LiveProgram, plan: LivePlan, observer: &mut dyn LiveObserver) -> Result<LiveRecord> {
     let capture = environment::start(system::cpu::default_cpu()?);
-    let (label, lru_size) = (program.label(), program.lru_capacity());
+    let label = program.label();
     let xdp_mode = match plan.settings.mode {
         XdpMode::Native => "native",
         XdpMode::Generic => "generic",
@@ -84,7 +84,6 @@ pub fn run(program: &mut dyn LiveProgram, plan: LivePlan, observer: &mut dyn Liv
         xdp_mode: xdp_mode.into(),
         packet: plan.packet,
         flow_order,
-        lru_size,
         warmup_s,
         step_s,
         sweep: plan.sweep.map(|s| s.var),

@@ -9,16 +9,17 @@
 //! overflows, and a step's packet rate is the generator's and the
 //! program's cost together; ns/packet (bpf_stats) is the program's alone.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::sweep::StepTraffic;
-use super::{LiveProgram, LruCounts, sink};
+use super::{LiveProgram, sink};
 use crate::kernel::bpf_stats::{self, RunStats, StatsEnabled};
 use crate::record::live::XdpVerdicts;
-use crate::record::live::{LiveStep, LruStep, StatsOverhead, StepWindow};
+use crate::record::live::{LiveStep, StatsOverhead, StepWindow};
 use crate::record::traffic::FlowOrder;
 use crate::system::ethtool;
 use crate::system::interrupt;
@@ -61,7 +62,8 @@ pub struct Testbed<'p> {
 struct Counters {
     run: RunStats,
     verdicts: XdpVerdicts,
-    lru: Option<LruCounts>,
+    /// The program's own, by name.
+    program: BTreeMap<String, u64>,
 }
 
 impl<'p> Testbed<'p> {
@@ -86,7 +88,7 @@ impl<'p> Testbed<'p> {
         Ok(Counters {
             run: RunStats::read(self.program.prog())?,
             verdicts: self.topology.in_netns(move || ethtool::xdp_verdicts(&inner))?,
-            lru: self.program.lru_counts()?,
+            program: self.program.counters()?,
         })
     }
 
@@ -141,19 +143,12 @@ impl<'p> Testbed<'p> {
         let run = after.run.since(before.run);
         let verdicts = after.verdicts.since(before.verdicts);
         let elapsed = sent.elapsed_s.max(1e-9);
-        let lru = match (after.lru, before.lru, self.program.lru_capacity()) {
-            (Some(a), Some(b), Some(capacity)) => {
-                let d = a.since(b);
-                let looked_up = (d.hits + d.misses).max(1);
-                Some(LruStep {
-                    hits: d.hits,
-                    misses: d.misses,
-                    hit_rate: d.hits as f64 / looked_up as f64,
-                    predicted_hit_rate: (capacity as f64 / plan.flows as f64).min(1.0),
-                })
-            }
-            _ => None,
-        };
+        let counters: BTreeMap<String, u64> = after
+            .program
+            .iter()
+            .map(|(name, &n)| (name.clone(), n.saturating_sub(before.program.get(name).copied().unwrap_or(0))))
+            .collect();
+        let ratios = self.program.ratios(&counters, plan.flows);
         Ok(LiveStep {
             value,
             packet: traffic.spec.to_string(),
@@ -174,7 +169,8 @@ impl<'p> Testbed<'p> {
             offered_pps_cv: cv(full.iter().map(|w| w.offered_pps).collect()),
             ns_per_packet_cv: cv(full.iter().filter_map(|w| w.ns_per_packet).collect()),
             windows,
-            lru,
+            counters,
+            ratios,
         })
     }
 

@@ -2,11 +2,16 @@
 //! the sweep, the statistics' own cost, and for the built-in load balancer
 //! the in-BPF figures set beside the live ones.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::Environment;
 
-pub const LIVE_SCHEMA: &str = "bpfbench.live/1";
+/// Version 2: a step's program figures are named counters and ratios
+/// (version 1 had the load balancer's `lru` and the record its `lru_size`;
+/// [`parse_live`] reads both).
+pub const LIVE_SCHEMA: &str = "bpfbench.live/2";
 
 /// A quantity a sweep varies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,8 +94,6 @@ pub struct LiveRecord {
     /// The base packet spec each step starts from.
     pub packet: String,
     pub flow_order: super::traffic::FlowOrder,
-    /// The connection table's entries per CPU (load balancer).
-    pub lru_size: Option<u64>,
     /// Seconds sent before each step's measurement (tables warm up).
     pub warmup_s: f64,
     /// Seconds each step is measured for.
@@ -157,7 +160,20 @@ pub struct LiveStep {
     /// Coefficients of variation over the windows (None: fewer than two).
     pub offered_pps_cv: Option<f64>,
     pub ns_per_packet_cv: Option<f64>,
-    pub lru: Option<LruStep>,
+    /// The program's own counters over the step, by name (the load
+    /// balancer's `lru_hits` and `lru_misses`).
+    #[serde(default)]
+    pub counters: BTreeMap<String, u64>,
+    /// Figures the program makes of them, each with its prediction.
+    #[serde(default)]
+    pub ratios: Vec<StepRatio>,
+}
+
+impl LiveStep {
+    /// The ratio called `name`, if the program gave one for this step.
+    pub fn ratio(&self, name: &str) -> Option<&StepRatio> {
+        self.ratios.iter().find(|r| r.name == name)
+    }
 }
 
 /// One window of a step (the last one may be shorter).
@@ -168,15 +184,62 @@ pub struct StepWindow {
     pub ns_per_packet: Option<f64>,
 }
 
-/// The load balancer's connection table over a step.
+/// A figure a program makes of its counters over a step (the load
+/// balancer's LRU hit rate), and what the program predicts for it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LruStep {
-    pub hits: u64,
-    pub misses: u64,
-    pub hit_rate: f64,
-    /// What an LRU of this size predicts for uniformly random flows:
-    /// min(1, entries / flows).
-    pub predicted_hit_rate: f64,
+pub struct StepRatio {
+    /// What it is ("LRU hit rate").
+    pub name: String,
+    /// A fraction, 0 to 1.
+    pub value: f64,
+    pub predicted: Option<f64>,
+    /// How the prediction is made ("entries / flows").
+    pub prediction: Option<String>,
+}
+
+/// The name of the load balancer's LRU hit rate, in version 1 its `lru`.
+pub const LRU_HIT_RATE: &str = "LRU hit rate";
+
+/// Reads a live run's JSON document, of this version or an older one.
+pub fn parse_live(text: &str) -> anyhow::Result<LiveRecord> {
+    let mut doc: serde_json::Value = serde_json::from_str(text)?;
+    let schema = doc.get("schema").and_then(|s| s.as_str()).unwrap_or_default().to_string();
+    match schema.as_str() {
+        LIVE_SCHEMA => {}
+        "bpfbench.live/1" => upgrade_v1(&mut doc),
+        other => anyhow::bail!(
+            "'{other}' is not a live run this bpfbench reads (it reads {LIVE_SCHEMA} and bpfbench.live/1)"
+        ),
+    }
+    Ok(serde_json::from_value(doc)?)
+}
+
+/// Version 1's `lru` of each step becomes counters and a ratio; the
+/// record's `lru_size` a note.
+fn upgrade_v1(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    if let Some(n) = doc.get("lru_size").and_then(|n| n.as_u64()) {
+        let note = json!(format!("connection tables of {n} entries per CPU"));
+        match doc.get_mut("notes").and_then(|n| n.as_array_mut()) {
+            Some(notes) => notes.insert(0, note),
+            None => doc["notes"] = json!([note]),
+        }
+    }
+    if let Some(steps) = doc.get_mut("steps").and_then(|s| s.as_array_mut()) {
+        for step in steps {
+            let Some(lru) = step.as_object_mut().and_then(|s| s.remove("lru")).filter(|l| !l.is_null()) else {
+                continue;
+            };
+            step["counters"] = json!({"lru_hits": lru["hits"], "lru_misses": lru["misses"]});
+            step["ratios"] = json!([{
+                "name": LRU_HIT_RATE,
+                "value": lru["hit_rate"],
+                "predicted": lru["predicted_hit_rate"],
+                "prediction": "entries / flows",
+            }]);
+        }
+    }
+    doc["schema"] = json!(LIVE_SCHEMA);
 }
 
 /// Live ns/packet beside the in-BPF figures of the matching scenarios,

@@ -33,13 +33,13 @@ fn register_font() -> Result<()> {
 }
 
 /// A named, coloured line of (x, y) points.
-type Series = (&'static str, RGBColor, Vec<(f64, f64)>);
+type Series = (String, RGBColor, Vec<(f64, f64)>);
 
 /// One panel: a y quantity with its series, over the swept x. The first
 /// series (the reference: offered, predicted) is drawn wide, the measured
 /// one over it, so both show where they coincide.
 struct Panel {
-    title: &'static str,
+    title: String,
     y_label: &'static str,
     series: Vec<Series>,
 }
@@ -48,40 +48,49 @@ fn panels(rec: &LiveRecord) -> Vec<Panel> {
     let x = |v: Option<u64>| v.unwrap_or(0) as f64;
     let steps = &rec.steps;
     let mut out = vec![Panel {
-        title: "Packet rate",
+        title: "Packet rate".into(),
         y_label: "Mpps",
         series: vec![
-            ("offered (generator)", BLUE, steps.iter().map(|s| (x(s.value), s.offered_pps / 1e6)).collect()),
-            ("received (program)", RED, steps.iter().map(|s| (x(s.value), s.received_pps / 1e6)).collect()),
+            ("offered (generator)".into(), BLUE, steps.iter().map(|s| (x(s.value), s.offered_pps / 1e6)).collect()),
+            ("received (program)".into(), RED, steps.iter().map(|s| (x(s.value), s.received_pps / 1e6)).collect()),
         ],
     }];
     let mut ns = Vec::new();
     if let Some(cc) = &rec.cross_check {
         ns.push((
-            "in-BPF prediction from hit rate",
+            "in-BPF prediction from hit rate".into(),
             BLUE,
             cc.steps.iter().map(|r| (x(r.value), r.predicted_ns)).collect(),
         ));
     }
-    ns.push(("live (bpf_stats)", RED, steps.iter().filter_map(|s| Some((x(s.value), s.ns_per_packet?))).collect()));
-    out.push(Panel { title: "Program run time", y_label: "ns per packet", series: ns });
-    if steps.iter().any(|s| s.lru.is_some()) {
+    ns.push((
+        "live (bpf_stats)".into(),
+        RED,
+        steps.iter().filter_map(|s| Some((x(s.value), s.ns_per_packet?))).collect(),
+    ));
+    out.push(Panel { title: "Program run time".into(), y_label: "ns per packet", series: ns });
+    // A panel per ratio of the program's own: measured, and predicted.
+    let mut names: Vec<&str> = Vec::new();
+    for r in steps.iter().flat_map(|s| &s.ratios) {
+        if !names.contains(&r.name.as_str()) {
+            names.push(&r.name);
+        }
+    }
+    for name in names {
+        let how = steps.iter().find_map(|s| s.ratio(name)?.prediction.clone()).unwrap_or_else(|| "predicted".into());
         out.push(Panel {
-            title: "Connection table (LRU)",
-            y_label: "hit rate (%)",
+            title: name.to_string(),
+            y_label: "percent",
             series: vec![
                 (
-                    "predicted: entries / flows",
+                    format!("predicted: {how}"),
                     BLUE,
-                    steps
-                        .iter()
-                        .filter_map(|s| Some((x(s.value), s.lru.as_ref()?.predicted_hit_rate * 100.0)))
-                        .collect(),
+                    steps.iter().filter_map(|s| Some((x(s.value), s.ratio(name)?.predicted? * 100.0))).collect(),
                 ),
                 (
-                    "measured",
+                    "measured".into(),
                     RED,
-                    steps.iter().filter_map(|s| Some((x(s.value), s.lru.as_ref()?.hit_rate * 100.0))).collect(),
+                    steps.iter().filter_map(|s| Some((x(s.value), s.ratio(name)?.value * 100.0))).collect(),
                 ),
             ],
         });
@@ -101,7 +110,7 @@ where
     let ys = panel.series.iter().flat_map(|s| s.2.iter().map(|p| p.1));
     let y_max = ys.fold(0.0f64, f64::max).max(1e-9) * 1.15;
     let mut chart = ChartBuilder::on(area)
-        .caption(panel.title, ("sans-serif", 20))
+        .caption(&panel.title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -123,7 +132,7 @@ where
                 color.mix(if width == 5 { 0.5 } else { 1.0 }).stroke_width(width),
             ))
             .map_err(|e| anyhow::anyhow!("{e}"))?
-            .label(*name)
+            .label(name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width)));
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))

@@ -40,14 +40,28 @@ fn step_value(rec: &LiveRecord, s: &LiveStep) -> String {
     }
 }
 
+/// The names of the program's ratios over all steps, in the order given.
+fn ratio_names(rec: &LiveRecord) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in rec.steps.iter().flat_map(|s| &s.ratios) {
+        if !names.contains(&r.name) {
+            names.push(r.name.clone());
+        }
+    }
+    names
+}
+
+/// A ratio's name as a CSV column ("LRU hit rate": lru_hit_rate).
+fn column(name: &str) -> String {
+    name.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("_")
+}
+
 /// The run as a table.
 pub fn render(rec: &LiveRecord) -> String {
     let mut out = String::new();
-    let lru =
-        rec.lru_size.map(|n| format!(", connection tables of {} entries per CPU", grouped(n))).unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} on a veth ({} XDP){lru}; {} flow order; {:.1} s warm-up, then {:.1} s per step",
+        "{} on a veth ({} XDP); {} flow order; {:.1} s warm-up, then {:.1} s per step",
         rec.program,
         rec.xdp_mode,
         rec.flow_order.as_str(),
@@ -59,14 +73,14 @@ pub fn render(rec: &LiveRecord) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     let var = rec.sweep.map_or("step", |v| v.name());
-    let has_lru = rec.steps.iter().any(|s| s.lru.is_some());
+    let ratios = ratio_names(rec);
     let _ = write!(
         out,
         "\n{var:>10} {:>9} {:>6} {:>4} {:>9} {:>9} {:>7} {:>8} {:>6} {:>6} {:>4} {:>7}",
         "flows", "bytes", "thr", "offered", "received", "Gbit/s", "ns/pkt", "±ns", "±pps", "n", "errors"
     );
-    if has_lru {
-        let _ = write!(out, " {:>8} {:>9}", "LRU hit", "predicted");
+    for name in &ratios {
+        let _ = write!(out, " {:>w$} {:>9}", name, "predicted", w = name.len().max(8));
     }
     let _ = writeln!(out, "  verdicts");
     let _ = write!(
@@ -92,15 +106,16 @@ pub fn render(rec: &LiveRecord) -> String {
             s.windows.len(),
             s.send_errors.map_or_else(|| "-".into(), grouped)
         );
-        if has_lru {
-            match &s.lru {
-                Some(l) => {
-                    let _ = write!(out, " {:>7.1}% {:>8.1}%", l.hit_rate * 100.0, l.predicted_hit_rate * 100.0);
-                }
-                None => {
-                    let _ = write!(out, " {:>8} {:>9}", "-", "-");
-                }
-            }
+        for name in &ratios {
+            let w = name.len().max(8);
+            let (value, predicted) = match s.ratio(name) {
+                Some(r) => (
+                    format!("{:.1}%", r.value * 100.0),
+                    r.predicted.map_or("-".into(), |p| format!("{:.1}%", p * 100.0)),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = write!(out, " {value:>w$} {predicted:>9}");
         }
         let _ = writeln!(out, "  {}", verdict_shares(&s.verdicts));
     }
@@ -173,7 +188,8 @@ pub fn render(rec: &LiveRecord) -> String {
 /// One CSV row per step.
 pub fn csv(rec: &LiveRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let ratios = ratio_names(rec);
+    let mut header: Vec<String> = [
         "program",
         "sweep",
         "value",
@@ -193,12 +209,18 @@ pub fn csv(rec: &LiveRecord) -> Result<String> {
         "xdp_tx",
         "xdp_tx_failed",
         "xdp_redirect",
-        "lru_hit_rate",
-        "lru_predicted_hit_rate",
-    ])?;
+    ]
+    .map(String::from)
+    .to_vec();
+    // Each of the program's ratios and its prediction (the load balancer:
+    // lru_hit_rate, lru_hit_rate_predicted).
+    for name in &ratios {
+        header.extend([column(name), format!("{}_predicted", column(name))]);
+    }
+    w.write_record(&header)?;
     let f = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     for s in &rec.steps {
-        w.write_record([
+        let mut row = vec![
             rec.program.clone(),
             rec.sweep.map(|v| v.name().to_string()).unwrap_or_default(),
             s.value.map(|v| v.to_string()).unwrap_or_default(),
@@ -218,9 +240,12 @@ pub fn csv(rec: &LiveRecord) -> Result<String> {
             s.verdicts.tx.to_string(),
             s.verdicts.tx_errors.to_string(),
             s.verdicts.redirect.to_string(),
-            f(s.lru.as_ref().map(|l| l.hit_rate)),
-            f(s.lru.as_ref().map(|l| l.predicted_hit_rate)),
-        ])?;
+        ];
+        for name in &ratios {
+            let r = s.ratio(name);
+            row.extend([f(r.map(|r| r.value)), f(r.and_then(|r| r.predicted))]);
+        }
+        w.write_record(&row)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }

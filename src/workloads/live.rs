@@ -25,8 +25,9 @@ pub fn live_program(
         if load.program.is_some() || !load.maps.is_empty() || !load.pins.is_empty() {
             bail!("--program, --map and --map-pin apply to your own object, not to xdp-lb");
         }
-        let lb = LiveLb::load(lru_size.unwrap_or(DEFAULT_LRU_SIZE))?;
-        return Ok((Box::new(lb), Vec::new()));
+        let entries = lru_size.unwrap_or(DEFAULT_LRU_SIZE);
+        let lb = LiveLb::load(entries)?;
+        return Ok((Box::new(lb), vec![format!("connection tables of {entries} entries per CPU")]));
     }
     if lru_size.is_some() {
         bail!("--lru-size sizes xdp-lb's connection tables; {target} has none bpfbench knows of");

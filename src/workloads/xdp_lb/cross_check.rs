@@ -6,7 +6,7 @@
 use anyhow::{Context, Result, bail};
 
 use super::XdpLb;
-use crate::record::live::{CrossCheck, CrossCheckStep, LiveStep};
+use crate::record::live::{CrossCheck, CrossCheckStep, LRU_HIT_RATE, LiveStep};
 use crate::record::{RunRecord, Sampling};
 use crate::session::{self, Plan, Quiet};
 
@@ -65,11 +65,11 @@ pub fn cross_check(in_bpf: InBpf, steps: &[LiveStep]) -> CrossCheck {
     let rows: Vec<CrossCheckStep> = steps
         .iter()
         .filter_map(|s| {
-            let (lru, live) = (s.lru.as_ref()?, s.ns_per_packet?);
-            let predicted = lru.hit_rate * in_bpf.hit.ns + (1.0 - lru.hit_rate) * in_bpf.miss.ns;
+            let (hit_rate, live) = (s.ratio(LRU_HIT_RATE)?.value, s.ns_per_packet?);
+            let predicted = hit_rate * in_bpf.hit.ns + (1.0 - hit_rate) * in_bpf.miss.ns;
             Some(CrossCheckStep {
                 value: s.value,
-                hit_rate: lru.hit_rate,
+                hit_rate,
                 live_ns: live,
                 predicted_ns: predicted,
                 excess_ns: live - predicted,

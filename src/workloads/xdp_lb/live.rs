@@ -2,6 +2,7 @@
 //! datapath program alone, configured as in the in-BPF suite, with
 //! connection tables of the size asked.
 
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use anyhow::{Context, Result, ensure};
@@ -9,8 +10,12 @@ use anyhow::{Context, Result, ensure};
 use super::addressing::{CLIENT_V4, LB_MAC, ROUTER_MAC, VIP_UDP_V4};
 use super::cross_check;
 use super::datapath::{Counter, LoadedLb};
-use crate::live::{LiveProgram, LruCounts};
-use crate::record::live::{CrossCheck, LiveStep};
+use crate::live::LiveProgram;
+use crate::record::live::{CrossCheck, LRU_HIT_RATE, LiveStep, StepRatio};
+
+/// The names of the load balancer's LRU counters in a live step.
+pub const LRU_HITS: &str = "lru_hits";
+pub const LRU_MISSES: &str = "lru_misses";
 
 pub struct LiveLb {
     lb: LoadedLb,
@@ -58,21 +63,31 @@ impl LiveProgram for LiveLb {
             .with_context(|| format!("creating connection tables of {} entries", self.lru_entries))
     }
 
-    fn lru_capacity(&self) -> Option<u64> {
-        Some(u64::from(self.lru_entries))
-    }
-
-    fn lru_counts(&self) -> Result<Option<LruCounts>> {
+    fn counters(&self) -> Result<BTreeMap<String, u64>> {
         let misses =
             [Counter::LB_CNT_LRU_MISS_TCP_SYN, Counter::LB_CNT_LRU_MISS_TCP_NONSYN, Counter::LB_CNT_LRU_MISS_UDP]
                 .into_iter()
                 .map(|c| self.lb.counter(c))
                 .sum::<Result<u64>>()?;
-        Ok(Some(LruCounts { hits: self.lb.counter(Counter::LB_CNT_LRU_HIT)?, misses }))
+        let hits = self.lb.counter(Counter::LB_CNT_LRU_HIT)?;
+        Ok([(LRU_HITS.to_string(), hits), (LRU_MISSES.to_string(), misses)].into())
+    }
+
+    /// The LRU hit rate, against what a table of this size predicts for
+    /// uniformly random flows: min(1, entries / flows).
+    fn ratios(&self, counters: &BTreeMap<String, u64>, flows: u64) -> Vec<StepRatio> {
+        let (hits, misses) =
+            (counters.get(LRU_HITS).copied().unwrap_or(0), counters.get(LRU_MISSES).copied().unwrap_or(0));
+        vec![StepRatio {
+            name: LRU_HIT_RATE.into(),
+            value: hits as f64 / (hits + misses).max(1) as f64,
+            predicted: Some((f64::from(self.lru_entries) / flows.max(1) as f64).min(1.0)),
+            prediction: Some("entries / flows".into()),
+        }]
     }
 
     fn cross_checks(&self, steps: &[LiveStep]) -> bool {
-        steps.iter().any(|s| s.lru.is_some())
+        steps.iter().any(|s| s.ratio(LRU_HIT_RATE).is_some())
     }
 
     /// A live ns/packet beside the in-BPF hit and miss scenarios' figures
