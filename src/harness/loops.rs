@@ -7,12 +7,9 @@ use std::mem::MaybeUninit;
 use anyhow::{Context, Result};
 use libbpf_rs::skel::SkelBuilder;
 
-use super::timing::{RestoreMode, TimedProgram};
+use super::timing::{RestoreMode, TimedProgram, skel};
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::stats::Summary;
-
-// Also the source of the timing structs' Rust types (see timing.rs).
-crate::bpf_skeleton!("loop_probe");
 
 /// One candidate's cost per iteration around an empty inlined body.
 #[derive(Debug, Clone)]

@@ -14,12 +14,16 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-use super::loops::skel::types::{bench_ctl, bench_result, bench_status};
 use crate::kernel::test_run::{RunOutput, run};
 use crate::system::cpu::pin_to_cpu;
+use skel::types::{bench_ctl, bench_result, bench_status};
+
+// The loop probe (loops.rs) includes bench_timing.bpf.h: its skeleton gives
+// the timing structs' Rust types, so it is compiled in here, where they are used.
+crate::bpf_skeleton!("loop_probe");
 
 /// How the loop undoes the body's packet changes (`enum bench_restore_mode`).
-pub use super::loops::skel::types::bench_restore_mode as RestoreMode;
+pub use skel::types::bench_restore_mode as RestoreMode;
 
 crate::impl_pod!(bench_ctl, bench_result);
 
