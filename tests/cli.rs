@@ -255,30 +255,34 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
 }
 
 /// One `--format` for every command; a form a record does not have is
-/// refused in one line before anything runs.
+/// refused in one line before anything runs: each command here names a
+/// target that does not exist, which any later step would refuse instead.
 #[test]
 fn a_form_a_record_lacks_is_refused_before_anything_runs() {
-    let object = common::test_object("xdp_drop.bpf.o");
-    let object = object.to_str().unwrap();
+    let none = "/nonexistent/bpfbench.bpf.o";
     for (args, needle) in [
         (
-            vec!["live", object, "--format", "gobench", "--no-store"],
+            vec!["live", none, "--format", "gobench", "--no-store"],
             "--format gobench: a live run is written as table, json, csv",
         ),
         (
-            vec!["gen", "lo", "--count", "1", "--format", "bmf"],
+            vec!["gen", "bpfbench-none", "--count", "1", "--format", "bmf"],
             "--format bmf: a gen run is written as table, json, csv",
         ),
         (
-            vec!["verifier", object, "--format", "gobench"],
+            vec!["verifier", none, "--format", "gobench"],
             "--format gobench: a verifier report is written as table, json, csv",
         ),
         (
-            vec!["ab", object, object, "--format", "gobench", "--no-store"],
+            vec!["ab", none, none, "--format", "gobench", "--no-store"],
             "a paired comparison is written as table, json, csv, bmf",
         ),
         (
-            vec!["ab", object, object, "--metric", "insns", "--format", "csv"],
+            vec!["ab", none, none, "--metric", "insns", "--format", "csv"],
+            "a run-against-run comparison is written as table, json",
+        ),
+        (
+            vec!["compare", "1", "2", "--format", "csv", "--db", "/nonexistent/h.sqlite"],
             "a run-against-run comparison is written as table, json",
         ),
     ] {

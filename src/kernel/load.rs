@@ -94,35 +94,12 @@ fn insn(code: u8, imm: i32) -> BpfInsn {
 const MOV_R0_IMM: u8 = (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8;
 const EXIT: u8 = (sys::BPF_JMP | sys::BPF_EXIT) as u8;
 
-/// Loads a program of `kind` that returns `value`, with the attach type
-/// and flags its companion program was loaded with.
-pub fn constant_program(kind: ProgKind, name: &CStr, value: i32, attach: AttachType, flags: u32) -> Result<OwnedFd> {
-    let insns = [insn(MOV_R0_IMM, value), insn(EXIT, 0)];
-    // SAFETY: zero is a valid opts; the kernel reads `sz` first.
-    let mut opts: sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
-    opts.sz = size_of::<sys::bpf_prog_load_opts>() as _;
-    opts.expected_attach_type = attach;
-    opts.prog_flags = flags;
-    // SAFETY: valid instructions, name, license and options.
-    let fd = unsafe {
-        sys::bpf_prog_load(
-            kind.prog_type(),
-            name.as_ptr(),
-            c"GPL".as_ptr(),
-            insns.as_ptr(),
-            insns.len() as _,
-            &mut opts,
-        )
-    };
-    if fd < 0 {
-        bail!(
-            "loading {} (a program returning {value}): {}",
-            name.to_string_lossy(),
-            std::io::Error::from_raw_os_error(-fd)
-        );
-    }
-    // SAFETY: a new fd we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+/// Loads a program of `kind` named `name` that returns `value`, with the
+/// attach type and flags its companion program was loaded with.
+pub fn constant_program(kind: ProgKind, name: &str, value: i32, attach: AttachType, flags: u32) -> Result<OwnedFd> {
+    let spec = LoadSpec { kind, name, license: "GPL", attach, flags, funcs: None };
+    load_program(&spec, &[insn(MOV_R0_IMM, value), insn(EXIT, 0)])
+        .with_context(|| format!("loading {name} (a program returning {value})"))
 }
 
 /// A socket filter of `count` instructions (`r0 = 0` repeated, then exit)

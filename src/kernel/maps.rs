@@ -42,7 +42,7 @@ pub fn update_batch(map: BorrowedFd<'_>, keys: &[u8], values: &[u8], count: u32)
 }
 
 /// Writes one entry (`BPF_ANY`); `value` holds every CPU's slot for a
-/// per-CPU map. Returns the kernel's error code on failure.
+/// per-CPU map. Fails with the kernel's error.
 pub fn update(map: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> std::io::Result<()> {
     // SAFETY: the key and value buffers are the map's sizes (the caller's
     // BTF- or info-sized buffers); the kernel copies them.

@@ -14,5 +14,5 @@ const XDP_DROP: i32 = 1;
 
 /// Loads `r0 = XDP_DROP; exit`.
 pub fn load_drop_program() -> Result<OwnedFd> {
-    constant_program(ProgKind::Xdp, c"bpfbench_sink", XDP_DROP, 0, 0)
+    constant_program(ProgKind::Xdp, "bpfbench_sink", XDP_DROP, 0, 0)
 }

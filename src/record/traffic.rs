@@ -142,3 +142,26 @@ pub struct GenInterval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_gbps: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tables write what JSON writes: `as_str` and serde name each alike.
+    #[test]
+    fn tables_and_json_name_stop_reasons_and_flow_orders_alike() {
+        let json = |v: serde_json::Value| v.as_str().unwrap().to_string();
+        for r in [
+            StopReason::Duration,
+            StopReason::Count,
+            StopReason::Interrupted,
+            StopReason::Stalled,
+            StopReason::ResetByPeer,
+        ] {
+            assert_eq!(json(serde_json::to_value(r).unwrap()), r.as_str());
+        }
+        for o in [FlowOrder::Sequential, FlowOrder::Random] {
+            assert_eq!(json(serde_json::to_value(o).unwrap()), o.as_str());
+        }
+    }
+}

@@ -39,14 +39,10 @@ pub enum Format {
 }
 
 impl Format {
-    fn name(self) -> &'static str {
-        match self {
-            Format::Table => "table",
-            Format::Json => "json",
-            Format::Bmf => "bmf",
-            Format::Gobench => "gobench",
-            Format::Csv => "csv",
-        }
+    /// As `--format` takes it.
+    fn name(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
     }
 }
 
@@ -64,7 +60,7 @@ pub trait Rendered: Serialize {
 /// commands check before they start, so no run ends in this error.
 pub fn check_format<R: Rendered>(format: Format) -> Result<()> {
     if !R::FORMATS.contains(&format) {
-        let forms: Vec<&str> = R::FORMATS.iter().map(|f| f.name()).collect();
+        let forms: Vec<String> = R::FORMATS.iter().map(|f| f.name()).collect();
         bail!("--format {}: {} is written as {}", format.name(), R::NAME, forms.join(", "));
     }
     Ok(())

@@ -184,7 +184,7 @@ impl PairedRequest<'_> {
                 let mut a = Worker::spawn(&self.a, &run_args)?;
                 let mut b = Worker::spawn(&self.b, &run_args)?;
                 let scenarios = super::select_from(&a.workload, &a.scenarios, &self.scenarios, &self.groups)?;
-                check_same_scenarios(&scenarios, &b.workload.clone(), &b.scenarios.clone())?;
+                check_same_scenarios(&scenarios, &b.workload, &b.scenarios)?;
                 let name = a.workload.clone();
                 run(self.plan(&name, labels, scenarios, cpu), &mut a, &mut b, observer)
             }

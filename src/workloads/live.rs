@@ -37,12 +37,7 @@ pub fn live_program(
         bail!("no such target '{target}': give xdp-lb, an object file (FILE.bpf.o) or a spec file (FILE.toml)");
     }
     let object_args = ObjectArgs { load: load.clone(), ..Default::default() };
-    let setup = if target.ends_with(".toml") {
-        ObjectSetup::from_spec_file(path, &object_args)?
-    } else {
-        ObjectSetup::from_args(path, &object_args)?
-    };
-    let mut object = LiveObject::load(&setup)?;
+    let mut object = LiveObject::load(&ObjectSetup::from_target(path, &object_args)?)?;
     let notes = std::mem::take(&mut object.notes);
     Ok((Box::new(object), notes))
 }

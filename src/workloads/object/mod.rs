@@ -51,13 +51,7 @@ pub const REGISTRATION: Registration = Registration {
     options: ObjectArgs::augment_args,
     build: |target, matches| {
         let args = ObjectArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let path = Path::new(target);
-        let setup = if target.ends_with(".toml") {
-            ObjectSetup::from_spec_file(path, &args)?
-        } else {
-            ObjectSetup::from_args(path, &args)?
-        };
-        Ok(Box::new(ObjectBench::new(setup)?))
+        Ok(Box::new(ObjectBench::new(ObjectSetup::from_target(Path::new(target), &args)?)?))
     },
     with_object: None,
 };
@@ -88,7 +82,7 @@ fn empty_program(kind: ProgKind, attach: AttachType, flags: u32) -> Result<Owned
         ProgKind::Xdp => 2, // XDP_PASS
         ProgKind::Tc => 0,  // TC_ACT_OK
     };
-    constant_program(kind, c"bench_empty", verdict, attach, flags)
+    constant_program(kind, "bench_empty", verdict, attach, flags)
         .context("loading the empty program of per-call timing")
 }
 

@@ -88,6 +88,16 @@ fn stem(path: &Path) -> String {
 }
 
 impl ObjectSetup {
+    /// The set-up `target` names: a spec file (FILE.toml) with `args` on
+    /// top, or an object file with `args` alone.
+    pub fn from_target(target: &Path, args: &ObjectArgs) -> Result<ObjectSetup> {
+        if target.extension().is_some_and(|e| e == "toml") {
+            ObjectSetup::from_spec_file(target, args)
+        } else {
+            ObjectSetup::from_args(target, args)
+        }
+    }
+
     /// `bpfbench run FILE.bpf.o` with options: one case, named after the
     /// program (or "default" until the object says which program it is).
     pub fn from_args(object: &Path, args: &ObjectArgs) -> Result<ObjectSetup> {
