@@ -12,9 +12,11 @@
 //! 6. `harness`, `history`, `traffic`: the workload traits, runner and timing loop;
 //!    stored runs; the traffic generator;
 //! 7. `compare`, `live`: decisions between runs; live runs on a veth;
-//! 8. `report`, `session`: rendering records; paired rounds, stored and gated;
-//! 9. `workloads`: each workload in its own folder, BPF C beside its driver,
-//!    registered in one line.
+//! 8. `report`: rendering records (the output formats);
+//! 9. `session`: a run or a paired comparison from its command-line options,
+//!    stored and gated;
+//! 10. `workloads`: each workload in its own folder, BPF C beside its driver,
+//!     registered in one line.
 
 pub mod compare;
 pub mod harness;

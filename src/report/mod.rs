@@ -3,7 +3,9 @@
 
 pub mod compare_table;
 pub mod export;
+pub mod fuzz_table;
 pub mod gen_table;
+pub mod history_table;
 pub mod insns_table;
 pub mod live_plot;
 pub mod live_table;

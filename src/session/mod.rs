@@ -4,6 +4,7 @@
 //! What happens along the way goes to an [`Observer`]; the binary renders.
 
 pub mod builds;
+pub mod options;
 pub mod paired;
 pub mod paired_request;
 pub mod worker;
@@ -16,6 +17,8 @@ use crate::harness::{LoadedWorkload, ScenarioInfo, Workload, groups};
 use crate::history::History;
 use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime, Sampling, ScenarioRecord, schema};
 use crate::system::{self, environment, interrupt};
+
+pub use options::{PairedArgs, RunArgs, RuntimeChoice};
 
 /// What happens during a session, for the caller to show.
 pub trait Observer {
@@ -36,6 +39,18 @@ pub struct Reference {
     pub label: String,
     /// Newest first.
     pub runs: Vec<RunRecord>,
+}
+
+impl Reference {
+    /// The newest `count` runs stored with `tag`.
+    pub fn tagged(history: &History, tag: &str, count: usize) -> Result<Reference> {
+        let ids = history.runs_with_tag(tag, count)?;
+        if ids.is_empty() {
+            bail!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", history.path().display());
+        }
+        let label = format!("tag {tag} ({} run{})", ids.len(), if ids.len() == 1 { "" } else { "s" });
+        Ok(Reference { label, runs: ids.iter().map(|&id| history.load(id)).collect::<Result<Vec<_>>>()? })
+    }
 }
 
 /// Everything a session does, decided before it starts.

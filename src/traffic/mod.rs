@@ -4,9 +4,11 @@
 
 pub mod flows;
 pub mod generator;
+pub mod options;
 pub mod tcp;
 pub mod topology;
 
 pub use flows::FlowPlan;
 pub use generator::{GenSettings, Generator, SendOptions};
+pub use options::GenOptions;
 pub use tcp::TcpConnection;

@@ -3,17 +3,15 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
-use bpfbench::harness::paired::PairedSettings;
-use bpfbench::history::{DbOption, StoreOptions, TagRuns};
-use bpfbench::record::traffic::FlowOrder;
-use bpfbench::record::{Metric, Runtime, Sampling};
+use bpfbench::history::{DbOption, TagRuns};
 use bpfbench::report::Format;
-use bpfbench::session::Selection;
-use bpfbench::traffic::SendOptions;
+use bpfbench::session::{PairedArgs, RunArgs};
+use bpfbench::traffic::GenOptions;
 use bpfbench::workloads;
+use bpfbench::workloads::live::LiveArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -102,7 +100,16 @@ pub enum Command {
     },
     /// Send packets out of an interface at line rate with XDP live frames
     /// (BPF_PROG_RUN), the flows of a packet spec varied inside BPF.
-    Gen(GenArgs),
+    Gen {
+        #[command(flatten)]
+        options: GenOptions,
+        /// table (a line per second, then a summary), json (every second) or csv (the summary).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write the summary to this file instead of standard output.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
     /// Attach a program to a veth in a namespace of bpfbench's own and
     /// measure it under generated traffic: packet rates, verdicts, ns/packet
     /// (bpf_stats), optionally swept over ports, sizes, flows or threads.
@@ -142,229 +149,6 @@ pub enum Command {
         #[arg(long, default_value_t = 50)]
         samples: usize,
     },
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct RunArgs {
-    /// Workload to run (default: xdp-lb); see 'bpfbench list'.
-    pub workload: Option<String>,
-    #[command(flatten)]
-    pub select: Selection,
-    #[command(flatten)]
-    pub sampling: Sampling,
-    /// Pin the run to this CPU (default: the last CPU this process may use).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// Where the programs run: the kernel, bpfbench's userspace runtime (the
-    /// same relocated instructions, same validation and timing), or both
-    /// side by side with their ratio [default: kernel; user with --metric insns].
-    #[arg(long, value_enum)]
-    pub runtime: Option<RuntimeChoice>,
-    /// What to measure: time per operation, or the BPF instructions,
-    /// helper calls and map operations per packet, counted by the userspace
-    /// runtime (deterministic: a noise-free figure for CI).
-    #[arg(long, value_enum, default_value_t = Metric::Time)]
-    pub metric: Metric,
-    /// Show where each packet's instructions go: per source line (where the
-    /// object has line records), per helper and per map operation, counted
-    /// by the userspace runtime. Implies --metric insns.
-    #[arg(long)]
-    pub profile: bool,
-    /// Show validation, calibration, proportionality and a histogram per scenario.
-    #[arg(short, long)]
-    pub verbose: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreOptions,
-    /// After the run, compare it against the stored runs with this tag.
-    #[arg(long, value_name = "TAG")]
-    pub compare_to: Option<String>,
-    /// Measure the selection N times over (each round stored as a run);
-    /// comparisons then work on per-run medians. The output shows the last round.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repeat: u32,
-    #[command(flatten)]
-    pub gate: Gate,
-    /// With --compare-to: re-measure a suspected regression up to N times
-    /// and fail only if every re-measurement confirms it.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub confirm: u32,
-    #[command(flatten)]
-    pub tags: TagRuns,
-}
-
-/// `--runtime`'s values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RuntimeChoice {
-    Kernel,
-    User,
-    Both,
-}
-
-impl RunArgs {
-    /// What is measured: `--profile` counts instructions.
-    pub fn metric(&self) -> Metric {
-        if self.profile { Metric::Insns } else { self.metric }
-    }
-
-    /// The runtimes each scenario runs in, in order; refuses what
-    /// `--metric` cannot be measured in.
-    pub fn runtimes(&self) -> anyhow::Result<Vec<Runtime>> {
-        if self.profile && matches!(self.runtime, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) {
-            anyhow::bail!("--profile counts in the userspace runtime only; drop --runtime or use --runtime user");
-        }
-        match (self.metric(), self.runtime) {
-            (Metric::Insns, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) => {
-                anyhow::bail!(
-                    "--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user"
-                )
-            }
-            (Metric::Insns, _) | (_, Some(RuntimeChoice::User)) => Ok(vec![Runtime::User]),
-            (_, None | Some(RuntimeChoice::Kernel)) => Ok(vec![Runtime::Kernel]),
-            (_, Some(RuntimeChoice::Both)) => Ok(vec![Runtime::Kernel, Runtime::User]),
-        }
-    }
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct GenArgs {
-    /// The interface to send on (it must take XDP redirects: a veth whose
-    /// peer has an XDP program, or a NIC driver with ndo_xdp_xmit).
-    pub interface: String,
-    /// The packets, in the packet language; ranges of addresses and ports
-    /// are flows, varied per frame (repeatable: the packets take turns).
-    #[arg(long = "packet", value_name = "SPEC")]
-    pub packets: Vec<String>,
-    /// Send the packets of this capture (pcap or pcapng), as they are.
-    #[arg(long, value_name = "FILE", conflicts_with = "packets")]
-    pub pcap: Option<PathBuf>,
-    /// TCP mode: connect to this listening socket (ADDR:PORT, [ADDR]:PORT
-    /// for IPv6) over the interface and send it a stream from XDP; the
-    /// interface's XDP hook takes the return path. --count counts segments.
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["packets", "pcap", "flow_order"])]
-    pub tcp: Option<std::net::SocketAddr>,
-    #[command(flatten)]
-    pub send: SendOptions,
-    /// Stop after this many seconds.
-    #[arg(long, value_name = "S", value_parser = bpfbench::record::positive)]
-    pub duration: Option<f64>,
-    /// Stop after this many frames (over all threads); TCP mode: after this
-    /// many segments of the stream, the last with FIN.
-    #[arg(long, value_name = "N")]
-    pub count: Option<u64>,
-    /// sequential: frame n carries flow n mod flows; random: each frame's flow drawn at random.
-    #[arg(long = "flow-order", value_enum)]
-    pub flow_order: Option<FlowOrder>,
-    /// table (a line per second, then a summary), json (every second) or csv (the summary).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the summary to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct LiveArgs {
-    /// The program under test: xdp-lb (the built-in load balancer, default),
-    /// an object file (FILE.bpf.o) or a spec file (FILE.toml) as for 'run'.
-    pub target: Option<String>,
-    /// The packet to send, in the packet language (default: the target's:
-    /// for xdp-lb, UDP to its VIP; for an object, its spec file's first packet).
-    #[arg(long, value_name = "SPEC")]
-    pub packet: Option<String>,
-    #[command(flatten)]
-    pub send: SendOptions,
-    /// Vary one quantity step by step: src-ports=0,1000,2000 | size=64,512,1500 | flows=1,1000 | threads=1,2.
-    #[arg(long, value_name = "VAR=V1,V2,...")]
-    pub sweep: Option<String>,
-    /// Seconds each step is measured for.
-    #[arg(long, value_name = "S", default_value_t = 2.0, value_parser = bpfbench::record::positive)]
-    pub duration: f64,
-    /// Seconds each step sends before it is measured (tables warm up).
-    #[arg(long, value_name = "S", default_value_t = 0.5)]
-    pub warmup: f64,
-    /// sequential: flows in turn; random (default): each frame's flow drawn at random, so an LRU of C entries over N flows hits C/N of the time.
-    #[arg(long = "flow-order", value_enum, default_value_t = FlowOrder::Random)]
-    pub flow_order: FlowOrder,
-    /// xdp-lb: entries of each CPU's connection table (LRU).
-    #[arg(long, value_name = "N")]
-    pub lru_size: Option<u32>,
-    /// xdp-lb: skip timing the matching in-BPF scenarios for the cross-check.
-    #[arg(long)]
-    pub no_cross_check: bool,
-    /// Your object: the program, and its maps, as for 'run'.
-    #[command(flatten)]
-    pub load: bpfbench::workloads::object::LoadArgs,
-    /// table (a row per step), json (every step and window) or csv (a row per step).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    /// Draw the sweep to FILE.svg or FILE.png.
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreOptions,
-    /// Remove what killed bpfbench runs left (namespaces, veths) and exit.
-    #[arg(long)]
-    pub cleanup: bool,
-}
-
-/// `250k`, `1M` or a plain number of frames per second.
-
-#[derive(Debug, Args, Clone)]
-pub struct PairedArgs {
-    /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench
-    /// executable; with --workload, also a runtime (kernel, user) to compare
-    /// that workload's own object in two runtimes.
-    pub a: PathBuf,
-    /// The candidate build (B), of the same kind as A.
-    pub b: PathBuf,
-    /// A and B are builds of this workload's own BPF object (xdp-lb, maps,
-    /// lpm-trie), run with its setup, scenarios and validation.
-    #[arg(long)]
-    pub workload: Option<String>,
-    #[command(flatten)]
-    pub select: Selection,
-    #[command(flatten)]
-    pub paired: PairedSettings,
-    #[command(flatten)]
-    pub gate: Gate,
-    /// Time A and B even where their verdicts or output packets differ.
-    #[arg(long)]
-    pub allow_different_output: bool,
-    /// insns: compare BPF instructions per packet, counted by the userspace
-    /// runtime, with exact deltas (no pairing or statistics needed).
-    #[arg(long, value_enum, default_value_t = Metric::Time)]
-    pub metric: Metric,
-    /// Run on this CPU (default: the last CPU this process may use).
-    #[arg(long)]
-    pub cpu: Option<usize>,
-    /// table, json, csv, or bmf (B's latency and the B/A ratio with its
-    /// interval); with --metric insns or --whole-runs, table or json.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreOptions,
-    /// Two executables only: compare medians of whole interleaved runs
-    /// (builds from before paired A/B, which have no 'ab-worker').
-    #[arg(long)]
-    pub whole_runs: bool,
-    /// With --whole-runs: runs of each build.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(3..=100), requires = "whole_runs")]
-    pub rounds: u64,
-    /// Two executables: the arguments of 'bpfbench run' both get (after --),
-    /// e.g. -- maps --map hash -s hash/lookup/1000
-    #[arg(last = true)]
-    pub run_args: Vec<String>,
 }
 
 /// The parsed command line, and the matches the workloads read their options from.

@@ -9,17 +9,14 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use bpfbench::history::History;
-use bpfbench::live::sweep::StepTraffic;
-use bpfbench::live::{LiveObserver, LivePlan, LiveSettings, Sweep};
-use bpfbench::packet::PacketSpec;
+use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
-use bpfbench::report::{Format, check_format, live_plot, render_as};
+use bpfbench::report::{Format, check_format, history_table, live_plot, render_as};
 use bpfbench::system::{self, interrupt};
-use bpfbench::traffic::topology::{XdpMode, remove_leftovers};
-use bpfbench::workloads::live::live_program;
+use bpfbench::traffic::topology::remove_leftovers;
+use bpfbench::workloads::live::LiveArgs;
 
-use crate::cli::LiveArgs;
 use crate::output::emit;
 
 /// Shows the run's progress on stderr, on a terminal.
@@ -74,36 +71,16 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let sweep: Option<Sweep> = args.sweep.as_deref().map(str::parse).transpose()?;
-    if args.plot.is_some() && sweep.is_none() {
-        bail!("--plot draws a sweep; give --sweep VAR=V1,V2,...");
-    }
-    if !(0.0..=60.0).contains(&args.warmup) {
-        bail!("--warmup must be 0 to 60 seconds");
-    }
     bpfbench::kernel::libbpf_log::capture();
     interrupt::install_handler();
-    let (mut program, notes) = live_program(args.target.as_deref(), &args.load, args.lru_size)?;
-    let packet_text = args.packet.clone().unwrap_or_else(|| program.default_packet());
-    let packet = PacketSpec::parse_flows(&packet_text)?;
-    let steps = StepTraffic::steps(sweep.as_ref(), &packet, args.send.size, args.send.threads)?;
-    let settings = LiveSettings {
-        warmup: Duration::from_secs_f64(args.warmup),
-        step: Duration::from_secs_f64(args.duration),
-        cpus: args.send.cpus(),
-        rate_pps: args.send.rate,
-        batch_size: args.send.batch_size,
-        flow_order: args.flow_order,
-        // Native only: a veth takes redirected frames into its peer only
-        // when the peer runs native XDP (or has NAPI on through GRO).
-        mode: XdpMode::Native,
-    };
-    let what = steps
+    let (mut program, plan) = args.load_and_plan()?;
+    let what = plan
+        .steps
         .iter()
-        .map(|(v, _)| sweep.as_ref().zip(*v).map(|(s, v)| format!("{}={v}", s.var.name())).unwrap_or_default())
+        .map(|(v, _)| plan.sweep.as_ref().zip(*v).map(|(s, v)| format!("{}={v}", s.var.name())).unwrap_or_default())
         .collect();
     let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(steps.len() as u64);
+        let bar = indicatif::ProgressBar::new(plan.steps.len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} step {pos}/{len} {msg}").expect("a valid template"),
         );
@@ -111,15 +88,6 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         bar
     });
     let mut progress = Progress { bar, label: program.label(), what, seconds: (args.warmup, args.duration) };
-    let plan = LivePlan {
-        packet: packet.to_string(),
-        sweep,
-        steps,
-        settings,
-        cross_check: !args.no_cross_check,
-        tag: args.store.tag.clone(),
-        notes,
-    };
     let record = bpfbench::live::run(program.as_mut(), plan, &mut progress)?;
     if let Some(bar) = progress.bar {
         bar.finish_and_clear();
@@ -142,21 +110,7 @@ pub fn history(limit: usize, db: &Path) -> Result<ExitCode> {
     if !db.exists() {
         bail!("no history yet at {}; 'bpfbench live' stores its runs there unless --no-store is given", db.display());
     }
-    println!(
-        "{:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  Mpps (first step)",
-        "live", "started (UTC)", "tag", "program", "sweep", "steps"
-    );
-    for (id, r) in History::open(db)?.list_live(limit)? {
-        println!(
-            "{id:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  {}",
-            crate::stored::utc(r.environment.started_at),
-            r.tag.as_deref().unwrap_or("-"),
-            r.program,
-            r.sweep.map_or("-", |v| v.name()),
-            r.steps.len(),
-            r.steps.first().map_or("-".into(), |s| format!("{:.3}", s.received_pps / 1e6))
-        );
-    }
+    print!("{}", history_table::live(&History::open(db)?.list_live(limit)?));
     Ok(ExitCode::SUCCESS)
 }
 

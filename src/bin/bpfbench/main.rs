@@ -66,32 +66,11 @@ fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
         "bpfbench: fuzzing the userspace runtime with {programs} programs (seed {seed}, budget {budget} instructions each)"
     );
     let r = bpfbench::uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, programs, seed, budget);
-    println!(
-        "{} programs ({} random, {} mutated from xdp-lb's {}) in {:.1} s, {} instructions executed",
-        r.programs,
-        r.random,
-        r.mutated,
-        corpus.names.join(" and "),
-        r.elapsed.as_secs_f64(),
-        r.insns
-    );
-    println!(
-        "  {} ran to their exit; {} stopped with an error naming the instruction ({} by the budget)",
-        r.finished, r.refused, r.budget_spent
-    );
-    let mut kinds: Vec<(&String, &u64)> = r.kinds.iter().collect();
-    kinds.sort_by(|a, b| b.1.cmp(a.1));
-    for (kind, n) in kinds.iter().take(8) {
-        println!("    {n:>9}  {kind}");
-    }
-    if r.panics.is_empty() {
-        println!("  no crash, no hang");
-        return Ok(ExitCode::SUCCESS);
-    }
+    print!("{}", bpfbench::report::fuzz_table::render(&r, &corpus.names));
     for (n, msg) in &r.panics {
         eprintln!("bpfbench: program {n} (seed {seed}) panicked: {msg}");
     }
-    Ok(ExitCode::FAILURE)
+    Ok(if r.panics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn main() -> ExitCode {
@@ -125,7 +104,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Ab(args)) => paired::ab(&args, workload_matches.as_ref().expect("ab has matches")),
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),
-        Some(Command::Gen(args)) => traffic::generate(&args),
+        Some(Command::Gen { options, format, output }) => traffic::generate(&options, format, output.as_deref()),
         Some(Command::Live(args)) => live::live(&args),
         Some(Command::FuzzUvm { programs, seed, budget }) => fuzz_uvm(programs, seed, budget),
     };

@@ -6,19 +6,16 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use bpfbench::compare::{RunNoise, compare_runs};
 use bpfbench::history::History;
 use bpfbench::record::ComparisonRecord;
 use bpfbench::record::Metric;
 use bpfbench::record::paired::{PairedCase, PairedRecord};
 use bpfbench::report::{check_format, paired_table, render_as};
 use bpfbench::session::paired::PairedObserver;
-use bpfbench::session::paired_request::PairedRequest;
-use bpfbench::session::{self, builds, worker};
-use bpfbench::system::{self, cpu};
+use bpfbench::session::{self, PairedArgs, RunArgs, worker};
+use bpfbench::system;
 use bpfbench::workloads::{self, FromCommandLine};
 
-use crate::cli::{PairedArgs, RunArgs};
 use crate::output::{emit, print_comparison};
 
 /// Shows progress on stderr: one line per case as it is decided.
@@ -64,24 +61,13 @@ pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         check_format::<PairedRecord>(args.format)?;
     }
     if args.whole_runs {
-        return whole_runs(args);
+        let cmp = args.compare_whole_runs(|round, binary| {
+            eprintln!("bpfbench ab: round {round} of {}: {}", args.rounds, binary.display());
+        })?;
+        return print_comparison(&cmp, args.format, &args.gate);
     }
     let source = FromCommandLine(matches);
-    let request = PairedRequest {
-        a: args.a.clone(),
-        b: args.b.clone(),
-        workload: args.workload.clone(),
-        scenarios: args.select.scenarios.clone(),
-        groups: args.select.groups.clone(),
-        settings: args.paired.clone(),
-        threshold: args.gate.threshold(),
-        allow_different_output: args.allow_different_output,
-        metric: args.metric,
-        cpu: args.cpu,
-        tag: args.store.tag.clone(),
-        run_args: args.run_args.clone(),
-        workloads: &source,
-    };
+    let request = args.request(&source);
     let builds = request.builds()?;
     if args.metric == Metric::Insns {
         let cmp = request.count(&builds)?;
@@ -119,31 +105,6 @@ pub fn gate(record: &PairedRecord, gate: &bpfbench::compare::Gate) -> ExitCode {
         eprintln!("bpfbench: {}", paired_table::regression_line(c, gate.fail_on_regression.unwrap_or_default()));
     }
     if regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-}
-
-/// The older mode for two executables: whole runs interleaved, per-run medians compared.
-fn whole_runs(args: &PairedArgs) -> Result<ExitCode> {
-    let rounds = args.rounds as usize;
-    let (a, b) = (&args.a, &args.b);
-    let cpu = match args.cpu {
-        Some(c) => c,
-        None => cpu::default_cpu()?,
-    };
-    let (runs_a, runs_b) = builds::interleave(a, b, rounds, &args.run_args, cpu, |round, binary| {
-        eprintln!("bpfbench ab: round {round} of {rounds}: {}", binary.display());
-    })?;
-    let cmp = compare_runs(
-        &runs_a,
-        &format!("{} ({rounds} runs)", a.display()),
-        &runs_b,
-        &format!("{} ({rounds} runs, interleaved)", b.display()),
-        args.gate.threshold(),
-        &RunNoise::new(),
-    );
-    if cmp.benchmarks.is_empty() {
-        bail!("the two builds measured no benchmark in common");
-    }
-    print_comparison(&cmp, args.format, &args.gate)
 }
 
 /// `bpfbench ab-worker RUN_ARGS`: loads the workload `run RUN_ARGS` would,

@@ -4,17 +4,15 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use bpfbench::harness::groups;
-use bpfbench::harness::runner::Profile;
 use bpfbench::history::History;
 use bpfbench::record::{ComparisonRecord, RunRecord};
 use bpfbench::report::{self, Format, compare_table};
-use bpfbench::session::{self, Observer, Plan, Reference};
+use bpfbench::session::{self, Observer, RunArgs};
 use bpfbench::{system, workloads};
 
-use crate::cli::RunArgs;
 use crate::output::{emit, gate_exit};
 
 pub fn list(workload: Option<&str>) -> Result<ExitCode> {
@@ -74,44 +72,15 @@ impl Observer for Terminal<'_> {
 }
 
 pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
-    let runtimes = args.runtimes()?;
+    // A --metric the --runtime cannot count is refused before anything is built.
+    args.runtimes()?;
     let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     system::check_privileges()?;
     // Open the history and find the reference before spending minutes measuring.
-    let mut history = if args.store.no_store && args.compare_to.is_none() {
-        None
-    } else {
-        Some(History::open(&args.store.db.path())?)
-    };
-    let reference = match (&args.compare_to, &history) {
-        (Some(tag), Some(h)) => {
-            let ids = h.runs_with_tag(tag, args.tags.tag_runs as usize)?;
-            if ids.is_empty() {
-                bail!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", h.path().display());
-            }
-            let label = format!("tag {tag} ({} run{})", ids.len(), if ids.len() == 1 { "" } else { "s" });
-            Some(Reference { label, runs: ids.iter().map(|&id| h.load(id)).collect::<Result<Vec<_>>>()? })
-        }
-        _ => None,
-    };
+    let mut history = if args.needs_history() { Some(History::open(&args.store.db.path())?) } else { None };
     let progress = std::io::stderr().is_terminal();
-    let plan = Plan {
-        sampling: args.sampling.clone(),
-        cpu: args.cpu,
-        runtimes,
-        metric: args.metric(),
-        profile: if args.profile { Profile::LinesAndTime } else { Profile::Off },
-        rounds: args.repeat,
-        tag: args.store.tag.clone(),
-        history: history.as_mut(),
-        store: !args.store.no_store,
-        reference,
-        gate: args.gate.clone(),
-        confirm: args.confirm,
-        progress,
-        ..Plan::new(workload.as_ref(), scenarios)
-    };
+    let plan = args.plan(workload.as_ref(), scenarios, history.as_mut(), progress)?;
     let outcome = session::run(plan, &mut Terminal { args, progress })?;
     let last = outcome.last();
     if last.interrupted {

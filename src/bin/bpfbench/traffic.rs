@@ -2,6 +2,7 @@
 
 use bpfbench::record::traffic::StopReason;
 use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,44 +11,24 @@ use anyhow::Result;
 use bpfbench::record::traffic::GenRecord;
 use bpfbench::report::{Format, check_format, gen_table, render_as};
 use bpfbench::system;
-use bpfbench::traffic::{FlowPlan, GenSettings, Generator, TcpConnection};
+use bpfbench::traffic::GenOptions;
 
-use crate::cli::GenArgs;
 use crate::output::emit;
 
-pub fn generate(args: &GenArgs) -> Result<ExitCode> {
-    check_format::<GenRecord>(args.format)?;
+pub fn generate(options: &GenOptions, format: Format, output: Option<&Path>) -> Result<ExitCode> {
+    check_format::<GenRecord>(format)?;
     system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
     system::interrupt::install_handler();
-    let generator = match args.tcp {
-        Some(peer) => {
-            // Before connecting: a refused run leaves no connection behind.
-            bpfbench::traffic::tcp::check_threads(args.send.threads)?;
-            let conn = TcpConnection::open(&args.interface, peer, args.send.size, args.count)?;
-            Generator::tcp(&args.interface, conn)?
-        }
-        None => {
-            let plans = FlowPlan::all(args.pcap.as_deref(), &args.packets, args.send.size)?;
-            Generator::new(&args.interface, &plans, args.flow_order.unwrap_or_default())?
-        }
-    };
-    let settings = GenSettings {
-        threads: args.send.threads,
-        cpus: args.send.cpus(),
-        rate_pps: args.send.rate,
-        duration: args.duration.map(Duration::from_secs_f64),
-        count: args.count,
-        batch_size: args.send.batch_size,
-        interval: Duration::from_secs(1),
-    };
+    let generator = options.generator()?;
+    let settings = options.settings();
     let sizes = generator.frame_sizes();
     let flows = generator.flows();
-    let table = args.format == Format::Table && args.output.is_none();
+    let table = format == Format::Table && output.is_none();
     // Per-second lines go with the table on stdout, else to stderr.
     let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
-    say(&gen_table::start_line(&args.interface, args.send.threads, flows, &sizes, args.send.rate));
-    say(gen_table::interval_head(args.tcp.is_some()));
+    say(&gen_table::start_line(&options.interface, options.send.threads, flows, &sizes, options.send.rate));
+    say(gen_table::interval_head(options.tcp.is_some()));
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_message("sending (Ctrl-C stops)");
@@ -68,8 +49,8 @@ pub fn generate(args: &GenArgs) -> Result<ExitCode> {
         bar.finish_and_clear();
     }
     let record = record?;
-    let text = render_as(&record, args.format)?;
-    emit(&text, args.output.as_deref())?;
+    let text = render_as(&record, format)?;
+    emit(&text, output)?;
     if record.stopped_by == StopReason::Stalled {
         eprintln!(
             "bpfbench: the receiver acknowledged nothing new for {} s, so the stream was given up; is it still reading, and is its side's XDP program passing the segments?",

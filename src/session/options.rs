@@ -1,0 +1,239 @@
+//! The command-line options of `run` and `ab` (clap), beside the session
+//! they configure, and what they mean for it.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Selection;
+use super::paired_request::{PairedRequest, WorkloadSource};
+use crate::compare::Gate;
+use crate::harness::paired::PairedSettings;
+use crate::harness::runner::Profile;
+use crate::history::{StoreOptions, TagRuns};
+use crate::record::{Metric, Runtime, Sampling};
+use crate::report::Format;
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Workload to run (default: xdp-lb); see 'bpfbench list'.
+    pub workload: Option<String>,
+    #[command(flatten)]
+    pub select: Selection,
+    #[command(flatten)]
+    pub sampling: Sampling,
+    /// Pin the run to this CPU (default: the last CPU this process may use).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Where the programs run: the kernel, bpfbench's userspace runtime (the
+    /// same relocated instructions, same validation and timing), or both
+    /// side by side with their ratio [default: kernel; user with --metric insns].
+    #[arg(long, value_enum)]
+    pub runtime: Option<RuntimeChoice>,
+    /// What to measure: time per operation, or the BPF instructions,
+    /// helper calls and map operations per packet, counted by the userspace
+    /// runtime (deterministic: a noise-free figure for CI).
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
+    /// Show where each packet's instructions go: per source line (where the
+    /// object has line records), per helper and per map operation, counted
+    /// by the userspace runtime. Implies --metric insns.
+    #[arg(long)]
+    pub profile: bool,
+    /// Show validation, calibration, proportionality and a histogram per scenario.
+    #[arg(short, long)]
+    pub verbose: bool,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreOptions,
+    /// After the run, compare it against the stored runs with this tag.
+    #[arg(long, value_name = "TAG")]
+    pub compare_to: Option<String>,
+    /// Measure the selection N times over (each round stored as a run);
+    /// comparisons then work on per-run medians. The output shows the last round.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    #[command(flatten)]
+    pub gate: Gate,
+    /// With --compare-to: re-measure a suspected regression up to N times
+    /// and fail only if every re-measurement confirms it.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub confirm: u32,
+    #[command(flatten)]
+    pub tags: TagRuns,
+}
+
+/// `--runtime`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeChoice {
+    Kernel,
+    User,
+    Both,
+}
+
+impl RunArgs {
+    /// The session these options ask for: `workload`'s `scenarios`, stored in
+    /// `history` (opened unless --no-store without --compare-to) and compared
+    /// with the runs --compare-to names.
+    pub fn plan<'a>(
+        &self,
+        workload: &'a dyn crate::harness::Workload,
+        scenarios: Vec<crate::harness::ScenarioInfo>,
+        history: Option<&'a mut crate::history::History>,
+        progress: bool,
+    ) -> anyhow::Result<super::Plan<'a>> {
+        let reference = match (&self.compare_to, &history) {
+            (Some(tag), Some(h)) => Some(super::Reference::tagged(h, tag, self.tags.tag_runs as usize)?),
+            _ => None,
+        };
+        Ok(super::Plan {
+            sampling: self.sampling.clone(),
+            cpu: self.cpu,
+            runtimes: self.runtimes()?,
+            metric: self.metric(),
+            profile: if self.profile { Profile::LinesAndTime } else { Profile::Off },
+            rounds: self.repeat,
+            tag: self.store.tag.clone(),
+            history,
+            store: !self.store.no_store,
+            reference,
+            gate: self.gate.clone(),
+            confirm: self.confirm,
+            progress,
+            ..super::Plan::new(workload, scenarios)
+        })
+    }
+
+    /// Whether the session needs the history: to store, or to find --compare-to's runs.
+    pub fn needs_history(&self) -> bool {
+        !self.store.no_store || self.compare_to.is_some()
+    }
+
+    /// What is measured: `--profile` counts instructions.
+    pub fn metric(&self) -> Metric {
+        if self.profile { Metric::Insns } else { self.metric }
+    }
+
+    /// The runtimes each scenario runs in, in order; refuses what
+    /// `--metric` cannot be measured in.
+    pub fn runtimes(&self) -> anyhow::Result<Vec<Runtime>> {
+        if self.profile && matches!(self.runtime, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) {
+            anyhow::bail!("--profile counts in the userspace runtime only; drop --runtime or use --runtime user");
+        }
+        match (self.metric(), self.runtime) {
+            (Metric::Insns, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) => {
+                anyhow::bail!(
+                    "--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user"
+                )
+            }
+            (Metric::Insns, _) | (_, Some(RuntimeChoice::User)) => Ok(vec![Runtime::User]),
+            (_, None | Some(RuntimeChoice::Kernel)) => Ok(vec![Runtime::Kernel]),
+            (_, Some(RuntimeChoice::Both)) => Ok(vec![Runtime::Kernel, Runtime::User]),
+        }
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PairedArgs {
+    /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench
+    /// executable; with --workload, also a runtime (kernel, user) to compare
+    /// that workload's own object in two runtimes.
+    pub a: PathBuf,
+    /// The candidate build (B), of the same kind as A.
+    pub b: PathBuf,
+    /// A and B are builds of this workload's own BPF object (xdp-lb, maps,
+    /// lpm-trie), run with its setup, scenarios and validation.
+    #[arg(long)]
+    pub workload: Option<String>,
+    #[command(flatten)]
+    pub select: Selection,
+    #[command(flatten)]
+    pub paired: PairedSettings,
+    #[command(flatten)]
+    pub gate: Gate,
+    /// Time A and B even where their verdicts or output packets differ.
+    #[arg(long)]
+    pub allow_different_output: bool,
+    /// insns: compare BPF instructions per packet, counted by the userspace
+    /// runtime, with exact deltas (no pairing or statistics needed).
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
+    /// Run on this CPU (default: the last CPU this process may use).
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// table, json, csv, or bmf (B's latency and the B/A ratio with its
+    /// interval); with --metric insns or --whole-runs, table or json.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the output to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreOptions,
+    /// Two executables only: compare medians of whole interleaved runs
+    /// (builds from before paired A/B, which have no 'ab-worker').
+    #[arg(long)]
+    pub whole_runs: bool,
+    /// With --whole-runs: runs of each build.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(3..=100), requires = "whole_runs")]
+    pub rounds: u64,
+    /// Two executables: the arguments of 'bpfbench run' both get (after --),
+    /// e.g. -- maps --map hash -s hash/lookup/1000
+    #[arg(last = true)]
+    pub run_args: Vec<String>,
+}
+
+impl PairedArgs {
+    /// The paired request these options make, workloads taken from `workloads`.
+    pub fn request<'m>(&self, workloads: &'m dyn WorkloadSource) -> PairedRequest<'m> {
+        PairedRequest {
+            a: self.a.clone(),
+            b: self.b.clone(),
+            workload: self.workload.clone(),
+            scenarios: self.select.scenarios.clone(),
+            groups: self.select.groups.clone(),
+            settings: self.paired.clone(),
+            threshold: self.gate.threshold(),
+            allow_different_output: self.allow_different_output,
+            metric: self.metric,
+            cpu: self.cpu,
+            tag: self.store.tag.clone(),
+            run_args: self.run_args.clone(),
+            workloads,
+        }
+    }
+}
+
+impl PairedArgs {
+    /// `--whole-runs`: the older mode for two executables, whole runs
+    /// interleaved and their per-run medians compared. `on_round` hears of
+    /// each run as it starts.
+    pub fn compare_whole_runs(
+        &self,
+        on_round: impl FnMut(usize, &std::path::Path),
+    ) -> anyhow::Result<crate::record::ComparisonRecord> {
+        let rounds = self.rounds as usize;
+        let (a, b) = (&self.a, &self.b);
+        let cpu = match self.cpu {
+            Some(c) => c,
+            None => crate::system::cpu::default_cpu()?,
+        };
+        let (runs_a, runs_b) = super::builds::interleave(a, b, rounds, &self.run_args, cpu, on_round)?;
+        let cmp = crate::compare::compare_runs(
+            &runs_a,
+            &format!("{} ({rounds} runs)", a.display()),
+            &runs_b,
+            &format!("{} ({rounds} runs, interleaved)", b.display()),
+            self.gate.threshold(),
+            &crate::compare::RunNoise::new(),
+        );
+        if cmp.benchmarks.is_empty() {
+            anyhow::bail!("the two builds measured no benchmark in common");
+        }
+        Ok(cmp)
+    }
+}
