@@ -129,6 +129,37 @@ static __always_inline int bench_xdp_restore(struct xdp_md *ctx, const struct be
 	return 0;
 }
 
+/*
+ * The same restore for code apart from the loop (a bpf_loop callback, a
+ * bounded loop's global step). There clang folds the length
+ * into one 32-bit sum with the saved length, pointer arithmetic the
+ * verifier refuses, so the length is taken first, in 64 bits. A copy, not
+ * a flag: any change to bench_xdp_restore changes the code the may_goto
+ * loop's stored figures were measured with (measured: one flag, 2 more
+ * instructions in xdp_lb).
+ */
+static __always_inline int bench_xdp_restore_apart(struct xdp_md *ctx, const struct bench_saved_hdr *saved,
+							 __u32 mode)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	long len = data_end - data;
+	int delta;
+
+	asm volatile("" : "+r"(len));
+	delta = (int)len - (int)saved->len;
+	if (mode == BENCH_RESTORE_NONE || (mode == BENCH_RESTORE_ON_RESIZE && delta == 0))
+		return 0;
+	if (delta && bpf_xdp_adjust_head(ctx, delta))
+		return -1;
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	if (data + BENCH_SAVE_BYTES > data_end)
+		return -1;
+	__builtin_memcpy(data, saved->bytes, BENCH_SAVE_BYTES);
+	return 0;
+}
+
 static __always_inline struct bench_ctl *bench_ctl_get(void)
 {
 	__u32 zero = 0;
@@ -236,5 +267,184 @@ static __always_inline void bench_record(__u64 started_ns, __u64 elapsed_ns, __u
 		BENCH_TIMED_BATCH(ctx, ret, BODY, RESET);				\
 		ret = BODY;								\
 	} while (0)
+
+/*
+ * The same batch for kernels without may_goto (6.9). Two more loop
+ * constructs, each in programs of their own (an old kernel refuses an
+ * unknown instruction anywhere in a program, even where it cannot run);
+ * the host loads the programs of the construct it chose and leaves the
+ * others unloaded. Their names end in _bpf_loop and _bounded.
+ *
+ * Each comes in two forms, as the may_goto loop does: _BATCH saves and
+ * restores an XDP packet's head per the host's restore mode; _ITERATIONS
+ * does neither (RESET does all of it; tc programs use this form). The
+ * `xdp` argument of the internal macros is a constant, so the form not
+ * used leaves no XDP helper call behind.
+ *
+ * bpf_loop (5.17): the body runs in a callback, one indirect call per
+ * iteration. BENCH_LOOP_CALLBACK(fn, CTX_T, BODY, RESET) defines the
+ * callback of a _BATCH loop, BENCH_LOOP_CALLBACK_BARE that of an
+ * _ITERATIONS loop: BODY and RESET see `ctx` (a CTX_T *) and `__lc` (the
+ * loop's state; `__lc->st` is the workload's state pointer, if it passed one).
+ */
+struct bench_loop_state {
+	void *ctx;
+	void *st;
+	struct bench_saved_hdr saved;
+	__u32 mode;
+	int ret;
+	enum bench_status status;
+};
+
+#define __BENCH_LOOP_CALLBACK(fn, CTX_T, BODY, RESET, xdp)				\
+	static long fn(__u32 __idx, void *__data)					\
+	{										\
+		struct bench_loop_state *__lc = __data;					\
+		CTX_T *ctx = __lc->ctx;							\
+											\
+		__lc->ret = BODY;							\
+		if (xdp && __lc->mode != BENCH_RESTORE_NONE &&				\
+		    bench_xdp_restore_apart((void *)ctx, &__lc->saved, __lc->mode)) { \
+			__lc->status = BENCH_ERR_RESTORE;				\
+			return 1;							\
+		}									\
+		if (RESET) {								\
+			__lc->status = BENCH_ERR_RESET;					\
+			return 1;							\
+		}									\
+		return 0;								\
+	}
+#define BENCH_LOOP_CALLBACK(fn, CTX_T, BODY, RESET) __BENCH_LOOP_CALLBACK(fn, CTX_T, BODY, RESET, 1)
+#define BENCH_LOOP_CALLBACK_BARE(fn, CTX_T, BODY, RESET) __BENCH_LOOP_CALLBACK(fn, CTX_T, BODY, RESET, 0)
+
+#define __BENCH_TIMED_BPF_LOOP(ctx, state, ret, CALLBACK, xdp)				\
+	do {										\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		struct bench_loop_state __ls = { .ctx = ctx, .st = state };		\
+		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
+		__u64 __t0, __t1;							\
+		long __done;								\
+											\
+		__ls.mode = (xdp && __ctl) ? __ctl->restore_mode : 0;			\
+		if (__n) {								\
+			if (xdp && __ls.mode != BENCH_RESTORE_NONE &&			\
+			    bench_xdp_save((void *)ctx, &__ls.saved)) {			\
+				bench_record(0, 0, 0, BENCH_ERR_SHORT_PACKET);		\
+				return XDP_ABORTED;					\
+			}								\
+			__t0 = bpf_ktime_get_ns();					\
+			__done = bpf_loop(__n, CALLBACK, &__ls, 0);			\
+			__t1 = bpf_ktime_get_ns();					\
+			bench_record(__t0, __t1 - __t0, __done < 0 ? 0 : __done, __ls.status); \
+			ret = __ls.ret;							\
+		}									\
+	} while (0)
+#define BENCH_TIMED_BATCH_BPF_LOOP(ctx, state, ret, CALLBACK) __BENCH_TIMED_BPF_LOOP(ctx, state, ret, CALLBACK, 1)
+#define BENCH_TIMED_ITERATIONS_BPF_LOOP(ctx, state, ret, CALLBACK) __BENCH_TIMED_BPF_LOOP(ctx, state, ret, CALLBACK, 0)
+
+/*
+ * A bounded loop (5.3): the verifier walks every iteration, so a batch has
+ * at most BENCH_BOUNDED_ITERS; the host reads how many ran, as for may_goto.
+ * Each iteration calls the body and then a step, both global functions:
+ * a verifier walking the loop pays one instruction for a call to a global
+ * function, where the step's own paths (restore, reset) inlined cost older
+ * verifiers over a million instructions for 32 iterations of xdp-lb.
+ *
+ * BENCH_BOUNDED_STEP(fn, RESET) defines the step (restore the packet head
+ * per the host's mode, then RESET; RESET sees `ctx`) and the per-CPU map
+ * fn##_saved that holds the head the batch saved (a global function may
+ * take no stack pointer on older kernels). BENCH_BOUNDED_STEP_BARE(fn,
+ * CTX_T, RESET) is the step of an _ITERATIONS loop: RESET alone.
+ */
+#ifndef BENCH_BOUNDED_ITERS
+#define BENCH_BOUNDED_ITERS 256
+#endif
+
+#define BENCH_BOUNDED_STEP(fn, RESET)							\
+	struct {									\
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);				\
+		__uint(max_entries, 1);							\
+		__type(key, __u32);							\
+		__type(value, struct bench_saved_hdr);					\
+	} fn##_saved SEC(".maps");							\
+	__noinline int fn(struct xdp_md *ctx)						\
+	{										\
+		__u32 __zero = 0;							\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		struct bench_saved_hdr *__saved = bpf_map_lookup_elem(&fn##_saved, &__zero); \
+											\
+		if (!ctx || !__ctl || !__saved)						\
+			return BENCH_ERR_RESTORE;					\
+		if (__ctl->restore_mode != BENCH_RESTORE_NONE &&			\
+		    bench_xdp_restore_apart(ctx, __saved, __ctl->restore_mode))		\
+			return BENCH_ERR_RESTORE;					\
+		if (RESET)								\
+			return BENCH_ERR_RESET;						\
+		return BENCH_OK;							\
+	}
+
+#define BENCH_BOUNDED_STEP_BARE(fn, CTX_T, RESET)					\
+	__noinline int fn(CTX_T *ctx)							\
+	{										\
+		if (!ctx)								\
+			return BENCH_ERR_RESET;						\
+		return (RESET) ? BENCH_ERR_RESET : BENCH_OK;				\
+	}
+
+#define __BENCH_TIMED_BOUNDED(ctx, ret, BODY, STEP, SAVE)				\
+	do {										\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
+		enum bench_status __status = BENCH_OK;					\
+		__u32 __i = 0;								\
+		__u64 __t0 = 0, __t1 = 0;						\
+											\
+		if (__n > BENCH_BOUNDED_ITERS)						\
+			__n = BENCH_BOUNDED_ITERS;					\
+		if (__n) {								\
+			if (SAVE) {							\
+				bench_record(0, 0, 0, BENCH_ERR_SHORT_PACKET);		\
+				return XDP_ABORTED;					\
+			}								\
+			__t0 = bpf_ktime_get_ns();					\
+			/* Unrolled, the loop's copies spill past the stack limit. */	\
+			_Pragma("clang loop unroll(disable)")				\
+			for (__i = 0; __i < __n; __i++) {				\
+				ret = BODY;						\
+				__status = STEP(ctx);					\
+				if (__status != BENCH_OK)				\
+					break;						\
+			}								\
+			__t1 = bpf_ktime_get_ns();					\
+			bench_record(__t0, __t1 - __t0, __i, __status);		\
+		}									\
+	} while (0)
+
+/* Saves the packet head into the step's map where the host restores. The
+ * copy goes in 8-byte words: a byte-wise memcpy into a map value (alignment
+ * unknown) has clang load all 64 bytes first and spill them, 512 bytes of
+ * stack. */
+static __always_inline int bench_bounded_save(struct xdp_md *ctx, void *saved_map, struct bench_ctl *ctl)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct bench_saved_hdr *saved;
+
+	if (!ctl || ctl->restore_mode == BENCH_RESTORE_NONE)
+		return 0;
+	saved = bpf_map_lookup_elem(saved_map, &zero);
+	if (!saved || data + BENCH_SAVE_BYTES > data_end)
+		return -1;
+#pragma unroll
+	for (int i = 0; i < BENCH_SAVE_BYTES / 8; i++)
+		((__u64 *)saved->bytes)[i] = ((__u64 *)data)[i];
+	saved->len = data_end - data;
+	return 0;
+}
+
+#define BENCH_TIMED_BATCH_BOUNDED(ctx, ret, BODY, STEP)					\
+	__BENCH_TIMED_BOUNDED(ctx, ret, BODY, STEP, bench_bounded_save(ctx, &STEP##_saved, __ctl))
+#define BENCH_TIMED_ITERATIONS_BOUNDED(ctx, ret, BODY, STEP) __BENCH_TIMED_BOUNDED(ctx, ret, BODY, STEP, 0)
 
 #endif /* BENCH_TIMING_BPF_H */

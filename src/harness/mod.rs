@@ -81,6 +81,14 @@ pub trait Workload {
     fn scenarios(&self) -> &[ScenarioInfo];
     /// Loads the BPF objects and fills maps; batches will run on `cpu`.
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>>;
+    /// Times batches as `choice` says from the next setup on (`--timing-mode`);
+    /// refuses, in one line, a mode the workload does not have.
+    fn set_timing(&mut self, choice: timing::TimingChoice) -> Result<()> {
+        match choice {
+            timing::TimingChoice::Auto => Ok(()),
+            other => anyhow::bail!("{} has no --timing-mode {}: it times in BPF only", self.name(), other.as_str()),
+        }
+    }
     /// As [`Workload::setup`], with the programs run by `runtime`.
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         match runtime {
@@ -109,6 +117,11 @@ pub trait LoadedWorkload {
 pub trait PreparedScenario {
     /// One timed invocation of `iters` iterations.
     fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming>;
+    /// The most iterations a batch runs, where the loop is capped (a bounded
+    /// loop the verifier walks); the runner sizes batches within it.
+    fn batch_cap(&self) -> Option<u32> {
+        None
+    }
     /// Scenarios with the same key share one overhead measurement in a run
     /// (same loop, same reset block, same packet shape).
     fn overhead_key(&self) -> String;

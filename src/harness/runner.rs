@@ -81,15 +81,17 @@ pub fn calibrate(
     target_ns: f64,
     stop: &AtomicBool,
 ) -> Result<(u32, f64)> {
-    let mut iters = FIRST_CALIBRATION_BATCH;
+    // A loop the verifier walks runs at most so many iterations a batch.
+    let cap = p.batch_cap().unwrap_or(MAX_BATCH);
+    let mut iters = FIRST_CALIBRATION_BATCH.min(cap);
     let (mut est, mut elapsed, _) = batch(p, stop, variant, iters)?;
-    while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 {
-        iters *= 10;
+    while (elapsed as f64) < target_ns / 10.0 && iters < MAX_BATCH / 10 && iters < cap {
+        iters = (iters * 10).min(cap);
         (est, elapsed, _) = batch(p, stop, variant, iters)?;
     }
     // One refinement at full size: the small batches ran with colder caches.
-    let (refined, _, _) = batch(p, stop, variant, batch_size(target_ns, est))?;
-    Ok((batch_size(target_ns, refined), refined))
+    let (refined, _, _) = batch(p, stop, variant, batch_size(target_ns, est).min(cap))?;
+    Ok((batch_size(target_ns, refined).min(cap), refined))
 }
 
 impl Runner {
@@ -130,7 +132,7 @@ impl Runner {
             v.sort_by(f64::total_cmp);
             Ok(v[1])
         };
-        let half = (iters / 2).max(MIN_BATCH);
+        let half = (iters / 2).max(MIN_BATCH.min(iters / 2).max(1));
         let one = median_of(half)?;
         let two = median_of(half * 2)?;
         Ok(two / one)

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::kernel::test_run::{RunOutput, run};
+use crate::record::LoopConstruct;
 use crate::system::cpu::pin_to_cpu;
 use skel::types::{bench_ctl, bench_result, bench_status};
 
@@ -222,4 +223,73 @@ fn fresh_sample(before: &[bench_result], after: &[bench_result], cpu: usize) -> 
         s => bail!("the reset block failed inside the timed loop (status {})", s.0),
     }
     Ok(BatchTiming { started_ns: a.started_ns, elapsed_ns: a.elapsed_ns, iters: a.iters })
+}
+
+/// BENCH_BOUNDED_ITERS in bench_timing.bpf.h: a bounded loop's batch at most.
+pub const BOUNDED_LOOP_ITERS: u32 = 256;
+
+/// The most iterations a batch of `construct` runs (None: as many as asked).
+pub fn batch_cap(construct: LoopConstruct) -> Option<u32> {
+    (construct == LoopConstruct::Bounded).then_some(BOUNDED_LOOP_ITERS)
+}
+
+/// `--timing-mode`: how batches are timed. `Auto` takes the best the kernel
+/// and the workload allow; the others force one, or refuse in one line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimingChoice {
+    #[default]
+    Auto,
+    MayGoto,
+    BpfLoop,
+    Bounded,
+    PerCall,
+}
+
+impl TimingChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimingChoice::Auto => "auto",
+            TimingChoice::MayGoto => "may-goto",
+            TimingChoice::BpfLoop => "bpf-loop",
+            TimingChoice::Bounded => "bounded",
+            TimingChoice::PerCall => "per-call",
+        }
+    }
+
+    /// The forced loop construct, if one is.
+    pub fn forced_loop(self) -> Option<LoopConstruct> {
+        match self {
+            TimingChoice::MayGoto => Some(LoopConstruct::MayGoto),
+            TimingChoice::BpfLoop => Some(LoopConstruct::BpfLoop),
+            TimingChoice::Bounded => Some(LoopConstruct::Bounded),
+            TimingChoice::Auto | TimingChoice::PerCall => None,
+        }
+    }
+
+    /// The loop construct in-BPF batches use on this kernel: the forced one
+    /// where the kernel verifies it (else an error saying what it lacks), or
+    /// the best it verifies.
+    pub fn loop_construct(self) -> Result<LoopConstruct> {
+        let Some(caps) = crate::kernel::features::probe() else {
+            // Unprivileged: the load that follows reports why.
+            return Ok(self.forced_loop().unwrap_or_default());
+        };
+        match self.forced_loop() {
+            Some(c) => caps.loop_construct(c).map(|()| c).map_err(|why| anyhow::anyhow!("--timing-mode {}: {why}", self.as_str())),
+            None => caps.best_loop().context(
+                "this kernel verifies none of the loops bpfbench times in (may_goto, bpf_loop, bounded loops); use --timing-mode per-call with your own object",
+            ),
+        }
+    }
+}
+
+/// The names of the timed programs of `bases` built with each construct
+/// but `keep` (`xdp_lb` → `xdp_lb_bpf_loop`, `xdp_lb_bounded`): the
+/// programs to leave unloaded, so an old kernel never sees them.
+pub fn programs_of_other_loops(bases: &[&str], keep: LoopConstruct) -> Vec<String> {
+    LoopConstruct::ALL
+        .into_iter()
+        .filter(|c| *c != keep)
+        .flat_map(|c| bases.iter().map(move |b| format!("{b}{}", c.program_suffix())))
+        .collect()
 }

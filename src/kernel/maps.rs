@@ -23,6 +23,34 @@ pub fn create(map_type: MapType, name: &str, key_size: u32, value_size: u32, ent
         .with_context(|| format!("creating a {map_type:?} map '{name}' of {entries} entries"))
 }
 
+/// As [`create`], with the key and value types of `like`'s BTF: an inner
+/// map of a map-of-maps must match the template's BTF on some kernels
+/// (6.1 refuses a BTF-less one with EINVAL; libbpf issue 816).
+pub fn create_like(like: &MapHandle, name: &str, entries: u32) -> Result<MapHandle> {
+    use libbpf_rs::MapCore;
+    let info = like.info().with_context(|| format!("reading the BTF of map '{name}'s template"))?;
+    let mut opts = sys::bpf_map_create_opts { sz: size_of::<sys::bpf_map_create_opts>() as _, ..Default::default() };
+    let btf = (info.info.btf_id != 0).then(|| {
+        // SAFETY: a plain syscall wrapper; a negative result is an error.
+        unsafe { sys::bpf_btf_get_fd_by_id(info.info.btf_id) }
+    });
+    let btf = match btf {
+        Some(fd) if fd >= 0 => {
+            // SAFETY: a new fd we own.
+            Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+        }
+        _ => None,
+    };
+    if let Some(fd) = &btf {
+        opts.btf_fd = fd.as_raw_fd() as u32;
+        opts.btf_key_type_id = info.info.btf_key_type_id;
+        opts.btf_value_type_id = info.info.btf_value_type_id;
+    }
+    let map_type = like.map_type();
+    MapHandle::create(map_type, Some(name), like.key_size(), like.value_size(), entries, &opts)
+        .with_context(|| format!("creating a {map_type:?} map '{name}' of {entries} entries"))
+}
+
 /// Writes `count` keys and values at once (`BPF_MAP_UPDATE_BATCH`). A
 /// per-CPU map's value is one 8-byte-aligned slot per possible CPU.
 pub fn update_batch(map: BorrowedFd<'_>, keys: &[u8], values: &[u8], count: u32) -> Result<()> {

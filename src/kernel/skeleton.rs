@@ -198,3 +198,13 @@ pub fn object_prog(obj: &libbpf_rs::Object, name: &str, source: &str) -> Result<
     let p = find_named(obj.progs(), |p| p.name().to_string_lossy().into_owned(), name, "program", source)?;
     p.as_fd().try_clone_to_owned().context("duplicating program fd")
 }
+
+/// Leaves the programs named `names` unloaded (where the object has them):
+/// the loop constructs a kernel lacks, which it would refuse.
+pub fn leave_unloaded(open: &mut libbpf_rs::OpenObject, names: &[String]) {
+    for mut prog in open.progs_mut() {
+        if names.iter().any(|n| prog.name().to_str() == Some(n.as_str())) {
+            prog.set_autoload(false);
+        }
+    }
+}

@@ -116,6 +116,9 @@ pub struct Environment {
     /// Share of CPU time stolen by the hypervisor while the run went on
     /// (None where /proc/stat has no steal column).
     pub steal_percent: Option<f64>,
+    /// What the kernel accepted when probed (absent in runs from before probing).
+    #[serde(default)]
+    pub features: Option<KernelFeatures>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -310,13 +313,50 @@ impl ScenarioRecord {
     }
 }
 
+/// The loop construct an in-BPF batch ran in: may_goto (6.9) where the
+/// kernel has it, else bpf_loop (5.17), else a bounded loop the verifier
+/// walks (5.3; batches of at most 256 iterations).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoopConstruct {
+    #[default]
+    MayGoto,
+    BpfLoop,
+    Bounded,
+}
+
+impl LoopConstruct {
+    pub const ALL: [LoopConstruct; 3] = [LoopConstruct::MayGoto, LoopConstruct::BpfLoop, LoopConstruct::Bounded];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopConstruct::MayGoto => "may-goto",
+            LoopConstruct::BpfLoop => "bpf-loop",
+            LoopConstruct::Bounded => "bounded",
+        }
+    }
+
+    /// The suffix of a timed program's name in bpfbench's objects
+    /// (`xdp_lb`, `xdp_lb_bpf_loop`, `xdp_lb_bounded`).
+    pub fn program_suffix(self) -> &'static str {
+        match self {
+            LoopConstruct::MayGoto => "",
+            LoopConstruct::BpfLoop => "_bpf_loop",
+            LoopConstruct::Bounded => "_bounded",
+        }
+    }
+}
+
 /// How a scenario's samples were timed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum Timing {
     /// Inside BPF: the batch loop calls the program once per iteration.
-    #[default]
-    InBpf,
+    InBpf {
+        /// The loop construct (documents from before it was recorded: may_goto).
+        #[serde(default, rename = "loop")]
+        construct: LoopConstruct,
+    },
     /// One BPF_PROG_TEST_RUN per packet, timed by the kernel around the
     /// program alone; slower than in-BPF figures by the test run's own cost,
     /// used when the program cannot be spliced into the batch loop.
@@ -326,22 +366,64 @@ pub enum Timing {
     },
 }
 
+impl Default for Timing {
+    fn default() -> Self {
+        Timing::MAY_GOTO
+    }
+}
+
 impl Timing {
-    /// Appended to benchmark names: results of different timing never compare.
+    /// In BPF with the may_goto loop: every figure stored before modes were recorded.
+    pub const MAY_GOTO: Timing = Timing::InBpf { construct: LoopConstruct::MayGoto };
+
+    /// Appended to benchmark names: results of different timing never
+    /// compare as one benchmark (may_goto's figures keep their names).
     pub fn suffix(&self) -> &'static str {
         match self {
-            Timing::InBpf => "",
+            Timing::InBpf { construct: LoopConstruct::MayGoto } => "",
+            Timing::InBpf { construct: LoopConstruct::BpfLoop } => "@bpf-loop",
+            Timing::InBpf { construct: LoopConstruct::Bounded } => "@bounded",
             Timing::PerCall { .. } => "@per-call",
         }
     }
 
-    /// A short label for tables ("in BPF", "per call").
+    /// A short label for tables ("in BPF", "bpf_loop", "per call").
     pub fn label(&self) -> &'static str {
         match self {
-            Timing::InBpf => "in BPF",
+            Timing::InBpf { construct: LoopConstruct::MayGoto } => "in BPF",
+            Timing::InBpf { construct: LoopConstruct::BpfLoop } => "bpf_loop",
+            Timing::InBpf { construct: LoopConstruct::Bounded } => "bounded loop",
             Timing::PerCall { .. } => "per call",
         }
     }
+
+    /// The mode's name as `--timing-mode` takes it.
+    pub fn mode_name(&self) -> &'static str {
+        match self {
+            Timing::InBpf { construct } => construct.as_str(),
+            Timing::PerCall { .. } => "per-call",
+        }
+    }
+}
+
+/// What the running kernel accepted when bpfbench probed it, each by
+/// loading (or running) the smallest program that needs the feature.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFeatures {
+    /// may_goto loops (6.9).
+    pub may_goto: bool,
+    /// The bpf_loop helper (5.17).
+    pub bpf_loop: bool,
+    /// Bounded loops (5.3).
+    pub bounded_loops: bool,
+    /// A global subprogram that changes packet data (bpf_xdp_adjust_head).
+    pub global_subprog_changes_packet: bool,
+    /// BPF_PROG_TEST_RUN with live frames (5.18): `gen` and `live`.
+    pub xdp_live_frames: bool,
+    /// BPF_ENABLE_STATS (5.8): `live`'s ns/packet.
+    pub bpf_stats: bool,
+    /// The kernel's own BTF (/sys/kernel/btf/vmlinux).
+    pub btf: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

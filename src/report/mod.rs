@@ -3,6 +3,7 @@
 
 pub mod compare_table;
 pub mod export;
+pub mod features_table;
 pub mod fuzz_table;
 pub mod gen_table;
 pub mod history_table;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{RunRecord, Runtime, ScenarioRecord, Timing};
+use crate::record::{LoopConstruct, RunRecord, Runtime, ScenarioRecord, Timing};
 use crate::stats::render_histogram;
 
 const NAME_W: usize = 34;
@@ -45,8 +45,8 @@ pub(super) fn label(r: &ScenarioRecord) -> String {
         Runtime::User => format!("{} (user)", r.name),
     };
     match r.timing {
-        Timing::InBpf => name,
-        Timing::PerCall { .. } => format!("{name} (per call)"),
+        Timing::MAY_GOTO => name,
+        ref other => format!("{name} ({})", other.label()),
     }
 }
 
@@ -114,8 +114,14 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
             if m.calibration.proportional { "ok" } else { "OFF" }
         );
         match &r.timing {
-            Timing::InBpf => {
-                let _ = writeln!(out, "  In-BPF timing: {} samples, {} ops/batch", s.n, m.batch_iters);
+            Timing::InBpf { construct } => {
+                let _ = writeln!(
+                    out,
+                    "  In-BPF timing ({} loop): {} samples, {} ops/batch",
+                    construct.as_str(),
+                    s.n,
+                    m.batch_iters
+                );
             }
             Timing::PerCall { reason } => {
                 let _ = writeln!(
@@ -178,7 +184,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         }
         out.push('\n');
     }
-    let per_call = report.results.iter().any(|r| r.timing != Timing::InBpf);
+    let other_modes = report.results.iter().any(|r| r.timing != Timing::MAY_GOTO);
     let _ = writeln!(
         out,
         "bpfbench {} on {} (kernel {}), CPU {}; ns/op measured inside BPF{}",
@@ -186,7 +192,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         report.environment.cpu_model,
         report.environment.kernel,
         report.environment.cpu,
-        if per_call { ", except rows marked (per call)" } else { "" }
+        if other_modes { " (may_goto loop), except rows marked with their mode" } else { "" }
     );
     for g in &groups {
         out.push_str(&rule());
@@ -201,7 +207,16 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     }
     out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
     out.push_str(&super::runtime_table::render(report));
-    if per_call {
+    if report
+        .results
+        .iter()
+        .any(|r| matches!(r.timing, Timing::InBpf { construct: LoopConstruct::BpfLoop | LoopConstruct::Bounded }))
+    {
+        out.push_str(
+            "(bpf_loop), (bounded loop): timed in BPF with the loop this kernel has instead of may_goto; loop p50 is that loop's own cost.\n",
+        );
+    }
+    if report.results.iter().any(|r| matches!(r.timing, Timing::PerCall { .. })) {
         out.push_str(
             "(per call): one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",
         );

@@ -10,6 +10,7 @@ use super::paired_request::{PairedRequest, WorkloadSource};
 use crate::compare::Gate;
 use crate::harness::paired::PairedSettings;
 use crate::harness::runner::Profile;
+use crate::harness::timing::TimingChoice;
 use crate::history::{StoreOptions, TagRuns};
 use crate::record::{Metric, Runtime, Sampling};
 use crate::report::Format;
@@ -22,6 +23,11 @@ pub struct RunArgs {
     pub select: Selection,
     #[command(flatten)]
     pub sampling: Sampling,
+    /// How batches are timed: auto takes the best the kernel has (may-goto,
+    /// else bpf-loop, else bounded); the others force one, and refuse where
+    /// the kernel or the workload lacks it (per-call: your own objects).
+    #[arg(long, value_enum, default_value_t = TimingChoice::Auto)]
+    pub timing_mode: TimingChoice,
     /// Pin the run to this CPU (default: the last CPU this process may use).
     #[arg(long)]
     pub cpu: Option<usize>,

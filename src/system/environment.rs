@@ -63,6 +63,7 @@ pub fn start(cpu: usize) -> Capture {
         started_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         loadavg: loadavg(),
         steal_percent: None,
+        features: crate::kernel::features::probe().map(|f| f.record()),
     };
     Capture { environment, jiffies_at_start: cpu_jiffies() }
 }

@@ -55,30 +55,12 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The oldest kernel whose features the timing loop relies on.
-pub const MIN_KERNEL: (u32, u32) = (6, 9);
-const MIN_KERNEL_FEATURES: &str =
-    "may_goto loops (6.9), global subprograms changing packet data, BPF_PROG_TEST_RUN for XDP";
-
-/// Fails when the kernel is older than the timing loop needs.
-pub fn check_kernel() -> Result<()> {
-    match kernel_version() {
-        Some(v) if v < MIN_KERNEL => bail!(
-            "kernel {} is too old: bpfbench needs Linux {}.{} or newer for {}",
-            kernel_release(),
-            MIN_KERNEL.0,
-            MIN_KERNEL.1,
-            MIN_KERNEL_FEATURES
-        ),
-        _ => Ok(()),
-    }
-}
-
 /// Readies the process for timing on `cpu` (default: the last allowed
-/// CPU): privileges, kernel, pinning, libbpf's log and Ctrl-C. Returns the CPU.
+/// CPU): privileges, pinning, libbpf's log and Ctrl-C. Returns the CPU.
+/// (What the kernel can time with is probed where programs are loaded:
+/// `kernel::features`.)
 pub fn prepare_for_timing(cpu: Option<usize>) -> Result<usize> {
     check_privileges()?;
-    check_kernel()?;
     let cpu = match cpu {
         Some(c) => c,
         None => cpu::default_cpu()?,

@@ -44,6 +44,9 @@ impl GenOptions {
     /// The generator these options describe: a TCP stream to `--tcp`, else
     /// the flows of `--packet` or `--pcap`.
     pub fn generator(&self) -> Result<Generator> {
+        if let Some(caps) = crate::kernel::features::probe() {
+            caps.require_live_frames()?;
+        }
         match self.tcp {
             Some(peer) => {
                 // Before connecting: a refused run leaves no connection behind.

@@ -104,6 +104,9 @@ impl LiveArgs {
     /// The target loaded and the run planned: its steps, settings and notes.
     /// Refuses bad options before anything is loaded.
     pub fn load_and_plan(&self) -> Result<(Box<dyn LiveProgram>, LivePlan)> {
+        if let Some(caps) = crate::kernel::features::probe() {
+            caps.require_live_frames()?;
+        }
         let sweep: Option<Sweep> = self.sweep.as_deref().map(str::parse).transpose()?;
         if self.plot.is_some() && sweep.is_none() {
             bail!("--plot draws a sweep; give --sweep VAR=V1,V2,...");

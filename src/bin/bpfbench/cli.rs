@@ -139,6 +139,10 @@ pub enum Command {
         #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
         budget: u64,
     },
+    /// What the running kernel accepts of what bpfbench uses (each feature
+    /// probed by loading the smallest program that needs it), and the
+    /// timing mode runs take here.
+    Features,
     /// Measure the candidate loop constructs for the in-BPF timing loop.
     Loops {
         #[arg(long)]

@@ -73,6 +73,15 @@ fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
     Ok(if r.panics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+fn features() -> Result<ExitCode> {
+    system::check_privileges()?;
+    bpfbench::kernel::libbpf_log::capture();
+    let caps =
+        bpfbench::kernel::features::probe().ok_or_else(|| anyhow::anyhow!("this process may not load BPF programs"))?;
+    print!("{}", bpfbench::report::features_table::render(&system::kernel_release(), caps));
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
@@ -106,6 +115,7 @@ fn main() -> ExitCode {
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),
         Some(Command::Gen { options, format, output }) => traffic::generate(&options, format, output.as_deref()),
         Some(Command::Live(args)) => live::live(&args),
+        Some(Command::Features) => features(),
         Some(Command::FuzzUvm { programs, seed, budget }) => fuzz_uvm(programs, seed, budget),
     };
     match result {

@@ -110,7 +110,8 @@ pub fn gate(record: &PairedRecord, gate: &bpfbench::compare::Gate) -> ExitCode {
 /// `bpfbench ab-worker RUN_ARGS`: loads the workload `run RUN_ARGS` would,
 /// on the CPU given there, and serves the coordinator's requests.
 pub fn serve(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
-    let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
+    let mut workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
+    workload.set_timing(args.timing_mode)?;
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     let cpu = system::prepare_for_timing(args.cpu)?;
     worker::serve(workload.as_ref(), cpu, &scenarios)?;

@@ -74,7 +74,8 @@ impl Observer for Terminal<'_> {
 pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // A --metric the --runtime cannot count is refused before anything is built.
     args.runtimes()?;
-    let workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
+    let mut workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
+    workload.set_timing(args.timing_mode)?;
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     system::check_privileges()?;
     // Open the history and find the reference before spending minutes measuring.

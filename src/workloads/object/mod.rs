@@ -387,7 +387,7 @@ impl LoadedWorkload for Loaded<'_> {
                             "{kind:?} driver loop, {restore} bytes written back, {} packet(s)",
                             case.packets.len()
                         );
-                        (Timer::InBpf(Box::new(s)), Timing::InBpf, key)
+                        (Timer::InBpf(Box::new(s)), Timing::MAY_GOTO, key)
                     }
                     Err(e) if self.runtime == Runtime::User => {
                         bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name)

@@ -13,7 +13,7 @@ use super::jhash;
 use super::packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use super::scenarios::{Flows, LbScenario, Path, flow_source};
 use crate::harness::Validation;
-use crate::harness::timing::RestoreMode;
+use crate::harness::timing::{RestoreMode, batch_cap};
 use crate::kernel::test_run::xdp_action_name;
 use crate::packet::diff_packets;
 
@@ -52,13 +52,11 @@ pub fn validate(
     }
     lb.reset_counters()?;
 
-    let (timing, out) = lb.body.run_batch(&packet, VALIDATION_ITERS, RestoreMode::BENCH_RESTORE_ON_RESIZE, cpu)?;
-    ensure!(
-        timing.iters == VALIDATION_ITERS as u64,
-        "the timing loop ran {} of {VALIDATION_ITERS} iterations",
-        timing.iters
-    );
-    let n = VALIDATION_ITERS + 1;
+    // A bounded loop validates over the batch it can run.
+    let iters = batch_cap(lb.construct).unwrap_or(VALIDATION_ITERS).min(VALIDATION_ITERS);
+    let (timing, out) = lb.body.run_batch(&packet, iters, RestoreMode::BENCH_RESTORE_ON_RESIZE, cpu)?;
+    ensure!(timing.iters == iters as u64, "the timing loop ran {} of {iters} iterations", timing.iters);
+    let n = iters + 1;
     if out.retval != verdict {
         bail!("verdict: expected {}, got {}", xdp_action_name(verdict), xdp_action_name(out.retval));
     }

@@ -6,13 +6,14 @@ use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::LazyLock;
 
-use anyhow::{Context, Result};
-use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+use anyhow::{Context, Result, bail};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::addressing::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use super::maglev::{RingMember, build_ring};
-use crate::harness::timing::{SharedRuntime, TimedProgram};
+use crate::harness::timing::{SharedRuntime, TimedProgram, programs_of_other_loops};
 use crate::kernel::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
+use crate::record::LoopConstruct;
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
@@ -58,6 +59,8 @@ fn key(k: u32) -> [u8; 4] {
 pub struct LoadedLb {
     pub body: TimedProgram,
     pub overhead: TimedProgram,
+    /// The loop construct both timed programs were built with.
+    pub construct: LoopConstruct,
     /// The datapath alone, for an interface (`bpfbench live`); builds of
     /// xdp_lb.bpf.c from before it existed have none.
     pub live: Option<std::os::fd::OwnedFd>,
@@ -86,12 +89,22 @@ impl LoadedLb {
         ObjectSource::Builtin { name: "xdp_lb", bytes: crate::bpf_object_bytes!("xdp_lb") }
     }
 
-    /// Loads a build of xdp_lb.bpf.c, checks that its maps have this
-    /// host's layouts, and fills VIPs, reals, rings and per-CPU LRUs.
-    pub fn load(source: &ObjectSource) -> Result<LoadedLb> {
+    /// Loads a build of xdp_lb.bpf.c with its timed programs of
+    /// `construct`, checks that its maps have this host's layouts, and
+    /// fills VIPs, reals, rings and per-CPU LRUs.
+    pub fn load(source: &ObjectSource, construct: LoopConstruct) -> Result<LoadedLb> {
         let label = source.label();
-        let (obj, code) =
-            skeleton::load_object_keeping_code(source.open()?, &format!("the xdp-lb programs of {label}"))?;
+        let mut open = source.open()?;
+        let (body, overhead) =
+            (format!("xdp_lb{}", construct.program_suffix()), format!("xdp_lb_overhead{}", construct.program_suffix()));
+        if !open.progs().any(|p| p.name().to_str() == Some(body.as_str())) {
+            bail!(
+                "{label} has no program {body} for --timing-mode {}: it was built before bpfbench timed with that loop",
+                construct.as_str()
+            );
+        }
+        skeleton::leave_unloaded(&mut open, &programs_of_other_loops(&["xdp_lb", "xdp_lb_overhead"], construct));
+        let (obj, code) = skeleton::load_object_keeping_code(open, &format!("the xdp-lb programs of {label}"))?;
         let map = |name: &str, key: usize, value: usize| object_map_sized(&obj, name, key, value, &label);
         let timed = |name: &str| -> Result<TimedProgram> {
             TimedProgram::new(
@@ -104,8 +117,9 @@ impl LoadedLb {
         let mut lb = LoadedLb {
             code,
             user: None,
-            body: timed("xdp_lb")?,
-            overhead: timed("xdp_lb_overhead")?,
+            body: timed(&body)?,
+            overhead: timed(&overhead)?,
+            construct,
             live: object_prog(&obj, "xdp_lb_live", &label).ok(),
             vip_map: map("vip_map", size_of::<lb_vip_key>(), size_of::<lb_vip_meta>())?,
             reals: map("reals", u32s, size_of::<lb_real>())?,
@@ -231,14 +245,9 @@ impl LoadedLb {
     /// (an LRU hash in a map-of-maps may have any size).
     pub fn reset_lru_sized(&self, entries: u32) -> Result<()> {
         for cpu in 0..possible_cpus()?.min(Limit::LB_MAX_CPUS.0 as usize) {
-            let lru = crate::kernel::maps::create(
-                MapType::LruHash,
-                "lb_lru",
-                size_of::<lb_flow_key>() as u32,
-                size_of::<lb_real_pos_lru>() as u32,
-                entries,
-            )
-            .context("creating a per-CPU LRU")?;
+            // Like the fallback table, whose types are the inner template's.
+            let lru = crate::kernel::maps::create_like(&self.fallback_lru, "lb_lru", entries)
+                .context("creating a per-CPU LRU")?;
             let fd = lru.as_fd().as_raw_fd() as u32;
             self.lru_mapping.update(&key(cpu as u32), &fd.to_ne_bytes(), MapFlags::ANY)?;
         }

@@ -27,7 +27,7 @@ impl LiveLb {
     /// tables of `lru_entries` each.
     pub fn load(lru_entries: u32) -> Result<LiveLb> {
         ensure!(lru_entries >= 1, "--lru-size must be at least 1");
-        let lb = LoadedLb::load(&LoadedLb::builtin())?;
+        let lb = LoadedLb::load(&LoadedLb::builtin(), crate::harness::timing::TimingChoice::Auto.loop_construct()?)?;
         ensure!(lb.live.is_some(), "this build of xdp_lb.bpf.c has no xdp_lb_live program");
         let mut live = LiveLb { lb, lru_entries };
         live.reset()?;

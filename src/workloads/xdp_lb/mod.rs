@@ -17,13 +17,13 @@ mod scenarios;
 
 use std::sync::LazyLock;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 
-use crate::harness::timing::RestoreMode;
+use crate::harness::timing::{RestoreMode, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::skeleton::ObjectSource;
 use crate::kernel::test_run::xdp_action_name;
-use crate::record::{InstructionCount, Runtime};
+use crate::record::{InstructionCount, LoopConstruct, Runtime, Timing};
 use crate::workloads::Registration;
 use datapath::LoadedLb;
 use scenarios::{Flows, LbScenario, SCENARIOS};
@@ -50,6 +50,8 @@ pub struct XdpLb {
     pub corrupt_expected_byte: Option<usize>,
     /// Test hook: override the UDP LRU timeout (ns).
     pub udp_timeout_ns: Option<u64>,
+    /// `--timing-mode`: the loop construct, or the best the kernel has.
+    pub timing: TimingChoice,
 }
 
 impl Workload for XdpLb {
@@ -65,11 +67,24 @@ impl Workload for XdpLb {
         self.setup_in(cpu, Runtime::Kernel)
     }
 
+    fn set_timing(&mut self, choice: TimingChoice) -> Result<()> {
+        if choice == TimingChoice::PerCall {
+            bail!("xdp-lb has no --timing-mode per-call: it times in BPF with may-goto, bpf-loop or bounded loops");
+        }
+        self.timing = choice;
+        Ok(())
+    }
+
     /// The kernel loads the object either way: setup fills its maps, and
     /// the userspace runtime copies them (one setup code for both).
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let source = self.object.clone().map_or_else(LoadedLb::builtin, ObjectSource::File);
-        let mut lb = LoadedLb::load(&source)?;
+        // The userspace runtime runs the may_goto programs whatever the kernel has.
+        let construct = match runtime {
+            Runtime::User => LoopConstruct::MayGoto,
+            Runtime::Kernel => self.timing.loop_construct()?,
+        };
+        let mut lb = LoadedLb::load(&source, construct)?;
         if runtime == Runtime::User {
             lb.run_in_user(cpu)?;
         }
@@ -88,7 +103,8 @@ impl LoadedWorkload for Loaded<'_> {
         let s = scenarios::find(&info.name).with_context(|| format!("unknown xdp-lb scenario {}", info.name))?;
         let lb = &mut self.lb;
         lb.set_udp_timeout(self.config.udp_timeout_ns.unwrap_or(addressing::UDP_LRU_TIMEOUT_NS))?;
-        let (validation, packet) = checks::validate(lb, s, self.cpu, self.config.corrupt_expected_byte)?;
+        let (mut validation, packet) = checks::validate(lb, s, self.cpu, self.config.corrupt_expected_byte)?;
+        validation.timing = Timing::InBpf { construct: lb.construct };
         let verdict = checks::expected_verdict(s);
         Ok((validation, Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict })))
     }
@@ -124,6 +140,10 @@ impl PreparedScenario for Prepared<'_> {
         Some(self.lb.body.fd())
     }
 
+    fn batch_cap(&self) -> Option<u32> {
+        crate::harness::timing::batch_cap(self.lb.construct)
+    }
+
     fn count_instructions(&mut self, iters: u32, profile: crate::harness::Profile) -> Result<Option<InstructionCount>> {
         let Some(rt) = self.lb.user().cloned() else { return Ok(None) };
         crate::harness::count_instructions(&rt, iters, profile, |variant, n| self.run_batch(variant, n)).map(Some)
@@ -155,7 +175,7 @@ pub struct FuzzCorpus {
 }
 
 pub fn fuzz_corpus(cpu: usize) -> Result<FuzzCorpus> {
-    let lb = LoadedLb::load(&LoadedLb::builtin())?;
+    let lb = LoadedLb::load(&LoadedLb::builtin(), TimingChoice::Auto.loop_construct()?)?;
     let runtime = crate::uvm::UserRuntime::new(&lb.code, cpu)?;
     let names: Vec<String> =
         ["xdp_lb_live", "xdp_lb"].iter().filter(|n| runtime.program(n).is_some()).map(|n| n.to_string()).collect();
@@ -179,7 +199,7 @@ mod userspace_tests {
         crate::system::check_privileges().unwrap();
         let cpu = crate::system::cpu::default_cpu().unwrap();
         crate::system::cpu::pin_to_cpu(cpu).unwrap();
-        let lb = LoadedLb::load(&LoadedLb::builtin()).unwrap();
+        let lb = LoadedLb::load(&LoadedLb::builtin(), LoopConstruct::MayGoto).unwrap();
         let live = lb.live.as_ref().expect("the built-in object has xdp_lb_live");
         let insns = crate::uvm::from_libbpf(&lb.code.programs["xdp_lb_live"]);
         let mut maps = UserMaps::mirror_ids(&lb.code.maps).unwrap();

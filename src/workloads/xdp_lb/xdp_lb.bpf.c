@@ -636,3 +636,60 @@ int xdp_lb_overhead(struct xdp_md *ctx)
 	BENCH_TIMED_LOOP(ctx, ret, lb_empty_body(ctx), lb_flowgen_next(ctx));
 	return ret;
 }
+
+/*
+ * The two timed programs again with the loop constructs of kernels before
+ * may_goto (6.9): bpf_loop (5.17) and a bounded loop (5.3). The host loads
+ * one pair, the best the kernel accepts (see bench_timing.bpf.h).
+ */
+BENCH_LOOP_CALLBACK(lb_loop_body, struct xdp_md, lb_body(ctx), lb_flowgen_next(ctx))
+BENCH_LOOP_CALLBACK(lb_loop_empty, struct xdp_md, lb_empty_body(ctx), lb_flowgen_next(ctx))
+BENCH_BOUNDED_STEP(lb_bounded_step, lb_flowgen_next(ctx))
+
+SEC("xdp")
+int xdp_lb_bpf_loop(struct xdp_md *ctx)
+{
+	int ret = XDP_ABORTED;
+
+	if (lb_flowgen_apply(ctx))
+		return XDP_ABORTED;
+	BENCH_TIMED_BATCH_BPF_LOOP(ctx, 0, ret, lb_loop_body);
+	ret = lb_body(ctx);
+	return ret;
+}
+
+SEC("xdp")
+int xdp_lb_overhead_bpf_loop(struct xdp_md *ctx)
+{
+	int ret = XDP_ABORTED;
+
+	if (lb_flowgen_apply(ctx))
+		return XDP_ABORTED;
+	BENCH_TIMED_BATCH_BPF_LOOP(ctx, 0, ret, lb_loop_empty);
+	ret = lb_empty_body(ctx);
+	return ret;
+}
+
+SEC("xdp")
+int xdp_lb_bounded(struct xdp_md *ctx)
+{
+	int ret = XDP_ABORTED;
+
+	if (lb_flowgen_apply(ctx))
+		return XDP_ABORTED;
+	BENCH_TIMED_BATCH_BOUNDED(ctx, ret, lb_body(ctx), lb_bounded_step);
+	ret = lb_body(ctx);
+	return ret;
+}
+
+SEC("xdp")
+int xdp_lb_overhead_bounded(struct xdp_md *ctx)
+{
+	int ret = XDP_ABORTED;
+
+	if (lb_flowgen_apply(ctx))
+		return XDP_ABORTED;
+	BENCH_TIMED_BATCH_BOUNDED(ctx, ret, lb_empty_body(ctx), lb_bounded_step);
+	ret = lb_empty_body(ctx);
+	return ret;
+}
