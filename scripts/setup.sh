@@ -22,7 +22,12 @@ fi
 # provides setpriv for the unprivileged-user test.
 # iproute2 (ip) builds the namespaces and veths of bpfbench gen and live;
 # fonts-dejavu-core has the font of live --plot's labels.
+# qemu-system-x86, kmod (depmod) and busybox-static boot the guests of other
+# kernels the tests run in (with virtme-ng, from PyPI, below).
 packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core)
+if [ "$mode" = test ]; then
+  packages+=(qemu-system-x86 kmod busybox-static)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -58,6 +63,18 @@ if [ "$mode" = test ]; then
   fi
   cargo fmt --check
   cargo clippy --release --locked --all-targets -- -D warnings
+
+  # Guests of Debian's 5.10, 6.1 and 6.12 kernels (tests/guests.rs): virtme-ng
+  # boots them with this machine's root shared read-only.
+  if ! command -v vng >/dev/null 2>&1; then
+    echo "setup.sh: installing virtme-ng (PyPI)" >&2
+    python3 -m pip install -q virtme-ng || {
+      echo "setup.sh: pip could not install virtme-ng; install it (pip install virtme-ng), then rerun" >&2
+      exit 1
+    }
+    hash -r
+  fi
+  ./scripts/kernels.sh
 fi
 
 cargo build --release --locked

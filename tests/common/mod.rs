@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod guest;
 pub mod leftovers;
 
 use std::path::PathBuf;

@@ -1,0 +1,123 @@
+//! bpfbench on the kernels users have, each booted as a guest (Debian 11's
+//! 5.10, 12's 6.1, 13's 6.12; tests/common/guest.rs): xdp-lb's scenarios
+//! and the encapsulation example validate and produce figures in the mode
+//! the kernel allows, a mode it lacks is refused in one line, and so is
+//! `gen` without live frames. Times in a TCG guest are an emulator's: these
+//! tests check validation, modes and errors, never times.
+
+mod common;
+
+use std::time::Duration;
+
+use common::guest::{self, GuestRun};
+
+/// A guest that does not finish within this is killed and the test fails.
+const BOUND: Duration = Duration::from_secs(900);
+
+const QUICK: [&str; 7] = ["--no-store", "--samples", "3", "--batch-ms", "1", "--max-time", "2"];
+
+fn args(words: &[&str]) -> Vec<String> {
+    words.iter().chain(QUICK.iter()).map(|s| s.to_string()).collect()
+}
+
+fn commands() -> Vec<(&'static str, Vec<String>)> {
+    let encap = common::test_object("xdp_encap.bpf.o").display().to_string();
+    let services = format!("services={}/examples/encap/services.json", env!("CARGO_MANIFEST_DIR"));
+    let packet = "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)";
+    vec![
+        ("features", vec!["features".to_string()]),
+        (
+            "lb",
+            args(&[
+                "run",
+                "-s",
+                "tcp-v4-lru-hit",
+                "-s",
+                "tcp-v4v6-lru-hit",
+                "-s",
+                "tcp-v4-ch-diverse",
+                "-s",
+                "pass-non-ip",
+                "--format",
+                "json",
+            ]),
+        ),
+        (
+            "encap",
+            args(&["run", &encap, "--map", &services, "--packet", packet, "--expect", "XDP_TX", "--format", "json"]),
+        ),
+        ("may_goto", args(&["run", "-s", "pass-non-ip", "--timing-mode", "may-goto"])),
+        ("gen", vec!["gen".into(), "lo".into(), "--count".into(), "1".into()]),
+    ]
+}
+
+/// The run's scenarios validated, were timed, and used `mode`.
+fn assert_validated_in(run: &GuestRun, name: &str, mode: &str) {
+    assert_eq!(run.code(name), Some(0), "{}: {name}: {}", run.kernel_release, run.stderr(name));
+    let record: serde_json::Value = serde_json::from_str(&run.stdout(name)).expect("a JSON run record");
+    let results = record["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for r in results {
+        assert!(r["error"].is_null(), "{}: {} failed: {}", run.kernel_release, r["name"], r["error"]);
+        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}: no figure", r["name"]);
+        let got = r["timing"]["loop"].as_str().or(r["timing"]["mode"].as_str()).unwrap();
+        assert_eq!(got, mode, "{}: {} timed with {got}", run.kernel_release, r["name"]);
+    }
+}
+
+fn assert_one_line_error(run: &GuestRun, name: &str, needle: &str) {
+    let err = run.stderr(name);
+    assert_eq!(run.code(name), Some(1), "{}: {name}: {err}", run.kernel_release);
+    assert!(err.contains(needle), "{}: {name}: {err}", run.kernel_release);
+    assert_eq!(err.trim_end().lines().count(), 1, "{}: {name}: more than one line: {err}", run.kernel_release);
+}
+
+/// The encapsulation example validated and was timed (its mode is printed:
+/// the driver of your own objects has no bpf_loop or bounded loop yet, so
+/// before may_goto it is timed per call).
+fn assert_encap_validated(run: &GuestRun) {
+    assert_eq!(run.code("encap"), Some(0), "{}: {}", run.kernel_release, run.stderr("encap"));
+    let record: serde_json::Value = serde_json::from_str(&run.stdout("encap")).unwrap();
+    for r in record["results"].as_array().unwrap() {
+        assert!(r["error"].is_null(), "{}: encap failed: {}", run.kernel_release, r["error"]);
+        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0);
+        eprintln!("{}: encap timed {}", run.kernel_release, r["timing"]);
+    }
+}
+
+fn boot(suite: &str) -> Option<GuestRun> {
+    let image = guest::kernel(suite)?;
+    let run = guest::run(&image, suite, &commands(), BOUND);
+    eprintln!("{suite} guest ({}) took {:.0} s", run.kernel_release, run.elapsed.as_secs_f64());
+    Some(run)
+}
+
+#[test]
+fn debian_11_linux_5_10_times_in_bounded_loops() {
+    let Some(run) = boot("bullseye") else { return };
+    assert!(run.kernel_release.starts_with("5.10."), "{}", run.kernel_release);
+    assert!(run.stdout("features").contains("(--timing-mode auto): bounded"), "{}", run.stdout("features"));
+    assert_validated_in(&run, "lb", "bounded");
+    assert_encap_validated(&run);
+    assert_one_line_error(&run, "may_goto", "this kernel lacks may_goto loops");
+    assert_one_line_error(&run, "gen", "cannot send XDP live frames");
+}
+
+#[test]
+fn debian_12_linux_6_1_times_with_bpf_loop() {
+    let Some(run) = boot("bookworm") else { return };
+    assert!(run.kernel_release.starts_with("6.1."), "{}", run.kernel_release);
+    assert!(run.stdout("features").contains("(--timing-mode auto): bpf-loop"), "{}", run.stdout("features"));
+    assert_validated_in(&run, "lb", "bpf-loop");
+    assert_encap_validated(&run);
+    assert_one_line_error(&run, "may_goto", "this kernel lacks may_goto loops");
+}
+
+#[test]
+fn debian_13_linux_6_12_times_with_may_goto() {
+    let Some(run) = boot("trixie") else { return };
+    assert!(run.kernel_release.starts_with("6.12."), "{}", run.kernel_release);
+    assert_validated_in(&run, "lb", "may-goto");
+    assert_encap_validated(&run);
+    assert_eq!(run.code("may_goto"), Some(0), "{}", run.stderr("may_goto"));
+}

@@ -1,0 +1,96 @@
+//! Timing modes on the running kernel: each loop construct, forced, loads,
+//! validates and times xdp-lb's scenarios; the mode is recorded per
+//! scenario; a forced mode the workload lacks is refused in one line.
+//! (Kernels that lack a construct are tested in guests: tests/guests.rs.)
+
+mod common;
+
+use common::{assert_one_line_error, bpfbench, stderr, stdout};
+
+const SCENARIOS: [&str; 3] = ["tcp-v4-lru-hit", "tcp-v4v6-lru-hit", "pass-non-ip"];
+
+fn run_json(mode: &str) -> serde_json::Value {
+    let mut args =
+        vec!["run", "--no-store", "--samples", "5", "--batch-ms", "1", "--format", "json", "--timing-mode", mode];
+    for s in SCENARIOS {
+        args.extend(["-s", s]);
+    }
+    let out = bpfbench(&args);
+    assert!(out.status.success(), "--timing-mode {mode}: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("a JSON run record")
+}
+
+#[test]
+fn every_loop_construct_validates_and_times_and_is_recorded() {
+    let features = bpfbench::kernel::features::probe().expect("tests run as root");
+    for (mode, available) in [
+        ("may-goto", features.may_goto.is_ok()),
+        ("bpf-loop", features.bpf_loop.is_ok()),
+        ("bounded", features.bounded_loops.is_ok()),
+    ] {
+        if !available {
+            eprintln!("skipping {mode}: this kernel lacks it (tests/guests.rs covers such kernels)");
+            continue;
+        }
+        let run = run_json(mode);
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), SCENARIOS.len());
+        for r in results {
+            assert_eq!(r["timing"]["mode"], "in-bpf", "{mode}: {r}");
+            assert_eq!(r["timing"]["loop"], mode, "{mode}: {}", r["name"]);
+            assert!(r["error"].is_null(), "{mode}: {} failed: {}", r["name"], r["error"]);
+            let m = &r["measurement"];
+            let (p50, loop_p50) =
+                (m["summary"]["median"].as_f64().unwrap(), m["overhead"]["summary"]["median"].as_f64().unwrap());
+            assert!(
+                p50 > 0.0 && loop_p50 > 0.0 && p50 > loop_p50 * 0.5,
+                "{mode}: {} p50 {p50} loop {loop_p50}",
+                r["name"]
+            );
+            if mode == "bounded" {
+                let cap = bpfbench::harness::timing::BOUNDED_LOOP_ITERS as u64;
+                assert!(m["batch_iters"].as_u64().unwrap() <= cap, "{mode}: batches beyond the cap: {m}");
+            }
+        }
+        assert_eq!(run["environment"]["features"]["bounded_loops"], true);
+    }
+}
+
+#[test]
+fn the_table_names_a_mode_other_than_may_goto() {
+    let out = bpfbench(&[
+        "run",
+        "--no-store",
+        "--samples",
+        "3",
+        "--batch-ms",
+        "1",
+        "-s",
+        "pass-non-ip",
+        "--timing-mode",
+        "bounded",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("pass-non-ip (bounded loop)"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_mode_the_workload_lacks_is_refused_in_one_line() {
+    assert_one_line_error(
+        &["run", "-s", "pass-non-ip", "--timing-mode", "per-call"],
+        "xdp-lb has no --timing-mode per-call",
+    );
+    assert_one_line_error(&["run", "maps", "--timing-mode", "bounded"], "maps has no --timing-mode bounded");
+}
+
+#[test]
+fn features_lists_each_probe_and_the_mode_runs_take() {
+    let out = bpfbench(&["features"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for feature in ["may_goto loops", "bpf_loop helper", "bounded loops", "XDP live frames", "BPF_ENABLE_STATS"] {
+        assert!(text.contains(feature), "{feature} missing:\n{text}");
+    }
+    let best = bpfbench::kernel::features::probe().unwrap().best_loop().unwrap();
+    assert!(text.contains(&format!("(--timing-mode auto): {}", best.as_str())), "{text}");
+}
