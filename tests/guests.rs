@@ -48,6 +48,7 @@ fn commands() -> Vec<(&'static str, Vec<String>)> {
         ),
         ("may_goto", args(&["run", "-s", "pass-non-ip", "--timing-mode", "may-goto"])),
         ("gen", vec!["gen".into(), "lo".into(), "--count".into(), "1".into()]),
+        ("maps", args(&["run", "maps", "--map", "hash", "-s", "hash/lookup/10000"])),
     ]
 }
 
@@ -101,6 +102,7 @@ fn debian_11_linux_5_10_times_in_bounded_loops() {
     assert_encap_validated(&run);
     assert_one_line_error(&run, "may_goto", "this kernel lacks may_goto loops");
     assert_one_line_error(&run, "gen", "cannot send XDP live frames");
+    assert_one_line_error(&run, "maps", "maps times in may_goto loops only");
 }
 
 #[test]
@@ -111,6 +113,7 @@ fn debian_12_linux_6_1_times_with_bpf_loop() {
     assert_validated_in(&run, "lb", "bpf-loop");
     assert_encap_validated(&run);
     assert_one_line_error(&run, "may_goto", "this kernel lacks may_goto loops");
+    assert_one_line_error(&run, "maps", "maps times in may_goto loops only");
 }
 
 #[test]
@@ -120,4 +123,5 @@ fn debian_13_linux_6_12_times_with_may_goto() {
     assert_validated_in(&run, "lb", "may-goto");
     assert_encap_validated(&run);
     assert_eq!(run.code("may_goto"), Some(0), "{}", run.stderr("may_goto"));
+    assert_eq!(run.code("maps"), Some(0), "{}", run.stderr("maps"));
 }

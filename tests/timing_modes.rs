@@ -94,3 +94,40 @@ fn features_lists_each_probe_and_the_mode_runs_take() {
     let best = bpfbench::kernel::features::probe().unwrap().best_loop().unwrap();
     assert!(text.contains(&format!("(--timing-mode auto): {}", best.as_str())), "{text}");
 }
+
+#[test]
+fn compare_warns_where_two_runs_timed_in_different_modes() {
+    let dir = common::temp_dir("modes-compare");
+    let mut files = Vec::new();
+    for mode in ["may-goto", "bounded"] {
+        let out = bpfbench(&[
+            "run",
+            "--no-store",
+            "--samples",
+            "5",
+            "--batch-ms",
+            "1",
+            "-s",
+            "pass-non-ip",
+            "--format",
+            "json",
+            "--timing-mode",
+            mode,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let path = dir.join(format!("{mode}.json"));
+        std::fs::write(&path, stdout(&out)).unwrap();
+        files.push(path.display().to_string());
+    }
+    let out = bpfbench(&["compare", &files[0], &files[1]]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "a warning, not a verdict: {}", stderr(&out));
+    assert!(
+        text.contains("changed: timing mode of xdp-lb/pass-non-ip: may-goto -> bounded (figures of different modes are not compared)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("only in A: xdp-lb/pass-non-ip") && text.contains("only in B: xdp-lb/pass-non-ip@bounded"),
+        "{text}"
+    );
+}

@@ -67,6 +67,31 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     for (line, n) in programs {
         out.push(format!("{line}, in {n} benchmark{}", if n == 1 { "" } else { "s" }));
     }
+    out.extend(timing_mode_changes(a, b));
+    out
+}
+
+/// A warning per scenario the two runs timed in different modes (another
+/// kernel, or --timing-mode): its figures are not compared, as each mode's
+/// loop costs differently and the benchmarks carry the mode in their names.
+fn timing_mode_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    for rb in b.results.iter().filter(|r| r.measurement.is_some()) {
+        let same_scenario = |ra: &&crate::record::ScenarioRecord| {
+            ra.workload == rb.workload && ra.name == rb.name && ra.runtime == rb.runtime && ra.measurement.is_some()
+        };
+        if let Some(ra) = a.results.iter().find(same_scenario)
+            && ra.timing.mode_name() != rb.timing.mode_name()
+        {
+            out.push(format!(
+                "timing mode of {}/{}: {} -> {} (figures of different modes are not compared)",
+                rb.workload,
+                rb.name,
+                ra.timing.mode_name(),
+                rb.timing.mode_name()
+            ));
+        }
+    }
     out
 }
 

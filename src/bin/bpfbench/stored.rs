@@ -63,7 +63,9 @@ pub fn compare(a: &str, b: &str, gate: &Gate, tag_runs: usize, format: Format, d
     let (rb, lb) = resolve_runs(b, db, tag_runs)?;
     let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { RunNoise::new() };
     let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold(), &noise);
-    if cmp.benchmarks.is_empty() && cmp.instructions.is_empty() {
+    // Runs timed in different modes (two kernels) still show what changed.
+    let modes_differ = cmp.environment_changes.iter().any(|c| c.starts_with("timing mode of "));
+    if cmp.benchmarks.is_empty() && cmp.instructions.is_empty() && !modes_differ {
         bail!("{la} and {lb} have no measured or counted benchmark in common");
     }
     print_comparison(&cmp, format, gate)

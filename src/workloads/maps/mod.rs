@@ -20,7 +20,7 @@ use clap::Args;
 
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
 use crate::kernel::skeleton::ObjectSource;
-use crate::record::{Layout, MapFacts, Runtime, ScenarioFacts, Unit};
+use crate::record::{Layout, LoopConstruct, MapFacts, Runtime, ScenarioFacts, Unit};
 use crate::system::cpu::allowed_cpus;
 use crate::workloads::Registration;
 use free_probe::FreeProbe;
@@ -151,6 +151,13 @@ impl Workload for MapBench {
     }
 
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
+        // Its batch loop has no bpf_loop or bounded form yet: one line, not
+        // the verifier's log, where the kernel lacks may_goto.
+        if runtime == Runtime::Kernel
+            && let Some(Err(why)) = crate::kernel::features::probe().map(|c| c.loop_construct(LoopConstruct::MayGoto))
+        {
+            bail!("{} times in may_goto loops only, and {why}", self.name());
+        }
         let allowed = allowed_cpus()?;
         let want = self.params.producers;
         if runtime == Runtime::User && want > 1 {
