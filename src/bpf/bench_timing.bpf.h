@@ -78,18 +78,7 @@ struct {
  * bpf_loop(). The verifier may cut a may_goto loop short, so the loop counts
  * the iterations it really ran and the host divides by that count.
  */
-#ifndef can_loop
-#define can_loop					\
-	({ __label__ l_break, l_continue;		\
-	bool ret = true;				\
-	asm volatile goto("may_goto %l[l_break]"	\
-		      :::: l_break);			\
-	goto l_continue;				\
-	l_break: ret = false;				\
-	l_continue:;					\
-	ret;						\
-	})
-#endif
+#include "can_loop.bpf.h"
 
 struct bench_saved_hdr {
 	__u8 bytes[BENCH_SAVE_BYTES];

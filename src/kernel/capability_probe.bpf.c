@@ -4,22 +4,10 @@
  * uses. The host loads them one at a time (the others unloaded): a program
  * that loads proves its feature, and the kernel's refusal says why not.
  */
-#include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
-#ifndef can_loop
-#define can_loop					\
-	({ __label__ l_break, l_continue;		\
-	bool ret = true;				\
-	asm volatile goto("may_goto %l[l_break]"	\
-		      :::: l_break);			\
-	goto l_continue;				\
-	l_break: ret = false;				\
-	l_continue:;					\
-	ret;						\
-	})
-#endif
+#include "can_loop.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

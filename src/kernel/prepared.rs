@@ -44,12 +44,18 @@ impl PreparedCode {
     /// Prepares `open` and takes its programs' instructions and maps.
     pub fn capture(open: &mut libbpf_rs::OpenObject) -> Result<PreparedCode> {
         prepare(open)?;
-        let programs = open.progs().map(|p| (p.name().to_string_lossy().into_owned(), p.insns().to_vec())).collect();
+        // Programs left unloaded on purpose (loop constructs the kernel lacks) are not taken.
+        let programs = open
+            .progs()
+            .filter(|p| p.autoload())
+            .map(|p| (p.name().to_string_lossy().into_owned(), p.insns().to_vec()))
+            .collect();
         // SAFETY: the open object's BTF (NULL without one), alive while it is.
         let btf = unsafe { sys::bpf_object__btf(open.as_libbpf_object().as_ptr()) };
         // SAFETY: prepared programs of the object whose BTF that is.
         let lines = open
             .progs()
+            .filter(|p| p.autoload())
             .map(|p| {
                 (p.name().to_string_lossy().into_owned(), unsafe {
                     LineTable::of_program(p.as_libbpf_object().as_ptr(), btf)

@@ -372,7 +372,14 @@ impl UserMaps {
         let mut out = UserMaps { maps: Vec::new(), by_fd: HashMap::new(), ids: HashMap::new(), free: Vec::new() };
         let mut inner_by_id = HashMap::new();
         for (fd, id, name) in maps {
-            let m = libbpf_rs::MapHandle::from_map_id(*id).with_context(|| format!("opening map {name}"))?;
+            let m = match libbpf_rs::MapHandle::from_map_id(*id) {
+                Ok(m) => m,
+                // Gone with the object: only programs left unloaded used it
+                // (a loop construct the kernel was not given), and those
+                // never run here.
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e).with_context(|| format!("opening map {name}")),
+            };
             let i = out.mirror_one(&m, name.clone(), cpus, &mut inner_by_id)?;
             out.by_fd.insert(*fd, i);
             out.ids.insert(name.clone(), (*id, i));
