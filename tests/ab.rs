@@ -104,6 +104,9 @@ fn built_in_workloads_compare_two_builds_of_their_object() {
         rec.cases.iter().all(|c| c.workload == "xdp-lb" && matches!(c.verdict, Verdict::Same | Verdict::Uncertain)),
         "{rec:?}"
     );
+    // Each case names the mode both builds were timed in (the best this kernel has).
+    let best = bpfbench::kernel::features::probe().unwrap().best_loop().unwrap();
+    assert!(rec.cases.iter().all(|c| c.timing == bpfbench::record::Timing::InBpf { construct: best }), "{rec:?}");
 
     let ops = builtin_object("map_ops").to_string_lossy().into_owned();
     let ops2 = copy(&ops, &dir, "map_ops_copy.bpf.o");

@@ -352,6 +352,7 @@ fn paired_record() -> PairedRecord {
     let case = PairedCase {
         workload: "xdp-lb".into(),
         name: "tcp-v4-lru-hit".into(),
+        timing: Default::default(),
         batch_iters: 5000,
         median_a: 150.0,
         median_b: 153.0,

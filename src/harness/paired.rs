@@ -193,6 +193,7 @@ pub fn run(
     Ok(PairedCase {
         workload: String::new(),
         name: String::new(),
+        timing: Default::default(),
         batch_iters: iters.unwrap_or(0),
         median_a,
         median_b,

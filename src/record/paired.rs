@@ -31,6 +31,10 @@ pub struct PairedRecord {
 pub struct PairedCase {
     pub workload: String,
     pub name: String,
+    /// How both builds' batches were timed (documents from before it was
+    /// recorded: may_goto).
+    #[serde(default)]
+    pub timing: crate::record::Timing,
     /// Iterations of every batch, A and B alike.
     pub batch_iters: u32,
     /// Median ns/op of A's and of B's batches, and their 95% intervals

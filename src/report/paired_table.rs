@@ -10,8 +10,9 @@ use super::export::BmfMeasure;
 use crate::record::paired::{PairedCase, PairedRecord};
 use crate::stats::two_sample::Verdict;
 
+/// As a run names the benchmark: a mode other than may_goto is part of the name.
 fn benchmark(c: &PairedCase) -> String {
-    format!("{}/{}", c.workload, c.name)
+    format!("{}/{}{}", c.workload, c.name, c.timing.suffix())
 }
 
 /// "40 loads x 16 pairs, 3.2 s": rounds (each a fresh load of both builds),

@@ -124,6 +124,7 @@ pub fn run(
             observer.case_skipped(&s.name, &why);
             continue;
         }
+        let mut timing = None;
         let mut check = |va: &Validation, vb: &Validation| -> Result<()> {
             if let Some(d) = differences(va, vb)
                 && !plan.allow_different_output
@@ -133,6 +134,7 @@ pub fn run(
             if va.timing != vb.timing {
                 bail!("A is timed {} and B {}; their figures would not compare", va.timing.label(), vb.timing.label());
             }
+            timing = Some(va.timing.clone());
             Ok(())
         };
         let mut case = match paired::run(a, b, s, &plan.settings, plan.threshold, plan.stop, &mut check) {
@@ -146,6 +148,7 @@ pub fn run(
         };
         case.workload = plan.workload.clone();
         case.name = s.name.to_string();
+        case.timing = timing.unwrap_or_default();
         interrupted |= case.stop == "interrupted";
         observer.case_done(&case);
         cases.push(case);
