@@ -10,6 +10,7 @@ pub mod history_table;
 pub mod insns_table;
 pub mod live_plot;
 pub mod live_table;
+pub mod loops_table;
 pub mod op_lines;
 pub mod paired_table;
 pub mod runtime_table;

@@ -35,17 +35,7 @@ fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: Format) ->
 fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
     let cpu = system::prepare_for_timing(cpu)?;
     let costs = harness::loops::measure_loop_constructs(cpu, iters, samples)?;
-    println!("Loop constructs around an empty body, {iters} iterations/batch, CPU {cpu}:");
-    for c in &costs {
-        println!(
-            "  {:<32} median {:>6.3} ns/iter  (p90 {:.3}, CV {:.2}%, n={})",
-            c.construct,
-            c.summary.median,
-            c.summary.p90,
-            c.summary.cv * 100.0,
-            c.summary.n
-        );
-    }
+    print!("{}", bpfbench::report::loops_table::render(&costs, iters, cpu));
     Ok(ExitCode::SUCCESS)
 }
 
