@@ -37,6 +37,8 @@ fn commands() -> Vec<(&'static str, Vec<String>)> {
                 "-s",
                 "tcp-v4-ch-diverse",
                 "-s",
+                "tcp-v6-ch-diverse",
+                "-s",
                 "pass-non-ip",
                 "--format",
                 "json",
