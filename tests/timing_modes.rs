@@ -131,3 +131,45 @@ fn compare_warns_where_two_runs_timed_in_different_modes() {
         "{text}"
     );
 }
+
+/// Your own objects in each driver loop the kernel verifies: the program
+/// is spliced into the loop, validated (the last iteration of every checked
+/// batch matched its own output) and timed, and the loop is recorded. The
+/// encapsulation example grows the packet (the loop puts it back every
+/// iteration) and cycles through 8 packets; tc_ttl is a tc program.
+#[test]
+fn your_own_objects_time_in_may_goto_and_bounded_loops() {
+    let features = bpfbench::kernel::features::probe().expect("tests run as root");
+    let encap = common::test_object("xdp_encap.bpf.o").display().to_string();
+    let tc = common::test_object("tc_ttl.bpf.o").display().to_string();
+    let services = format!("services={}/examples/encap/services.json", env!("CARGO_MANIFEST_DIR"));
+    let packet = "eth/ipv4(dst=10.0.0.10,src=10.1.0.1-10.1.0.8)/tcp(dport=80)/payload(32)";
+    let quick = ["--no-store", "--samples", "3", "--batch-ms", "1", "--format", "json", "--timing-mode"];
+    for (mode, available) in [("may-goto", features.may_goto.is_ok()), ("bounded", features.bounded_loops.is_ok())] {
+        if !available {
+            eprintln!("skipping {mode}: this kernel lacks it (tests/guests.rs covers such kernels)");
+            continue;
+        }
+        let xdp = [&["run", &encap, "--map", &services, "--packet", packet, "--expect", "XDP_TX"][..], &quick, &[mode]];
+        let tc = [&["run", &tc][..], &quick, &[mode]];
+        for args in [xdp.concat(), tc.concat()] {
+            let out = bpfbench(&args);
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+            let run: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            for r in run["results"].as_array().unwrap() {
+                assert!(r["error"].is_null(), "{mode}: {} failed: {}", r["name"], r["error"]);
+                assert_eq!(r["timing"]["loop"], mode, "{mode}: {r}");
+                let checks = r["checks"].to_string();
+                assert!(checks.contains("spliced into the batch loop"), "{mode}: {checks}");
+                if mode == "bounded" {
+                    let cap = bpfbench::harness::timing::BOUNDED_LOOP_ITERS as u64;
+                    assert!(r["measurement"]["batch_iters"].as_u64().unwrap() <= cap, "{mode}: {r}");
+                }
+            }
+        }
+    }
+    assert_one_line_error(
+        &["run", &encap, "--timing-mode", "bpf-loop"],
+        "your own objects have no --timing-mode bpf-loop",
+    );
+}

@@ -154,10 +154,10 @@ impl Drop for OwnedBtf {
     }
 }
 
-/// A copy of `object`'s BTF with one more global FUNC, `name`, of the
-/// prototype of the function whose type id is `like`; loaded into the
-/// kernel. Returns it and the new function's type id.
-pub fn btf_with_func(object: &ObjectFile, like: u32, name: &str) -> Result<(OwnedBtf, u32)> {
+/// A copy of `object`'s BTF with more global FUNCs, one per name of
+/// `names`, each of the prototype of the function whose type id is `like`;
+/// loaded into the kernel. Returns it and the new functions' type ids.
+pub fn btf_with_funcs(object: &ObjectFile, like: u32, names: &[&str]) -> Result<(OwnedBtf, Vec<u32>)> {
     let src = object.btf().context("the object has no BTF")?;
     let mut size: u32 = 0;
     // SAFETY: raw data of a valid BTF, copied by btf__new below.
@@ -171,12 +171,16 @@ pub fn btf_with_func(object: &ObjectFile, like: u32, name: &str) -> Result<(Owne
     ensure!(!entry.is_null(), "the program's function record names no type");
     // SAFETY: a valid type of this BTF.
     let proto = unsafe { (*entry).__bindgen_anon_1.type_ };
-    let name = CString::new(name).context("function name holds a NUL byte")?;
-    // SAFETY: a BTF of ours, a C string and a type id of it.
-    let id = unsafe { sys::btf__add_func(btf.0.as_ptr(), name.as_ptr(), sys::BTF_FUNC_GLOBAL as _, proto as _) };
-    ensure!(id > 0, "cannot add the driver's function to the BTF: {}", std::io::Error::from_raw_os_error(-id));
+    let mut ids = Vec::new();
+    for name in names {
+        let name = CString::new(*name).context("function name holds a NUL byte")?;
+        // SAFETY: a BTF of ours, a C string and a type id of it.
+        let id = unsafe { sys::btf__add_func(btf.0.as_ptr(), name.as_ptr(), sys::BTF_FUNC_GLOBAL as _, proto as _) };
+        ensure!(id > 0, "cannot add the driver's function to the BTF: {}", std::io::Error::from_raw_os_error(-id));
+        ids.push(id as u32);
+    }
     // SAFETY: as above.
     let rc = unsafe { sys::btf__load_into_kernel(btf.0.as_ptr()) };
     ensure!(rc == 0, "the kernel refused the program's BTF: {}", std::io::Error::from_raw_os_error(-rc));
-    Ok((btf, id as u32))
+    Ok((btf, ids))
 }

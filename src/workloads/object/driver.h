@@ -132,4 +132,39 @@ static __always_inline const struct bench_variant *bench_only_variant(void)
 	return cfg_variants == 1 ? bpf_map_lookup_elem(&bench_variants, &zero) : 0;
 }
 
+/*
+ * The batch for kernels without may_goto: a bounded loop (5.3) of at most
+ * BENCH_BOUNDED_ITERS iterations, each calling STEP (a global function:
+ * put the packet back, write the next variant) and then BODY. The
+ * verifier walks every iteration, at a few instructions each because both
+ * calls reach global functions. STEP comes first so that the spliced
+ * program, called last, is the function libbpf appends last; the batch's
+ * start therefore only records the packet's shape, and the untimed
+ * iteration after the batch is STEP then BODY too: the same packets in
+ * the same order as the may_goto driver's.
+ */
+#define BENCH_DRIVER_BOUNDED(ctx, ret, STEP, BODY)					\
+	do {										\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
+		enum bench_status __status = BENCH_OK;					\
+		__u32 __i = 0;								\
+		__u64 __t0, __t1;							\
+											\
+		if (__n > BENCH_BOUNDED_ITERS)						\
+			__n = BENCH_BOUNDED_ITERS;					\
+		if (__n) {								\
+			__t0 = bpf_ktime_get_ns();					\
+			_Pragma("clang loop unroll(disable)")				\
+			for (__i = 0; __i < __n; __i++) {				\
+				__status = STEP(ctx);					\
+				if (__status != BENCH_OK)				\
+					break;						\
+				ret = BODY;						\
+			}								\
+			__t1 = bpf_ktime_get_ns();					\
+			bench_record(__t0, __t1 - __t0, __i, __status);		\
+		}									\
+	} while (0)
+
 #endif /* BENCH_DRIVER_H */

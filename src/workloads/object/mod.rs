@@ -23,13 +23,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
 
+use crate::harness::timing::TimingChoice;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::load::constant_program;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::test_run::{RunOutput, run};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
-use crate::record::{InstructionCount, Runtime, Timing, VerifierStats};
+use crate::record::{InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
 pub use options::{LoadArgs, ObjectArgs, ObjectSetup};
@@ -93,6 +94,8 @@ pub struct ObjectBench {
     kind: ProgKind,
     cases: Vec<Case>,
     infos: Vec<ScenarioInfo>,
+    /// `--timing-mode`: the driver's loop, per call, or the best there is.
+    timing: TimingChoice,
 }
 
 impl ObjectBench {
@@ -129,11 +132,29 @@ impl ObjectBench {
                 facts: crate::record::ScenarioFacts::TABLE_ROW,
             })
             .collect();
-        Ok(ObjectBench { setup, program, kind, cases, infos })
+        Ok(ObjectBench { setup, program, kind, cases, infos, timing: TimingChoice::Auto })
     }
 
     fn case(&self, info: &ScenarioInfo) -> Result<&Case> {
         self.cases.iter().find(|c| c.name == info.name).with_context(|| format!("no case '{}'", info.name))
+    }
+
+    /// The loop the driver times in: may_goto in the userspace runtime
+    /// (whatever the kernel has); in the kernel the forced one where it
+    /// verifies it, else the best of may_goto and a bounded loop. `None`
+    /// when the kernel has neither: the cases are timed per call.
+    fn loop_construct(&self, runtime: Runtime) -> Result<Option<LoopConstruct>> {
+        if runtime == Runtime::User {
+            return Ok(Some(LoopConstruct::MayGoto));
+        }
+        if self.timing.forced_loop().is_some() {
+            return self.timing.loop_construct().map(Some);
+        }
+        let Some(caps) = crate::kernel::features::probe() else {
+            // Unprivileged: the load that follows reports why.
+            return Ok(Some(LoopConstruct::MayGoto));
+        };
+        Ok(splice::DRIVER_LOOPS.into_iter().find(|l| caps.loop_construct(*l).is_ok()))
     }
 }
 
@@ -144,6 +165,16 @@ impl Workload for ObjectBench {
 
     fn scenarios(&self) -> &[ScenarioInfo] {
         &self.infos
+    }
+
+    fn set_timing(&mut self, choice: TimingChoice) -> Result<()> {
+        if choice == TimingChoice::BpfLoop {
+            bail!(
+                "your own objects have no --timing-mode bpf-loop (its callback cannot take your program's context): use may-goto, bounded or per-call"
+            );
+        }
+        self.timing = choice;
+        Ok(())
     }
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
@@ -162,7 +193,7 @@ impl Workload for ObjectBench {
                     self.program.type_name
                 );
             }
-            if self.setup.per_call {
+            if self.setup.per_call || self.timing == TimingChoice::PerCall {
                 bail!(
                     "--per-call times single test runs in the kernel; the userspace runtime times in the batch loop: drop --per-call or use --runtime kernel"
                 );
@@ -188,7 +219,8 @@ impl Workload for ObjectBench {
         let stats = user.load(name)?;
         let (attach, flags) = user.load_attrs(name)?;
         let empty = empty_program(self.kind, attach, flags)?;
-        Ok(Box::new(Loaded { bench: self, user, insns, funcs, stats, empty, cpu, notes, runtime }))
+        let construct = self.loop_construct(runtime)?;
+        Ok(Box::new(Loaded { bench: self, user, insns, funcs, stats, empty, cpu, notes, runtime, construct }))
     }
 }
 
@@ -205,6 +237,8 @@ struct Loaded<'a> {
     notes: Vec<String>,
     /// Where the batches run: the kernel, or the userspace runtime's JIT.
     runtime: Runtime,
+    /// The driver's loop; `None` where the kernel verifies none of them.
+    construct: Option<LoopConstruct>,
 }
 
 impl Loaded<'_> {
@@ -317,6 +351,13 @@ impl PreparedScenario for Prepared<'_> {
         self.overhead_key.clone()
     }
 
+    fn batch_cap(&self) -> Option<u32> {
+        match &self.timer {
+            Timer::InBpf(s) => crate::harness::timing::batch_cap(s.construct),
+            Timer::PerCall(_) => None,
+        }
+    }
+
     fn program(&self) -> Option<BorrowedFd<'_>> {
         Some(self.program)
     }
@@ -357,8 +398,10 @@ impl LoadedWorkload for Loaded<'_> {
         self.check_expectations(case, &refs, &mut checks)?;
 
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
-        let plan = if bench.setup.per_call {
+        let plan = if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
             Restore::PerCall("asked for with --per-call".into())
+        } else if self.construct.is_none() {
+            Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
         } else {
             restore::plan(kind, &case.packets, &outputs)
         };
@@ -372,7 +415,8 @@ impl LoadedWorkload for Loaded<'_> {
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
             Restore::Bytes(restore) => {
                 let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
-                match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu, self.runtime) {
+                let construct = self.construct.unwrap_or_default();
+                match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu, self.runtime, construct) {
                     Ok(s) => {
                         if s.user().is_some() {
                             checks.push(format!("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
@@ -384,13 +428,18 @@ impl LoadedWorkload for Loaded<'_> {
                         }
                         notes.push(format!("timing: in BPF, the program called from the batch loop; {restore} bytes written back per iteration"));
                         let key = format!(
-                            "{kind:?} driver loop, {restore} bytes written back, {} packet(s)",
+                            "{kind:?} driver loop ({}), {restore} bytes written back, {} packet(s)",
+                            s.construct.as_str(),
                             case.packets.len()
                         );
-                        (Timer::InBpf(Box::new(s)), Timing::MAY_GOTO, key)
+                        let timing = Timing::InBpf { construct: s.construct };
+                        (Timer::InBpf(Box::new(s)), timing, key)
                     }
                     Err(e) if self.runtime == Runtime::User => {
                         bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name)
+                    }
+                    Err(e) if bench.timing.forced_loop().is_some() => {
+                        bail!("case {}: --timing-mode {}: {e:#}", case.name, bench.timing.as_str())
                     }
                     Err(e) => {
                         // The reason on its first line, the verifier's last lines after it.

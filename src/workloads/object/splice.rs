@@ -18,8 +18,9 @@ use std::os::fd::OwnedFd;
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::{BtfType, TypeId};
 
-use crate::kernel::load::{LoadSpec, btf_with_func, load_program};
+use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
+use crate::record::LoopConstruct;
 
 use crate::kernel::lines::LineTable;
 use crate::kernel::object::{ObjectFile, ProgKind};
@@ -30,9 +31,25 @@ const PSEUDO_CALL: u8 = 1;
 const PSEUDO_KFUNC_CALL: u8 = 2;
 /// The stand-in the driver calls.
 const TARGET: &str = "bench_target";
-/// The driver's timed entry and its empty twin.
+/// The driver's timed entry and its empty twin (may_goto's; in the
+/// userspace runtime the spliced program goes by these names whatever the loop).
 pub const DRIVER: &str = "bench_driver";
 pub const DRIVER_OVERHEAD: &str = "bench_driver_overhead";
+
+/// The loops the drivers are built with, best first.
+pub const DRIVER_LOOPS: [LoopConstruct; 2] = [LoopConstruct::MayGoto, LoopConstruct::Bounded];
+
+/// The driver's timed entry and overhead twin built with `construct`
+/// (there is no bpf_loop driver: its callback would need the spliced
+/// program's context through the stack).
+pub fn driver_programs(construct: LoopConstruct) -> Result<(String, String)> {
+    ensure!(
+        construct != LoopConstruct::BpfLoop,
+        "your own objects are timed in may_goto or bounded loops, not bpf_loop"
+    );
+    let sfx = construct.program_suffix();
+    Ok((format!("{DRIVER}{sfx}"), format!("{DRIVER_OVERHEAD}{sfx}")))
+}
 
 /// The driver object for a program kind, as bpfbench compiled it.
 pub fn driver_object(kind: ProgKind) -> Result<ObjectFile> {
@@ -49,7 +66,8 @@ fn func_name(obj: &ObjectFile, type_id: u32) -> Option<String> {
 }
 
 /// Where bench_target starts in the driver program `prog`, checked to be
-/// the last function and the one the driver's calls reach.
+/// the last function, with every call before it reaching it or another of
+/// the driver's functions (the bounded loop's step).
 fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<usize> {
     let funcs = driver.func_info(prog)?;
     let target = funcs
@@ -58,12 +76,13 @@ fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<u
         .with_context(|| format!("the {prog} driver has no {TARGET} function record"))?
         .insn_off as usize;
     ensure!(funcs.iter().all(|f| (f.insn_off as usize) <= target), "{TARGET} is not the driver's last function");
+    let starts: Vec<i64> = funcs.iter().map(|f| i64::from(f.insn_off)).collect();
     let reaches = insns[..target]
         .iter()
         .enumerate()
         .filter(|(_, i)| i.code == CALL && i.src_reg() == PSEUDO_CALL)
-        .all(|(at, i)| at as i64 + 1 + i64::from(i.imm) == target as i64);
-    ensure!(reaches, "the {prog} driver calls a function other than {TARGET}");
+        .all(|(at, i)| starts.contains(&(at as i64 + 1 + i64::from(i.imm))));
+    ensure!(reaches, "the {prog} driver calls into the middle of a function");
     Ok(target)
 }
 
@@ -78,19 +97,13 @@ pub struct Loaded {
 /// The user's program as the body of the prepared `driver`'s timed entry.
 /// `insns` and `funcs` are the user program's instructions and function
 /// records after `prepare`.
-pub fn splice(
-    driver: &ObjectFile,
-    user: &ObjectFile,
-    program: &str,
-    insns: &[BpfInsn],
-    funcs: &[FuncInfo],
-    kind: ProgKind,
-) -> Result<Loaded> {
+pub fn splice(driver: &ObjectFile, entry_name: &str, user: &UserParts<'_>, kind: ProgKind) -> Result<Loaded> {
+    let UserParts { object: user, program, insns, funcs } = *user;
     if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
         bail!("program '{program}' calls kfuncs of a kernel module, which a spliced program cannot reach");
     }
-    let driver_insns = driver.insns(DRIVER)?;
-    let target = target_offset(driver, DRIVER, &driver_insns)?;
+    let driver_insns = driver.insns(entry_name)?;
+    let target = target_offset(driver, entry_name, &driver_insns)?;
     let mut spliced = driver_insns[..target].to_vec();
     spliced.extend_from_slice(insns);
     let (attach, flags) = user.load_attrs(program)?;
@@ -98,12 +111,20 @@ pub fn splice(
     let mut records = Vec::new();
     let funcs_arg = match funcs.first() {
         Some(entry) if entry.insn_off == 0 => {
-            // The user's BTF gets one more function, the driver's entry, of
-            // the user entry's prototype.
-            let (b, driver_func) = btf_with_func(user, entry.type_id, DRIVER)?;
+            // The user's BTF gets the driver's functions before the target
+            // (its entry, the bounded loop's step), of the user entry's
+            // prototype: each takes the context and returns an int.
+            let own: Vec<(u32, String)> = driver
+                .func_info(entry_name)?
+                .iter()
+                .filter(|f| (f.insn_off as usize) < target)
+                .map(|f| (f.insn_off, func_name(driver, f.type_id).unwrap_or_else(|| DRIVER.to_string())))
+                .collect();
+            let names: Vec<&str> = own.iter().map(|(off, n)| if *off == 0 { DRIVER } else { n.as_str() }).collect();
+            let (b, ids) = btf_with_funcs(user, entry.type_id, &names)?;
             btf = b;
             let fd = btf.fd();
-            records.push(FuncInfo { insn_off: 0, type_id: driver_func });
+            records.extend(own.iter().zip(ids).map(|((off, _), id)| FuncInfo { insn_off: *off, type_id: id }));
             records.extend(funcs.iter().map(|f| FuncInfo { insn_off: f.insn_off + target as u32, type_id: f.type_id }));
             Some((fd, records.as_slice()))
         }
@@ -111,14 +132,24 @@ pub fn splice(
         _ => None,
     };
     let spec = LoadSpec { kind, name: DRIVER, license: user.license(), attach, flags, funcs: funcs_arg };
-    let lines = driver.line_table(DRIVER)?.with_spliced(target, &user.line_table(program)?);
+    let lines = driver.line_table(entry_name)?.with_spliced(target, &user.line_table(program)?);
     Ok(Loaded { fd: load_program(&spec, &spliced)?, insns: spliced, lines })
 }
 
+/// The user's program as libbpf prepared it: its object, name,
+/// instructions and function records.
+#[derive(Clone, Copy)]
+pub struct UserParts<'a> {
+    pub object: &'a ObjectFile,
+    pub program: &'a str,
+    pub insns: &'a [BpfInsn],
+    pub funcs: &'a [FuncInfo],
+}
+
 /// The driver's overhead twin: the same loop around an empty call.
-pub fn overhead(driver: &ObjectFile, kind: ProgKind, attach: AttachType, flags: u32) -> Result<Loaded> {
-    let insns = driver.insns(DRIVER_OVERHEAD)?;
+pub fn overhead(driver: &ObjectFile, name: &str, kind: ProgKind, attach: AttachType, flags: u32) -> Result<Loaded> {
+    let insns = driver.insns(name)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
     let fd = load_program(&spec, &insns).context("loading the driver's overhead loop")?;
-    Ok(Loaded { fd, insns, lines: driver.line_table(DRIVER_OVERHEAD)? })
+    Ok(Loaded { fd, insns, lines: driver.line_table(name)? })
 }

@@ -23,6 +23,7 @@ use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::map_handle_from_fd;
 use crate::kernel::test_run::RunOutput;
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
+use crate::record::LoopConstruct;
 use crate::record::Runtime;
 use crate::uvm::UserRuntime;
 
@@ -57,6 +58,10 @@ pub struct Spliced {
     references: Vec<RunOutput>,
     kind: ProgKind,
     cpu: usize,
+    /// The driver's overhead program for the loop construct in use.
+    overhead_name: String,
+    /// The loop construct the driver times in.
+    pub construct: LoopConstruct,
     /// The userspace runtime the batches run in, when they do.
     user: Option<SharedRuntime>,
 }
@@ -81,7 +86,9 @@ impl Spliced {
         references: Vec<RunOutput>,
         cpu: usize,
         runtime: Runtime,
+        construct: LoopConstruct,
     ) -> Result<Spliced> {
+        let (entry, overhead_name) = splice::driver_programs(construct)?;
         let mut driver = driver_object(user.kind)?;
         driver.set_rodata(&Rodata { cfg_variants: variants.len() as u32, cfg_restore_bytes: restore })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
@@ -96,7 +103,8 @@ impl Spliced {
                 .update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY)
                 .context("writing the case's packets")?;
         }
-        let body = splice::splice(&driver, user.object, user.name, user.insns, user.funcs, user.kind)
+        let parts = splice::UserParts { object: user.object, program: user.name, insns: user.insns, funcs: user.funcs };
+        let body = splice::splice(&driver, &entry, &parts, user.kind)
             .context("the kernel refused the program spliced into the batch loop")?;
         let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines } = body;
         let mut s = Spliced {
@@ -109,6 +117,8 @@ impl Spliced {
             kind: user.kind,
             cpu,
             driver,
+            overhead_name,
+            construct,
             user: None,
         };
         if runtime == Runtime::User {
@@ -171,7 +181,7 @@ impl Spliced {
     /// instructions and their source lines.
     fn load_overhead(&self) -> Result<(TimedProgram, Vec<BpfInsn>, LineTable)> {
         let (attach, flags) = self.load_attrs;
-        let prog = splice::overhead(&self.driver, self.kind, attach, flags)?;
+        let prog = splice::overhead(&self.driver, &self.overhead_name, self.kind, attach, flags)?;
         Ok((timed(&self.driver, prog.fd)?, prog.insns, prog.lines))
     }
 
@@ -246,28 +256,32 @@ mod tests {
         else {
             panic!("a MAC swap is written back in the loop")
         };
-        for runtime in [Runtime::Kernel, Runtime::User] {
-            if let Err(e) = Spliced::build(&user, &variants, restore, vec![reference.clone()], cpu, runtime) {
-                panic!("{runtime:?}: {e:#}");
+        let builds = [
+            (Runtime::Kernel, LoopConstruct::MayGoto),
+            (Runtime::Kernel, LoopConstruct::Bounded),
+            (Runtime::User, LoopConstruct::MayGoto),
+        ];
+        for (runtime, construct) in builds {
+            if let Err(e) = Spliced::build(&user, &variants, restore, vec![reference.clone()], cpu, runtime, construct)
+            {
+                panic!("{runtime:?} {construct:?}: {e:#}");
             }
         }
         let mut wrong = reference.clone();
         wrong.packet[3] ^= 1;
-        let err = |runtime| {
+        let err = |(runtime, construct)| {
             format!(
                 "{:#}",
-                Spliced::build(&user, &variants, restore, vec![wrong.clone()], cpu, runtime).err().expect("refused")
+                Spliced::build(&user, &variants, restore, vec![wrong.clone()], cpu, runtime, construct)
+                    .err()
+                    .expect("refused")
             )
         };
-        assert!(
-            err(Runtime::Kernel).contains("gave another output than the program itself for packet 0"),
-            "{}",
-            err(Runtime::Kernel)
-        );
-        assert!(
-            err(Runtime::User).contains("packet 0: the userspace runtime gave another output than the kernel"),
-            "{}",
-            err(Runtime::User)
-        );
+        for build in &builds[..2] {
+            let e = err(*build);
+            assert!(e.contains("gave another output than the program itself for packet 0"), "{build:?}: {e}");
+        }
+        let e = err(builds[2]);
+        assert!(e.contains("packet 0: the userspace runtime gave another output than the kernel"), "{e}");
     }
 }
