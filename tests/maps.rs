@@ -133,8 +133,14 @@ fn producers_run_at_once_on_distinct_cpus() {
         random: false,
         key_offset: 0,
     };
-    let mut inst =
-        LoadedMapBench::load(config, &LoadedMapBench::builtin(), bpfbench::record::Runtime::Kernel, run_cpu).unwrap();
+    let mut inst = LoadedMapBench::load(
+        config,
+        &LoadedMapBench::builtin(),
+        bpfbench::record::LoopConstruct::MayGoto,
+        bpfbench::record::Runtime::Kernel,
+        run_cpu,
+    )
+    .unwrap();
     inst.fill(0, 1000).unwrap();
     // Batches of ~20 ms each: long enough that threads started together overlap.
     let iters = 200_000;

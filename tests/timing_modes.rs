@@ -80,7 +80,7 @@ fn a_mode_the_workload_lacks_is_refused_in_one_line() {
         &["run", "-s", "pass-non-ip", "--timing-mode", "per-call"],
         "xdp-lb has no --timing-mode per-call",
     );
-    assert_one_line_error(&["run", "maps", "--timing-mode", "bounded"], "maps has no --timing-mode bounded");
+    assert_one_line_error(&["run", "maps", "--timing-mode", "per-call"], "maps has no --timing-mode per-call");
 }
 
 #[test]
@@ -172,4 +172,48 @@ fn your_own_objects_time_in_may_goto_and_bounded_loops() {
         &["run", &encap, "--timing-mode", "bpf-loop"],
         "your own objects have no --timing-mode bpf-loop",
     );
+}
+
+/// Map operations in each loop the kernel verifies: validated (every key
+/// of the batch found, inserted, deleted) and timed, the loop recorded, a
+/// bounded loop's batches capped; drain, one batch per whole map, is N/A
+/// in a bounded loop.
+#[test]
+fn map_operations_time_in_every_loop_construct() {
+    let features = bpfbench::kernel::features::probe().expect("tests run as root");
+    for (mode, available) in [
+        ("may-goto", features.may_goto.is_ok()),
+        ("bpf-loop", features.bpf_loop.is_ok()),
+        ("bounded", features.bounded_loops.is_ok()),
+    ] {
+        if !available {
+            eprintln!("skipping {mode}: this kernel lacks it (tests/guests.rs covers such kernels)");
+            continue;
+        }
+        let quick = ["--no-store", "--samples", "3", "--batch-ms", "1", "--format", "json", "--timing-mode", mode];
+        let maps = [&["run", "maps", "--map", "hash,lru_hash", "--op", "lookup,insert,delete"][..], &quick].concat();
+        let lpm = [&["run", "lpm-trie", "--op", "lookup,update,drain"][..], &quick].concat();
+        for args in [maps, lpm] {
+            let out = bpfbench(&args);
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+            let run: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            for r in run["results"].as_array().unwrap() {
+                if r["name"] == "drain" && mode == "bounded" {
+                    assert!(
+                        r["unavailable"].as_str().unwrap().contains("a bounded loop's batch stops at 256 keys"),
+                        "{r}"
+                    );
+                    continue;
+                }
+                assert!(r["error"].is_null(), "{mode}: {} failed: {}", r["name"], r["error"]);
+                assert_eq!(r["timing"]["loop"], mode, "{mode}: {r}");
+                let m = &r["measurement"];
+                assert!(m["summary"]["median"].as_f64().unwrap() > 0.0, "{mode}: {m}");
+                if mode == "bounded" {
+                    let cap = bpfbench::harness::timing::BOUNDED_LOOP_ITERS as u64;
+                    assert!(m["batch_iters"].as_u64().unwrap() <= cap, "{mode}: {m}");
+                }
+            }
+        }
+    }
 }

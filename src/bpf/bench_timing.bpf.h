@@ -432,6 +432,37 @@ static __always_inline int bench_bounded_save(struct xdp_md *ctx, void *saved_ma
 	return 0;
 }
 
+/*
+ * BENCH_TIMED_ITERATIONS_BOUNDED_INLINE(ret, BODY, RESET): the bare timed
+ * loop of BENCH_TIMED_ITERATIONS as a bounded loop, RESET inline: for
+ * bodies that are one call to a global function and a RESET of a few
+ * instructions, which the verifier walks 256 times for little (map_ops).
+ */
+#define BENCH_TIMED_ITERATIONS_BOUNDED_INLINE(ret, BODY, RESET)				\
+	do {										\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
+		enum bench_status __status = BENCH_OK;					\
+		__u32 __i = 0;								\
+		__u64 __t0, __t1;							\
+											\
+		if (__n > BENCH_BOUNDED_ITERS)						\
+			__n = BENCH_BOUNDED_ITERS;					\
+		if (__n) {								\
+			__t0 = bpf_ktime_get_ns();					\
+			_Pragma("clang loop unroll(disable)")				\
+			for (__i = 0; __i < __n; __i++) {				\
+				ret = BODY;						\
+				if (RESET) {						\
+					__status = BENCH_ERR_RESET;			\
+					break;						\
+				}							\
+			}								\
+			__t1 = bpf_ktime_get_ns();					\
+			bench_record(__t0, __t1 - __t0, __i, __status);		\
+		}									\
+	} while (0)
+
 #define BENCH_TIMED_BATCH_BOUNDED(ctx, ret, BODY, STEP)					\
 	__BENCH_TIMED_BOUNDED(ctx, ret, BODY, STEP, bench_bounded_save(ctx, &STEP##_saved, __ctl))
 #define BENCH_TIMED_ITERATIONS_BOUNDED(ctx, ret, BODY, STEP) __BENCH_TIMED_BOUNDED(ctx, ret, BODY, STEP, 0)

@@ -51,7 +51,8 @@ pub fn create_like(like: &MapHandle, name: &str, entries: u32) -> Result<MapHand
         .with_context(|| format!("creating a {map_type:?} map '{name}' of {entries} entries"))
 }
 
-/// Writes `count` keys and values at once (`BPF_MAP_UPDATE_BATCH`). A
+/// Writes `count` keys and values at once (`BPF_MAP_UPDATE_BATCH`), or one
+/// by one where the kernel has no batch updates for the map's type. A
 /// per-CPU map's value is one 8-byte-aligned slot per possible CPU.
 pub fn update_batch(map: BorrowedFd<'_>, keys: &[u8], values: &[u8], count: u32) -> Result<()> {
     if count == 0 || !keys.len().is_multiple_of(count as usize) || !values.len().is_multiple_of(count as usize) {
@@ -64,9 +65,49 @@ pub fn update_batch(map: BorrowedFd<'_>, keys: &[u8], values: &[u8], count: u32)
         sys::bpf_map_update_batch(map.as_raw_fd(), keys.as_ptr().cast(), values.as_ptr().cast(), &mut done, &opts)
     };
     if rc != 0 {
-        bail!("{}", std::io::Error::last_os_error());
+        let err = std::io::Error::last_os_error();
+        if !batch_unsupported(&err) {
+            bail!("{err}");
+        }
+        let (k, v) = (keys.len() / count as usize, values.len() / count as usize);
+        for (key, value) in keys.chunks_exact(k).zip(values.chunks_exact(v)) {
+            update(map, key, value)?;
+        }
     }
     Ok(())
+}
+
+/// Deletes `count` keys laid out one after another in `keys`, in one
+/// syscall, or one by one where the kernel has no batch deletes for the
+/// map's type. Fails with the kernel's error.
+pub fn delete_batch(map: BorrowedFd<'_>, keys: &[u8], count: u32) -> Result<()> {
+    if count == 0 || !keys.len().is_multiple_of(count as usize) {
+        bail!("a batch of {count} keys in {} bytes", keys.len());
+    }
+    let opts = sys::bpf_map_batch_opts { sz: size_of::<sys::bpf_map_batch_opts>() as _, ..Default::default() };
+    let mut done = count;
+    // SAFETY: `keys` holds `count` keys, as checked above.
+    let rc = unsafe { sys::bpf_map_delete_batch(map.as_raw_fd(), keys.as_ptr().cast(), &mut done, &opts) };
+    if rc != 0 {
+        let err = std::io::Error::last_os_error();
+        if !batch_unsupported(&err) {
+            bail!("{err}");
+        }
+        for key in keys.chunks_exact(keys.len() / count as usize) {
+            // SAFETY: a key of the map's size; the kernel copies it.
+            if unsafe { sys::bpf_map_delete_elem(map.as_raw_fd(), key.as_ptr().cast()) } != 0 {
+                bail!("{}", std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kernel has no batch operations for this map type (lpm_trie on
+/// Debian 11's 5.10 answers ENOTSUPP, 524): the batch calls above then go
+/// one entry at a time.
+fn batch_unsupported(err: &std::io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(524) | Some(libc::EOPNOTSUPP))
 }
 
 /// Writes one entry (`BPF_ANY`); `value` holds every CPU's slot for a

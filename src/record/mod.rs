@@ -364,6 +364,12 @@ pub enum Timing {
         /// Why the batch loop could not be used.
         reason: String,
     },
+    /// By tracing programs, fentry/fexit on a kernel function the operation
+    /// runs (maps' `free`: bpf_map_free_deferred); no loop is involved.
+    Traced {
+        /// The traced kernel function.
+        function: String,
+    },
 }
 
 impl Default for Timing {
@@ -384,6 +390,8 @@ impl Timing {
             Timing::InBpf { construct: LoopConstruct::BpfLoop } => "@bpf-loop",
             Timing::InBpf { construct: LoopConstruct::Bounded } => "@bounded",
             Timing::PerCall { .. } => "@per-call",
+            // The same figure on any kernel that allows the probe.
+            Timing::Traced { .. } => "",
         }
     }
 
@@ -394,6 +402,7 @@ impl Timing {
             Timing::InBpf { construct: LoopConstruct::BpfLoop } => "bpf_loop",
             Timing::InBpf { construct: LoopConstruct::Bounded } => "bounded loop",
             Timing::PerCall { .. } => "per call",
+            Timing::Traced { .. } => "fentry/fexit",
         }
     }
 
@@ -402,6 +411,7 @@ impl Timing {
         match self {
             Timing::InBpf { construct } => construct.as_str(),
             Timing::PerCall { .. } => "per-call",
+            Timing::Traced { .. } => "traced",
         }
     }
 }

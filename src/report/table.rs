@@ -130,6 +130,9 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
                     s.n
                 );
             }
+            Timing::Traced { function } => {
+                let _ = writeln!(out, "  Timed by fentry/fexit on {function}: {} samples", s.n);
+            }
         }
         let _ = writeln!(
             out,

@@ -16,30 +16,38 @@ struct work_struct {
 } __attribute__((preserve_access_index));
 
 struct bpf_map___probe {
-	__u32 id;
+	char name[16];
 	struct work_struct work;
 } __attribute__((preserve_access_index));
 
-__u32 target_map_id;	/* set by the host before it drops the map */
+/*
+ * The target is known by its name, which the host makes unique and sets
+ * before it drops the map: not by its id, which the kernel zeroes
+ * (bpf_map_free_id) before the free work runs. The kernel's lpm-trie
+ * bench matches by name too.
+ */
+__u64 target_name[2];	/* BPF_OBJ_NAME_LEN bytes; all zero: not armed */
 __u64 started_ns;
 __u64 target_work;	/* the target's work_struct, to match its exit */
 __u64 free_ns;		/* duration of the target's free, once done */
 __u32 freed;		/* 1 when free_ns is valid */
 
-static __always_inline __u32 map_id_of(void *work)
+static __always_inline int is_target(void *work)
 {
 	struct bpf_map___probe *map;
-	__u32 id = 0;
+	__u64 name[2] = {};
 
+	if (!target_name[0])
+		return 0;
 	map = (void *)((char *)work - bpf_core_field_offset(struct bpf_map___probe, work));
-	bpf_probe_read_kernel(&id, sizeof(id), (char *)map + bpf_core_field_offset(struct bpf_map___probe, id));
-	return id;
+	bpf_probe_read_kernel(name, sizeof(name), (char *)map + bpf_core_field_offset(struct bpf_map___probe, name));
+	return name[0] == target_name[0] && name[1] == target_name[1];
 }
 
 SEC("fentry/bpf_map_free_deferred")
 int on_free_enter(unsigned long long *ctx)
 {
-	if (target_map_id && map_id_of((void *)ctx[0]) == target_map_id) {
+	if (!started_ns && is_target((void *)ctx[0])) {
 		target_work = ctx[0];
 		started_ns = bpf_ktime_get_ns();
 	}

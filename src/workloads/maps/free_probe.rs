@@ -11,6 +11,14 @@ use libbpf_rs::{Link, MapCore};
 crate::bpf_skeleton!("free_probe");
 use skel::{FreeProbeSkel, FreeProbeSkelBuilder};
 
+/// A map name no other map of this process has (at most 15 bytes): the
+/// probe knows its target by name.
+pub fn unique_name() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("bbfree{:05x}{:04x}", std::process::id() & 0xfffff, n & 0xffff)
+}
+
 /// The kernel frees maps from a workqueue; give it this long.
 const FREE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -39,26 +47,34 @@ impl FreeProbe {
     }
 
     /// Drops `map` (its last reference) and returns when the kernel started
-    /// freeing it (bpf_ktime_get_ns) and how long that took, as fentry/fexit saw it.
+    /// freeing it (bpf_ktime_get_ns) and how long that took, as fentry/fexit
+    /// saw it. The map's name must be unique to this probe ([`unique_name`]).
     pub fn time_free(&mut self, map: libbpf_rs::MapHandle) -> Result<(u64, Duration)> {
-        let id = map.info().context("reading the map's id")?.info.id;
+        let info = map.info().context("reading the map's name")?;
+        let id = info.info.id;
+        let mut name = [0u8; 16];
+        for (to, from) in name.iter_mut().zip(info.info.name.iter()) {
+            *to = *from as u8;
+        }
         let bss = self.skel.maps.bss_data.as_deref_mut().context("free_probe has no .bss")?;
         bss.freed = 0;
         bss.started_ns = 0;
         bss.free_ns = 0;
         bss.target_work = 0;
-        bss.target_map_id = id;
+        bss.target_name = [u64::from_ne_bytes(name[..8].try_into()?), u64::from_ne_bytes(name[8..].try_into()?)];
         drop(map);
         let start = Instant::now();
         loop {
-            let bss = self.skel.maps.bss_data.as_deref().context("free_probe has no .bss")?;
+            let bss = self.skel.maps.bss_data.as_deref_mut().context("free_probe has no .bss")?;
             // SAFETY: the field lives in the BPF-shared mmap; BPF writes it, so read it volatile.
             if unsafe { std::ptr::read_volatile(&bss.freed) } != 0 {
                 let (started, took) =
                     unsafe { (std::ptr::read_volatile(&bss.started_ns), std::ptr::read_volatile(&bss.free_ns)) };
+                bss.target_name = [0; 2];
                 return Ok((started, Duration::from_nanos(took)));
             }
             if start.elapsed() > FREE_TIMEOUT {
+                bss.target_name = [0; 2];
                 bail!("map {id} was not freed within {FREE_TIMEOUT:?} of dropping its last reference");
             }
             std::thread::sleep(Duration::from_micros(50));

@@ -10,6 +10,7 @@ use super::free_probe::FreeProbe;
 use super::instance::{LoadedMapBench, MapConfig, create_bare_map, fill_map};
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
+use crate::record::Timing;
 use crate::system::cpu::possible_cpus;
 
 pub struct FreeScenario<'a> {
@@ -34,14 +35,15 @@ pub fn validate<'a>(
         format!("filled map holds all {entries} keys"),
         format!("fexit saw the map freed ({:.3} ms)", took.elapsed_ns as f64 / 1e6),
     ];
-    Ok((Validation { verdict: "freed".into(), checks, ..Default::default() }, s))
+    let timing = Timing::Traced { function: "bpf_map_free_deferred".into() };
+    Ok((Validation { verdict: "freed".into(), checks, timing, ..Default::default() }, s))
 }
 
 impl FreeScenario<'_> {
     /// Creates and fills a map, frees it; returns the keys it held and the
     /// free as one batch of one operation.
     fn free_one(&mut self) -> Result<(usize, BatchTiming)> {
-        let map = create_bare_map(&self.config)?;
+        let map = create_bare_map(&self.config, &super::free_probe::unique_name())?;
         fill_map(&map, &self.config, possible_cpus()?, 0, self.config.entries)?;
         let count = libbpf_rs::MapCore::keys(&map).count();
         let (started_ns, took) = self.probe.time_free(map)?;

@@ -10,11 +10,11 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use crate::kernel::maps;
 
 use super::ops::{KeyLayout, MapKind, MapOp};
-use crate::harness::timing::{SharedRuntime, TimedProgram};
+use crate::harness::timing::{SharedRuntime, TimedProgram, programs_of_other_loops};
 use crate::kernel::skeleton::{
     self, ObjectSource, edit_section, object_map, object_map_sized, object_prog, open_map_mut,
 };
-use crate::record::Runtime;
+use crate::record::{LoopConstruct, Runtime};
 use crate::system::cpu::possible_cpus;
 use crate::uvm::UserRuntime;
 
@@ -69,6 +69,8 @@ pub struct LoadedMapBench {
     pub body: TimedProgram,
     /// The same loop around an empty call: the harness's own cost.
     pub overhead: TimedProgram,
+    /// The loop both programs time in.
+    pub construct: LoopConstruct,
     map: MapHandle,
     state: MapHandle,
     ncpus: usize,
@@ -80,9 +82,16 @@ pub struct LoadedMapBench {
 
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
-/// max_entries for a map meant to hold `entries` keys.
+/// max_entries for a map meant to hold `entries` keys. An LPM trie gets one
+/// more: older kernels refuse to update a key of a full trie in place
+/// (measured: every update failed on Debian 11's 5.10), and an unused slot
+/// costs a trie nothing (it allocates nodes on demand).
 pub fn capacity(kind: MapKind, entries: u32, ncpus: usize) -> u32 {
-    if kind.is_lru() { entries.saturating_add(LRU_HEADROOM_PER_CPU * ncpus as u32) } else { entries }
+    match kind {
+        k if k.is_lru() => entries.saturating_add(LRU_HEADROOM_PER_CPU * ncpus as u32),
+        MapKind::LpmTrie => entries.saturating_add(1),
+        _ => entries,
+    }
 }
 
 /// Per-CPU values are laid out 8-byte aligned in syscalls.
@@ -97,13 +106,29 @@ impl LoadedMapBench {
     }
 
     /// Loads an instance of a build of map_ops.bpf.c for `config`, whose
-    /// sizes `MapParams::check` accepted, its programs run in `runtime` as
-    /// if on `cpu`. The kernel loads it either way (its verifier decides
-    /// what the userspace JIT may run).
-    pub fn load(config: MapConfig, source: &ObjectSource, runtime: Runtime, cpu: usize) -> Result<LoadedMapBench> {
+    /// sizes `MapParams::check` accepted, its programs timed in `construct`'s
+    /// loop and run in `runtime` as if on `cpu`. The kernel loads it either
+    /// way (its verifier decides what the userspace JIT may run).
+    pub fn load(
+        config: MapConfig,
+        source: &ObjectSource,
+        construct: LoopConstruct,
+        runtime: Runtime,
+        cpu: usize,
+    ) -> Result<LoadedMapBench> {
         let MapConfig { kind, op, entries, key, value_size, random, key_offset } = config;
         let label = source.label();
         let mut open = source.open()?;
+        let (body, empty) = (
+            format!("map_bench{}", construct.program_suffix()),
+            format!("map_bench_empty{}", construct.program_suffix()),
+        );
+        ensure!(
+            open.progs().any(|p| p.name().to_str() == Some(body.as_str())),
+            "{label} has no program {body} for --timing-mode {}: it was built before bpfbench timed maps with that loop",
+            construct.as_str()
+        );
+        skeleton::leave_unloaded(&mut open, &programs_of_other_loops(&["map_bench", "map_bench_empty"], construct));
         let ncpus = possible_cpus()?;
         {
             let mut m = open_map_mut(&mut open, "bench_map", &label)?;
@@ -138,8 +163,9 @@ impl LoadedMapBench {
             |name: &str| TimedProgram::new(object_prog(&obj, name, &label)?, map("bench_ctl")?, map("bench_result")?);
         let mut bench = LoadedMapBench {
             config,
-            body: timed("map_bench")?,
-            overhead: timed("map_bench_empty")?,
+            body: timed(&body)?,
+            overhead: timed(&empty)?,
+            construct,
             map: map("bench_map")?,
             state: object_map_sized(&obj, "op_state", size_of::<u32>(), size_of::<OpState>(), &label)?,
             ncpus,
@@ -147,8 +173,8 @@ impl LoadedMapBench {
         };
         if let Some(code) = code {
             let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, cpu)?));
-            bench.body.run_in_user(rt.clone(), "map_bench")?;
-            bench.overhead.run_in_user(rt.clone(), "map_bench_empty")?;
+            bench.body.run_in_user(rt.clone(), &body)?;
+            bench.overhead.run_in_user(rt.clone(), &empty)?;
             bench.user = Some(rt);
         }
         Ok(bench)
@@ -201,8 +227,7 @@ impl LoadedMapBench {
             for &i in chunk {
                 self.config.key.encode(i, &mut keys);
             }
-            self.map
-                .delete_batch(&keys, chunk.len() as u32, MapFlags::ANY, MapFlags::ANY)
+            maps::delete_batch(self.map.as_fd(), &keys, chunk.len() as u32)
                 .with_context(|| format!("emptying the {} map", self.config.kind))?;
         }
         Ok(())
@@ -271,11 +296,11 @@ impl LoadedMapBench {
     }
 }
 
-/// A map shaped as `config` says, outside any program: one whose last
-/// reference the host holds (to time its freeing).
-pub fn create_bare_map(config: &MapConfig) -> Result<MapHandle> {
+/// A map named `name` shaped as `config` says, outside any program: one
+/// whose last reference the host holds (to time its freeing).
+pub fn create_bare_map(config: &MapConfig, name: &str) -> Result<MapHandle> {
     let max_entries = capacity(config.kind, config.entries, possible_cpus()?);
-    maps::create(config.kind.map_type(), "bench_free", config.key.size, config.value_size, max_entries)
+    maps::create(config.kind.map_type(), name, config.key.size, config.value_size, max_entries)
 }
 
 /// Inserts keys [from, to) of `config`'s layout with zeroed values, in batches.

@@ -119,13 +119,25 @@ static __always_inline __u64 advance(__u64 cursor)
 	return cursor;
 }
 
+/* Counts an operation's result and moves the cursor on; 0 (never a reset
+ * failure). */
+static __always_inline int count_op(struct map_op_state *st, int ret)
+{
+	st->failures += ret != 0;
+	st->ops++;
+	st->cursor = advance(st->cursor);
+	return 0;
+}
+
 /*
  * The key cursor and the counts live in the op_state slot, not in locals:
  * the verifier then sees an unknown value on every load and prunes the loop
  * after one iteration, where exact local counters would make it walk every
  * iteration (and give up). SLOT keeps the empty program's counters apart.
+ * LOOP is BENCH_TIMED_BATCH (may_goto; the host passes no restore) or
+ * BOUNDED_LOOP; the bpf_loop programs pass the state to their callback.
  */
-#define RUN_BATCH(ctx, CALL, SLOT)							\
+#define RUN_BATCH(ctx, LOOP, CALL, SLOT)						\
 	({										\
 		__u32 slot = SLOT;							\
 		struct map_op_state *st = bpf_map_lookup_elem(&op_state, &slot);	\
@@ -133,22 +145,71 @@ static __always_inline __u64 advance(__u64 cursor)
 										\
 		if (!st)								\
 			return XDP_ABORTED;						\
-		BENCH_TIMED_BATCH(ctx, ret, CALL,					\
-				  (st->failures += ret != 0, st->ops++,			\
-				   st->cursor = advance(st->cursor), 0));		\
+		LOOP(ctx, ret, CALL, count_op(st, ret));					\
 		XDP_PASS;								\
 	})
 
 SEC("xdp")
 int map_bench(struct xdp_md *ctx)
 {
-	return RUN_BATCH(ctx, map_op(next_index(st->cursor)), OP_STATE_BODY);
+	return RUN_BATCH(ctx, BENCH_TIMED_BATCH, map_op(next_index(st->cursor)), OP_STATE_BODY);
 }
 
 SEC("xdp")
 int map_bench_empty(struct xdp_md *ctx)
 {
-	return RUN_BATCH(ctx, empty_op(st->cursor), OP_STATE_EMPTY);
+	return RUN_BATCH(ctx, BENCH_TIMED_BATCH, empty_op(st->cursor), OP_STATE_EMPTY);
+}
+
+/*
+ * For kernels without may_goto (the host loads one pair and leaves the
+ * others unloaded): a bounded loop of at most 256 iterations (5.3), the
+ * same body and counting inline, and bpf_loop (5.17), whose callback gets
+ * the slot through the loop's state.
+ */
+#define BOUNDED_LOOP(ctx, ret, BODY, RESET) BENCH_TIMED_ITERATIONS_BOUNDED_INLINE(ret, BODY, RESET)
+
+SEC("xdp")
+int map_bench_bounded(struct xdp_md *ctx)
+{
+	return RUN_BATCH(ctx, BOUNDED_LOOP, map_op(next_index(st->cursor)), OP_STATE_BODY);
+}
+
+SEC("xdp")
+int map_bench_empty_bounded(struct xdp_md *ctx)
+{
+	return RUN_BATCH(ctx, BOUNDED_LOOP, empty_op(st->cursor), OP_STATE_EMPTY);
+}
+
+#define LOOP_STATE(lc) ((struct map_op_state *)(lc)->st)
+BENCH_LOOP_CALLBACK_BARE(map_loop_body, struct xdp_md, map_op(next_index(LOOP_STATE(__lc)->cursor)),
+			 count_op(LOOP_STATE(__lc), __lc->ret))
+BENCH_LOOP_CALLBACK_BARE(map_loop_empty, struct xdp_md, empty_op(LOOP_STATE(__lc)->cursor),
+			 count_op(LOOP_STATE(__lc), __lc->ret))
+
+#define RUN_BATCH_BPF_LOOP(ctx, CALLBACK, SLOT)						\
+	({										\
+		__u32 slot = SLOT;							\
+		struct map_op_state *st = bpf_map_lookup_elem(&op_state, &slot);	\
+		int ret = 0;								\
+										\
+		if (!st)								\
+			return XDP_ABORTED;						\
+		BENCH_TIMED_ITERATIONS_BPF_LOOP(ctx, st, ret, CALLBACK);		\
+		asm volatile("" : : "r"(ret));						\
+		XDP_PASS;								\
+	})
+
+SEC("xdp")
+int map_bench_bpf_loop(struct xdp_md *ctx)
+{
+	return RUN_BATCH_BPF_LOOP(ctx, map_loop_body, OP_STATE_BODY);
+}
+
+SEC("xdp")
+int map_bench_empty_bpf_loop(struct xdp_md *ctx)
+{
+	return RUN_BATCH_BPF_LOOP(ctx, map_loop_empty, OP_STATE_EMPTY);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

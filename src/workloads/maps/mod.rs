@@ -18,6 +18,7 @@ pub mod options;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::harness::timing::TimingChoice;
 use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
 use crate::kernel::skeleton::ObjectSource;
 use crate::record::{Layout, LoopConstruct, MapFacts, Runtime, ScenarioFacts, Unit};
@@ -66,6 +67,8 @@ pub struct MapBench {
     pub object: ObjectSource,
     /// Test hook: shifts every key BPF uses, so lookups miss on purpose.
     pub key_offset: u32,
+    /// `--timing-mode`: the loop the batches run in, or the best there is.
+    timing: TimingChoice,
 }
 
 impl MapBench {
@@ -92,7 +95,15 @@ impl MapBench {
                 }
             }
         }
-        Ok(MapBench { suite, params, infos, plans, object: LoadedMapBench::builtin(), key_offset: 0 })
+        Ok(MapBench {
+            suite,
+            params,
+            infos,
+            plans,
+            object: LoadedMapBench::builtin(),
+            key_offset: 0,
+            timing: TimingChoice::Auto,
+        })
     }
 
     fn plan(&self, s: &ScenarioInfo) -> Result<Plan> {
@@ -146,18 +157,27 @@ impl Workload for MapBench {
         &self.infos
     }
 
+    fn set_timing(&mut self, choice: TimingChoice) -> Result<()> {
+        if choice == TimingChoice::PerCall {
+            bail!(
+                "{} has no --timing-mode per-call: it times in BPF with may-goto, bpf-loop or bounded loops",
+                self.name()
+            );
+        }
+        self.timing = choice;
+        Ok(())
+    }
+
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
         self.setup_in(cpu, Runtime::Kernel)
     }
 
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
-        // Its batch loop has no bpf_loop or bounded form yet: one line, not
-        // the verifier's log, where the kernel lacks may_goto.
-        if runtime == Runtime::Kernel
-            && let Some(Err(why)) = crate::kernel::features::probe().map(|c| c.loop_construct(LoopConstruct::MayGoto))
-        {
-            bail!("{} times in may_goto loops only, and {why}", self.name());
-        }
+        // The userspace runtime runs the may_goto programs whatever the kernel has.
+        let construct = match runtime {
+            Runtime::User => LoopConstruct::MayGoto,
+            Runtime::Kernel => self.timing.loop_construct()?,
+        };
         let allowed = allowed_cpus()?;
         let want = self.params.producers;
         if runtime == Runtime::User && want > 1 {
@@ -182,6 +202,7 @@ impl Workload for MapBench {
                 key_offset: 0,
             },
             &self.object,
+            construct,
             runtime,
             cpu,
         )?;
@@ -212,6 +233,14 @@ impl LoadedWorkload for Loaded<'_> {
             && let Some(why) = plan.op.refuses_random()
         {
             return Some(format!("--random: {why}"));
+        }
+        if plan.op == MapOp::Drain
+            && let Some(cap) = crate::harness::timing::batch_cap(self.empty_loop.construct)
+            && plan.entries > cap
+        {
+            return Some(format!(
+                "drain deletes the whole map in one batch, and a bounded loop's batch stops at {cap} keys; 'delete' times the same operation per key"
+            ));
         }
         if plan.op == MapOp::Free {
             if self.runtime == Runtime::User {

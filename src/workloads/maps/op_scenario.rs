@@ -8,11 +8,11 @@ use anyhow::{Result, bail, ensure};
 
 use super::instance::{self, LoadedMapBench, MapConfig, OpState, WRITTEN_BYTE};
 use super::options::MapParams;
-use super::{MapOp, PACKET};
+use super::{MapKind, MapOp, PACKET};
 use crate::harness::timing::RestoreMode;
 use crate::harness::{BatchTiming, PreparedScenario, Validation, Variant};
 use crate::kernel::skeleton::ObjectSource;
-use crate::record::{InstructionCount, Runtime};
+use crate::record::{InstructionCount, Runtime, Timing};
 
 /// Keys a validation batch covers at most (all of them up to this size).
 const MAX_VALIDATION_KEYS: u32 = 1 << 20;
@@ -46,7 +46,11 @@ pub fn validate<'a>(
     empty_loop: &'a mut LoadedMapBench,
     runtime: Runtime,
 ) -> Result<(Validation, OpScenario<'a>)> {
-    let mut s = OpScenario { inst: LoadedMapBench::load(config, source, runtime, cpus[0])?, cpus, empty_loop };
+    let mut s = OpScenario {
+        inst: LoadedMapBench::load(config, source, empty_loop.construct, runtime, cpus[0])?,
+        cpus,
+        empty_loop,
+    };
     let (op, kind, e) = (config.op, config.kind, config.entries);
     let n = e.min(MAX_VALIDATION_KEYS);
     let mut c = Checks(Vec::new());
@@ -125,6 +129,9 @@ pub fn validate<'a>(
         let cap = instance::capacity(kind, e, s.inst.possible_cpus());
         notes.push(format!("max_entries {cap}: headroom for the LRU's per-CPU free lists, so no key is evicted"));
     }
+    if kind == MapKind::LpmTrie {
+        notes.push(format!("max_entries {}: one free slot, without which older kernels refuse updates", e + 1));
+    }
     if config.random {
         notes.push("keys: bpf_get_prandom_u32() % entries".into());
     }
@@ -134,7 +141,8 @@ pub fn validate<'a>(
     if s.inst.user().is_some() {
         notes.push("runtime: userspace, map_ops as the kernel verified it, compiled by bpfbench's JIT; the map is the runtime's own".into());
     }
-    Ok((Validation { verdict: "ok".into(), checks: c.0, notes, ..Default::default() }, s))
+    let timing = Timing::InBpf { construct: s.inst.construct };
+    Ok((Validation { verdict: "ok".into(), checks: c.0, notes, timing, ..Default::default() }, s))
 }
 
 impl OpScenario<'_> {
@@ -251,9 +259,13 @@ impl PreparedScenario for OpScenario<'_> {
         Some(self.inst.body.fd())
     }
 
-    /// Every map scenario runs the same empty loop.
+    /// Every map scenario runs the same empty loop (of one construct per run).
     fn overhead_key(&self) -> String {
         "map-ops empty loop".into()
+    }
+
+    fn batch_cap(&self) -> Option<u32> {
+        crate::harness::timing::batch_cap(self.inst.construct)
     }
 
     /// Counted against this instance's own empty loop: the shared one
