@@ -7,6 +7,7 @@ pub mod builds;
 pub mod options;
 pub mod paired;
 pub mod paired_request;
+pub mod setting_build;
 pub mod worker;
 
 use anyhow::{Result, bail};

@@ -147,14 +147,24 @@ impl RunArgs {
 pub struct PairedArgs {
     /// The reference build (A): a BPF object (FILE.bpf.o) or a bpfbench
     /// executable; with --workload, also a runtime (kernel, user) to compare
-    /// that workload's own object in two runtimes.
-    pub a: PathBuf,
-    /// The candidate build (B), of the same kind as A.
-    pub b: PathBuf,
+    /// that workload's own object in two runtimes. With --sysctl: the one
+    /// object both sides load (or give --workload).
+    #[arg(required_unless_present = "sysctl")]
+    pub a: Option<PathBuf>,
+    /// The candidate build (B), of the same kind as A (none with --sysctl).
+    #[arg(required_unless_present = "sysctl")]
+    pub b: Option<PathBuf>,
     /// A and B are builds of this workload's own BPF object (xdp-lb, maps,
-    /// lpm-trie), run with its setup, scenarios and validation.
+    /// lpm-trie), run with its setup, scenarios and validation. With
+    /// --sysctl: the workload both sides run, on its built-in object.
     #[arg(long)]
     pub workload: Option<String>,
+    /// A/B of a kernel setting on this kernel: NAME=A,B loads A's programs
+    /// under the first value and B's under the second (the JIT applies it at
+    /// load time), and puts the original back afterwards. Settings:
+    /// net.core.bpf_jit_harden (0, 1, 2), net.core.bpf_jit_enable (0, 1).
+    #[arg(long, value_name = "NAME=A,B")]
+    pub sysctl: Option<String>,
     #[command(flatten)]
     pub select: Selection,
     #[command(flatten)]
@@ -197,9 +207,10 @@ impl PairedArgs {
     /// The paired request these options make, workloads taken from `workloads`.
     pub fn request<'m>(&self, workloads: &'m dyn WorkloadSource) -> PairedRequest<'m> {
         PairedRequest {
-            a: self.a.clone(),
-            b: self.b.clone(),
+            a: self.a.clone().unwrap_or_default(),
+            b: self.b.clone().unwrap_or_default(),
             workload: self.workload.clone(),
+            sysctl: self.sysctl.clone(),
             scenarios: self.select.scenarios.clone(),
             groups: self.select.groups.clone(),
             settings: self.paired.clone(),
@@ -223,7 +234,9 @@ impl PairedArgs {
         on_round: impl FnMut(usize, &std::path::Path),
     ) -> anyhow::Result<crate::record::ComparisonRecord> {
         let rounds = self.rounds as usize;
-        let (a, b) = (&self.a, &self.b);
+        let (Some(a), Some(b)) = (&self.a, &self.b) else {
+            anyhow::bail!("--whole-runs compares two bpfbench executables: give A and B");
+        };
         let cpu = match self.cpu {
             Some(c) => c,
             None => crate::system::cpu::default_cpu()?,

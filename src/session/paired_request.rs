@@ -1,6 +1,7 @@
 //! `bpfbench ab A B` as the user asks for it: what A and B are (two BPF
 //! objects, two builds of a workload's object, one workload in two
-//! runtimes, two bpfbench executables), checked before anything loads;
+//! runtimes, two bpfbench executables, one workload under two kernel
+//! settings), checked before anything loads;
 //! then the paired comparison timed, or both builds' instructions counted.
 
 use std::path::{Path, PathBuf};
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::paired::{LocalBuild, PairedObserver, PairedPlan, run};
+use super::setting_build::SettingBuild;
 use super::worker::Worker;
 use super::{Plan, Quiet, builds};
 use crate::compare::{RunNoise, compare_runs};
@@ -16,6 +18,7 @@ use crate::harness::runner::Profile;
 use crate::harness::{ScenarioInfo, Workload};
 use crate::record::paired::PairedRecord;
 use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime};
+use crate::system::sysctl::{SysctlGuard, SysctlPair};
 use crate::system::{self, interrupt};
 
 /// What A and B are.
@@ -29,6 +32,9 @@ pub enum Builds {
     Runtimes(String, Runtime, Runtime),
     /// Two bpfbench executables, each serving batches from a worker process.
     Executables,
+    /// One workload (a built-in's name, or your object's path) loaded under
+    /// two values of a kernel setting (`--sysctl`).
+    Setting(String, SysctlPair),
 }
 
 /// A paired comparison as asked for.
@@ -37,6 +43,8 @@ pub struct PairedRequest<'m> {
     pub b: PathBuf,
     /// `--workload`: A and B are builds (or runtimes) of this workload.
     pub workload: Option<String>,
+    /// `--sysctl NAME=A,B`: A and B are one workload under two settings.
+    pub sysctl: Option<String>,
     /// `-s` and `-g`.
     pub scenarios: Vec<String>,
     pub groups: Vec<String>,
@@ -71,6 +79,9 @@ pub fn is_own_program(p: &Path) -> bool {
 impl PairedRequest<'_> {
     /// What A and B are, with every check that needs nothing loaded.
     pub fn builds(&self) -> Result<Builds> {
+        if let Some(text) = &self.sysctl {
+            return self.setting(text);
+        }
         if let Some((ra, rb)) = self.runtimes()? {
             let name = self.workload.clone().expect("runtimes() checked");
             return Ok(Builds::Runtimes(name, ra, rb));
@@ -105,6 +116,30 @@ impl PairedRequest<'_> {
             );
         }
         Ok(builds)
+    }
+
+    /// `ab --sysctl NAME=A,B (--workload W | A.bpf.o)`.
+    fn setting(&self, text: &str) -> Result<Builds> {
+        let pair = SysctlPair::parse(text)?;
+        let given = |p: &Path| !p.as_os_str().is_empty();
+        if given(&self.b) || !self.run_args.is_empty() {
+            bail!("--sysctl compares one workload under two settings: give one BPF object or --workload, not A and B");
+        }
+        if self.metric == Metric::Insns {
+            bail!(
+                "--sysctl changes how the kernel JITs; --metric insns counts in the userspace runtime, which it does not touch"
+            );
+        }
+        let target = match (&self.workload, given(&self.a)) {
+            (Some(_), true) => bail!("--sysctl takes --workload W or one BPF object, not both"),
+            (Some(w), false) => w.clone(),
+            (None, true) if is_own_program(&self.a) => self.a.display().to_string(),
+            (None, true) => {
+                bail!("{} is not a BPF object (or spec file); with --sysctl give one, or --workload", self.a.display())
+            }
+            (None, false) => bail!("--sysctl needs what to run: --workload W or one BPF object"),
+        };
+        Ok(Builds::Setting(target, pair))
     }
 
     /// `ab --workload W kernel user`: A and B name runtimes, not files.
@@ -178,6 +213,17 @@ impl PairedRequest<'_> {
                 );
                 run(self.plan(w.name(), labels, scenarios, cpu), &mut a, &mut b, observer)
             }
+            Builds::Setting(target, pair) => {
+                let w = self.workloads.build(target)?;
+                let scenarios = super::select(w.as_ref(), &self.scenarios, &self.groups)?;
+                let guard = SysctlGuard::take(&pair.name)?;
+                let labels = (pair.label(&pair.a), pair.label(&pair.b));
+                let (mut a, mut b) = (
+                    SettingBuild::new(LocalBuild::new(w.as_ref(), cpu), &guard, &pair.a),
+                    SettingBuild::new(LocalBuild::new(w.as_ref(), cpu), &guard, &pair.b),
+                );
+                run(self.plan(w.name(), labels, scenarios, cpu), &mut a, &mut b, observer)
+            }
             Builds::Executables => {
                 let mut run_args = self.run_args.clone();
                 run_args.extend(["--cpu".to_string(), cpu.to_string()]);
@@ -195,7 +241,7 @@ impl PairedRequest<'_> {
     /// after the same validation (`--metric insns`). Counts are exact, so
     /// one count a side is the comparison: no pairing, no statistics.
     pub fn count(&self, builds: &Builds) -> Result<ComparisonRecord> {
-        if matches!(builds, Builds::Executables | Builds::Runtimes(..)) {
+        if matches!(builds, Builds::Executables | Builds::Runtimes(..) | Builds::Setting(..)) {
             bail!(
                 "--metric insns compares two BPF objects; for two bpfbench executables run each with --metric insns and use 'bpfbench compare'"
             );

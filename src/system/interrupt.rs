@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// The first Ctrl-C or SIGTERM sets the flag that runners poll between
-/// batches; a second one exits at once (the kernel releases every fd).
+/// batches; a second one exits at once (the kernel releases every fd; the
+/// kernel settings a comparison changed are put back first).
 pub fn install_handler() {
     let _ = ctrlc::set_handler(|| {
         if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            super::sysctl::restore_now();
             std::process::exit(130);
         }
     });

@@ -1,11 +1,12 @@
 //! The machine and the process: privileges, kernel version, CPUs, libbpf's
-//! log, Ctrl-C, and the environment a run records. Probes only; nothing
-//! here knows about workloads or reports.
+//! log, Ctrl-C, kernel settings a comparison changes, and the environment a
+//! run records. Nothing here knows about workloads or reports.
 
 pub mod cpu;
 pub mod environment;
 pub mod ethtool;
 pub mod interrupt;
+pub mod sysctl;
 
 use anyhow::{Context, Result, bail};
 
@@ -61,6 +62,8 @@ pub fn kernel_release() -> String {
 /// `kernel::features`.)
 pub fn prepare_for_timing(cpu: Option<usize>) -> Result<usize> {
     check_privileges()?;
+    // A setting a killed `ab --sysctl` left changed would skew every figure.
+    sysctl::restore_leftovers()?;
     let cpu = match cpu {
         Some(c) => c,
         None => cpu::default_cpu()?,
