@@ -47,6 +47,17 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     diff("CPU model", ea.cpu_model.clone(), eb.cpu_model.clone());
     diff("host", ea.host.clone(), eb.host.clone());
     diff("JIT settings", format!("{:?}", ea.jit), format!("{:?}", eb.jit));
+    let where_ran = |e: &crate::record::Environment| match &e.guest {
+        Some(g) if g.emulated() => format!("an emulated guest (TCG) of {}", g.image),
+        Some(g) => format!("a KVM guest of {}", g.image),
+        None => "the host".to_string(),
+    };
+    diff("ran in", where_ran(ea), where_ran(eb));
+    for (side, e) in [("A", ea), ("B", eb)] {
+        if e.emulated() {
+            out.push(format!("{side}'s times are an emulator's (QEMU TCG), not the hardware's"));
+        }
+    }
     // One line per changed program, however many benchmarks ran it.
     let mut programs: Vec<(String, usize)> = Vec::new();
     for rb in &b.results {

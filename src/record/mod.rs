@@ -5,6 +5,7 @@
 pub mod comparison;
 mod facts;
 pub mod live;
+pub mod matrix;
 pub mod paired;
 mod schema;
 pub mod traffic;
@@ -119,6 +120,35 @@ pub struct Environment {
     /// What the kernel accepted when probed (absent in runs from before probing).
     #[serde(default)]
     pub features: Option<KernelFeatures>,
+    /// The guest `bpfbench vm` booted for this run; None on the host itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<Guest>,
+}
+
+/// A guest kernel a run ran in (`bpfbench vm`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guest {
+    /// The kernel image booted.
+    pub image: String,
+    /// The guest kernel's command line, as /proc/cmdline gave it.
+    pub cmdline: String,
+    /// "kvm", or "tcg": QEMU's emulator.
+    pub accelerator: String,
+}
+
+impl Guest {
+    /// Times taken under emulation are QEMU's, not the hardware's;
+    /// validation, verifier and JIT figures and instruction counts stay exact.
+    pub fn emulated(&self) -> bool {
+        self.accelerator == "tcg"
+    }
+}
+
+impl Environment {
+    /// Whether this run's times are an emulator's.
+    pub fn emulated(&self) -> bool {
+        self.guest.as_ref().is_some_and(Guest::emulated)
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -11,6 +11,7 @@ pub mod insns_table;
 pub mod live_plot;
 pub mod live_table;
 pub mod loops_table;
+pub mod matrix_table;
 pub mod op_lines;
 pub mod paired_table;
 pub mod runtime_table;
@@ -21,6 +22,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::record::live::LiveRecord;
+use crate::record::matrix::MatrixRecord;
 use crate::record::paired::PairedRecord;
 use crate::record::traffic::GenRecord;
 use crate::record::verifier::VerifierReport;
@@ -96,6 +98,17 @@ impl Rendered for ComparisonRecord {
     const FORMATS: &'static [Format] = &[Format::Table, Format::Json];
     fn render_form(&self, _: Format) -> Result<String> {
         Ok(compare_table::render(self))
+    }
+}
+
+impl Rendered for MatrixRecord {
+    const NAME: &'static str = "a kernel matrix";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    fn render_form(&self, format: Format) -> Result<String> {
+        match format {
+            Format::Csv => matrix_table::csv(self),
+            _ => Ok(matrix_table::table(self)),
+        }
     }
 }
 

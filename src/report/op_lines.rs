@@ -148,6 +148,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         report.environment.kernel,
         report.environment.cpu
     );
+    out.push_str(&super::table::emulation_note(&report.environment));
     let rs: Vec<&ScenarioRecord> = report.results.iter().collect();
     let label_w = rs.iter().map(|r| super::table::label(r).len()).max().unwrap_or(9).max(9);
     for r in &rs {

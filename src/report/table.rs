@@ -37,6 +37,18 @@ fn row(name: &str, cells: &[String]) -> String {
     s + "|\n"
 }
 
+/// The line that says a run's times are an emulator's (a guest under TCG),
+/// or nothing.
+pub(super) fn emulation_note(env: &crate::record::Environment) -> String {
+    match &env.guest {
+        Some(g) if g.emulated() => format!(
+            "EMULATED: a guest of {} under QEMU's TCG; its times are the emulator's, not the hardware's (validation, verifier and JIT figures stay exact)\n",
+            g.image
+        ),
+        _ => String::new(),
+    }
+}
+
 /// A row's label: the scenario, marked when it was timed per call or ran
 /// in the userspace runtime.
 pub(super) fn label(r: &ScenarioRecord) -> String {
@@ -197,6 +209,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         report.environment.cpu,
         if other_modes { " (may_goto loop), except rows marked with their mode" } else { "" }
     );
+    out.push_str(&emulation_note(&report.environment));
     for g in &groups {
         out.push_str(&rule());
         out.push_str(&row(g, &COLS.map(|(n, _)| n.to_string())));

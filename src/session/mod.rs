@@ -8,6 +8,7 @@ pub mod options;
 pub mod paired;
 pub mod paired_request;
 pub mod setting_build;
+pub mod vm;
 pub mod worker;
 
 use anyhow::{Result, bail};

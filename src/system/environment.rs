@@ -64,6 +64,8 @@ pub fn start(cpu: usize) -> Capture {
         loadavg: loadavg(),
         steal_percent: None,
         features: crate::kernel::features::probe().map(|f| f.record()),
+        // Set by `bpfbench vm` on the host, which knows how it booted the guest.
+        guest: None,
     };
     Capture { environment, jiffies_at_start: cpu_jiffies() }
 }

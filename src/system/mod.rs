@@ -5,6 +5,7 @@
 pub mod cpu;
 pub mod environment;
 pub mod ethtool;
+pub mod guest;
 pub mod interrupt;
 pub mod sysctl;
 

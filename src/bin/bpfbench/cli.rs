@@ -110,6 +110,9 @@ pub enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// 'bpfbench run' on other kernels, each booted as a guest (virtme-ng,
+    /// QEMU), or on this one (--kernel host): a matrix of scenario x kernel.
+    Vm(bpfbench::session::vm::VmArgs),
     /// Attach a program to a veth in a namespace of bpfbench's own and
     /// measure it under generated traffic: packet rates, verdicts, ns/packet
     /// (bpf_stats), optionally swept over ports, sizes, flows or threads.

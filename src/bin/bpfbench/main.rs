@@ -11,7 +11,7 @@ mod traffic;
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use bpfbench::kernel::object::verify::verify;
 use bpfbench::record::verifier::{VERIFIER_SCHEMA, VerifierReport};
@@ -23,10 +23,7 @@ fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: Format) ->
     bpfbench::report::check_format::<VerifierReport>(format)?;
     system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
-    let mut objects = vec![verify(a)?];
-    if let Some(b) = b {
-        objects.push(verify(b)?);
-    }
+    let objects = std::iter::once(a).chain(b).map(verify).collect::<Result<Vec<_>>>()?;
     let report = VerifierReport { schema: VERIFIER_SCHEMA.into(), objects };
     print!("{}", render_as(&report, format)?);
     Ok(ExitCode::SUCCESS)
@@ -57,19 +54,24 @@ fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
     );
     let r = bpfbench::uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, programs, seed, budget);
     print!("{}", bpfbench::report::fuzz_table::render(&r, &corpus.names));
-    for (n, msg) in &r.panics {
-        eprintln!("bpfbench: program {n} (seed {seed}) panicked: {msg}");
-    }
+    r.panics.iter().for_each(|(n, msg)| eprintln!("bpfbench: program {n} (seed {seed}) panicked: {msg}"));
     Ok(if r.panics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn features() -> Result<ExitCode> {
     system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
-    let caps =
-        bpfbench::kernel::features::probe().ok_or_else(|| anyhow::anyhow!("this process may not load BPF programs"))?;
+    let caps = bpfbench::kernel::features::probe().context("this process may not load BPF programs")?;
     print!("{}", bpfbench::report::features_table::render(&system::kernel_release(), caps));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bpfbench vm`: the runs on each kernel, as a matrix.
+fn vm(args: &bpfbench::session::vm::VmArgs) -> Result<ExitCode> {
+    bpfbench::report::check_format::<bpfbench::record::matrix::MatrixRecord>(args.format)?;
+    let matrix = args.run(&mut |line| eprintln!("bpfbench vm: {line}"))?;
+    output::emit(&render_as(&matrix, args.format)?, args.output.as_deref())?;
+    Ok(ExitCode::from(matrix.exit_code()))
 }
 
 fn main() -> ExitCode {
@@ -106,6 +108,7 @@ fn main() -> ExitCode {
         Some(Command::Gen { options, format, output }) => traffic::generate(&options, format, output.as_deref()),
         Some(Command::Live(args)) => live::live(&args),
         Some(Command::Features) => features(),
+        Some(Command::Vm(args)) => vm(&args),
         Some(Command::FuzzUvm { programs, seed, budget }) => fuzz_uvm(programs, seed, budget),
     };
     match result {

@@ -1,0 +1,232 @@
+//! A kernel matrix as tables (scenario × kernel: ns/op with the timing
+//! mode, then the program as each kernel's verifier and JIT made it, then
+//! instructions per packet where counted) and as CSV rows.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::record::matrix::MatrixRecord;
+use crate::record::{Runtime, ScenarioRecord};
+
+/// A row: one scenario of one workload in one runtime, on every kernel.
+type RowKey = (String, String, Runtime);
+
+fn key(r: &ScenarioRecord) -> RowKey {
+    (r.workload.clone(), r.name.clone(), r.runtime)
+}
+
+/// The scenarios of every column, in the order they first appear.
+fn rows(m: &MatrixRecord) -> Vec<RowKey> {
+    let mut out: Vec<RowKey> = Vec::new();
+    for r in m.columns.iter().filter_map(|c| c.run.as_ref()).flat_map(|run| &run.results) {
+        if !out.contains(&key(r)) {
+            out.push(key(r));
+        }
+    }
+    out
+}
+
+fn find<'m>(m: &'m MatrixRecord, col: usize, k: &RowKey) -> Option<&'m ScenarioRecord> {
+    m.columns[col].run.as_ref()?.results.iter().find(|r| key(r) == *k)
+}
+
+fn row_label((workload, name, runtime): &RowKey) -> String {
+    let user = if *runtime == Runtime::User { " (user)" } else { "" };
+    format!("{workload}/{name}{user}")
+}
+
+/// A cell per scenario and kernel.
+fn scenario_cells(
+    m: &MatrixRecord,
+    keys: &[RowKey],
+    cell: impl Fn(&ScenarioRecord) -> Option<String>,
+) -> Vec<Vec<String>> {
+    keys.iter()
+        .map(|k| {
+            (0..m.columns.len())
+                .map(|c| match find(m, c, k) {
+                    None => "-".to_string(),
+                    Some(r) if r.unavailable.is_some() => "N/A".to_string(),
+                    Some(r) if r.failed() => "failed".to_string(),
+                    Some(r) => cell(r).unwrap_or_else(|| "-".to_string()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One table, `labels` down and the kernels across, or nothing if no cell has a value.
+fn grid(m: &MatrixRecord, title: &str, labels: &[String], cells: &[Vec<String>]) -> String {
+    if cells.iter().flatten().all(|c| c == "-" || c == "N/A" || c == "failed") {
+        return String::new();
+    }
+    let headings: Vec<String> = m.columns.iter().map(|c| c.heading()).collect();
+    let label_w = labels.iter().map(String::len).max().unwrap_or(8).max(8);
+    let widths: Vec<usize> = (0..m.columns.len())
+        .map(|c| cells.iter().map(|row| row[c].len()).chain([headings[c].len()]).max().unwrap_or(8))
+        .collect();
+    let mut out = format!("{title}\n{:label_w$}", "");
+    for (h, w) in headings.iter().zip(&widths) {
+        let _ = write!(out, "  {h:>w$}");
+    }
+    out.push('\n');
+    for (label, row) in labels.iter().zip(cells) {
+        let _ = write!(out, "{label:label_w$}");
+        for (v, w) in row.iter().zip(&widths) {
+            let _ = write!(out, "  {v:>w$}");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+pub fn table(m: &MatrixRecord) -> String {
+    let mut out = format!("Kernel matrix: {} kernel(s)", m.columns.len());
+    if m.columns.iter().any(|c| c.run.as_ref().is_some_and(|r| r.environment.emulated())) {
+        out.push_str(
+            "; * a guest under QEMU's TCG: its ns/op are the emulator's, not the hardware's (programs and counts are exact)",
+        );
+    }
+    out.push_str("\n\n");
+    let keys = rows(m);
+    let labels: Vec<String> = keys.iter().map(row_label).collect();
+    let ns = scenario_cells(m, &keys, |r| {
+        let s = &r.measurement.as_ref()?.summary;
+        Some(format!("{:.1} {}", s.median, r.timing.mode_name()))
+    });
+    out.push_str(&grid(m, "ns/op (p50, timing mode)", &labels, &ns));
+    out.push_str(&programs(m));
+    let insns = scenario_cells(m, &keys, |r| {
+        let c = r.instructions.as_ref()?;
+        Some(super::insns_table::per_packet(c.body_insns as f64 - c.loop_insns as f64, c.packets))
+    });
+    out.push_str(&grid(m, "BPF instructions per packet", &labels, &insns));
+    let mut problems = Vec::new();
+    for c in &m.columns {
+        match (&c.run, &c.error) {
+            (_, Some(e)) => problems.push(format!("{}: {e}", c.kernel)),
+            (Some(run), None) => {
+                for r in run.results.iter().filter(|r| r.failed()) {
+                    let why = r.error.as_deref().unwrap_or("not measured");
+                    problems.push(format!("{}: {}: {why}", c.heading(), row_label(&key(r))));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if !problems.is_empty() {
+        out.push_str("not run or failed:\n");
+        for p in problems {
+            let _ = writeln!(out, "  {p}");
+        }
+    }
+    let stored: Vec<String> =
+        m.columns.iter().filter_map(|c| Some(format!("{} as run {}", c.heading(), c.stored_as?))).collect();
+    if !stored.is_empty() {
+        let _ = writeln!(out, "stored: {} ('bpfbench compare ID ID' compares two of them)", stored.join(", "));
+    }
+    out
+}
+
+/// The timed programs as each kernel's verifier and JIT made them: a row
+/// per program (xdp-lb's 24 scenarios time one), a cell per kernel.
+fn programs(m: &MatrixRecord) -> String {
+    let mut names: Vec<(String, String)> = Vec::new();
+    for r in m.columns.iter().filter_map(|c| c.run.as_ref()).flat_map(|run| &run.results) {
+        if let Some(p) = &r.program
+            && !names.contains(&(r.workload.clone(), p.name.clone()))
+        {
+            names.push((r.workload.clone(), p.name.clone()));
+        }
+    }
+    let cells: Vec<Vec<String>> = names
+        .iter()
+        .map(|(workload, name)| {
+            m.columns
+                .iter()
+                .map(|c| {
+                    let p = c.run.as_ref().and_then(|run| {
+                        run.results
+                            .iter()
+                            .find_map(|r| r.program.as_ref().filter(|p| r.workload == *workload && p.name == *name))
+                    });
+                    match p {
+                        None => "-".to_string(),
+                        Some(p) => {
+                            let processed = p.verifier.as_ref().and_then(|v| v.processed_insns);
+                            format!("{} / {}", p.jited_bytes, processed.map_or("-".into(), |n| n.to_string()))
+                        }
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let labels: Vec<String> = names.iter().map(|(w, n)| format!("{w}: {n}")).collect();
+    grid(
+        m,
+        "program: jited bytes / verifier's processed instructions (- where the kernel does not say)",
+        &labels,
+        &cells,
+    )
+}
+
+/// One row per scenario and kernel.
+pub fn csv(m: &MatrixRecord) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "kernel",
+        "release",
+        "emulated",
+        "benchmark",
+        "mode",
+        "status",
+        "median_ns",
+        "ci_low_ns",
+        "ci_high_ns",
+        "xlated_bytes",
+        "jited_bytes",
+        "processed_insns",
+        "insns_per_packet",
+        "error",
+    ])?;
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    for c in &m.columns {
+        let Some(run) = &c.run else {
+            let mut row = vec![c.kernel.clone(); 1];
+            row.extend(std::iter::repeat_n(String::new(), 12));
+            row.push(c.error.clone().unwrap_or_default());
+            w.write_record(&row)?;
+            continue;
+        };
+        for r in &run.results {
+            let status = if r.unavailable.is_some() {
+                "unavailable"
+            } else if r.failed() {
+                "failed"
+            } else {
+                "ok"
+            };
+            let s = r.measurement.as_ref().map(|m| &m.summary);
+            let p = r.program.as_ref();
+            w.write_record([
+                c.kernel.clone(),
+                run.environment.kernel.clone(),
+                run.environment.emulated().to_string(),
+                row_label(&key(r)),
+                r.timing.mode_name().to_string(),
+                status.to_string(),
+                opt(s.map(|s| format!("{:.3}", s.median))),
+                opt(s.map(|s| format!("{:.3}", s.median_ci95.0))),
+                opt(s.map(|s| format!("{:.3}", s.median_ci95.1))),
+                opt(p.map(|p| p.xlated_bytes.to_string())),
+                opt(p.map(|p| p.jited_bytes.to_string())),
+                opt(p.and_then(|p| p.verifier.as_ref()?.processed_insns).map(|n| n.to_string())),
+                opt(r.instructions.as_ref().map(|c| format!("{:.4}", c.per_packet()))),
+                opt(r.error.clone().or_else(|| r.unavailable.clone())),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}

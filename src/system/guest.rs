@@ -1,0 +1,250 @@
+//! Guests of other kernels: a kernel image booted with virtme-ng and QEMU,
+//! the host's root shared read-only over 9p, one writable folder for the
+//! guest's outputs, and a bash script run inside. KVM where it works, else
+//! TCG (this project's machines cannot nest KVM guests), in which case the
+//! guest's times are an emulator's.
+//!
+//! A guest never outlives its bound or the run: QEMU runs in a process
+//! group of its own, killed past the bound, when the run is interrupted
+//! (the second Ctrl-C's exit path too), and, after a SIGKILL, by the next
+//! run that boots a guest ([`remove_leftovers`]), which finds it by its
+//! output folder's name.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// Output folders are named `bpfbench-guest-<pid>-<label>` under the temp
+/// folder: QEMU's command line carries the name, which is how a later run
+/// tells a guest whose bpfbench is gone.
+const FOLDER_PREFIX: &str = "bpfbench-guest-";
+
+/// How a guest's CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accelerator {
+    Kvm,
+    /// QEMU's emulator: times are not the hardware's.
+    Tcg,
+}
+
+impl Accelerator {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accelerator::Kvm => "kvm",
+            Accelerator::Tcg => "tcg",
+        }
+    }
+}
+
+/// Where scripts/kernels.sh puts Debian's kernels.
+pub fn kernels_dir() -> PathBuf {
+    std::env::var_os("BPFBENCH_KERNELS").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/bpfbench/kernels")
+    })
+}
+
+/// A kernel image: a path to a bzImage/vmlinuz, or the name of a kernel
+/// scripts/kernels.sh fetched (a Debian suite such as `bookworm`, or a
+/// release such as `6.1.0-56-amd64`).
+pub fn resolve_image(name: &str) -> Result<PathBuf> {
+    let path = Path::new(name);
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let fetched = kernels_dir().join(name).join("vmlinuz");
+    if !name.contains('/') && fetched.is_file() {
+        return Ok(fetched);
+    }
+    bail!(
+        "--kernel {name}: no such kernel image; give a vmlinuz path, or a kernel scripts/kernels.sh fetched into {} (bullseye, bookworm, trixie)",
+        kernels_dir().display()
+    )
+}
+
+/// Fails in one line unless virtme-ng and QEMU are installed.
+pub fn check_tools() -> Result<()> {
+    for tool in ["vng", "qemu-system-x86_64"] {
+        let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output()?;
+        if !found.status.success() {
+            bail!(
+                "{tool} is missing: guests need virtme-ng (pip) and qemu-system-x86 (apt); scripts/setup.sh installs both"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Process groups of guests running now, for the hard-exit path.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Kills every guest this process started that still runs: the path the
+/// second Ctrl-C takes, which exits without running drops.
+pub fn kill_running() {
+    if let Ok(groups) = RUNNING.lock() {
+        for g in groups.iter() {
+            // SAFETY: signalling process groups this process created.
+            unsafe { libc::kill(-g, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Kills QEMU processes of guests whose bpfbench is gone (SIGKILLed), and
+/// removes their folders. Returns what it removed.
+pub fn remove_leftovers() -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return removed };
+    for p in procs.flatten() {
+        let Ok(pid) = p.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(cmdline) = std::fs::read(p.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !cmdline.contains("qemu-system") {
+            continue;
+        }
+        let Some(owner) = cmdline
+            .split(FOLDER_PREFIX)
+            .nth(1)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if owner != std::process::id() as i32 && !Path::new("/proc").join(owner.to_string()).exists() {
+            // SAFETY: a QEMU of a guest folder whose bpfbench is gone.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            removed.push(format!("QEMU process {pid} of a guest whose bpfbench (pid {owner}) was killed"));
+        }
+    }
+    if let Ok(dirs) = std::fs::read_dir(std::env::temp_dir()) {
+        for d in dirs.flatten() {
+            let name = d.file_name().to_string_lossy().into_owned();
+            let owner = name.strip_prefix(FOLDER_PREFIX).and_then(|r| r.split('-').next()?.parse::<u32>().ok());
+            if owner.is_some_and(|o| o != std::process::id() && !Path::new("/proc").join(o.to_string()).exists()) {
+                let _ = std::fs::remove_dir_all(d.path());
+                removed.push(format!("guest folder {}", d.path().display()));
+            }
+        }
+    }
+    removed
+}
+
+/// A guest to boot.
+#[derive(Debug, Clone)]
+pub struct GuestSpec {
+    pub image: PathBuf,
+    /// More kernel command line (`--append`).
+    pub append: Option<String>,
+    /// A guest that has not finished by then is killed.
+    pub bound: Duration,
+}
+
+/// A guest's writable folder: created empty, removed when dropped unless kept.
+pub struct OutputFolder {
+    pub path: PathBuf,
+    pub keep: bool,
+}
+
+impl OutputFolder {
+    pub fn new(label: &str) -> Result<OutputFolder> {
+        let path = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{}-{label}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(OutputFolder { path, keep: false })
+    }
+
+    pub fn read(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.path.join(name)).ok()
+    }
+}
+
+impl Drop for OutputFolder {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Whether QEMU runs guests of `image` under KVM here: tried once per
+/// process with a guest that only writes a file.
+pub fn accelerator(image: &Path) -> Accelerator {
+    static ACCEL: OnceLock<Accelerator> = OnceLock::new();
+    *ACCEL.get_or_init(|| {
+        if !Path::new("/dev/kvm").exists() {
+            return Accelerator::Tcg;
+        }
+        let Ok(out) = OutputFolder::new("kvm-probe") else { return Accelerator::Tcg };
+        let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: Duration::from_secs(120) };
+        let never = AtomicBool::new(false);
+        let ok = boot(&spec, Accelerator::Kvm, &out, "echo ok > $OUT/kvm", &never).is_ok()
+            && out.read("kvm").is_some_and(|s| s.trim() == "ok");
+        if ok { Accelerator::Kvm } else { Accelerator::Tcg }
+    })
+}
+
+/// Boots `spec` and runs `script` (bash; `$OUT` is the writable folder
+/// `out`) until it ends, the bound passes or `stop` is set; the guest is
+/// killed with its whole process group in the last two cases.
+pub fn boot(spec: &GuestSpec, accel: Accelerator, out: &OutputFolder, script: &str, stop: &AtomicBool) -> Result<()> {
+    // What vng and QEMU print, for the message when a guest fails.
+    let console = std::fs::File::create(out.path.join("console.log"))?;
+    let mut cmd = Command::new("vng");
+    cmd.arg("--run").arg(&spec.image).args(["--force-9p", "--memory", "2G", "--cpus", "2"]);
+    if accel == Accelerator::Tcg {
+        cmd.arg("--disable-kvm");
+    }
+    if let Some(append) = &spec.append {
+        cmd.arg("--append").arg(append);
+    }
+    // The script goes in a file: vng may pass the command on the kernel's
+    // command line, which cuts it at 2 KiB (seen: a guest waiting forever).
+    std::fs::write(out.path.join("script.sh"), format!("export OUT={}\n{script}\n", out.path.display()))?;
+    cmd.arg(format!("--rwdir={}", out.path.display()))
+        .arg("--exec")
+        .arg(format!("bash {}/script.sh", out.path.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(console.try_clone()?))
+        .stderr(Stdio::from(console))
+        // Its own process group, so a kill reaches QEMU too, and a Ctrl-C
+        // at the terminal reaches only bpfbench, which decides.
+        .process_group(0);
+    let mut child = cmd.spawn().context("starting vng")?;
+    let group = child.id() as i32;
+    RUNNING.lock().expect("not poisoned").push(group);
+    let started = Instant::now();
+    let result = loop {
+        // vng's exit status says nothing of the script (255 after a clean
+        // power-off): the script's files say how it went.
+        if child.try_wait()?.is_some() {
+            break Ok(());
+        }
+        let why = if stop.load(Ordering::Relaxed) {
+            Some("the run was interrupted; the guest was killed".to_string())
+        } else if started.elapsed() > spec.bound {
+            Some(format!("the guest did not finish within {} s and was killed", spec.bound.as_secs()))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            // SAFETY: signalling the process group we created.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            let _ = child.wait();
+            break Err(anyhow::anyhow!(why));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    RUNNING.lock().expect("not poisoned").retain(|g| *g != group);
+    result
+}
+
+/// The console's last lines, for a message about a guest that failed.
+pub fn console_tail(out: &OutputFolder, lines: usize) -> String {
+    let console = out.read("console.log").unwrap_or_default();
+    let tail: Vec<&str> = console.lines().rev().filter(|l| !l.trim().is_empty()).take(lines).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}

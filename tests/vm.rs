@@ -1,0 +1,177 @@
+//! `bpfbench vm`: runs on guest kernels come home, are stored with their
+//! kernels and marked as an emulator's times, and make a matrix; a guest
+//! that does not boot or does not finish is stopped within its bound with
+//! one line naming the kernel; no QEMU is left, also after Ctrl-C, and a
+//! SIGKILLed vm's guest is removed by the next one.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bpfbench::record::matrix::MatrixRecord;
+use common::{bpfbench, guest, stderr, stdout, temp_dir};
+
+const QUICK: [&str; 9] = ["--", "-s", "pass-non-ip", "--samples", "3", "--batch-ms", "1", "--max-time", "2"];
+
+/// QEMU processes whose command line names `needle`.
+fn qemus(needle: &str) -> Vec<String> {
+    let out = Command::new("pgrep").args(["-f", &format!("qemu-system.*{needle}")]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
+}
+
+/// Waits until a QEMU of bpfbench `pid`'s guests runs.
+fn wait_for_guest(pid: u32) {
+    let started = Instant::now();
+    while qemus(&format!("bpfbench-guest-{pid}-")).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no guest started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_matrix_of_two_guest_kernels_is_stored_with_their_kernels_and_rendered() {
+    let (Some(_), Some(_)) = (guest::kernel("bullseye"), guest::kernel("trixie")) else { return };
+    let dir = temp_dir("vm-matrix");
+    let db = dir.join("history.db").display().to_string();
+    let mut args = vec!["vm", "--kernel", "bullseye", "--kernel", "trixie", "--db", &db, "--format", "json"];
+    args.extend(QUICK);
+    let out = bpfbench(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: MatrixRecord = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m.columns.len(), 2);
+    let mut ids = Vec::new();
+    for (c, release, mode) in [(&m.columns[0], "5.10.", "bounded"), (&m.columns[1], "6.12.", "may-goto")] {
+        let run = c.run.as_ref().unwrap_or_else(|| panic!("{}: {:?}", c.kernel, c.error));
+        assert!(run.environment.kernel.starts_with(release), "{}", run.environment.kernel);
+        let g = run.environment.guest.as_ref().expect("marked as a guest's run");
+        assert!(g.image.ends_with("vmlinuz") && !g.cmdline.is_empty(), "{g:?}");
+        assert_eq!(g.emulated(), g.accelerator == "tcg");
+        assert_eq!(run.results.len(), 1);
+        assert_eq!(run.results[0].timing.mode_name(), mode);
+        assert!(run.results[0].measurement.is_some(), "{:?}", run.results[0].error);
+        ids.push(c.stored_as.expect("stored").to_string());
+    }
+    // The history lists both with their kernels; each shows and compares
+    // with its emulation named.
+    let listed = stdout(&bpfbench(&["history", "--db", &db]));
+    assert!(listed.contains("5.10.") && listed.contains("6.12."), "{listed}");
+    let shown = bpfbench(&["show", &ids[0], "--db", &db]);
+    let emulated = m.columns[0].run.as_ref().unwrap().environment.emulated();
+    assert_eq!(stdout(&shown).contains("EMULATED"), emulated, "{}", stdout(&shown));
+    let compared = stdout(&bpfbench(&["compare", &ids[0], &ids[1], "--db", &db]));
+    assert!(compared.contains("timing mode of xdp-lb/pass-non-ip: bounded -> may-goto"), "{compared}");
+    if emulated {
+        assert!(compared.contains("A's times are an emulator's"), "{compared}");
+    }
+    // The table and CSV forms of the same matrix.
+    let table = bpfbench(&[
+        "vm",
+        "--kernel",
+        "trixie",
+        "--no-store",
+        "--format",
+        "csv",
+        "--",
+        "-s",
+        "pass-non-ip",
+        "--samples",
+        "3",
+        "--batch-ms",
+        "1",
+    ]);
+    assert!(table.status.success(), "{}", stderr(&table));
+    let csv = stdout(&table);
+    assert!(csv.starts_with("kernel,release,emulated,benchmark,mode,status,median_ns"), "{csv}");
+    assert!(csv.contains(",xdp-lb/pass-non-ip,may-goto,ok,"), "{csv}");
+}
+
+#[test]
+fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kernel() {
+    let Some(_) = guest::kernel("trixie") else { return };
+    // Not a kernel: QEMU cannot boot it.
+    let dir = temp_dir("vm-junk");
+    let junk = dir.join("vmlinuz");
+    std::fs::write(&junk, b"not a kernel").unwrap();
+    let junk = junk.display().to_string();
+    let out = bpfbench(&["vm", "--kernel", &junk, "--no-store", "--timeout", "60", "--", "-s", "pass-non-ip"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("bpfbench: error:")).collect();
+    assert_eq!(errors.len(), 1, "{}", stderr(&out));
+    assert!(errors[0].contains(&junk) && errors[0].contains("did not run bpfbench"), "{}", errors[0]);
+
+    // A run longer than the bound: killed at the bound, nothing left.
+    let started = Instant::now();
+    let out = bpfbench(&[
+        "vm",
+        "--kernel",
+        "trixie",
+        "--no-store",
+        "--timeout",
+        "10",
+        "--",
+        "-s",
+        "pass-non-ip",
+        "--samples",
+        "100000",
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(40), "stopped within the bound: {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("bpfbench: error:")).collect();
+    assert_eq!(errors.len(), 1, "{}", stderr(&out));
+    assert!(errors[0].contains("trixie: the guest did not finish within 10 s and was killed"), "{}", errors[0]);
+    assert!(qemus("bpfbench-guest-").is_empty(), "a QEMU is left");
+}
+
+#[test]
+fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
+    let Some(_) = guest::kernel("trixie") else { return };
+    let long = ["vm", "--kernel", "trixie", "--no-store", "--", "-s", "pass-non-ip", "--samples", "100000"];
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+            .args(long)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let child = spawn();
+    wait_for_guest(child.id());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(qemus("bpfbench-guest-").is_empty(), "Ctrl-C left a QEMU");
+
+    let mut child = spawn();
+    let pid = child.id();
+    wait_for_guest(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!qemus(&format!("bpfbench-guest-{pid}-")).is_empty(), "SIGKILL leaves the guest running");
+    let out = bpfbench(&[
+        "vm",
+        "--kernel",
+        "host",
+        "--no-store",
+        "--",
+        "-s",
+        "pass-non-ip",
+        "--samples",
+        "3",
+        "--batch-ms",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("bpfbench (pid {pid}) was killed")), "{}", stderr(&out));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(qemus(&format!("bpfbench-guest-{pid}-")).is_empty(), "the next vm removed it");
+    let folders = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|d| d.file_name().to_string_lossy().starts_with(&format!("bpfbench-guest-{pid}-")))
+        .count();
+    assert_eq!(folders, 0, "and its folder");
+}
