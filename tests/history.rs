@@ -376,6 +376,7 @@ fn paired_record() -> PairedRecord {
         geomean_ratio: Some(1.02),
         cases: vec![case],
         interrupted: false,
+        guests: Vec::new(),
     }
 }
 

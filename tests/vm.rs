@@ -175,3 +175,51 @@ fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
         .count();
     assert_eq!(folders, 0, "and its folder");
 }
+
+/// `ab --kernel X --kernel X`: two guests of one kernel, a worker in each
+/// over a virtio-serial port, are never slower or faster than each other;
+/// the record names both guests and their emulation. A kernel that does
+/// not boot is one line naming it, and no QEMU is left.
+#[test]
+fn paired_ab_of_one_kernel_twice_is_never_slower_or_faster() {
+    let Some(_) = guest::kernel("trixie") else { return };
+    let out = bpfbench(&[
+        "ab",
+        "--kernel",
+        "trixie",
+        "--kernel",
+        "trixie",
+        "--no-store",
+        "--format",
+        "json",
+        "--max-time",
+        "3",
+        "--",
+        "-s",
+        "pass-non-ip",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rec: bpfbench::record::paired::PairedRecord = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec.guests.len(), 2, "{:?}", rec.guests);
+    assert!(rec.guests.iter().all(|g| g.image.ends_with("vmlinuz") && !g.cmdline.is_empty()), "{:?}", rec.guests);
+    assert_eq!(rec.cases.len(), 1);
+    let verdict = rec.cases[0].verdict.as_str();
+    assert!(verdict == "same" || verdict.starts_with("uncertain"), "one kernel against itself: {verdict}");
+    assert!(rec.cases[0].round_ratios.len() >= 2, "{:?}", rec.cases[0]);
+    assert!(qemus("bpfbench-guest-").is_empty(), "a QEMU is left");
+
+    let dir = temp_dir("ab-junk");
+    let junk = dir.join("vmlinuz");
+    std::fs::write(&junk, b"not a kernel").unwrap();
+    let junk = junk.display().to_string();
+    let out = bpfbench(&["ab", "--kernel", &junk, "--kernel", "trixie", "--no-store", "--", "-s", "pass-non-ip"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("kernel A ({junk})")) && err.contains("invalid kernel header"), "{err}");
+    assert!(qemus("bpfbench-guest-").is_empty(), "a QEMU is left");
+    common::assert_one_line_error(
+        &["ab", "--kernel", "trixie", "--", "-s", "pass-non-ip"],
+        "--kernel takes two kernels",
+    );
+}

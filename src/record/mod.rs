@@ -137,6 +137,16 @@ pub struct Guest {
 }
 
 impl Guest {
+    /// The command line less what virtme-ng itself puts there: what the
+    /// kernel and the user (`--append`) add.
+    pub fn own_cmdline(&self) -> String {
+        const VIRTME: [&str; 8] =
+            ["virtme", "nr_open=", "console=", "earlyprintk=", "quiet", "loglevel=", "panic=", "init="];
+        let own: Vec<&str> =
+            self.cmdline.split_whitespace().filter(|w| !VIRTME.iter().any(|v| w.starts_with(v))).collect();
+        if own.is_empty() { "(virtme-ng's only)".into() } else { own.join(" ") }
+    }
+
     /// Times taken under emulation are QEMU's, not the hardware's;
     /// validation, verifier and JIT figures and instruction counts stay exact.
     pub fn emulated(&self) -> bool {

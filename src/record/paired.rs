@@ -25,6 +25,16 @@ pub struct PairedRecord {
     pub geomean_ratio: Option<f64>,
     /// Ctrl-C ended the comparison; `cases` holds what was finished.
     pub interrupted: bool,
+    /// A's and B's guests, when A and B are two kernels (`ab --kernel`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guests: Vec<crate::record::Guest>,
+}
+
+impl PairedRecord {
+    /// Whether its times come from guests under emulation.
+    pub fn emulated(&self) -> bool {
+        self.guests.iter().any(crate::record::Guest::emulated)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -28,6 +28,16 @@ pub fn table(rec: &PairedRecord) -> String {
     let mut out = String::new();
     let w = rec.cases.iter().map(|c| benchmark(c).len()).max().unwrap_or(9).max(9);
     let _ = writeln!(out, "A: {}\nB: {}", rec.a, rec.b);
+    for (side, g) in ["A", "B"].iter().zip(&rec.guests) {
+        let _ =
+            writeln!(out, "   {side}: a guest ({}) of {}, command line: {}", g.accelerator, g.image, g.own_cmdline());
+    }
+    if rec.emulated() {
+        let _ = writeln!(
+            out,
+            "EMULATED: the guests ran under QEMU's TCG; ns/op are the emulator's, not the hardware's (the ratios compare the kernels under emulation)"
+        );
+    }
     let _ = writeln!(
         out,
         "{:<w$}  {:>10}  {:>10}  {:>8}  {:>17}  {:>24}  verdict (noise threshold ±{:.1}%)",

@@ -149,10 +149,11 @@ pub struct PairedArgs {
     /// executable; with --workload, also a runtime (kernel, user) to compare
     /// that workload's own object in two runtimes. With --sysctl: the one
     /// object both sides load (or give --workload).
-    #[arg(required_unless_present = "sysctl")]
+    #[arg(required_unless_present_any = ["sysctl", "kernels"])]
     pub a: Option<PathBuf>,
-    /// The candidate build (B), of the same kind as A (none with --sysctl).
-    #[arg(required_unless_present = "sysctl")]
+    /// The candidate build (B), of the same kind as A (none with --sysctl
+    /// or --kernel).
+    #[arg(required_unless_present_any = ["sysctl", "kernels"])]
     pub b: Option<PathBuf>,
     /// A and B are builds of this workload's own BPF object (xdp-lb, maps,
     /// lpm-trie), run with its setup, scenarios and validation. With
@@ -165,6 +166,20 @@ pub struct PairedArgs {
     /// net.core.bpf_jit_harden (0, 1, 2), net.core.bpf_jit_enable (0, 1).
     #[arg(long, value_name = "NAME=A,B")]
     pub sysctl: Option<String>,
+    /// A/B of two kernels (give it twice: A's, then B's), each booted as a
+    /// guest running this bpfbench's worker with the run arguments after
+    /// --: a vmlinuz path or a kernel scripts/kernels.sh fetched (bullseye,
+    /// bookworm, trixie). The same kernel twice with --append-b compares
+    /// two command lines.
+    #[arg(long = "kernel", value_name = "KERNEL", num_args = 1)]
+    pub kernels: Vec<String>,
+    /// With --kernel: more kernel command line for both guests.
+    #[arg(long, value_name = "CMDLINE", requires = "kernels")]
+    pub append: Option<String>,
+    /// With --kernel: more kernel command line for B's guest only (e.g.
+    /// spec_rstack_overflow=off: what does the mitigation cost?).
+    #[arg(long, value_name = "CMDLINE", requires = "kernels")]
+    pub append_b: Option<String>,
     #[command(flatten)]
     pub select: Selection,
     #[command(flatten)]
@@ -211,6 +226,8 @@ impl PairedArgs {
             b: self.b.clone().unwrap_or_default(),
             workload: self.workload.clone(),
             sysctl: self.sysctl.clone(),
+            kernels: self.kernels.clone(),
+            append: (self.append.clone(), self.append_b.clone()),
             scenarios: self.select.scenarios.clone(),
             groups: self.select.groups.clone(),
             settings: self.paired.clone(),

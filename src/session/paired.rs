@@ -25,6 +25,10 @@ pub trait PairedObserver {
     /// A case the workload cannot run here, and why (nothing was timed).
     fn case_skipped(&mut self, _name: &str, _why: &str) {}
     fn case_done(&mut self, _case: &PairedCase) {}
+    /// Something the user should know before the figures (on stderr unless told).
+    fn note(&mut self, text: &str) {
+        eprintln!("bpfbench: {text}");
+    }
 }
 
 /// Everything a paired comparison does, decided before it starts.
@@ -164,5 +168,6 @@ pub fn run(
         geomean_ratio: geomean(&ratios),
         cases,
         interrupted,
+        guests: Vec::new(),
     })
 }

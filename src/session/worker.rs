@@ -1,14 +1,18 @@
-//! Two bpfbench builds compared batch by batch: each runs as a worker
-//! process (`bpfbench ab-worker RUN_ARGS`) that pins itself to the
-//! comparison's CPU and answers requests on stdin, one JSON line each: set
-//! the workload up afresh and validate a scenario, run a batch of it. The
+//! Two bpfbench builds (or two kernels) compared batch by batch: each runs
+//! as a worker process (`bpfbench ab-worker RUN_ARGS`) that pins itself to
+//! the comparison's CPU and answers requests on stdin, one JSON line each:
+//! set the workload up afresh and validate a scenario, run a batch of it.
+//! The worker of a kernel runs in a guest of it, its stdin and stdout a
+//! virtio-serial port that QEMU connects to a socket of the coordinator. The
 //! coordinator sees a worker as a build (harness::paired::Build), so the
 //! paired engine drives two builds exactly as it drives two objects in one
 //! process.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -16,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use crate::harness::paired::Build;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::test_run::RunOutput;
-use crate::record::{ScenarioFacts, Timing};
+use crate::record::{Guest, ScenarioFacts, Timing};
+use crate::system::guest::{self, Accelerator, GuestSpec, OutputFolder, PORT_NAME, RunningGuest, console_tail};
+use crate::system::interrupt;
 
 #[derive(Debug, Serialize, Deserialize)]
 enum Request {
@@ -155,14 +161,22 @@ fn serve_scenario(
     }
 }
 
-/// The coordinator's view of a worker process.
+/// The coordinator's view of a worker: a process on this machine, or one
+/// in a guest of another kernel, served over a virtio-serial port.
 pub struct Worker {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    input: Box<dyn Write>,
+    output: BufReader<Box<dyn Read>>,
     label: String,
+    /// What runs the worker, ended when the worker is dropped.
+    host: WorkerHost,
     pub workload: String,
     pub scenarios: Vec<ScenarioInfo>,
+}
+
+enum WorkerHost {
+    Process(Child),
+    /// The guest, its folder (the socket, the worker's stderr) and what it is.
+    Guest(RunningGuest, OutputFolder, Guest),
 }
 
 impl Worker {
@@ -177,18 +191,40 @@ impl Worker {
             .stderr(Stdio::inherit())
             .spawn()
             .with_context(|| format!("starting {label}"))?;
-        let stdin = child.stdin.take().context("worker stdin")?;
-        let mut stdout = BufReader::new(child.stdout.take().context("worker stdout")?);
-        let ready = receive::<Reply>(&mut stdout);
-        let (workload, scenarios) = match ready {
+        let input: Box<dyn Write> = Box::new(child.stdin.take().context("worker stdin")?);
+        let output: Box<dyn Read> = Box::new(child.stdout.take().context("worker stdout")?);
+        Worker::ready(label, input, output, WorkerHost::Process(child))
+    }
+
+    /// Waits for the worker's announcement.
+    fn ready(label: String, input: Box<dyn Write>, output: Box<dyn Read>, mut host: WorkerHost) -> Result<Worker> {
+        let mut output = BufReader::new(output);
+        let (workload, scenarios) = match receive::<Reply>(&mut output) {
             Ok(Some(Reply::Ready { workload, scenarios })) => (workload, scenarios),
-            _ => {
-                let _ = child.kill();
-                let status = child.wait().ok();
-                bail!(
-                    "{label} did not start as a paired-comparison worker ({}); both builds must have 'bpfbench ab-worker' (or compare whole runs with --whole-runs)",
-                    status.map_or_else(|| "no exit status".into(), |s| s.to_string())
-                );
+            other => {
+                let why = match &mut host {
+                    WorkerHost::Process(child) => {
+                        let _ = child.kill();
+                        let status = child.wait().ok();
+                        format!(
+                            "({}); both builds must have 'bpfbench ab-worker' (or compare whole runs with --whole-runs)",
+                            status.map_or_else(|| "no exit status".into(), |s| s.to_string())
+                        )
+                    }
+                    WorkerHost::Guest(_, folder, _) => {
+                        let err = folder.read("worker.err").unwrap_or_default();
+                        let last = err.lines().rev().find(|l| !l.trim().is_empty()).map(str::to_string);
+                        let reason = match other {
+                            Err(e) => format!("{e:#}"),
+                            _ => "it ended".into(),
+                        };
+                        format!(
+                            "({reason}): {}",
+                            last.unwrap_or_else(|| format!("the console's last lines: {}", console_tail(folder, 3)))
+                        )
+                    }
+                };
+                bail!("{label} did not start as a paired-comparison worker {why}");
             }
         };
         let scenarios = scenarios
@@ -200,12 +236,20 @@ impl Worker {
                 facts: w.facts,
             })
             .collect();
-        Ok(Worker { child, stdin, stdout, label, workload, scenarios })
+        Ok(Worker { input, output, label, host, workload, scenarios })
+    }
+
+    /// The guest the worker runs in, if it runs in one.
+    pub fn guest(&self) -> Option<Guest> {
+        match &self.host {
+            WorkerHost::Guest(_, _, info) => Some(info.clone()),
+            WorkerHost::Process(_) => None,
+        }
     }
 
     fn call(&mut self, req: &Request) -> Result<Reply> {
-        send(&mut self.stdin, req).with_context(|| format!("{} stopped answering", self.label))?;
-        match receive::<Reply>(&mut self.stdout)? {
+        send(&mut self.input, req).with_context(|| format!("{} stopped answering", self.label))?;
+        match receive::<Reply>(&mut self.output).with_context(|| format!("{} did not answer", self.label))? {
             Some(Reply::Error { message }) => bail!("{message}"),
             Some(reply) => Ok(reply),
             None => bail!("{} exited", self.label),
@@ -213,12 +257,101 @@ impl Worker {
     }
 }
 
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = send(&mut self.stdin, &Request::Quit);
-        let _ = self.child.wait();
+/// A worker booting in a guest: QEMU connects the guest's port to
+/// `listener` as it starts; the worker answers once the guest has booted.
+pub struct BootingWorker {
+    label: String,
+    guest: RunningGuest,
+    folder: OutputFolder,
+    listener: UnixListener,
+    bound: Duration,
+    info: Guest,
+}
+
+impl BootingWorker {
+    /// Boots `spec` (one CPU) with `bpfbench ab-worker RUN_ARGS` inside,
+    /// its stdin and stdout the guest's end of a virtio-serial port.
+    pub fn boot(label: &str, spec: &GuestSpec, accel: Accelerator, run_args: &[String]) -> Result<BootingWorker> {
+        let folder = OutputFolder::new(&label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))?;
+        let socket = folder.path.join("port.sock");
+        let listener = UnixListener::bind(&socket).with_context(|| format!("listening on {}", socket.display()))?;
+        listener.set_nonblocking(true)?;
+        let quoted: Vec<String> = std::iter::once(std::env::current_exe()?.display().to_string())
+            .chain(["ab-worker".to_string()])
+            .chain(run_args.iter().cloned())
+            .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+            .collect();
+        // One open of the port for both directions: virtio ports take one
+        // opener at a time.
+        let script = format!(
+            "for p in /sys/class/virtio-ports/*; do [ \"$(cat $p/name)\" = {PORT_NAME} ] && dev=/dev/$(basename $p); done\n\
+             uname -r > $OUT/release\ncat /proc/cmdline > $OUT/cmdline\n\
+             cd '{}'\nexec 3<>\"$dev\"\n{} <&3 >&3 2> $OUT/worker.err\n",
+            std::env::current_dir()?.display(),
+            quoted.join(" ")
+        );
+        let guest = guest::start(spec, accel, &folder, &script, Some(&socket))?;
+        let info = Guest {
+            image: spec.image.display().to_string(),
+            cmdline: String::new(),
+            accelerator: accel.as_str().to_string(),
+        };
+        Ok(BootingWorker { label: label.to_string(), guest, folder, listener, bound: spec.bound, info })
+    }
+
+    /// Waits for QEMU's connection and the worker's announcement, each
+    /// within the guest's bound.
+    pub fn ready(mut self) -> Result<Worker> {
+        let started = Instant::now();
+        let stream = loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => bail!("{}: accepting the guest's port: {e}", self.label),
+            }
+            if self.guest.exited() {
+                bail!("{}: the guest stopped before it connected: {}", self.label, console_tail(&self.folder, 3));
+            }
+            if started.elapsed() > self.bound || interrupt::interrupted() {
+                bail!("{}: the guest did not connect within {} s and was killed", self.label, self.bound.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        stream.set_nonblocking(false)?;
+        // A guest that stops answering fails the call instead of hanging it.
+        stream.set_read_timeout(Some(self.bound))?;
+        let output: Box<dyn Read> = Box::new(stream.try_clone()?);
+        let host = WorkerHost::Guest(self.guest, self.folder, self.info);
+        let mut worker = Worker::ready(self.label, Box::new(stream), output, host)?;
+        // The guest wrote its command line before it started the worker.
+        if let WorkerHost::Guest(_, folder, info) = &mut worker.host {
+            info.cmdline = folder.read("cmdline").unwrap_or_default().trim().to_string();
+        }
+        Ok(worker)
     }
 }
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = send(&mut self.input, &Request::Quit);
+        match &mut self.host {
+            WorkerHost::Process(child) => {
+                let _ = child.wait();
+            }
+            // The guest powers off once its worker ends; a guest that does
+            // not is killed when dropped.
+            WorkerHost::Guest(guest, _, _) => {
+                let started = Instant::now();
+                while !guest.exited() && started.elapsed() < GUEST_POWER_OFF {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+}
+
+/// How long a guest gets to power off after its worker quits.
+const GUEST_POWER_OFF: Duration = Duration::from_secs(30);
 
 impl Build for Worker {
     fn unavailable(&mut self, s: &ScenarioInfo) -> Option<String> {

@@ -191,15 +191,46 @@ pub fn accelerator(image: &Path) -> Accelerator {
 /// `out`) until it ends, the bound passes or `stop` is set; the guest is
 /// killed with its whole process group in the last two cases.
 pub fn boot(spec: &GuestSpec, accel: Accelerator, out: &OutputFolder, script: &str, stop: &AtomicBool) -> Result<()> {
+    start(spec, accel, out, script, None)?.wait(spec.bound, stop)
+}
+
+/// The name of the virtio-serial port [`start`] gives a guest: the guest
+/// finds its device by this name under /sys/class/virtio-ports.
+pub const PORT_NAME: &str = "bpfbench.port";
+
+/// A guest that is running; killed with its QEMU when dropped.
+pub struct RunningGuest {
+    child: std::process::Child,
+    group: i32,
+}
+
+/// Starts a guest of `spec` running `script` (see [`boot`]), with one CPU
+/// when `port` is given (`Some(socket)`: a virtio-serial port named
+/// [`PORT_NAME`] that QEMU connects to the listening Unix socket
+/// `socket`), else two.
+pub fn start(
+    spec: &GuestSpec,
+    accel: Accelerator,
+    out: &OutputFolder,
+    script: &str,
+    port: Option<&Path>,
+) -> Result<RunningGuest> {
     // What vng and QEMU print, for the message when a guest fails.
     let console = std::fs::File::create(out.path.join("console.log"))?;
     let mut cmd = Command::new("vng");
-    cmd.arg("--run").arg(&spec.image).args(["--force-9p", "--memory", "2G", "--cpus", "2"]);
+    let cpus = if port.is_some() { "1" } else { "2" };
+    cmd.arg("--run").arg(&spec.image).args(["--force-9p", "--memory", "2G", "--cpus", cpus]);
     if accel == Accelerator::Tcg {
         cmd.arg("--disable-kvm");
     }
     if let Some(append) = &spec.append {
         cmd.arg("--append").arg(append);
+    }
+    if let Some(socket) = port {
+        cmd.arg(format!(
+            "--qemu-opts=-device virtio-serial-pci,id=bpfbench_serial -chardev socket,id=bpfbench_port,path={} -device virtserialport,bus=bpfbench_serial.0,chardev=bpfbench_port,name={PORT_NAME}",
+            socket.display()
+        ));
     }
     // The script goes in a file: vng may pass the command on the kernel's
     // command line, which cuts it at 2 KiB (seen: a guest waiting forever).
@@ -211,35 +242,53 @@ pub fn boot(spec: &GuestSpec, accel: Accelerator, out: &OutputFolder, script: &s
         .stdout(Stdio::from(console.try_clone()?))
         .stderr(Stdio::from(console))
         // Its own process group, so a kill reaches QEMU too, and a Ctrl-C
-        // at the terminal reaches only bpfbench, which decides.
+        // at the terminal reaches only bpfbench, which decides. QEMU
+        // inherits this process's CPU affinity.
         .process_group(0);
-    let mut child = cmd.spawn().context("starting vng")?;
+    let child = cmd.spawn().context("starting vng")?;
     let group = child.id() as i32;
     RUNNING.lock().expect("not poisoned").push(group);
-    let started = Instant::now();
-    let result = loop {
-        // vng's exit status says nothing of the script (255 after a clean
-        // power-off): the script's files say how it went.
-        if child.try_wait()?.is_some() {
-            break Ok(());
+    Ok(RunningGuest { child, group })
+}
+
+impl RunningGuest {
+    /// Whether the guest has powered off.
+    pub fn exited(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
+    /// Waits until the guest powers off, `bound` passes or `stop` is set
+    /// (then it is killed).
+    pub fn wait(mut self, bound: Duration, stop: &AtomicBool) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            // vng's exit status says nothing of the script (255 after a
+            // clean power-off): the script's files say how it went.
+            if self.exited() {
+                return Ok(());
+            }
+            if stop.load(Ordering::Relaxed) {
+                bail!("the run was interrupted; the guest was killed");
+            }
+            if started.elapsed() > bound {
+                bail!("the guest did not finish within {} s and was killed", bound.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        let why = if stop.load(Ordering::Relaxed) {
-            Some("the run was interrupted; the guest was killed".to_string())
-        } else if started.elapsed() > spec.bound {
-            Some(format!("the guest did not finish within {} s and was killed", spec.bound.as_secs()))
-        } else {
-            None
-        };
-        if let Some(why) = why {
+    }
+}
+
+impl Drop for RunningGuest {
+    fn drop(&mut self) {
+        if !self.exited() {
             // SAFETY: signalling the process group we created.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-            let _ = child.wait();
-            break Err(anyhow::anyhow!(why));
+            unsafe { libc::kill(-self.group, libc::SIGKILL) };
+            let _ = self.child.wait();
         }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    RUNNING.lock().expect("not poisoned").retain(|g| *g != group);
-    result
+        if let Ok(mut groups) = RUNNING.lock() {
+            groups.retain(|g| *g != self.group);
+        }
+    }
 }
 
 /// The console's last lines, for a message about a guest that failed.

@@ -134,8 +134,8 @@ static __always_inline int count_op(struct map_op_state *st, int ret)
  * the verifier then sees an unknown value on every load and prunes the loop
  * after one iteration, where exact local counters would make it walk every
  * iteration (and give up). SLOT keeps the empty program's counters apart.
- * LOOP is BENCH_TIMED_BATCH (may_goto; the host passes no restore) or
- * BOUNDED_LOOP; the bpf_loop programs pass the state to their callback.
+ * LOOP is BENCH_TIMED_BATCH (may_goto; the host passes no restore),
+ * BOUNDED_LOOP or BPF_LOOP.
  */
 #define RUN_BATCH(ctx, LOOP, CALL, SLOT)						\
 	({										\
@@ -187,29 +187,24 @@ BENCH_LOOP_CALLBACK_BARE(map_loop_body, struct xdp_md, map_op(next_index(LOOP_ST
 BENCH_LOOP_CALLBACK_BARE(map_loop_empty, struct xdp_md, empty_op(LOOP_STATE(__lc)->cursor),
 			 count_op(LOOP_STATE(__lc), __lc->ret))
 
-#define RUN_BATCH_BPF_LOOP(ctx, CALLBACK, SLOT)						\
-	({										\
-		__u32 slot = SLOT;							\
-		struct map_op_state *st = bpf_map_lookup_elem(&op_state, &slot);	\
-		int ret = 0;								\
-										\
-		if (!st)								\
-			return XDP_ABORTED;						\
+/* The loop's state carries the slot's (`st` of RUN_BATCH) to the callback,
+ * which counts itself. */
+#define BPF_LOOP(ctx, ret, CALLBACK, RESET)						\
+	do {										\
 		BENCH_TIMED_ITERATIONS_BPF_LOOP(ctx, st, ret, CALLBACK);		\
 		asm volatile("" : : "r"(ret));						\
-		XDP_PASS;								\
-	})
+	} while (0)
 
 SEC("xdp")
 int map_bench_bpf_loop(struct xdp_md *ctx)
 {
-	return RUN_BATCH_BPF_LOOP(ctx, map_loop_body, OP_STATE_BODY);
+	return RUN_BATCH(ctx, BPF_LOOP, map_loop_body, OP_STATE_BODY);
 }
 
 SEC("xdp")
 int map_bench_empty_bpf_loop(struct xdp_md *ctx)
 {
-	return RUN_BATCH_BPF_LOOP(ctx, map_loop_empty, OP_STATE_EMPTY);
+	return RUN_BATCH(ctx, BPF_LOOP, map_loop_empty, OP_STATE_EMPTY);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -145,26 +145,11 @@ static __always_inline const struct bench_variant *bench_only_variant(void)
  */
 #define BENCH_DRIVER_BOUNDED(ctx, ret, STEP, BODY)					\
 	do {										\
-		struct bench_ctl *__ctl = bench_ctl_get();				\
-		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
-		enum bench_status __status = BENCH_OK;					\
-		__u32 __i = 0;								\
-		__u64 __t0, __t1;							\
+		int __step = BENCH_OK;							\
 											\
-		if (__n > BENCH_BOUNDED_ITERS)						\
-			__n = BENCH_BOUNDED_ITERS;					\
-		if (__n) {								\
-			__t0 = bpf_ktime_get_ns();					\
-			_Pragma("clang loop unroll(disable)")				\
-			for (__i = 0; __i < __n; __i++) {				\
-				__status = STEP(ctx);					\
-				if (__status != BENCH_OK)				\
-					break;						\
-				ret = BODY;						\
-			}								\
-			__t1 = bpf_ktime_get_ns();					\
-			bench_record(__t0, __t1 - __t0, __i, __status);		\
-		}									\
+		BENCH_TIMED_ITERATIONS_BOUNDED_INLINE(ret,				\
+			(__step = STEP(ctx)) != BENCH_OK ? ret : BODY,			\
+			__step != BENCH_OK);						\
 	} while (0)
 
 #endif /* BENCH_DRIVER_H */
