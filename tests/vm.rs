@@ -52,6 +52,15 @@ fn a_matrix_of_two_guest_kernels_is_stored_with_their_kernels_and_rendered() {
         assert!(run.results[0].measurement.is_some(), "{:?}", run.results[0].error);
         ids.push(c.stored_as.expect("stored").to_string());
     }
+    // The table: a column per kernel, the emulated ones marked, the
+    // programs each kernel made.
+    let table = bpfbench::report::render_as(&m, bpfbench::report::Format::Table).unwrap();
+    for needle in ["xdp-lb/pass-non-ip", " bounded", " may-goto", "xdp-lb: xdp_lb_bounded", "xdp-lb: xdp_lb "] {
+        assert!(table.contains(needle), "{needle}:\n{table}");
+    }
+    if m.columns[0].run.as_ref().unwrap().environment.emulated() {
+        assert!(table.contains("5.10.0-32-amd64*") && table.contains("the emulator's"), "{table}");
+    }
     // The history lists both with their kernels; each shows and compares
     // with its emulation named.
     let listed = stdout(&bpfbench(&["history", "--db", &db]));

@@ -94,9 +94,10 @@ pub fn table(m: &MatrixRecord) -> String {
     let labels: Vec<String> = keys.iter().map(row_label).collect();
     let ns = scenario_cells(m, &keys, |r| {
         let s = &r.measurement.as_ref()?.summary;
-        Some(format!("{:.1} {}", s.median, r.timing.mode_name()))
+        let (lo, hi) = s.median_ci95;
+        Some(format!("{:.1} [{lo:.1}, {hi:.1}] {}", s.median, r.timing.mode_name()))
     });
-    out.push_str(&grid(m, "ns/op (p50, timing mode)", &labels, &ns));
+    out.push_str(&grid(m, "ns/op (p50 [95% interval], timing mode)", &labels, &ns));
     out.push_str(&programs(m));
     let insns = scenario_cells(m, &keys, |r| {
         let c = r.instructions.as_ref()?;
@@ -156,7 +157,8 @@ fn programs(m: &MatrixRecord) -> String {
                         None => "-".to_string(),
                         Some(p) => {
                             let processed = p.verifier.as_ref().and_then(|v| v.processed_insns);
-                            format!("{} / {}", p.jited_bytes, processed.map_or("-".into(), |n| n.to_string()))
+                            let processed = processed.map_or("-".into(), |n| n.to_string());
+                            format!("{} / {} / {processed}", p.xlated_bytes, p.jited_bytes)
                         }
                     }
                 })
@@ -166,7 +168,7 @@ fn programs(m: &MatrixRecord) -> String {
     let labels: Vec<String> = names.iter().map(|(w, n)| format!("{w}: {n}")).collect();
     grid(
         m,
-        "program: jited bytes / verifier's processed instructions (- where the kernel does not say)",
+        "programs: xlated bytes / jited bytes / verifier's processed instructions (- where the kernel does not say)",
         &labels,
         &cells,
     )
