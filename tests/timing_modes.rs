@@ -20,18 +20,30 @@ fn run_json(mode: &str) -> serde_json::Value {
     serde_json::from_str(&stdout(&out)).expect("a JSON run record")
 }
 
+/// The loops of `modes` this kernel verifies; the others are skipped with
+/// a line (tests/guests.rs covers kernels that lack them).
+fn loops_here(modes: &[&'static str]) -> Vec<&'static str> {
+    let features = bpfbench::kernel::features::probe().expect("tests run as root");
+    let has = |mode: &str| match mode {
+        "may-goto" => features.may_goto.is_ok(),
+        "bpf-loop" => features.bpf_loop.is_ok(),
+        _ => features.bounded_loops.is_ok(),
+    };
+    modes
+        .iter()
+        .copied()
+        .filter(|m| {
+            has(m) || {
+                eprintln!("skipping {m}: this kernel lacks it (tests/guests.rs covers such kernels)");
+                false
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn every_loop_construct_validates_and_times_and_is_recorded() {
-    let features = bpfbench::kernel::features::probe().expect("tests run as root");
-    for (mode, available) in [
-        ("may-goto", features.may_goto.is_ok()),
-        ("bpf-loop", features.bpf_loop.is_ok()),
-        ("bounded", features.bounded_loops.is_ok()),
-    ] {
-        if !available {
-            eprintln!("skipping {mode}: this kernel lacks it (tests/guests.rs covers such kernels)");
-            continue;
-        }
+    for mode in loops_here(&["may-goto", "bpf-loop", "bounded"]) {
         let run = run_json(mode);
         let results = run["results"].as_array().unwrap();
         assert_eq!(results.len(), SCENARIOS.len());
@@ -139,17 +151,12 @@ fn compare_warns_where_two_runs_timed_in_different_modes() {
 /// iteration) and cycles through 8 packets; tc_ttl is a tc program.
 #[test]
 fn your_own_objects_time_in_may_goto_and_bounded_loops() {
-    let features = bpfbench::kernel::features::probe().expect("tests run as root");
     let encap = common::test_object("xdp_encap.bpf.o").display().to_string();
     let tc = common::test_object("tc_ttl.bpf.o").display().to_string();
     let services = format!("services={}/examples/encap/services.json", env!("CARGO_MANIFEST_DIR"));
     let packet = "eth/ipv4(dst=10.0.0.10,src=10.1.0.1-10.1.0.8)/tcp(dport=80)/payload(32)";
     let quick = ["--no-store", "--samples", "3", "--batch-ms", "1", "--format", "json", "--timing-mode"];
-    for (mode, available) in [("may-goto", features.may_goto.is_ok()), ("bounded", features.bounded_loops.is_ok())] {
-        if !available {
-            eprintln!("skipping {mode}: this kernel lacks it (tests/guests.rs covers such kernels)");
-            continue;
-        }
+    for mode in loops_here(&["may-goto", "bounded"]) {
         let xdp = [&["run", &encap, "--map", &services, "--packet", packet, "--expect", "XDP_TX"][..], &quick, &[mode]];
         let tc = [&["run", &tc][..], &quick, &[mode]];
         for args in [xdp.concat(), tc.concat()] {
@@ -180,16 +187,7 @@ fn your_own_objects_time_in_may_goto_and_bounded_loops() {
 /// in a bounded loop.
 #[test]
 fn map_operations_time_in_every_loop_construct() {
-    let features = bpfbench::kernel::features::probe().expect("tests run as root");
-    for (mode, available) in [
-        ("may-goto", features.may_goto.is_ok()),
-        ("bpf-loop", features.bpf_loop.is_ok()),
-        ("bounded", features.bounded_loops.is_ok()),
-    ] {
-        if !available {
-            eprintln!("skipping {mode}: this kernel lacks it (tests/guests.rs covers such kernels)");
-            continue;
-        }
+    for mode in loops_here(&["may-goto", "bpf-loop", "bounded"]) {
         let quick = ["--no-store", "--samples", "3", "--batch-ms", "1", "--format", "json", "--timing-mode", mode];
         let maps = [&["run", "maps", "--map", "hash,lru_hash", "--op", "lookup,insert,delete"][..], &quick].concat();
         let lpm = [&["run", "lpm-trie", "--op", "lookup,update,drain"][..], &quick].concat();

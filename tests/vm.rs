@@ -74,21 +74,7 @@ fn a_matrix_of_two_guest_kernels_is_stored_with_their_kernels_and_rendered() {
         assert!(compared.contains("A's times are an emulator's"), "{compared}");
     }
     // The table and CSV forms of the same matrix.
-    let table = bpfbench(&[
-        "vm",
-        "--kernel",
-        "trixie",
-        "--no-store",
-        "--format",
-        "csv",
-        "--",
-        "-s",
-        "pass-non-ip",
-        "--samples",
-        "3",
-        "--batch-ms",
-        "1",
-    ]);
+    let table = bpfbench(&[&["vm", "--kernel", "trixie", "--no-store", "--format", "csv"][..], &QUICK].concat());
     assert!(table.status.success(), "{}", stderr(&table));
     let csv = stdout(&table);
     assert!(csv.starts_with("kernel,release,emulated,benchmark,mode,status,median_ns"), "{csv}");
@@ -160,19 +146,7 @@ fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!qemus(&format!("bpfbench-guest-{pid}-")).is_empty(), "SIGKILL leaves the guest running");
-    let out = bpfbench(&[
-        "vm",
-        "--kernel",
-        "host",
-        "--no-store",
-        "--",
-        "-s",
-        "pass-non-ip",
-        "--samples",
-        "3",
-        "--batch-ms",
-        "1",
-    ]);
+    let out = bpfbench(&[&["vm", "--kernel", "host", "--no-store"][..], &QUICK].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains(&format!("bpfbench (pid {pid}) was killed")), "{}", stderr(&out));
     std::thread::sleep(Duration::from_millis(500));
