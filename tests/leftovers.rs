@@ -41,6 +41,10 @@ fn runs_leave_nothing_with_bpffs_mounted_and_unmounted() {
                 assert_eq!(o.status.success(), succeeds, "{state:?}: bpfbench {args:?}: {}", stderr(&o));
                 before.assert_nothing_left(&format!("{state:?}: bpfbench {}", args.join(" ")));
             }
+            // The pcap the failed validation wrote for the user (a file, not a kernel object).
+            let _ = std::fs::remove_file(
+                std::env::temp_dir().join("bpfbench-xdp_pin_by_name-xdp_pin_by_name-mismatch.pcap"),
+            );
         });
     }
 }

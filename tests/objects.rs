@@ -173,6 +173,9 @@ fn a_wrong_expectation_fails_with_a_field_named_diff_and_a_pcap_wireshark_reads(
     // A wrong verdict fails too, and says which it got.
     let (code, _, _) = run_json(&[&tc, "--packet", "eth/ipv4(ttl=1)/tcp", "--expect", "TC_ACT_OK"]);
     assert_eq!(code, Some(1));
+    // It wrote its pcap where the first did.
+    assert!(path.exists(), "the wrong verdict's pcap at {}", path.display());
+    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
