@@ -83,9 +83,21 @@ fn start_long_ab() -> Child {
 }
 
 #[test]
-fn sigterm_puts_the_setting_back() {
+fn sigterm_puts_the_setting_back_and_a_run_meanwhile_leaves_it_alone() {
     let _restore = Harden::set("1");
     let child = start_long_ab();
+    // Another run while the comparison goes on: the changed setting is
+    // that comparison's, not a leftover to restore; a second comparison of
+    // the same setting is refused.
+    let changed = harden();
+    let out = bpfbench(&["run", "-s", "pass-non-ip", "--no-store", "--samples", "3", "--batch-ms", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("restored"), "{}", stderr(&out));
+    assert_ne!(harden(), "1", "still the comparison's value (was {changed})");
+    assert_one_line_error(
+        &["ab", "--sysctl", "net.core.bpf_jit_harden=0,1", "--workload", "xdp-lb", "-s", "pass-non-ip"],
+        "is comparing values of net.core.bpf_jit_harden now",
+    );
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
@@ -101,7 +113,8 @@ fn a_killed_runs_setting_is_put_back_by_the_next_run() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_ne!(harden(), "1", "SIGKILL leaves the setting changed");
-    assert_eq!(std::fs::read_to_string(STATE).unwrap().trim(), "1", "with the original recorded");
+    let state = std::fs::read_to_string(STATE).unwrap();
+    assert_eq!(state.split_whitespace().next(), Some("1"), "with the original recorded: {state}");
     let out = bpfbench(&["run", "-s", "pass-non-ip", "--no-store", "--samples", "3", "--batch-ms", "1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("restored net.core.bpf_jit_harden=1"), "{}", stderr(&out));

@@ -110,11 +110,11 @@ pub fn remove_leftovers() -> Vec<String> {
             .split(FOLDER_PREFIX)
             .nth(1)
             .and_then(|rest| rest.split('-').next())
-            .and_then(|s| s.parse::<i32>().ok())
+            .and_then(|s| s.parse::<u32>().ok())
         else {
             continue;
         };
-        if owner != std::process::id() as i32 && !Path::new("/proc").join(owner.to_string()).exists() {
+        if owner != std::process::id() && !super::other_bpfbench_alive(owner) {
             // SAFETY: a QEMU of a guest folder whose bpfbench is gone.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             removed.push(format!("QEMU process {pid} of a guest whose bpfbench (pid {owner}) was killed"));
@@ -124,7 +124,7 @@ pub fn remove_leftovers() -> Vec<String> {
         for d in dirs.flatten() {
             let name = d.file_name().to_string_lossy().into_owned();
             let owner = name.strip_prefix(FOLDER_PREFIX).and_then(|r| r.split('-').next()?.parse::<u32>().ok());
-            if owner.is_some_and(|o| o != std::process::id() && !Path::new("/proc").join(o.to_string()).exists()) {
+            if owner.is_some_and(|o| o != std::process::id() && !super::other_bpfbench_alive(o)) {
                 let _ = std::fs::remove_dir_all(d.path());
                 removed.push(format!("guest folder {}", d.path().display()));
             }

@@ -34,6 +34,13 @@ pub fn check_privileges() -> Result<()> {
     )
 }
 
+/// Whether process `pid` is a bpfbench other than this one that still
+/// runs: what a leftover's owner must not be for the leftover to be removed.
+pub fn other_bpfbench_alive(pid: u32) -> bool {
+    pid != std::process::id()
+        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim().starts_with("bpfbench"))
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock bpf_ktime_get_ns reads.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

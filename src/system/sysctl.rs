@@ -93,13 +93,21 @@ pub struct SysctlGuard {
 }
 
 impl SysctlGuard {
-    /// Records `name`'s value where a later run finds it, then allows changes.
+    /// Records `name`'s value, with this process as its owner, where a
+    /// later run finds it, then allows changes. Refused while another
+    /// bpfbench changes the same setting.
     pub fn take(name: &str) -> Result<SysctlGuard> {
+        let path = state_dir().join(name);
+        if let Some((_, owner)) = recorded(&path)
+            && super::other_bpfbench_alive(owner)
+        {
+            bail!("another bpfbench (pid {owner}) is comparing values of {name} now; wait until it ends");
+        }
         restore_leftovers()?;
         let original = read(name)?;
-        let dir = state_dir();
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join(name), &original).with_context(|| format!("recording {name}'s value"))?;
+        std::fs::create_dir_all(state_dir()).with_context(|| format!("creating {}", state_dir().display()))?;
+        std::fs::write(&path, format!("{original} {}\n", std::process::id()))
+            .with_context(|| format!("recording {name}'s value"))?;
         CHANGED.lock().expect("not poisoned").push((name.to_string(), original.clone()));
         Ok(SysctlGuard { name: name.to_string(), original })
     }
@@ -110,10 +118,6 @@ impl SysctlGuard {
             write(&self.name, value)?;
         }
         Ok(())
-    }
-
-    pub fn original(&self) -> &str {
-        &self.original
     }
 }
 
@@ -130,7 +134,17 @@ impl Drop for SysctlGuard {
     }
 }
 
-/// Restores the settings a killed run left changed, and says which.
+/// The original value a state file holds, and the pid of the bpfbench
+/// that changed the setting (0 where the file names none).
+fn recorded(path: &Path) -> Option<(String, u32)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut words = text.split_whitespace();
+    let value = words.next()?.to_string();
+    Some((value, words.next().and_then(|p| p.parse().ok()).unwrap_or(0)))
+}
+
+/// Restores the settings a killed run left changed, and says which. A
+/// setting whose bpfbench still runs is that run's to restore.
 pub fn restore_leftovers() -> Result<Vec<String>> {
     let dir = state_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(Vec::new()) };
@@ -141,7 +155,10 @@ pub fn restore_leftovers() -> Result<Vec<String>> {
         if !ALLOWED.iter().any(|(n, _, _)| *n == name) {
             continue;
         }
-        let original = std::fs::read_to_string(entry.path())?.trim().to_string();
+        let Some((original, owner)) = recorded(&entry.path()) else { continue };
+        if owner == std::process::id() || super::other_bpfbench_alive(owner) {
+            continue;
+        }
         write(&name, &original)?;
         std::fs::remove_file(entry.path())?;
         restored.push(format!("{name}={original}"));
