@@ -98,6 +98,7 @@ pub fn table(m: &MatrixRecord) -> String {
         Some(format!("{:.1} [{lo:.1}, {hi:.1}] {}", s.median, r.timing.mode_name()))
     });
     out.push_str(&grid(m, "ns/op (p50 [95% interval], timing mode)", &labels, &ns));
+    out.push_str(&sample_counts(m));
     out.push_str(&programs(m));
     let insns = scenario_cells(m, &keys, |r| {
         let c = r.instructions.as_ref()?;
@@ -129,6 +130,25 @@ pub fn table(m: &MatrixRecord) -> String {
         let _ = writeln!(out, "stored: {} ('bpfbench compare ID ID' compares two of them)", stored.join(", "));
     }
     out
+}
+
+/// The samples behind each column's figures ("5", or "3-200" where they differ).
+fn sample_counts(m: &MatrixRecord) -> String {
+    let counts: Vec<String> = m
+        .columns
+        .iter()
+        .filter_map(|c| {
+            let run = c.run.as_ref()?;
+            let ns = run.results.iter().filter_map(|r| Some(r.measurement.as_ref()?.summary.n));
+            let (lo, hi) = ns.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+            match (lo, hi) {
+                (_, 0) => None,
+                (lo, hi) if lo == hi => Some(format!("{} {lo}", c.heading())),
+                (lo, hi) => Some(format!("{} {lo}-{hi}", c.heading())),
+            }
+        })
+        .collect();
+    if counts.is_empty() { String::new() } else { format!("samples per figure: {}\n\n", counts.join(", ")) }
 }
 
 /// The timed programs as each kernel's verifier and JIT made them: a row

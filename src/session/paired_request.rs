@@ -293,7 +293,7 @@ impl PairedRequest<'_> {
                     plan.threshold = TCG_GUEST_SPREAD;
                 }
                 let mut record = run(plan, &mut a, &mut b, observer)?;
-                record.guests = [a.guest(), b.guest()].into_iter().flatten().collect();
+                record.guests = [a.guest.take(), b.guest.take()].into_iter().flatten().collect();
                 Ok(record)
             }
             Builds::Executables => {

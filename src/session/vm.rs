@@ -12,7 +12,7 @@ use clap::Args;
 
 use crate::history::{History, StoreOptions};
 use crate::record::matrix::{MATRIX_SCHEMA, MatrixColumn, MatrixRecord};
-use crate::record::{Guest, RunRecord, parse_run};
+use crate::record::{RunRecord, parse_run};
 use crate::report::Format;
 use crate::system::guest::{self, GuestSpec, OutputFolder};
 use crate::system::interrupt;
@@ -135,18 +135,8 @@ impl VmArgs {
     }
 
     fn in_guest(&self, kernel: &str, image: &Path, accel: guest::Accelerator) -> Result<RunRecord> {
-        let label: String = kernel.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-        let folder = OutputFolder::new(&label)?;
-        let quoted: Vec<String> =
-            self.run_command()?.iter().map(|w| format!("'{}'", w.replace('\'', "'\\''"))).collect();
-        // The guest starts in the host's working folder, so that relative
-        // paths in the run arguments mean what they mean here.
-        let cwd = std::env::current_dir()?;
-        let script = format!(
-            "cd '{}'\nuname -r > $OUT/release\ncat /proc/cmdline > $OUT/cmdline\n{} > $OUT/run.json 2> $OUT/run.err\necho $? > $OUT/run.rc\n",
-            cwd.display(),
-            quoted.join(" ")
-        );
+        let folder = OutputFolder::new(kernel)?;
+        let script = format!("{} > $OUT/run.json 2> $OUT/run.err\n", guest::shell_command(&self.run_command()?));
         let spec = GuestSpec {
             image: image.to_path_buf(),
             append: self.append.clone(),
@@ -156,24 +146,20 @@ impl VmArgs {
             bail!("{e}; the console's last lines: {}", guest::console_tail(&folder, 3));
         }
         let Some(text) = folder.read("run.json").filter(|t| !t.trim().is_empty()) else {
-            return Err(match folder.read("release") {
-                None => anyhow::anyhow!(
+            match folder.read("release") {
+                None => bail!(
                     "the guest did not run bpfbench; the console's last lines: {}",
                     guest::console_tail(&folder, 3)
                 ),
-                Some(release) => {
-                    let err = folder.read("run.err").unwrap_or_default();
-                    let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-                    anyhow::anyhow!("bpfbench run in the guest ({}) wrote no record: {last}", release.trim())
-                }
-            });
+                Some(release) => bail!(
+                    "bpfbench run in the guest ({}) wrote no record: {}",
+                    release.trim(),
+                    folder.last_line("run.err").unwrap_or_else(|| "no message".into())
+                ),
+            }
         };
         let mut run = parse_run(&text).context("the guest's run record")?;
-        run.environment.guest = Some(Guest {
-            image: image.display().to_string(),
-            cmdline: folder.read("cmdline").unwrap_or_default().trim().to_string(),
-            accelerator: accel.as_str().to_string(),
-        });
+        run.environment.guest = Some(folder.guest(image, accel));
         Ok(run)
     }
 }

@@ -169,14 +169,16 @@ pub struct Worker {
     label: String,
     /// What runs the worker, ended when the worker is dropped.
     host: WorkerHost,
+    /// The guest it runs in, if it runs in one.
+    pub guest: Option<Guest>,
     pub workload: String,
     pub scenarios: Vec<ScenarioInfo>,
 }
 
 enum WorkerHost {
     Process(Child),
-    /// The guest, its folder (the socket, the worker's stderr) and what it is.
-    Guest(RunningGuest, OutputFolder, Guest),
+    /// The guest, and its folder (the socket, the worker's stderr).
+    Guest(RunningGuest, OutputFolder),
 }
 
 impl Worker {
@@ -211,9 +213,8 @@ impl Worker {
                             status.map_or_else(|| "no exit status".into(), |s| s.to_string())
                         )
                     }
-                    WorkerHost::Guest(_, folder, _) => {
-                        let err = folder.read("worker.err").unwrap_or_default();
-                        let last = err.lines().rev().find(|l| !l.trim().is_empty()).map(str::to_string);
+                    WorkerHost::Guest(_, folder) => {
+                        let last = folder.last_line("worker.err");
                         let reason = match other {
                             Err(e) => format!("{e:#}"),
                             _ => "it ended".into(),
@@ -236,15 +237,7 @@ impl Worker {
                 facts: w.facts,
             })
             .collect();
-        Ok(Worker { input, output, label, host, workload, scenarios })
-    }
-
-    /// The guest the worker runs in, if it runs in one.
-    pub fn guest(&self) -> Option<Guest> {
-        match &self.host {
-            WorkerHost::Guest(_, _, info) => Some(info.clone()),
-            WorkerHost::Process(_) => None,
-        }
+        Ok(Worker { input, output, label, host, guest: None, workload, scenarios })
     }
 
     fn call(&mut self, req: &Request) -> Result<Reply> {
@@ -265,38 +258,37 @@ pub struct BootingWorker {
     folder: OutputFolder,
     listener: UnixListener,
     bound: Duration,
-    info: Guest,
+    image: std::path::PathBuf,
+    accel: Accelerator,
 }
 
 impl BootingWorker {
     /// Boots `spec` (one CPU) with `bpfbench ab-worker RUN_ARGS` inside,
     /// its stdin and stdout the guest's end of a virtio-serial port.
     pub fn boot(label: &str, spec: &GuestSpec, accel: Accelerator, run_args: &[String]) -> Result<BootingWorker> {
-        let folder = OutputFolder::new(&label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))?;
+        let folder = OutputFolder::new(label)?;
         let socket = folder.path.join("port.sock");
         let listener = UnixListener::bind(&socket).with_context(|| format!("listening on {}", socket.display()))?;
         listener.set_nonblocking(true)?;
-        let quoted: Vec<String> = std::iter::once(std::env::current_exe()?.display().to_string())
-            .chain(["ab-worker".to_string()])
-            .chain(run_args.iter().cloned())
-            .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
-            .collect();
+        let mut worker = vec![std::env::current_exe()?.display().to_string(), "ab-worker".into()];
+        worker.extend(run_args.iter().cloned());
         // One open of the port for both directions: virtio ports take one
         // opener at a time.
         let script = format!(
             "for p in /sys/class/virtio-ports/*; do [ \"$(cat $p/name)\" = {PORT_NAME} ] && dev=/dev/$(basename $p); done\n\
-             uname -r > $OUT/release\ncat /proc/cmdline > $OUT/cmdline\n\
-             cd '{}'\nexec 3<>\"$dev\"\n{} <&3 >&3 2> $OUT/worker.err\n",
-            std::env::current_dir()?.display(),
-            quoted.join(" ")
+             exec 3<>\"$dev\"\n{} <&3 >&3 2> $OUT/worker.err\n",
+            guest::shell_command(&worker)
         );
         let guest = guest::start(spec, accel, &folder, &script, Some(&socket))?;
-        let info = Guest {
-            image: spec.image.display().to_string(),
-            cmdline: String::new(),
-            accelerator: accel.as_str().to_string(),
-        };
-        Ok(BootingWorker { label: label.to_string(), guest, folder, listener, bound: spec.bound, info })
+        Ok(BootingWorker {
+            label: label.to_string(),
+            guest,
+            folder,
+            listener,
+            bound: spec.bound,
+            image: spec.image.clone(),
+            accel,
+        })
     }
 
     /// Waits for QEMU's connection and the worker's announcement, each
@@ -321,11 +313,11 @@ impl BootingWorker {
         // A guest that stops answering fails the call instead of hanging it.
         stream.set_read_timeout(Some(self.bound))?;
         let output: Box<dyn Read> = Box::new(stream.try_clone()?);
-        let host = WorkerHost::Guest(self.guest, self.folder, self.info);
+        let host = WorkerHost::Guest(self.guest, self.folder);
         let mut worker = Worker::ready(self.label, Box::new(stream), output, host)?;
         // The guest wrote its command line before it started the worker.
-        if let WorkerHost::Guest(_, folder, info) = &mut worker.host {
-            info.cmdline = folder.read("cmdline").unwrap_or_default().trim().to_string();
+        if let WorkerHost::Guest(_, folder) = &worker.host {
+            worker.guest = Some(folder.guest(&self.image, self.accel));
         }
         Ok(worker)
     }
@@ -340,7 +332,7 @@ impl Drop for Worker {
             }
             // The guest powers off once its worker ends; a guest that does
             // not is killed when dropped.
-            WorkerHost::Guest(guest, _, _) => {
+            WorkerHost::Guest(guest, _) => {
                 let started = Instant::now();
                 while !guest.exited() && started.elapsed() < GUEST_POWER_OFF {
                     std::thread::sleep(Duration::from_millis(50));

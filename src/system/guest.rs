@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::record::Guest;
+
 /// Output folders are named `bpfbench-guest-<pid>-<label>` under the temp
 /// folder: QEMU's command line carries the name, which is how a later run
 /// tells a guest whose bpfbench is gone.
@@ -150,7 +152,9 @@ pub struct OutputFolder {
 }
 
 impl OutputFolder {
+    /// The folder for a guest named `label` (any text: kept to letters and digits).
     pub fn new(label: &str) -> Result<OutputFolder> {
+        let label: String = label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
         let path = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{}-{label}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
@@ -160,6 +164,26 @@ impl OutputFolder {
     pub fn read(&self, name: &str) -> Option<String> {
         std::fs::read_to_string(self.path.join(name)).ok()
     }
+
+    /// The last line of the file `name` that is not blank (a message).
+    pub fn last_line(&self, name: &str) -> Option<String> {
+        self.read(name)?.lines().rev().find(|l| !l.trim().is_empty()).map(str::to_string)
+    }
+
+    /// The guest of `image` that [`start`] booted with this folder, as runs
+    /// record it: its command line is here once the guest has booted.
+    pub fn guest(&self, image: &Path, accel: Accelerator) -> Guest {
+        Guest {
+            image: image.display().to_string(),
+            cmdline: self.read("cmdline").unwrap_or_default().trim().to_string(),
+            accelerator: accel.as_str().to_string(),
+        }
+    }
+}
+
+/// `words` as one bash command line, each word single-quoted.
+pub fn shell_command(words: &[String]) -> String {
+    words.iter().map(|w| format!("'{}'", w.replace('\'', "'\\''"))).collect::<Vec<_>>().join(" ")
 }
 
 impl Drop for OutputFolder {
@@ -187,8 +211,9 @@ pub fn accelerator(image: &Path) -> Accelerator {
     })
 }
 
-/// Boots `spec` and runs `script` (bash; `$OUT` is the writable folder
-/// `out`) until it ends, the bound passes or `stop` is set; the guest is
+/// Boots `spec` and runs `script` (bash, in this process's folder; `$OUT`
+/// is the writable folder `out`, where the guest's `release` and `cmdline`
+/// are written first) until it ends, the bound passes or `stop` is set; the guest is
 /// killed with its whole process group in the last two cases.
 pub fn boot(spec: &GuestSpec, accel: Accelerator, out: &OutputFolder, script: &str, stop: &AtomicBool) -> Result<()> {
     start(spec, accel, out, script, None)?.wait(spec.bound, stop)
@@ -234,7 +259,14 @@ pub fn start(
     }
     // The script goes in a file: vng may pass the command on the kernel's
     // command line, which cuts it at 2 KiB (seen: a guest waiting forever).
-    std::fs::write(out.path.join("script.sh"), format!("export OUT={}\n{script}\n", out.path.display()))?;
+    // It starts in this process's folder, so that relative paths mean what
+    // they mean here, after noting the guest's release and command line.
+    let prologue = format!(
+        "export OUT={}\ncd {}\nuname -r > $OUT/release\ncat /proc/cmdline > $OUT/cmdline\n",
+        out.path.display(),
+        shell_command(&[std::env::current_dir()?.display().to_string()])
+    );
+    std::fs::write(out.path.join("script.sh"), format!("{prologue}{script}\n"))?;
     cmd.arg(format!("--rwdir={}", out.path.display()))
         .arg("--exec")
         .arg(format!("bash {}/script.sh", out.path.display()))

@@ -68,11 +68,14 @@ pub fn run(image: &Path, label: &str, commands: &[(&str, Vec<String>)], bound: D
     folder.keep = true;
     let dir = folder.path.clone();
     let bin = env!("CARGO_BIN_EXE_bpfbench");
-    let mut script = format!("cd {}\nuname -r > $OUT/release\n", env!("CARGO_MANIFEST_DIR"));
+    // system::guest starts the script in this folder and writes `release`.
+    let mut script = String::new();
     for (name, args) in commands {
-        let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', "'\\''"))).collect();
-        script +=
-            &format!("{bin} {} > $OUT/{name}.out 2> $OUT/{name}.err; echo $? > $OUT/{name}.rc; ", quoted.join(" "));
+        let words: Vec<String> = std::iter::once(bin.to_string()).chain(args.iter().cloned()).collect();
+        script += &format!(
+            "{} > $OUT/{name}.out 2> $OUT/{name}.err; echo $? > $OUT/{name}.rc\n",
+            guest::shell_command(&words)
+        );
     }
     let started = Instant::now();
     let accel = guest::accelerator(image);
