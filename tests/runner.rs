@@ -25,10 +25,23 @@ struct Cost {
     sleep: Duration,
     /// Set the stop flag after this many body batches.
     stop_after: Option<u32>,
+    /// The machine's speed switches between 1 and 1.5 times slower every
+    /// so many body batches (its phases).
+    phase_every: Option<u32>,
+    /// A batch of n iterations costs n^exponent times ns_per_op (scaled to
+    /// agree at 1000 iterations): 1 is linear.
+    exponent: f64,
 }
 
-const EXACT: Cost =
-    Cost { ns_per_op: 50.0, per_batch_ns: 0.0, spike_every: None, sleep: Duration::ZERO, stop_after: None };
+const EXACT: Cost = Cost {
+    ns_per_op: 50.0,
+    per_batch_ns: 0.0,
+    spike_every: None,
+    sleep: Duration::ZERO,
+    stop_after: None,
+    phase_every: None,
+    exponent: 1.0,
+};
 /// The overhead loop of every fake scenario costs this much per iteration.
 const OVERHEAD_NS: f64 = 5.0;
 
@@ -53,10 +66,17 @@ impl PreparedScenario for Fake {
                 if self.cost.stop_after == Some(self.body_batches) {
                     self.stop.store(true, Ordering::SeqCst);
                 }
-                match self.cost.spike_every {
-                    Some(n) if self.body_batches.is_multiple_of(n) => self.cost.ns_per_op * 10.0,
-                    _ => self.cost.ns_per_op,
-                }
+                let phase = match self.cost.phase_every {
+                    Some(n) if (self.body_batches / n) % 2 == 1 => 1.5,
+                    _ => 1.0,
+                };
+                let growth = (iters as f64 / 1000.0).powf(self.cost.exponent - 1.0);
+                phase
+                    * growth
+                    * match self.cost.spike_every {
+                        Some(n) if self.body_batches.is_multiple_of(n) => self.cost.ns_per_op * 10.0,
+                        _ => self.cost.ns_per_op,
+                    }
             }
         };
         let elapsed = per_op * iters as f64 + self.cost.per_batch_ns;
@@ -170,6 +190,28 @@ fn cost_that_does_not_grow_with_iterations_fails_the_proportionality_check() {
     assert!(!m.calibration.proportional, "{:?}", m.calibration);
     assert!(m.calibration.proportionality_ratio < 1.5, "{:?}", m.calibration);
     assert!(m.warnings.iter().any(|w| w.starts_with("proportionality check failed")), "{:?}", m.warnings);
+}
+
+#[test]
+fn proportionality_sees_linearity_through_the_machines_phases_and_non_linearity_in_them() {
+    // Speed switching every 5 batches: some pairs straddle a switch, the median does not.
+    let phases = Cost { phase_every: Some(5), ..EXACT };
+    for phase_every in [3, 5, 7] {
+        let cost = Cost { phase_every: Some(phase_every), ..phases };
+        let (mut runner, mut w) = setup(cost, sampling(10));
+        let c = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap().calibration;
+        assert!(c.proportional, "phases every {phase_every} batches: {c:?}");
+        assert_eq!(c.proportionality_pairs, 9);
+        let (lo, hi) = c.proportionality_ci.unwrap();
+        assert!(lo <= 2.0 && 2.0 <= hi, "{c:?}");
+    }
+    // A body whose cost grows faster than its iterations (2N costs 2^1.2 N)
+    // fails under the same phases, its interval wholly beyond the band.
+    let (mut runner, mut w) = setup(Cost { exponent: 1.2, ..phases }, sampling(10));
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    assert!(!m.calibration.proportional, "{:?}", m.calibration);
+    assert!(m.calibration.proportionality_ci.unwrap().0 > 2.1, "{:?}", m.calibration);
+    assert!(m.warnings.iter().any(|w| w.contains("over 9 pairs")), "{:?}", m.warnings);
 }
 
 #[test]

@@ -13,12 +13,16 @@ use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant};
 use crate::kernel::prog_info;
 use crate::record::{Calibration, Measurement, Metric, Overhead, Runtime, Sampling, ScenarioRecord};
 use crate::stats::Summary;
+use crate::stats::linearity::{self, Linearity};
 
 /// Batch sizes stay within these bounds whatever the calibration says.
 pub const MIN_BATCH: u32 = 64;
 pub const MAX_BATCH: u32 = 50_000_000;
 /// The 2N/N ratio may be off by this fraction before we warn.
 const PROPORTIONALITY_TOLERANCE: f64 = 0.05;
+/// Pairs of an N and a 2N batch the proportionality check takes: with
+/// nine, the median's 95 % interval runs from the second to the eighth.
+const PROPORTIONALITY_PAIRS: usize = 9;
 /// A CV above this makes a noise warning.
 const NOISY_CV: f64 = 0.05;
 /// More outliers than this share of samples makes a warning.
@@ -120,22 +124,29 @@ impl Runner {
         calibrate(p, variant, self.sampling.batch_ms * 1e6, self.stop)
     }
 
-    /// Median elapsed time of three 2N batches over that of three N batches.
-    fn proportionality(&self, p: &mut dyn PreparedScenario, iters: u32) -> Result<f64> {
-        let mut median_of = |n: u32| -> Result<f64> {
-            let mut v = Vec::new();
-            for _ in 0..3 {
-                let (_, elapsed, done) = self.batch(p, Variant::Body, n)?;
-                // Normalise to the requested count in case may_goto cut a loop short.
-                v.push(elapsed as f64 * n as f64 / done as f64);
-            }
-            v.sort_by(f64::total_cmp);
-            Ok(v[1])
+    /// Pairs of an N and a 2N batch (N half the calibrated size), taken
+    /// next to each other and in alternating order so that the machine's
+    /// speed of the moment cancels within a pair; judged by the median
+    /// ratio's interval (`stats::linearity`).
+    fn proportionality(&self, p: &mut dyn PreparedScenario, iters: u32) -> Result<Linearity> {
+        let half = (iters / 2).max(1);
+        let mut elapsed = |n: u32| -> Result<f64> {
+            let (_, elapsed, done) = self.batch(p, Variant::Body, n)?;
+            // Normalise to the requested count in case may_goto cut a loop short.
+            Ok(elapsed as f64 * n as f64 / done as f64)
         };
-        let half = (iters / 2).max(MIN_BATCH.min(iters / 2).max(1));
-        let one = median_of(half)?;
-        let two = median_of(half * 2)?;
-        Ok(two / one)
+        let mut ratios = Vec::with_capacity(PROPORTIONALITY_PAIRS);
+        for pair in 0..PROPORTIONALITY_PAIRS {
+            let (one, two) = if pair % 2 == 0 {
+                let one = elapsed(half)?;
+                (one, elapsed(half * 2)?)
+            } else {
+                let two = elapsed(half * 2)?;
+                (elapsed(half)?, two)
+            };
+            ratios.push(two / one);
+        }
+        linearity::judge(&ratios, PROPORTIONALITY_TOLERANCE, 0.95).context("no proportionality pairs")
     }
 
     fn progress_bar(&self, label: &str, len: usize) -> ProgressBar {
@@ -200,8 +211,7 @@ impl Runner {
     /// Calibrates, checks proportionality, warms up and samples a validated scenario.
     pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
         let (iters, estimate) = self.calibrate(p, Variant::Body)?;
-        let ratio = self.proportionality(p, iters)?;
-        let proportional = (ratio / 2.0 - 1.0).abs() <= PROPORTIONALITY_TOLERANCE;
+        let linearity = self.proportionality(p, iters)?;
         self.warm_up(p, Variant::Body, iters)?;
         let wanted = self.sampling.samples as usize;
         let samples = self.sample(p, Variant::Body, iters, wanted, label)?;
@@ -209,9 +219,13 @@ impl Runner {
         let overhead = self.overhead(p)?;
 
         let mut warnings = Vec::new();
-        if !proportional {
+        if !linearity.linear {
             warnings.push(format!(
-                "proportionality check failed: a 2N batch took {ratio:.3}x an N batch (want 2 ± {:.0}%)",
+                "proportionality check failed: a 2N batch took {:.3}x an N batch (95% CI {:.3}-{:.3} over {} pairs; want 2 ± {:.0}%)",
+                linearity.ratio,
+                linearity.ci.0,
+                linearity.ci.1,
+                linearity.pairs,
                 PROPORTIONALITY_TOLERANCE * 100.0
             ));
         }
@@ -234,7 +248,13 @@ impl Runner {
         }
         Ok(Measurement {
             batch_iters: iters,
-            calibration: Calibration { estimate_ns_per_op: estimate, proportionality_ratio: ratio, proportional },
+            calibration: Calibration {
+                estimate_ns_per_op: estimate,
+                proportionality_ratio: linearity.ratio,
+                proportionality_ci: Some(linearity.ci),
+                proportionality_pairs: linearity.pairs as u32,
+                proportional: linearity.linear,
+            },
             samples_ns: samples,
             summary,
             overhead,

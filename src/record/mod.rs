@@ -518,8 +518,16 @@ pub struct Measurement {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Calibration {
     pub estimate_ns_per_op: f64,
-    /// Time of a 2N batch over time of an N batch; 2.0 when cost is linear.
+    /// Time of a 2N batch over time of an N batch taken next to it, the
+    /// median over the pairs; 2.0 when cost is linear.
     pub proportionality_ratio: f64,
+    /// The median's 95 % interval (runs stored before it was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proportionality_ci: Option<(f64, f64)>,
+    /// Pairs the ratio rests on (0 in runs stored before pairs were kept).
+    #[serde(default)]
+    pub proportionality_pairs: u32,
+    /// False when the whole interval lies outside 2 ± 5 %.
     pub proportional: bool,
 }
 

@@ -119,11 +119,16 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
             m.batch_iters,
             m.calibration.estimate_ns_per_op * m.batch_iters as f64 / 1e6
         );
+        let c = &m.calibration;
+        let interval = match c.proportionality_ci {
+            Some((lo, hi)) => format!(", 95% CI {lo:.3}-{hi:.3} over {} pairs", c.proportionality_pairs),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  Proportionality check: 2N/N ratio={:.4} ({})",
-            m.calibration.proportionality_ratio,
-            if m.calibration.proportional { "ok" } else { "OFF" }
+            "  Proportionality check: 2N/N ratio={:.4}{interval} ({})",
+            c.proportionality_ratio,
+            if c.proportional { "ok" } else { "OFF" }
         );
         match &r.timing {
             Timing::InBpf { construct } => {

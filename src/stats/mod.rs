@@ -6,6 +6,7 @@
 //! samples fall below the true median.
 
 mod histogram;
+pub mod linearity;
 pub mod paired;
 pub mod two_sample;
 
