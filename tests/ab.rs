@@ -61,7 +61,7 @@ fn the_gate_fails_a_regression_beyond_its_limit_only() {
     let (a, b) = (object("xdp_swap.bpf.o"), object("xdp_swap_slow.bpf.o"));
     let (code, _, err) = ab(&[&a, &b, "--fail-on-regression", "5"]);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("regression: xdp_swap/xdp_swap is +") && err.contains("over the 5.0% limit"), "{err}");
+    assert!(err.contains("regression: xdp_swap/xdp_swap@inline is +") && err.contains("over the 5.0% limit"), "{err}");
     // B faster than A is no regression.
     let (code, _, err) = ab(&[&b, &a, "--fail-on-regression", "5"]);
     assert_eq!(code, Some(0), "{err}");
@@ -106,7 +106,7 @@ fn built_in_workloads_compare_two_builds_of_their_object() {
     );
     // Each case names the mode both builds were timed in (the best this kernel has).
     let best = bpfbench::kernel::features::probe().unwrap().best_loop().unwrap();
-    assert!(rec.cases.iter().all(|c| c.timing == bpfbench::record::Timing::InBpf { construct: best }), "{rec:?}");
+    assert!(rec.cases.iter().all(|c| c.timing.construct() == Some(best)), "{rec:?}");
 
     let ops = builtin_object("map_ops").to_string_lossy().into_owned();
     let ops2 = copy(&ops, &dir, "map_ops_copy.bpf.o");

@@ -11,6 +11,7 @@
 //! The [`runner`] owns time: calibration, warm-up, sampling and the overhead
 //! measurement. [`timing`] is the host side of the in-BPF timing loop.
 
+pub mod inline;
 pub mod loops;
 pub mod paired;
 pub mod runner;
@@ -87,6 +88,16 @@ pub trait Workload {
         match choice {
             timing::TimingChoice::Auto => Ok(()),
             other => anyhow::bail!("{} has no --timing-mode {}: it times in BPF only", self.name(), other.as_str()),
+        }
+    }
+    /// Where the body sits in the batch loop (`--body`); workloads that
+    /// only call it refuse `inline` in one line.
+    fn set_body(&mut self, choice: timing::BodyChoice) -> Result<()> {
+        match choice {
+            timing::BodyChoice::Inline => {
+                anyhow::bail!("{} has no --body inline: its batch loop calls the body", self.name())
+            }
+            _ => Ok(()),
         }
     }
     /// As [`Workload::setup`], with the programs run by `runtime`.

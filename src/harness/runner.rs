@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -182,12 +182,12 @@ impl Runner {
         Ok(out)
     }
 
-    /// Runs batches for the warm-up time (at least one).
-    fn warm_up(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32) -> Result<()> {
+    /// Runs batches for `time` (at least one).
+    fn warm_up(&self, p: &mut dyn PreparedScenario, variant: Variant, iters: u32, time: Duration) -> Result<()> {
         let start = Instant::now();
         loop {
             self.batch(p, variant, iters)?;
-            if start.elapsed() >= self.sampling.warmup() {
+            if start.elapsed() >= time {
                 return Ok(());
             }
         }
@@ -200,7 +200,7 @@ impl Runner {
             return Ok(o.clone());
         }
         let (iters, _) = self.calibrate(p, Variant::Overhead)?;
-        self.warm_up(p, Variant::Overhead, iters)?;
+        self.warm_up(p, Variant::Overhead, iters, self.sampling.warmup())?;
         let samples = self.sample(p, Variant::Overhead, iters, self.sampling.overhead_samples(), "  loop overhead")?;
         let summary = Summary::of(&samples).context("no overhead samples collected")?;
         let o = Overhead { key: key.clone(), batch_iters: iters, samples_ns: samples, summary };
@@ -211,8 +211,10 @@ impl Runner {
     /// Calibrates, checks proportionality, warms up and samples a validated scenario.
     pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
         let (iters, estimate) = self.calibrate(p, Variant::Body)?;
+        let checking = Instant::now();
         let linearity = self.proportionality(p, iters)?;
-        self.warm_up(p, Variant::Body, iters)?;
+        // The check's batches warmed the body as warm-up would: only the rest of its time is left.
+        self.warm_up(p, Variant::Body, iters, self.sampling.warmup().saturating_sub(checking.elapsed()))?;
         let wanted = self.sampling.samples as usize;
         let samples = self.sample(p, Variant::Body, iters, wanted, label)?;
         let summary = Summary::of(&samples).context("no samples collected")?;

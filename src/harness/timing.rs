@@ -233,6 +233,56 @@ pub fn batch_cap(construct: LoopConstruct) -> Option<u32> {
     (construct == LoopConstruct::Bounded).then_some(BOUNDED_LOOP_ITERS)
 }
 
+/// `--body`: where the timed body sits in the batch loop. `Auto` inlines
+/// it where the verifier accepts that and calls it otherwise, saying why;
+/// `Inline` refuses where it cannot inline; `Call` always calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyChoice {
+    #[default]
+    Auto,
+    Inline,
+    Call,
+}
+
+// `--body`, for the workloads whose body can be inlined (xdp-lb and your
+// own objects). A plain comment: a doc comment here would become the help
+// text of the command it joins.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct BodyArgs {
+    /// Where the timed program sits in the batch loop: auto inlines it where
+    /// the verifier accepts that (no call's cost per iteration) and calls it
+    /// otherwise, saying why; inline refuses where it cannot; call always calls.
+    #[arg(long, value_enum, default_value_t = BodyChoice::Auto)]
+    pub body: BodyChoice,
+}
+
+impl BodyArgs {
+    /// `--body` as parsed, where the command line has it (else auto).
+    pub fn from_matches(matches: &clap::ArgMatches) -> BodyChoice {
+        if let Ok(Some(b)) = matches.try_get_one::<BodyChoice>("body") {
+            return *b;
+        }
+        // Commands that parse every workload's options take them as text.
+        match matches.try_get_many::<String>("body") {
+            Ok(Some(mut v)) => {
+                v.next_back().and_then(|t| <BodyChoice as clap::ValueEnum>::from_str(t, false).ok()).unwrap_or_default()
+            }
+            _ => BodyChoice::Auto,
+        }
+    }
+}
+
+impl BodyChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BodyChoice::Auto => "auto",
+            BodyChoice::Inline => "inline",
+            BodyChoice::Call => "call",
+        }
+    }
+}
+
 /// `--timing-mode`: how batches are timed. `Auto` takes the best the kernel
 /// and the workload allow; the others force one, or refuse in one line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

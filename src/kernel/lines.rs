@@ -47,6 +47,20 @@ unsafe fn btf_string(btf: *const sys::btf, off: u32) -> String {
     unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
 }
 
+/// The name of type `id` of `btf` (empty when it has none).
+///
+/// # Safety
+/// `btf` is a valid BTF object.
+pub(crate) unsafe fn type_name(btf: *const sys::btf, id: u32) -> String {
+    // SAFETY: the caller's btf; NULL for an id out of range.
+    let t = unsafe { sys::btf__type_by_id(btf, id) };
+    if t.is_null() {
+        return String::new();
+    }
+    // SAFETY: a type of this BTF names a string of it.
+    unsafe { btf_string(btf, (*t).name_off) }
+}
+
 impl LineTable {
     /// The line records libbpf holds for a prepared program (`bpf_program__line_info`).
     ///

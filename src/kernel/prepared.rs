@@ -10,8 +10,8 @@ use anyhow::{Result, bail};
 use libbpf_rs::AsRawLibbpf;
 use libbpf_rs::libbpf_sys as sys;
 
-use super::BpfInsn;
 use super::lines::LineTable;
+use super::{BpfInsn, FuncInfo};
 
 /// Has libbpf prepare an opened object for loading (maps created,
 /// relocations done) without loading its programs.
@@ -38,6 +38,13 @@ pub struct PreparedCode {
     pub verified: BTreeSet<String>,
     /// Each program's source lines, where the object has line records.
     pub lines: BTreeMap<String, LineTable>,
+    /// Each program's function records with the functions' names (empty
+    /// without BTF): where a body to inline starts.
+    pub functions: BTreeMap<String, Vec<(FuncInfo, String)>>,
+    /// The loaded object's BTF, which hand-loaded variants of its programs
+    /// name in their function records (-1 until loaded, or without BTF);
+    /// owned by the object.
+    pub btf_fd: i32,
 }
 
 impl PreparedCode {
@@ -62,6 +69,24 @@ impl PreparedCode {
                 })
             })
             .collect();
+        let functions = open
+            .progs()
+            .filter(|p| p.autoload())
+            .map(|p| {
+                let ptr = p.as_libbpf_object().as_ptr();
+                // SAFETY: a prepared program; NULL (or an error pointer) without records.
+                let (recs, n) = unsafe { (sys::bpf_program__func_info(ptr), sys::bpf_program__func_info_cnt(ptr)) };
+                let recs = if recs.is_null() || (recs as isize) < 0 || btf.is_null() {
+                    &[][..]
+                } else {
+                    // SAFETY: libbpf's array of n records, alive while the object is.
+                    unsafe { std::slice::from_raw_parts(recs, n as usize) }
+                };
+                // SAFETY: type ids of this object's BTF.
+                let named = recs.iter().map(|f| (*f, unsafe { super::lines::type_name(btf, f.type_id) })).collect();
+                (p.name().to_string_lossy().into_owned(), named)
+            })
+            .collect();
         let mut maps = Vec::new();
         for m in open.maps() {
             // SAFETY: a prepared object's map has its fd (or -1 if it was not created).
@@ -74,11 +99,13 @@ impl PreparedCode {
             let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
             maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
         }
-        Ok(PreparedCode { programs, maps, verified: Default::default(), lines })
+        Ok(PreparedCode { programs, maps, verified: Default::default(), lines, functions, btf_fd: -1 })
     }
 
     /// Notes which programs `obj` (this code's object, now loaded) has in the kernel.
     pub fn mark_verified(&mut self, obj: &libbpf_rs::Object) {
+        // SAFETY: a loaded object; -1 when it has no BTF in the kernel.
+        self.btf_fd = unsafe { sys::bpf_object__btf_fd(obj.as_libbpf_object().as_ptr()) };
         for p in obj.progs() {
             // SAFETY: a loaded object's program; its fd is -1 unless the kernel accepted it.
             let fd = unsafe { sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };

@@ -387,15 +387,42 @@ impl LoopConstruct {
     }
 }
 
+/// Where the timed body sits in the batch loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Body {
+    /// A BPF-to-BPF call per iteration (a return: ~9 ns on CPUs with return thunks).
+    #[default]
+    Call,
+    /// The body's instructions in the loop itself, its exits jumps back.
+    Inline,
+}
+
+impl Body {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Body::Call => "call",
+            Body::Inline => "inline",
+        }
+    }
+}
+
 /// How a scenario's samples were timed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum Timing {
-    /// Inside BPF: the batch loop calls the program once per iteration.
+    /// Inside BPF: the batch loop runs the program once per iteration.
     InBpf {
         /// The loop construct (documents from before it was recorded: may_goto).
         #[serde(default, rename = "loop")]
         construct: LoopConstruct,
+        /// Called from the loop, or inline in it (documents from before it
+        /// was recorded: called).
+        #[serde(default)]
+        body: Body,
+        /// Why the body was called where inline was asked for or possible.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why_called: Option<String>,
     },
     /// One BPF_PROG_TEST_RUN per packet, timed by the kernel around the
     /// program alone; slower than in-BPF figures by the test run's own cost,
@@ -420,15 +447,36 @@ impl Default for Timing {
 
 impl Timing {
     /// In BPF with the may_goto loop: every figure stored before modes were recorded.
-    pub const MAY_GOTO: Timing = Timing::InBpf { construct: LoopConstruct::MayGoto };
+    pub const MAY_GOTO: Timing = Timing::in_bpf(LoopConstruct::MayGoto);
+
+    /// In BPF with `construct`, the body called.
+    pub const fn in_bpf(construct: LoopConstruct) -> Timing {
+        Timing::InBpf { construct, body: Body::Call, why_called: None }
+    }
+
+    /// The loop construct, when timed in BPF.
+    pub fn construct(&self) -> Option<LoopConstruct> {
+        match self {
+            Timing::InBpf { construct, .. } => Some(*construct),
+            _ => None,
+        }
+    }
+
+    /// Whether the body ran inline in the loop.
+    pub fn inline(&self) -> bool {
+        matches!(self, Timing::InBpf { body: Body::Inline, .. })
+    }
 
     /// Appended to benchmark names: results of different timing never
-    /// compare as one benchmark (may_goto's figures keep their names).
+    /// compare as one benchmark (may_goto's called figures keep their
+    /// names; an inline body's figure leaves out a call's cost, so it is
+    /// its own benchmark).
     pub fn suffix(&self) -> &'static str {
         match self {
-            Timing::InBpf { construct: LoopConstruct::MayGoto } => "",
-            Timing::InBpf { construct: LoopConstruct::BpfLoop } => "@bpf-loop",
-            Timing::InBpf { construct: LoopConstruct::Bounded } => "@bounded",
+            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Call, .. } => "",
+            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => "@inline",
+            Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "@bpf-loop",
+            Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "@bounded",
             Timing::PerCall { .. } => "@per-call",
             // The same figure on any kernel that allows the probe.
             Timing::Traced { .. } => "",
@@ -438,9 +486,10 @@ impl Timing {
     /// A short label for tables ("in BPF", "bpf_loop", "per call").
     pub fn label(&self) -> &'static str {
         match self {
-            Timing::InBpf { construct: LoopConstruct::MayGoto } => "in BPF",
-            Timing::InBpf { construct: LoopConstruct::BpfLoop } => "bpf_loop",
-            Timing::InBpf { construct: LoopConstruct::Bounded } => "bounded loop",
+            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Call, .. } => "in BPF",
+            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => "in BPF, inline",
+            Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "bpf_loop",
+            Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "bounded loop",
             Timing::PerCall { .. } => "per call",
             Timing::Traced { .. } => "fentry/fexit",
         }
@@ -449,7 +498,7 @@ impl Timing {
     /// The mode's name as `--timing-mode` takes it.
     pub fn mode_name(&self) -> &'static str {
         match self {
-            Timing::InBpf { construct } => construct.as_str(),
+            Timing::InBpf { construct, .. } => construct.as_str(),
             Timing::PerCall { .. } => "per-call",
             Timing::Traced { .. } => "traced",
         }

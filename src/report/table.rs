@@ -131,14 +131,18 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
             if c.proportional { "ok" } else { "OFF" }
         );
         match &r.timing {
-            Timing::InBpf { construct } => {
+            Timing::InBpf { construct, body, why_called } => {
                 let _ = writeln!(
                     out,
-                    "  In-BPF timing ({} loop): {} samples, {} ops/batch",
+                    "  In-BPF timing ({} loop, body {}): {} samples, {} ops/batch",
                     construct.as_str(),
+                    body.as_str(),
                     s.n,
                     m.batch_iters
                 );
+                if let Some(why) = why_called {
+                    let _ = writeln!(out, "    called, not inline: {why}");
+                }
             }
             Timing::PerCall { reason } => {
                 let _ = writeln!(
@@ -231,7 +235,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     if report
         .results
         .iter()
-        .any(|r| matches!(r.timing, Timing::InBpf { construct: LoopConstruct::BpfLoop | LoopConstruct::Bounded }))
+        .any(|r| matches!(r.timing.construct(), Some(LoopConstruct::BpfLoop | LoopConstruct::Bounded)))
     {
         out.push_str(
             "(bpf_loop), (bounded loop): timed in BPF with the loop this kernel has instead of may_goto; loop p50 is that loop's own cost.\n",

@@ -135,8 +135,17 @@ pub fn run(
             {
                 bail!("A and B do not do the same: {d}\n(--allow-different-output times them anyway)");
             }
-            if va.timing != vb.timing {
-                bail!("A is timed {} and B {}; their figures would not compare", va.timing.label(), vb.timing.label());
+            if va.timing.label() != vb.timing.label() {
+                let inline = if va.timing.inline() != vb.timing.inline() {
+                    " (--body call times both with the body called)"
+                } else {
+                    ""
+                };
+                bail!(
+                    "A is timed {} and B {}; their figures would not compare{inline}",
+                    va.timing.label(),
+                    vb.timing.label()
+                );
             }
             timing = Some(va.timing.clone());
             Ok(())

@@ -127,7 +127,10 @@ pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
     for other in REGISTRY.iter().filter(|r| !std::ptr::eq(**r, chosen)) {
         for (id, flag) in other.flags().iter().filter(|(id, _)| !own.iter().any(|(o, _)| o == id)) {
             if matches.value_source(id) == Some(ValueSource::CommandLine) {
-                bail!("{flag} applies to {}, not to {target}", other.describe());
+                // Every workload that takes it (an option may be shared).
+                let takers: Vec<String> =
+                    REGISTRY.iter().filter(|r| r.flags().iter().any(|(i, _)| i == id)).map(|r| r.describe()).collect();
+                bail!("{flag} applies to {}, not to {target}", takers.join(" and "));
             }
         }
     }

@@ -116,7 +116,9 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
         program: None,
         measurement: Some(Measurement {
             batch_iters: 1000,
-            calibration: Calibration { estimate_ns_per_op: 10.0, proportionality_ratio: 2.0,
+            calibration: Calibration {
+                estimate_ns_per_op: 10.0,
+                proportionality_ratio: 2.0,
                 proportionality_ci: Some((1.98, 2.02)),
                 proportionality_pairs: 9,
                 proportional: true,

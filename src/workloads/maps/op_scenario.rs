@@ -141,7 +141,7 @@ pub fn validate<'a>(
     if s.inst.user().is_some() {
         notes.push("runtime: userspace, map_ops as the kernel verified it, compiled by bpfbench's JIT; the map is the runtime's own".into());
     }
-    let timing = Timing::InBpf { construct: s.inst.construct };
+    let timing = Timing::in_bpf(s.inst.construct);
     Ok((Validation { verdict: "ok".into(), checks: c.0, notes, timing, ..Default::default() }, s))
 }
 

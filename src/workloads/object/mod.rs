@@ -23,20 +23,20 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
 
-use crate::harness::timing::TimingChoice;
+use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::load::constant_program;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::test_run::{RunOutput, run};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
-use crate::record::{InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
+use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
 pub use options::{LoadArgs, ObjectArgs, ObjectSetup};
 use per_call::PerCall;
 use restore::Restore;
-use spliced::{Spliced, UserProgram};
+use spliced::{SpliceRequest, Spliced, UserProgram};
 
 crate::bpf_skeleton!("driver_xdp");
 /// The drivers' configuration and per-CPU state, from their BTF (driver.h).
@@ -172,6 +172,19 @@ impl Workload for ObjectBench {
             bail!(
                 "your own objects have no --timing-mode bpf-loop (its callback cannot take your program's context): use may-goto, bounded or per-call"
             );
+        }
+        if self.setup.body == BodyChoice::Inline {
+            let without = match choice {
+                _ if self.setup.per_call => Some("--per-call times without a loop"),
+                TimingChoice::PerCall => Some("--timing-mode per-call times without a loop"),
+                TimingChoice::Bounded => {
+                    Some("--timing-mode bounded's loop is walked by the verifier in every iteration")
+                }
+                _ => None,
+            };
+            if let Some(why) = without {
+                bail!("--body inline needs the may_goto loop ({why}): use --timing-mode may-goto or auto");
+            }
         }
         self.timing = choice;
         Ok(())
@@ -416,7 +429,17 @@ impl LoadedWorkload for Loaded<'_> {
             Restore::Bytes(restore) => {
                 let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
                 let construct = self.construct.unwrap_or_default();
-                match Spliced::build(&user, &case.packets, restore, refs.clone(), self.cpu, self.runtime, construct) {
+                let request = SpliceRequest {
+                    user: &user,
+                    variants: &case.packets,
+                    restore,
+                    references: refs.clone(),
+                    cpu: self.cpu,
+                    runtime: self.runtime,
+                    construct,
+                    body: bench.setup.body,
+                };
+                match Spliced::build(request) {
                     Ok(s) => {
                         if s.user().is_some() {
                             checks.push(format!("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
@@ -426,13 +449,25 @@ impl LoadedWorkload for Loaded<'_> {
                         if s.resized()? > 0 {
                             notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
                         }
-                        notes.push(format!("timing: in BPF, the program called from the batch loop; {restore} bytes written back per iteration"));
+                        let placement = match (&s.placement, &s.why_called) {
+                            (Body::Inline, _) => "inline in the batch loop".to_string(),
+                            (Body::Call, Some(why)) => format!("called from the batch loop (not inline: {why})"),
+                            (Body::Call, None) => "called from the batch loop".to_string(),
+                        };
+                        notes.push(format!(
+                            "timing: in BPF, the program {placement}; {restore} bytes written back per iteration"
+                        ));
                         let key = format!(
-                            "{kind:?} driver loop ({}), {restore} bytes written back, {} packet(s)",
+                            "{kind:?} driver loop ({}, body {}), {restore} bytes written back, {} packet(s)",
                             s.construct.as_str(),
+                            s.placement.as_str(),
                             case.packets.len()
                         );
-                        let timing = Timing::InBpf { construct: s.construct };
+                        let timing = Timing::InBpf {
+                            construct: s.construct,
+                            body: s.placement,
+                            why_called: s.why_called.clone(),
+                        };
                         (Timer::InBpf(Box::new(s)), timing, key)
                     }
                     Err(e) if self.runtime == Runtime::User => {

@@ -11,6 +11,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use super::cases::CaseSpec;
+use crate::harness::timing::{BodyArgs, BodyChoice};
 
 // Options for a user's own object. A plain comment: a doc comment here
 // would become the help text of the `run` command it joins.
@@ -41,6 +42,8 @@ pub struct ObjectArgs {
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
+    #[command(flatten)]
+    pub body: BodyArgs,
 }
 
 // How a user's object is loaded: shared by `run` and `live`.
@@ -71,6 +74,8 @@ pub struct ObjectSetup {
     pub cases: Vec<CaseSpec>,
     pub record: Option<PathBuf>,
     pub per_call: bool,
+    /// Inline, called, or inline where the verifier accepts it.
+    pub body: BodyChoice,
 }
 
 /// `NAME=VALUE` of option `flag`.
@@ -118,6 +123,7 @@ impl ObjectSetup {
             cases: vec![case],
             record: args.record.clone(),
             per_call: args.per_call,
+            body: args.body.body,
         })
     }
 
@@ -178,6 +184,11 @@ impl ObjectSetup {
             cases,
             record: args.record.clone(),
             per_call: args.per_call || file.per_call.unwrap_or(false),
+            // The command line's choice, unless it left the default and the file makes one.
+            body: match (args.body.body, file.body) {
+                (BodyChoice::Auto, Some(b)) => b,
+                (b, _) => b,
+            },
         })
     }
 }
@@ -205,6 +216,8 @@ struct SpecFile {
     #[serde(default)]
     pinned: BTreeMap<String, PathBuf>,
     per_call: Option<bool>,
+    /// "auto", "inline" or "call", as --body.
+    body: Option<BodyChoice>,
     #[serde(default, rename = "case")]
     cases: Vec<SpecCase>,
 }

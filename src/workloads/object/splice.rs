@@ -18,6 +18,7 @@ use std::os::fd::OwnedFd;
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::{BtfType, TypeId};
 
+use crate::harness::inline::{self, NotInlined};
 use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::record::LoopConstruct;
@@ -87,53 +88,73 @@ fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<u
 }
 
 /// A program bpfbench loaded, the instructions it loaded (what the
-/// userspace runtime runs) and their source lines (`--profile`).
+/// userspace runtime runs) and their source lines (`--profile`; empty for
+/// an inline body, which runs in the kernel only).
 pub struct Loaded {
     pub fd: OwnedFd,
     pub insns: Vec<BpfInsn>,
     pub lines: LineTable,
 }
 
-/// The user's program as the body of the prepared `driver`'s timed entry.
-/// `insns` and `funcs` are the user program's instructions and function
-/// records after `prepare`.
-pub fn splice(driver: &ObjectFile, entry_name: &str, user: &UserParts<'_>, kind: ProgKind) -> Result<Loaded> {
+/// The driver's instructions up to the stand-in followed by `body`'s, with
+/// the function records that go with them; `target` is where the body starts.
+struct Code {
+    insns: Vec<BpfInsn>,
+    funcs: Vec<FuncInfo>,
+    target: usize,
+}
+
+impl Code {
+    /// The same program with every call to the body inlined in the driver's loop.
+    fn inline(&self) -> Result<Code, NotInlined> {
+        let inlined = inline::inline_calls(&self.insns, &self.funcs, self.target)?;
+        Ok(Code { insns: inlined.insns, funcs: inlined.funcs, target: self.target })
+    }
+}
+
+/// The user's program as the body of the prepared `driver`'s timed entry,
+/// called from the loop or, with `inline`, inline in it (an error of type
+/// [`NotInlined`] when it cannot be). `insns` and `funcs` are the user
+/// program's instructions and function records after `prepare`.
+pub fn splice(
+    driver: &ObjectFile,
+    entry_name: &str,
+    user: &UserParts<'_>,
+    kind: ProgKind,
+    inline: bool,
+) -> Result<Loaded> {
     let UserParts { object: user, program, insns, funcs } = *user;
     if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
         bail!("program '{program}' calls kfuncs of a kernel module, which a spliced program cannot reach");
     }
     let driver_insns = driver.insns(entry_name)?;
     let target = target_offset(driver, entry_name, &driver_insns)?;
-    let mut spliced = driver_insns[..target].to_vec();
-    spliced.extend_from_slice(insns);
+    let mut code = Code { insns: driver_insns[..target].to_vec(), funcs: Vec::new(), target };
+    code.insns.extend_from_slice(insns);
     let (attach, flags) = user.load_attrs(program)?;
-    let btf;
-    let mut records = Vec::new();
-    let funcs_arg = match funcs.first() {
-        Some(entry) if entry.insn_off == 0 => {
-            // The user's BTF gets the driver's functions before the target
-            // (its entry, the bounded loop's step), of the user entry's
-            // prototype: each takes the context and returns an int.
-            let own: Vec<(u32, String)> = driver
-                .func_info(entry_name)?
-                .iter()
-                .filter(|f| (f.insn_off as usize) < target)
-                .map(|f| (f.insn_off, func_name(driver, f.type_id).unwrap_or_else(|| DRIVER.to_string())))
-                .collect();
-            let names: Vec<&str> = own.iter().map(|(off, n)| if *off == 0 { DRIVER } else { n.as_str() }).collect();
-            let (b, ids) = btf_with_funcs(user, entry.type_id, &names)?;
-            btf = b;
-            let fd = btf.fd();
-            records.extend(own.iter().zip(ids).map(|((off, _), id)| FuncInfo { insn_off: *off, type_id: id }));
-            records.extend(funcs.iter().map(|f| FuncInfo { insn_off: f.insn_off + target as u32, type_id: f.type_id }));
-            Some((fd, records.as_slice()))
-        }
-        // Without BTF every function is verified where it is called.
-        _ => None,
-    };
-    let spec = LoadSpec { kind, name: DRIVER, license: user.license(), attach, flags, funcs: funcs_arg };
+    let mut btf = None;
+    if let Some(entry) = funcs.first().filter(|e| e.insn_off == 0) {
+        // The user's BTF gets the driver's functions before the target
+        // (its entry, the bounded loop's step), of the user entry's
+        // prototype: each takes the context and returns an int.
+        let own: Vec<(u32, String)> = driver
+            .func_info(entry_name)?
+            .iter()
+            .filter(|f| (f.insn_off as usize) < target)
+            .map(|f| (f.insn_off, func_name(driver, f.type_id).unwrap_or_else(|| DRIVER.to_string())))
+            .collect();
+        let names: Vec<&str> = own.iter().map(|(off, n)| if *off == 0 { DRIVER } else { n.as_str() }).collect();
+        let (b, ids) = btf_with_funcs(user, entry.type_id, &names)?;
+        btf = Some(b);
+        code.funcs.extend(own.iter().zip(ids).map(|((off, _), id)| FuncInfo { insn_off: *off, type_id: id }));
+        code.funcs.extend(funcs.iter().map(|f| FuncInfo { insn_off: f.insn_off + target as u32, type_id: f.type_id }));
+    }
+    // Without BTF every function is verified where it is called.
     let lines = driver.line_table(entry_name)?.with_spliced(target, &user.line_table(program)?);
-    Ok(Loaded { fd: load_program(&spec, &spliced)?, insns: spliced, lines })
+    let (code, lines) = if inline { (code.inline()?, LineTable::default()) } else { (code, lines) };
+    let funcs_arg = btf.as_ref().map(|b| (b.fd(), code.funcs.as_slice()));
+    let spec = LoadSpec { kind, name: DRIVER, license: user.license(), attach, flags, funcs: funcs_arg };
+    Ok(Loaded { fd: load_program(&spec, &code.insns)?, insns: code.insns, lines })
 }
 
 /// The user's program as libbpf prepared it: its object, name,
@@ -152,4 +173,32 @@ pub fn overhead(driver: &ObjectFile, name: &str, kind: ProgKind, attach: AttachT
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
     let fd = load_program(&spec, &insns).context("loading the driver's overhead loop")?;
     Ok(Loaded { fd, insns, lines: driver.line_table(name)? })
+}
+
+/// The overhead of an inline body: the timed entry `entry_name` itself
+/// with an empty body (`r0 = verdict; exit`) inlined where the program's
+/// is, so the loop, the saved registers and the moved stack are the ones
+/// the program's figure paid for.
+pub fn inline_overhead(
+    driver: &ObjectFile,
+    entry_name: &str,
+    kind: ProgKind,
+    attach: AttachType,
+    flags: u32,
+) -> Result<Loaded> {
+    let driver_insns = driver.insns(entry_name)?;
+    let target = target_offset(driver, entry_name, &driver_insns)?;
+    let mut insns = driver_insns[..target].to_vec();
+    // The verdict the driver's own empty body returns (XDP_PASS, TC_ACT_OK).
+    let verdict = match kind {
+        ProgKind::Xdp => 2,
+        ProgKind::Tc => 0,
+    };
+    let mut mov = BpfInsn { code: 0xb7, imm: verdict, ..Default::default() };
+    mov.set_dst_reg(0);
+    insns.extend([mov, BpfInsn { code: 0x95, ..Default::default() }]);
+    let code = Code { insns, funcs: Vec::new(), target }.inline()?;
+    let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
+    let fd = load_program(&spec, &code.insns).context("loading the driver's overhead loop, its empty body inline")?;
+    Ok(Loaded { fd, insns: code.insns, lines: LineTable::default() })
 }

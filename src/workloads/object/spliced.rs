@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ};
 use crate::harness::BatchTiming;
+use crate::harness::timing::BodyChoice;
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::kernel::lines::LineTable;
 use crate::kernel::object::{ObjectFile, ProgKind};
@@ -23,8 +24,7 @@ use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::map_handle_from_fd;
 use crate::kernel::test_run::RunOutput;
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
-use crate::record::LoopConstruct;
-use crate::record::Runtime;
+use crate::record::{Body, LoopConstruct, Runtime};
 use crate::uvm::UserRuntime;
 
 /// Iteration counts of the batches that check a spliced program: each
@@ -62,6 +62,12 @@ pub struct Spliced {
     overhead_name: String,
     /// The loop construct the driver times in.
     pub construct: LoopConstruct,
+    /// The driver's timed entry (for an inline body's overhead program).
+    entry: String,
+    /// Whether the program runs inline in the loop, or is called.
+    pub placement: Body,
+    /// Why it is called, where inline was asked for or possible.
+    pub why_called: Option<String>,
     /// The userspace runtime the batches run in, when they do.
     user: Option<SharedRuntime>,
 }
@@ -75,19 +81,61 @@ pub struct UserProgram<'a> {
     pub funcs: &'a [FuncInfo],
 }
 
+/// What a spliced case is built from: the user's program, its packets
+/// (`restore` bytes of each written back per iteration) and its own
+/// outputs, and where and how it is timed.
+pub struct SpliceRequest<'a> {
+    pub user: &'a UserProgram<'a>,
+    pub variants: &'a [Vec<u8>],
+    pub restore: u32,
+    pub references: Vec<RunOutput>,
+    pub cpu: usize,
+    pub runtime: Runtime,
+    pub construct: LoopConstruct,
+    pub body: BodyChoice,
+}
+
 impl Spliced {
-    /// Builds the driver for `variants` (writing back `restore` bytes per
-    /// iteration) around the user's program, in `runtime`, and checks it.
-    /// An error is the reason to time the case per call instead.
-    pub fn build(
-        user: &UserProgram<'_>,
-        variants: &[Vec<u8>],
-        restore: u32,
-        references: Vec<RunOutput>,
-        cpu: usize,
-        runtime: Runtime,
-        construct: LoopConstruct,
-    ) -> Result<Spliced> {
+    /// Builds and checks the driver around the user's program, its body
+    /// inline where `body` asks for that and the verifier accepts it (for
+    /// `auto`, the call otherwise, with the reason kept). An error is the
+    /// reason to time the case per call instead.
+    pub fn build(req: SpliceRequest<'_>) -> Result<Spliced> {
+        let maygoto_kernel = req.construct == LoopConstruct::MayGoto && req.runtime == Runtime::Kernel;
+        let cannot = if req.construct != LoopConstruct::MayGoto {
+            Some(format!(
+                "the {} loop's verifier would walk the body in every iteration; inline needs may_goto",
+                req.construct.as_str()
+            ))
+        } else if req.runtime != Runtime::Kernel {
+            Some("the userspace runtime runs the called form".to_string())
+        } else {
+            None
+        };
+        match (req.body, cannot) {
+            (BodyChoice::Call, _) => Self::build_as(&req, Body::Call, Some("asked for with --body call".into())),
+            (BodyChoice::Inline, Some(why)) => bail!("--body inline: {why}"),
+            (BodyChoice::Auto, Some(why)) => Self::build_as(&req, Body::Call, Some(why)),
+            (choice, None) => {
+                debug_assert!(maygoto_kernel);
+                match Self::build_as(&req, Body::Inline, None) {
+                    Ok(s) => Ok(s),
+                    Err(e) if choice == BodyChoice::Inline => Err(e.context("--body inline")),
+                    Err(e) => {
+                        let text = format!("{e:#}");
+                        let why = text.lines().next().unwrap_or_default().to_string();
+                        Self::build_as(&req, Body::Call, Some(format!("inline, {why}")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Builds the driver for `variants` around the user's program with the
+    /// body placed as `body`, in `runtime`, and checks it.
+    fn build_as(req: &SpliceRequest<'_>, body: Body, why_called: Option<String>) -> Result<Spliced> {
+        let SpliceRequest { user, variants, restore, cpu, runtime, construct, .. } = *req;
+        let references = req.references.clone();
         let (entry, overhead_name) = splice::driver_programs(construct)?;
         let mut driver = driver_object(user.kind)?;
         driver.set_rodata(&Rodata { cfg_variants: variants.len() as u32, cfg_restore_bytes: restore })?;
@@ -104,9 +152,13 @@ impl Spliced {
                 .context("writing the case's packets")?;
         }
         let parts = splice::UserParts { object: user.object, program: user.name, insns: user.insns, funcs: user.funcs };
-        let body = splice::splice(&driver, &entry, &parts, user.kind)
-            .context("the kernel refused the program spliced into the batch loop")?;
-        let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines } = body;
+        let inline = body == Body::Inline;
+        let loaded = splice::splice(&driver, &entry, &parts, user.kind, inline).context(if inline {
+            "the body could not be inlined in the batch loop"
+        } else {
+            "the kernel refused the program spliced into the batch loop"
+        })?;
+        let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines } = loaded;
         let mut s = Spliced {
             body: timed(&driver, body_fd)?,
             overhead: None,
@@ -119,6 +171,9 @@ impl Spliced {
             driver,
             overhead_name,
             construct,
+            entry,
+            placement: body,
+            why_called,
             user: None,
         };
         if runtime == Runtime::User {
@@ -181,7 +236,10 @@ impl Spliced {
     /// instructions and their source lines.
     fn load_overhead(&self) -> Result<(TimedProgram, Vec<BpfInsn>, LineTable)> {
         let (attach, flags) = self.load_attrs;
-        let prog = splice::overhead(&self.driver, &self.overhead_name, self.kind, attach, flags)?;
+        let prog = match self.placement {
+            Body::Call => splice::overhead(&self.driver, &self.overhead_name, self.kind, attach, flags)?,
+            Body::Inline => splice::inline_overhead(&self.driver, &self.entry, self.kind, attach, flags)?,
+        };
         Ok((timed(&self.driver, prog.fd)?, prog.insns, prog.lines))
     }
 
@@ -261,27 +319,117 @@ mod tests {
             (Runtime::Kernel, LoopConstruct::Bounded),
             (Runtime::User, LoopConstruct::MayGoto),
         ];
+        let request = |references: Vec<RunOutput>, runtime, construct, body| SpliceRequest {
+            user: &user,
+            variants: &variants,
+            restore,
+            references,
+            cpu,
+            runtime,
+            construct,
+            body,
+        };
         for (runtime, construct) in builds {
-            if let Err(e) = Spliced::build(&user, &variants, restore, vec![reference.clone()], cpu, runtime, construct)
-            {
-                panic!("{runtime:?} {construct:?}: {e:#}");
-            }
+            let s = Spliced::build(request(vec![reference.clone()], runtime, construct, BodyChoice::Auto))
+                .unwrap_or_else(|e| panic!("{runtime:?} {construct:?}: {e:#}"));
+            let inline = (runtime, construct) == (Runtime::Kernel, LoopConstruct::MayGoto);
+            assert_eq!(s.placement == Body::Inline, inline, "{runtime:?} {construct:?}: {:?}", s.why_called);
         }
         let mut wrong = reference.clone();
         wrong.packet[3] ^= 1;
         let err = |(runtime, construct)| {
             format!(
                 "{:#}",
-                Spliced::build(&user, &variants, restore, vec![wrong.clone()], cpu, runtime, construct)
+                Spliced::build(request(vec![wrong.clone()], runtime, construct, BodyChoice::Call))
                     .err()
                     .expect("refused")
             )
         };
+        let e = format!(
+            "{:#}",
+            Spliced::build(request(vec![wrong.clone()], Runtime::Kernel, LoopConstruct::MayGoto, BodyChoice::Inline))
+                .err()
+                .expect("refused")
+        );
+        assert!(e.contains("gave another output than the program itself for packet 0"), "inline: {e}");
         for build in &builds[..2] {
             let e = err(*build);
             assert!(e.contains("gave another output than the program itself for packet 0"), "{build:?}: {e}");
         }
         let e = err(builds[2]);
         assert!(e.contains("packet 0: the userspace runtime gave another output than the kernel"), "{e}");
+    }
+    /// The same batches, body inline and body called, leave the same map
+    /// state and give the same output: a program that counts every frame
+    /// per flow and in totals (xdp_flow_count), over three flows cycled.
+    #[test]
+    fn inline_and_called_bodies_leave_the_same_maps_and_outputs() {
+        crate::system::check_privileges().unwrap();
+        let cpu = crate::system::cpu::default_cpu().unwrap();
+        crate::system::cpu::pin_to_cpu(cpu).unwrap();
+        let path = std::path::PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects/xdp_flow_count.bpf.o"));
+        let mut object = ObjectFile::open(&path).unwrap();
+        object.configure("xdp_flow_count", &[]).unwrap();
+        object.prepare().unwrap();
+        let (insns, funcs) = (object.insns("xdp_flow_count").unwrap(), object.func_info("xdp_flow_count").unwrap());
+        object.load("xdp_flow_count").unwrap();
+        let spec = crate::packet::PacketSpec::parse_flows("eth/ipv4(src=10.0.0.1-10.0.0.3)/udp(dport=53)/payload(20)");
+        let variants = spec.unwrap().packets().unwrap();
+        assert_eq!(variants.len(), 3);
+        let prog = object.prog_fd("xdp_flow_count").unwrap();
+        let references: Vec<RunOutput> = variants.iter().map(|p| run(prog, p).unwrap()).collect();
+        let user =
+            UserProgram { object: &object, name: "xdp_flow_count", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
+        let outputs: Vec<Vec<u8>> = references.iter().map(|r| r.packet.clone()).collect();
+        let super::super::restore::Restore::Bytes(restore) =
+            super::super::restore::plan(ProgKind::Xdp, &variants, &outputs)
+        else {
+            panic!("three flows of one length are written back in the loop")
+        };
+        assert!(restore > 0);
+        let maps = ["totals", "flows"].map(|m| map_handle_from_fd(object.map_fd(m).unwrap()).unwrap());
+        // Every key and value of both maps, sorted.
+        let snapshot = || -> Vec<(Vec<u8>, Vec<u8>)> {
+            let mut all: Vec<_> = maps
+                .iter()
+                .flat_map(|m| m.keys().map(|k| (k.clone(), m.lookup(&k, MapFlags::ANY).unwrap().unwrap())))
+                .collect();
+            all.sort();
+            all
+        };
+        let clear = || {
+            maps[0].update(&0u32.to_ne_bytes(), &vec![0u8; maps[0].value_size() as usize], MapFlags::ANY).unwrap();
+            for k in maps[1].keys().collect::<Vec<_>>() {
+                maps[1].delete(&k).unwrap();
+            }
+        };
+        let mut seen = Vec::new();
+        for (choice, placement) in [(BodyChoice::Call, Body::Call), (BodyChoice::Inline, Body::Inline)] {
+            let request = SpliceRequest {
+                user: &user,
+                variants: &variants,
+                restore,
+                references: references.clone(),
+                cpu,
+                runtime: Runtime::Kernel,
+                construct: LoopConstruct::MayGoto,
+                body: choice,
+            };
+            let mut s = Spliced::build(request).unwrap_or_else(|e| panic!("{choice:?}: {e:#}"));
+            assert_eq!(s.placement, placement);
+            clear();
+            // The driver's variant index persists across batches: start each placement at the same packet.
+            let start = s.state().unwrap().idx;
+            for n in [1, 7, 1000] {
+                s.run(n).unwrap_or_else(|e| panic!("{choice:?}, {n} iterations: {e:#}"));
+            }
+            let state = snapshot();
+            let frames =
+                u64::from_ne_bytes(state.iter().find(|(k, _)| k.len() == 4).unwrap().1[..8].try_into().unwrap());
+            // Each batch: its timed iterations and the untimed one.
+            assert_eq!(frames, 1 + 7 + 1000 + 3, "{choice:?}");
+            seen.push((start, state));
+        }
+        assert_eq!(seen[0], seen[1], "the called and the inline body left different maps");
     }
 }

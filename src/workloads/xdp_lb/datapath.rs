@@ -11,9 +11,14 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::addressing::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use super::maglev::{RingMember, build_ring};
-use crate::harness::timing::{SharedRuntime, TimedProgram, programs_of_other_loops};
+use crate::harness::inline;
+use crate::harness::timing::{BodyChoice, SharedRuntime, TimedProgram, programs_of_other_loops};
+use crate::kernel::FuncInfo;
+use crate::kernel::load::{LoadSpec, load_program};
+use crate::kernel::object::ProgKind;
+use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
-use crate::record::LoopConstruct;
+use crate::record::{Body, LoopConstruct};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
@@ -55,12 +60,57 @@ fn key(k: u32) -> [u8; 4] {
     k.to_ne_bytes()
 }
 
+/// Builds whose inline datapath the kernel refused in this process, with
+/// the reason: the refusal takes the verifier a second, and a paired
+/// comparison loads the load balancer afresh every round.
+static INLINE_REFUSED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// [`load_inline`], refused at once for a build (`label`) refused before.
+fn load_inline_once(code: &PreparedCode, label: &str) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    let refused = || INLINE_REFUSED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, why)) = refused().iter().find(|(l, _)| l == label) {
+        bail!("{why}");
+    }
+    load_inline(code).inspect_err(|e| {
+        let why = format!("{e:#}").lines().next().unwrap_or_default().to_string();
+        refused().push((label.to_string(), why));
+    })
+}
+
+/// xdp_lb and its overhead twin with their bodies (lb_body, lb_empty_body)
+/// inline in the may_goto loop, loaded by hand beside the object's own.
+fn load_inline(code: &PreparedCode) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    let one = |prog: &str, body: &str| -> Result<std::os::fd::OwnedFd> {
+        let insns = code.programs.get(prog).with_context(|| format!("no instructions of {prog}"))?;
+        let named = code.functions.get(prog).with_context(|| format!("no function records of {prog}"))?;
+        let at =
+            named.iter().find(|(_, n)| n == body).with_context(|| format!("{prog} has no function {body}"))?.0.insn_off
+                as usize;
+        let funcs: Vec<FuncInfo> = named.iter().map(|(f, _)| *f).collect();
+        let inlined = inline::inline_calls(insns, &funcs, at)?;
+        let spec = LoadSpec {
+            kind: ProgKind::Xdp,
+            name: prog,
+            license: "Dual BSD/GPL",
+            attach: 0,
+            flags: 0,
+            funcs: Some((code.btf_fd, &inlined.funcs)),
+        };
+        load_program(&spec, &inlined.insns).context("the kernel refused the datapath inline in the batch loop")
+    };
+    Ok((one("xdp_lb", "lb_body")?, one("xdp_lb_overhead", "lb_empty_body")?))
+}
+
 /// The load balancer, loaded: two timed programs and the maps they share.
 pub struct LoadedLb {
     pub body: TimedProgram,
     pub overhead: TimedProgram,
     /// The loop construct both timed programs were built with.
     pub construct: LoopConstruct,
+    /// Whether the datapath runs inline in the loop, or is called.
+    pub placement: Body,
+    /// Why it is called, where inline was asked for or possible.
+    pub why_called: Option<String>,
     /// The datapath alone, for an interface (`bpfbench live`); builds of
     /// xdp_lb.bpf.c from before it existed have none.
     pub live: Option<std::os::fd::OwnedFd>,
@@ -93,6 +143,12 @@ impl LoadedLb {
     /// `construct`, checks that its maps have this host's layouts, and
     /// fills VIPs, reals, rings and per-CPU LRUs.
     pub fn load(source: &ObjectSource, construct: LoopConstruct) -> Result<LoadedLb> {
+        Self::load_placed(source, construct, BodyChoice::Call)
+    }
+
+    /// [`LoadedLb::load`], with the datapath inline in the loop where
+    /// `body` asks for that and the kernel accepts it (may_goto only).
+    pub fn load_placed(source: &ObjectSource, construct: LoopConstruct, placed: BodyChoice) -> Result<LoadedLb> {
         let label = source.label();
         let mut open = source.open()?;
         let (body, overhead) =
@@ -116,12 +172,44 @@ impl LoadedLb {
             )
         };
         let u32s = size_of::<u32>();
+        let (mut placement, mut why_called) = (Body::Call, None);
+        let (mut body_prog, mut overhead_prog) = (timed(&body)?, timed(&overhead)?);
+        match (placed, construct) {
+            (BodyChoice::Call, _) => why_called = Some("asked for with --body call".to_string()),
+            (BodyChoice::Inline, c) if c != LoopConstruct::MayGoto => {
+                bail!(
+                    "--body inline: the {} loop's verifier would walk the datapath in every iteration; inline needs may_goto",
+                    c.as_str()
+                )
+            }
+            (BodyChoice::Auto, c) if c != LoopConstruct::MayGoto => {
+                why_called =
+                    Some(format!("the {} loop's verifier would walk the datapath in every iteration", c.as_str()))
+            }
+            (choice, _) => match load_inline_once(&code, &label) {
+                Ok((b, o)) => {
+                    let ctl = |p| {
+                        TimedProgram::new(
+                            p,
+                            object_map(&obj, "bench_ctl", &label)?,
+                            object_map(&obj, "bench_result", &label)?,
+                        )
+                    };
+                    (body_prog, overhead_prog) = (ctl(b)?, ctl(o)?);
+                    placement = Body::Inline;
+                }
+                Err(e) if choice == BodyChoice::Inline => return Err(e.context("--body inline")),
+                Err(e) => why_called = Some(format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())),
+            },
+        }
         let mut lb = LoadedLb {
             code,
             user: None,
-            body: timed(&body)?,
-            overhead: timed(&overhead)?,
+            body: body_prog,
+            overhead: overhead_prog,
             construct,
+            placement,
+            why_called,
             live: object_prog(&obj, "xdp_lb_live", &label).ok(),
             vip_map: map("vip_map", size_of::<lb_vip_key>(), size_of::<lb_vip_meta>())?,
             reals: map("reals", u32s, size_of::<lb_real>())?,

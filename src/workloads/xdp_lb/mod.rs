@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::harness::timing::{RestoreMode, TimingChoice};
+use crate::harness::timing::{BodyArgs, BodyChoice, RestoreMode, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::skeleton::ObjectSource;
 use crate::kernel::test_run::xdp_action_name;
@@ -34,9 +34,12 @@ pub const REGISTRATION: Registration = Registration {
     names: &["xdp-lb"],
     about: "Katran-model XDP load balancer: 24 scenarios over its code paths (the default suite)",
     claims: crate::workloads::no_files,
-    options: |cmd| cmd,
-    build: |_, _| Ok(Box::new(XdpLb::default())),
-    with_object: Some(|_, _, object| Ok(Box::new(XdpLb { object: Some(object.to_path_buf()), ..Default::default() }))),
+    options: |cmd| <BodyArgs as clap::Args>::augment_args(cmd),
+    build: |_, matches| Ok(Box::new(XdpLb { body: BodyArgs::from_matches(matches), ..Default::default() })),
+    with_object: Some(|_, matches, object| {
+        let body = BodyArgs::from_matches(matches);
+        Ok(Box::new(XdpLb { object: Some(object.to_path_buf()), body, ..Default::default() }))
+    }),
 };
 
 static INFOS: LazyLock<Vec<ScenarioInfo>> = LazyLock::new(|| SCENARIOS.iter().map(|s| s.info.clone()).collect());
@@ -52,6 +55,8 @@ pub struct XdpLb {
     pub udp_timeout_ns: Option<u64>,
     /// `--timing-mode`: the loop construct, or the best the kernel has.
     pub timing: TimingChoice,
+    /// `--body`: the datapath inline in the loop, called, or inline where the kernel accepts it.
+    pub body: BodyChoice,
 }
 
 impl Workload for XdpLb {
@@ -65,6 +70,11 @@ impl Workload for XdpLb {
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
         self.setup_in(cpu, Runtime::Kernel)
+    }
+
+    fn set_body(&mut self, choice: BodyChoice) -> Result<()> {
+        self.body = choice;
+        Ok(())
     }
 
     fn set_timing(&mut self, choice: TimingChoice) -> Result<()> {
@@ -84,7 +94,9 @@ impl Workload for XdpLb {
             Runtime::User => LoopConstruct::MayGoto,
             Runtime::Kernel => self.timing.loop_construct()?,
         };
-        let mut lb = LoadedLb::load(&source, construct)?;
+        // The userspace runtime runs the called form.
+        let body = if runtime == Runtime::User { BodyChoice::Call } else { self.body };
+        let mut lb = LoadedLb::load_placed(&source, construct, body)?;
         if runtime == Runtime::User {
             lb.run_in_user(cpu)?;
         }
@@ -104,7 +116,8 @@ impl LoadedWorkload for Loaded<'_> {
         let lb = &mut self.lb;
         lb.set_udp_timeout(self.config.udp_timeout_ns.unwrap_or(addressing::UDP_LRU_TIMEOUT_NS))?;
         let (mut validation, packet) = checks::validate(lb, s, self.cpu, self.config.corrupt_expected_byte)?;
-        validation.timing = Timing::InBpf { construct: lb.construct };
+        validation.timing =
+            Timing::InBpf { construct: lb.construct, body: lb.placement, why_called: lb.why_called.clone() };
         let verdict = checks::expected_verdict(s);
         Ok((validation, Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict })))
     }

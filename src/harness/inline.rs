@@ -1,0 +1,515 @@
+//! The body inline in the timing loop: a program's calls to one function
+//! replaced by that function's instructions.
+//!
+//! The timing loop calls the body once per iteration. On CPUs whose every
+//! return goes through a return thunk (AMD's SRSO "Safe RET"), that call
+//! costs ~9 ns, more than many early exits themselves. Inlined, the body's
+//! instructions run in the loop's own frame:
+//! - its exits become jumps to where the call returned, the verdict in r0;
+//! - its stack moves below the caller's frame (every r10-relative access
+//!   shifted; a copied frame pointer is shifted once, where it is copied);
+//! - the caller's registers r6-r9 that are live after the call, which a
+//!   called function would have preserved, are saved below the caller's
+//!   frame before the body and loaded back after it;
+//! - its own subprograms stay functions, called from the inlined copy.
+//!
+//! The verifier then walks the body inside the loop instead of once as a
+//! function, which it may refuse (paths that never converge at the loop
+//! head, too many states): the caller loads the call form then, and says why.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::kernel::{BpfInsn, FuncInfo};
+
+// Instruction classes and the codes the transform reads or writes.
+const CLASS_LD: u8 = 0x00;
+const CLASS_LDX: u8 = 0x01;
+const CLASS_ST: u8 = 0x02;
+const CLASS_STX: u8 = 0x03;
+const CLASS_ALU: u8 = 0x04;
+const CLASS_JMP: u8 = 0x05;
+const CLASS_JMP32: u8 = 0x06;
+const CLASS_ALU64: u8 = 0x07;
+const LD_IMM64: u8 = 0x18;
+const JA: u8 = 0x05;
+const CALL: u8 = 0x85;
+const EXIT: u8 = 0x95;
+const MOV64_X: u8 = 0xbf;
+const ADD64_K: u8 = 0x07;
+const STX_DW: u8 = 0x7b;
+const LDX_DW: u8 = 0x79;
+const OP_JA: u8 = 0x00;
+const OP_CALL: u8 = 0x80;
+const OP_EXIT: u8 = 0x90;
+const OP_JCOND: u8 = 0xe0;
+const OP_MOV: u8 = 0xb0;
+const PSEUDO_CALL: u8 = 1;
+const PSEUDO_FUNC: u8 = 4;
+const FP: u8 = 10;
+/// `bpf_tail_call`: it leaves the whole program, which an inlined body must not.
+const HELPER_TAIL_CALL: i32 = 12;
+const MAX_STACK: i64 = 512;
+
+/// Why a call could not be inlined (before the verifier had its say).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NotInlined {
+    #[error("the program makes no call to the body")]
+    NoCall,
+    #[error("the body makes tail calls, which leave the loop")]
+    TailCall,
+    #[error("the body uses the frame pointer other than to address its stack")]
+    FramePointer,
+    #[error("the loop's frame and the body's need more than 512 bytes of stack")]
+    Stack,
+    #[error("the body is too large to inline: a jump across it exceeds the instruction set's reach")]
+    TooFar,
+    #[error("the instructions are malformed: {0}")]
+    Malformed(&'static str),
+}
+
+/// The program with its calls to the body inlined.
+#[derive(Debug, Clone)]
+pub struct Inlined {
+    pub insns: Vec<BpfInsn>,
+    /// Function records of what stayed a function (empty when there were none).
+    pub funcs: Vec<FuncInfo>,
+    /// Calls inlined (each a copy of the body).
+    pub copies: usize,
+    /// Registers r6-r9 saved around each copy, as a bit set (bit r).
+    pub saved_regs: u8,
+    /// Bytes the body's stack moved down.
+    pub shift: i16,
+}
+
+fn class(i: &BpfInsn) -> u8 {
+    i.code & 0x07
+}
+
+fn op(i: &BpfInsn) -> u8 {
+    i.code & 0xf0
+}
+
+fn is_jump_class(i: &BpfInsn) -> bool {
+    matches!(class(i), CLASS_JMP | CLASS_JMP32)
+}
+
+fn is_pseudo_call(i: &BpfInsn) -> bool {
+    i.code == CALL && i.src_reg() == PSEUDO_CALL
+}
+
+fn is_pseudo_func(i: &BpfInsn) -> bool {
+    i.code == LD_IMM64 && i.src_reg() == PSEUDO_FUNC
+}
+
+/// The target of a pseudo call or a function address at `pc`.
+fn call_target(pc: usize, i: &BpfInsn) -> i64 {
+    pc as i64 + 1 + i64::from(i.imm)
+}
+
+/// A jump's target, if `i` at `pc` is a jump within its function (not a call or exit).
+fn jump_target(pc: usize, i: &BpfInsn) -> Option<i64> {
+    if !is_jump_class(i) || matches!(op(i), OP_CALL | OP_EXIT) {
+        return None;
+    }
+    // gotol: a 32-bit class unconditional jump reaches by its immediate.
+    let off = if class(i) == CLASS_JMP32 && op(i) == OP_JA { i64::from(i.imm) } else { i64::from(i.off) };
+    Some(pc as i64 + 1 + off)
+}
+
+/// Instructions that take two slots.
+fn width(i: &BpfInsn) -> usize {
+    if i.code == LD_IMM64 { 2 } else { 1 }
+}
+
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
+    let mut i = BpfInsn { code, off, imm, ..Default::default() };
+    i.set_dst_reg(dst);
+    i.set_src_reg(src);
+    i
+}
+
+/// Where each function starts: 0, the function records, and every call's
+/// or function address's target.
+fn function_starts(insns: &[BpfInsn], funcs: &[FuncInfo]) -> BTreeSet<usize> {
+    let mut starts: BTreeSet<usize> = funcs.iter().map(|f| f.insn_off as usize).collect();
+    starts.insert(0);
+    let mut pc = 0;
+    while pc < insns.len() {
+        let i = &insns[pc];
+        if is_pseudo_call(i) || is_pseudo_func(i) {
+            let t = call_target(pc, i);
+            if t >= 0 && (t as usize) < insns.len() {
+                starts.insert(t as usize);
+            }
+        }
+        pc += width(i);
+    }
+    starts
+}
+
+/// Registers r6-r9 (as bits) an instruction reads and writes.
+fn uses_defs(i: &BpfInsn) -> (u8, u8) {
+    let bit = |r: u8| if (6..=9).contains(&r) { 1u8 << r } else { 0 };
+    let (d, s) = (i.dst_reg(), i.src_reg());
+    let x = i.code & 0x08 != 0;
+    match class(i) {
+        CLASS_LD if i.code == LD_IMM64 => (0, bit(d)),
+        // Legacy packet loads read the context from r6.
+        CLASS_LD => (bit(6) | if x { bit(s) } else { 0 }, 0),
+        CLASS_LDX => (bit(s), bit(d)),
+        CLASS_ST => (bit(d), 0),
+        // Atomics may also write src or r0; counting them as reads only keeps more live, never less.
+        CLASS_STX => (bit(d) | bit(s), 0),
+        CLASS_ALU | CLASS_ALU64 if op(i) == OP_MOV => (if x { bit(s) } else { 0 }, bit(d)),
+        CLASS_ALU | CLASS_ALU64 => (bit(d) | if x { bit(s) } else { 0 }, bit(d)),
+        CLASS_JMP | CLASS_JMP32 => match op(i) {
+            OP_JA | OP_CALL | OP_EXIT | OP_JCOND => (0, 0),
+            _ => (bit(d) | if x { bit(s) } else { 0 }, 0),
+        },
+        _ => (0, 0),
+    }
+}
+
+/// Registers r6-r9 live on entry to each instruction of the function
+/// [start, end) (backward data flow to a fixed point).
+fn live_in(insns: &[BpfInsn], start: usize, end: usize) -> Result<Vec<u8>, NotInlined> {
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); end - start];
+    let mut pc = start;
+    while pc < end {
+        let i = &insns[pc];
+        let next = pc + width(i);
+        let s = &mut succ[pc - start];
+        let falls_through = !(is_jump_class(i) && (op(i) == OP_EXIT || (op(i) == OP_JA)));
+        if let Some(t) = jump_target(pc, i) {
+            if t < start as i64 || t >= end as i64 {
+                return Err(NotInlined::Malformed("a jump leaves its function"));
+            }
+            s.push(t as usize);
+        }
+        if falls_through && next < end {
+            s.push(next);
+        }
+        pc = next;
+    }
+    let mut first = vec![false; end - start];
+    let mut pc = start;
+    while pc < end {
+        first[pc - start] = true;
+        pc += width(&insns[pc]);
+    }
+    let mut live = vec![0u8; end - start];
+    loop {
+        let mut changed = false;
+        for pc in (start..end).rev().filter(|pc| first[pc - start]) {
+            let (uses, defs) = uses_defs(&insns[pc]);
+            let out = succ[pc - start].iter().fold(0u8, |m, &t| m | live[t - start]);
+            let inn = uses | (out & !defs);
+            if inn != live[pc - start] {
+                live[pc - start] = inn;
+                changed = true;
+            }
+        }
+        if !changed {
+            return Ok(live);
+        }
+    }
+}
+
+/// Whether `i` uses the frame pointer's value other than as a memory
+/// operation's base or the source of a copy.
+fn escapes_fp(i: &BpfInsn) -> bool {
+    let x = i.code & 0x08 != 0;
+    match class(i) {
+        CLASS_STX => i.src_reg() == FP,
+        CLASS_ALU | CLASS_ALU64 => i.dst_reg() == FP || (x && i.src_reg() == FP && i.code != MOV64_X),
+        CLASS_JMP | CLASS_JMP32 => {
+            !matches!(op(i), OP_CALL | OP_EXIT) && (i.dst_reg() == FP || (x && i.src_reg() == FP))
+        }
+        _ => false,
+    }
+}
+
+/// Bytes of stack the function [start, end) addresses below its frame
+/// pointer, rounded up to 8; None when a copied frame pointer is not
+/// moved by a constant at once (its reach unknown).
+fn frame_depth(insns: &[BpfInsn], start: usize, end: usize) -> Option<i64> {
+    let mut depth = 0i64;
+    for pc in start..end {
+        let i = &insns[pc];
+        let based = match class(i) {
+            CLASS_LDX if i.src_reg() == FP => Some(i64::from(i.off)),
+            CLASS_ST | CLASS_STX if i.dst_reg() == FP => Some(i64::from(i.off)),
+            _ => None,
+        };
+        if let Some(off) = based {
+            depth = depth.max(-off);
+        }
+        if i.code == MOV64_X && i.src_reg() == FP {
+            let next = insns.get(pc + 1)?;
+            if next.code != ADD64_K || next.dst_reg() != i.dst_reg() {
+                return None;
+            }
+            depth = depth.max(-i64::from(next.imm));
+        }
+    }
+    Some((depth + 7) / 8 * 8)
+}
+
+/// Where an instruction of the output came from, for the second pass that
+/// points its jumps and calls at their new places.
+#[derive(Clone, Copy)]
+enum Origin {
+    /// Made here (saves, loads, frame pointer shifts): nothing to fix.
+    New,
+    /// The caller's instruction `pc`.
+    Caller(usize),
+    /// Copy `k` of the body's instruction `pc`.
+    Copy(usize, usize),
+    /// Instruction `pc` of a function kept as it is.
+    Kept(usize),
+}
+
+/// Inlines every call the function starting at 0 (the program's entry)
+/// makes to the function starting at `body`. The body's own subprograms,
+/// and the body itself if anything else calls it, stay functions.
+pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Result<Inlined, NotInlined> {
+    let starts = function_starts(insns, funcs);
+    let end_of = |s: usize| starts.range(s + 1..).next().copied().unwrap_or(insns.len());
+    if body == 0 || !starts.contains(&body) {
+        return Err(NotInlined::NoCall);
+    }
+    let (caller_end, body_end) = (end_of(0), end_of(body));
+    let sites: Vec<usize> = (0..caller_end)
+        .filter(|&pc| is_pseudo_call(&insns[pc]) && call_target(pc, &insns[pc]) == body as i64)
+        .collect();
+    if sites.is_empty() {
+        return Err(NotInlined::NoCall);
+    }
+    let called_elsewhere = (caller_end..insns.len()).any(|pc| {
+        (is_pseudo_call(&insns[pc]) || is_pseudo_func(&insns[pc])) && call_target(pc, &insns[pc]) == body as i64
+    });
+    let body_insns = &insns[body..body_end];
+    if body_insns.iter().any(|i| i.code == CALL && i.src_reg() == 0 && i.imm == HELPER_TAIL_CALL) {
+        return Err(NotInlined::TailCall);
+    }
+    // The frame pointer only as a base or copied to be moved: anything else would escape the shift.
+    if body_insns.iter().any(escapes_fp) {
+        return Err(NotInlined::FramePointer);
+    }
+    let caller_depth =
+        frame_depth(insns, 0, caller_end).ok_or(NotInlined::Malformed("the loop copies its frame pointer unmoved"))?;
+    let body_depth = frame_depth(insns, body, body_end).ok_or(NotInlined::FramePointer)?;
+    let live = live_in(insns, 0, caller_end)?;
+    // Saved: what is live after any of the calls.
+    let saved: u8 = sites.iter().fold(0u8, |m, &pc| m | live.get(pc + 1).copied().unwrap_or(0));
+    let saved_list: Vec<u8> = (6..=9).filter(|r| saved & (1 << r) != 0).collect();
+    let save_slot = |k: usize| -(caller_depth + 8 * (k as i64 + 1));
+    let shift = caller_depth + 8 * saved_list.len() as i64;
+    if shift + body_depth > MAX_STACK {
+        return Err(NotInlined::Stack);
+    }
+
+    // First pass: lay the program out, remembering where each instruction came from.
+    let mut out: Vec<(BpfInsn, Origin)> = Vec::with_capacity(insns.len() + sites.len() * body_insns.len());
+    let mut caller_at: HashMap<usize, usize> = HashMap::new();
+    let mut copy_at: Vec<HashMap<usize, usize>> = Vec::new();
+    let mut copy_end: Vec<usize> = Vec::new();
+    for pc in 0..caller_end {
+        caller_at.insert(pc, out.len());
+        if !sites.contains(&pc) {
+            out.push((insns[pc], Origin::Caller(pc)));
+            continue;
+        }
+        let k = copy_at.len();
+        let mut at = HashMap::new();
+        for (n, &r) in saved_list.iter().enumerate() {
+            out.push((insn(STX_DW, FP, r, save_slot(n) as i16, 0), Origin::New));
+        }
+        for bpc in body..body_end {
+            at.insert(bpc, out.len());
+            let mut i = insns[bpc];
+            let fp_based = match class(&i) {
+                CLASS_LDX => i.src_reg() == FP,
+                CLASS_ST | CLASS_STX => i.dst_reg() == FP,
+                _ => false,
+            };
+            if fp_based {
+                i.off = i16::try_from(i64::from(i.off) - shift).map_err(|_| NotInlined::Stack)?;
+            }
+            out.push((i, Origin::Copy(k, bpc)));
+            if i.code == MOV64_X && i.src_reg() == FP {
+                out.push((insn(ADD64_K, i.dst_reg(), 0, 0, -(shift as i32)), Origin::New));
+            }
+        }
+        copy_end.push(out.len());
+        for (n, &r) in saved_list.iter().enumerate() {
+            out.push((insn(LDX_DW, r, FP, save_slot(n) as i16, 0), Origin::New));
+        }
+        copy_at.push(at);
+    }
+    let mut kept_at: HashMap<usize, usize> = HashMap::new();
+    let mut kept_funcs = Vec::new();
+    for &s in starts.range(caller_end..) {
+        if s == body && !called_elsewhere {
+            continue;
+        }
+        kept_funcs.push((s, out.len()));
+        for pc in s..end_of(s) {
+            kept_at.insert(pc, out.len());
+            out.push((insns[pc], Origin::Kept(pc)));
+        }
+    }
+
+    // Second pass: jumps, calls and function addresses to their new places.
+    let reach = |from: usize, to: usize| -> i64 { to as i64 - from as i64 - 1 };
+    let mut result = Vec::with_capacity(out.len());
+    for (at, (mut i, origin)) in out.iter().copied().enumerate() {
+        // Where a jump of this instruction's function to `t` now lands.
+        let local = |t: usize| match origin {
+            Origin::New => None,
+            Origin::Caller(_) => caller_at.get(&t).copied(),
+            Origin::Copy(k, _) => copy_at[k].get(&t).copied().or((t == body_end).then(|| copy_end[k])),
+            Origin::Kept(_) => kept_at.get(&t).copied(),
+        };
+        let pc = match origin {
+            Origin::New => {
+                result.push(i);
+                continue;
+            }
+            Origin::Caller(pc) | Origin::Copy(_, pc) | Origin::Kept(pc) => pc,
+        };
+        if is_pseudo_call(&i) || is_pseudo_func(&i) {
+            let t = call_target(pc, &i) as usize;
+            let to = kept_at.get(&t).copied().ok_or(NotInlined::Malformed("a call to a function not kept"))?;
+            i.imm = i32::try_from(reach(at, to)).map_err(|_| NotInlined::TooFar)?;
+        } else if let Origin::Copy(k, _) = origin
+            && i.code == EXIT
+        {
+            i = insn(JA, 0, 0, i16::try_from(reach(at, copy_end[k])).map_err(|_| NotInlined::TooFar)?, 0);
+        } else if let Some(t) = jump_target(pc, &i) {
+            let to = local(t as usize).ok_or(NotInlined::Malformed("a jump to nowhere"))?;
+            let d = reach(at, to);
+            if class(&i) == CLASS_JMP32 && op(&i) == OP_JA {
+                i.imm = i32::try_from(d).map_err(|_| NotInlined::TooFar)?;
+            } else {
+                i.off = i16::try_from(d).map_err(|_| NotInlined::TooFar)?;
+            }
+        }
+        result.push(i);
+    }
+    let type_of = |s: usize| funcs.iter().find(|f| f.insn_off as usize == s).map(|f| f.type_id);
+    let funcs_out = if funcs.is_empty() {
+        Vec::new()
+    } else {
+        let mut v =
+            vec![FuncInfo { insn_off: 0, type_id: type_of(0).ok_or(NotInlined::Malformed("no entry record"))? }];
+        for (s, at) in kept_funcs {
+            let type_id = type_of(s).ok_or(NotInlined::Malformed("a function without a record"))?;
+            v.push(FuncInfo { insn_off: at as u32, type_id });
+        }
+        v
+    };
+    Ok(Inlined { insns: result, funcs: funcs_out, copies: sites.len(), saved_regs: saved, shift: shift as i16 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mov64_x(dst: u8, src: u8) -> BpfInsn {
+        insn(MOV64_X, dst, src, 0, 0)
+    }
+    fn mov64_k(dst: u8, imm: i32) -> BpfInsn {
+        insn(0xb7, dst, 0, 0, imm)
+    }
+    fn call(to: i32) -> BpfInsn {
+        insn(CALL, 0, PSEUDO_CALL, 0, to)
+    }
+    fn exit() -> BpfInsn {
+        insn(EXIT, 0, 0, 0, 0)
+    }
+    fn codes(v: &[BpfInsn]) -> Vec<(u8, u8, u8, i16, i32)> {
+        v.iter().map(|i| (i.code, i.dst_reg(), i.src_reg(), i.off, i.imm)).collect()
+    }
+
+    /// A loop-shaped caller at 0, a body at 7 with a branch, two exits, a
+    /// frame pointer copy and a call to its own subprogram at 15.
+    fn program() -> (Vec<BpfInsn>, Vec<FuncInfo>) {
+        let insns = vec![
+            mov64_x(6, 1),               // 0: r6 = ctx (dead after the call)
+            mov64_k(7, 5),               // 1: r7 = 5 (live after it)
+            insn(STX_DW, FP, 7, -8, 0),  // 2: the caller's frame: 8 bytes
+            mov64_x(1, 6),               // 3
+            call(2),                     // 4: -> 7
+            insn(0x0f, 0, 7, 0, 0),      // 5: r0 += r7
+            exit(),                      // 6
+            mov64_x(2, FP),              // 7: body: r2 = r10
+            insn(ADD64_K, 2, 0, 0, -16), // 8: r2 += -16
+            insn(STX_DW, FP, 1, -16, 0), // 9: *(r10 - 16) = r1
+            insn(0x15, 1, 0, 1, 0),      // 10: if r1 == 0 goto 12
+            exit(),                      // 11
+            call(2),                     // 12: -> 15
+            mov64_k(0, 1),               // 13
+            exit(),                      // 14
+            mov64_k(0, 0),               // 15: subprogram
+            exit(),                      // 16
+        ];
+        let funcs = [0, 7, 15].map(|off| FuncInfo { insn_off: off, type_id: off + 100 }).to_vec();
+        (insns, funcs)
+    }
+
+    #[test]
+    fn the_body_lands_below_the_frame_with_live_registers_saved_and_exits_jumping_back() {
+        let (insns, funcs) = program();
+        let out = inline_calls(&insns, &funcs, 7).unwrap();
+        assert_eq!((out.copies, out.saved_regs, out.shift), (1, 1 << 7, 16));
+        let want = vec![
+            mov64_x(6, 1),
+            mov64_k(7, 5),
+            insn(STX_DW, FP, 7, -8, 0),
+            mov64_x(1, 6),
+            insn(STX_DW, FP, 7, -16, 0), // save r7 below the frame
+            mov64_x(2, FP),
+            insn(ADD64_K, 2, 0, 0, -16), // the copied frame pointer moved with the stack
+            insn(ADD64_K, 2, 0, 0, -16),
+            insn(STX_DW, FP, 1, -32, 0),
+            insn(0x15, 1, 0, 1, 0),
+            insn(JA, 0, 0, 3, 0), // exit: to the copy's end (the loads)
+            call(5),              // to the subprogram, now at 17
+            mov64_k(0, 1),
+            insn(JA, 0, 0, 0, 0),
+            insn(LDX_DW, 7, FP, -16, 0), // r7 back
+            insn(0x0f, 0, 7, 0, 0),
+            exit(),
+            mov64_k(0, 0),
+            exit(),
+        ];
+        assert_eq!(codes(&out.insns), codes(&want));
+        // The body's record is gone; the subprogram's moved with it.
+        let recs: Vec<(u32, u32)> = out.funcs.iter().map(|f| (f.insn_off, f.type_id)).collect();
+        assert_eq!(recs, [(0, 100), (17, 115)]);
+    }
+
+    #[test]
+    fn bodies_that_would_escape_the_loop_or_its_stack_are_refused() {
+        let (insns, funcs) = program();
+        assert_eq!(inline_calls(&insns, &funcs, 15).unwrap_err(), NotInlined::NoCall);
+        let mut tail = insns.clone();
+        tail[13] = insn(CALL, 0, 0, 0, HELPER_TAIL_CALL);
+        assert_eq!(inline_calls(&tail, &funcs, 7).unwrap_err(), NotInlined::TailCall);
+        let mut escape = insns.clone();
+        escape[9] = insn(STX_DW, FP, FP, -16, 0);
+        assert_eq!(inline_calls(&escape, &funcs, 7).unwrap_err(), NotInlined::FramePointer);
+        let mut deep = insns.clone();
+        deep[9] = insn(STX_DW, FP, 1, -504, 0);
+        assert_eq!(inline_calls(&deep, &funcs, 7).unwrap_err(), NotInlined::Stack);
+    }
+
+    #[test]
+    fn without_function_records_the_starts_come_from_the_calls() {
+        let (insns, _) = program();
+        let out = inline_calls(&insns, &[], 7).unwrap();
+        assert!(out.funcs.is_empty());
+        assert_eq!(out.insns.len(), 19);
+    }
+}

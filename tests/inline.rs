@@ -1,0 +1,97 @@
+//! The body inline in the batch loop, against the real kernel: your own
+//! objects run inline where the verifier accepts it, validated and timed,
+//! with a loop overhead measured in the same placement; the body called
+//! and inline give the same verdicts; where the kernel refuses the inline
+//! body (xdp-lb's datapath on kernels whose verifier does not converge on
+//! it) the run falls back to the call and says why; impossible requests
+//! get one-line errors. (Equal map state and outputs of both placements:
+//! the unit test in src/workloads/object/spliced.rs.)
+
+mod common;
+
+use common::{assert_one_line_error, bpfbench, stderr, stdout, test_object};
+use serde_json::Value;
+
+/// `bpfbench run ARGS` as JSON: every result.
+fn results(args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["run", "--no-store", "--samples", "5", "--batch-ms", "1", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = bpfbench(&all);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("a JSON run record");
+    doc["results"].as_array().cloned().unwrap_or_default()
+}
+
+fn object(name: &str) -> String {
+    test_object(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn own_objects_run_inline_with_the_verdict_of_the_call_and_say_which_ran() {
+    let swap = object("xdp_swap.bpf.o");
+    let tc = object("tc_ttl.bpf.o");
+    let lru = object("xdp_lru.bpf.o");
+    let cases: [(Vec<&str>, &str); 3] = [
+        (vec![swap.as_str(), "--expect", "XDP_TX"], "XDP_TX"),
+        (vec![tc.as_str(), "--packet", "eth/ipv4(ttl=9)/udp/payload(30)", "--expect", "TC_ACT_OK"], "TC_ACT_OK"),
+        (vec![lru.as_str()], ""),
+    ];
+    for (args, verdict) in cases {
+        let mut verdicts = Vec::new();
+        for body in ["inline", "call"] {
+            let mut a = args.clone();
+            a.extend(["--body", body]);
+            let r = &results(&a)[0];
+            assert_eq!(r["timing"]["mode"], "in-bpf", "{a:?}: {r}");
+            assert_eq!(r["timing"]["body"], body, "{a:?}: {}", r["timing"]);
+            assert!(r["measurement"]["overhead"]["key"].as_str().unwrap().contains(&format!("body {body}")), "{r}");
+            let note = if body == "inline" { "inline in the batch loop" } else { "called from the batch loop" };
+            assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains(note)), "{r}");
+            verdicts.push(r["verdict"].clone());
+        }
+        assert_eq!(verdicts[0], verdicts[1], "{args:?}");
+        if !verdict.is_empty() {
+            assert_eq!(verdicts[0], verdict);
+        }
+    }
+    // Unasked, the object runs inline: its benchmark is named so.
+    let out = bpfbench(&["run", &swap, "--samples", "3", "--batch-ms", "1", "--no-store", "--format", "gobench"]);
+    assert!(stdout(&out).contains("xdp_swap@inline"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_datapath_the_verifier_refuses_inline_is_called_and_the_run_says_why() {
+    for (body, inline) in [("auto", false), ("call", false)] {
+        let r = &results(&["-s", "pass-non-ip", "--body", body])[0];
+        let t = &r["timing"];
+        assert_eq!(r["validated"], true, "{r}");
+        if t["body"] == "inline" {
+            // A kernel that verifies the datapath inline: nothing to fall back from.
+            assert_eq!(body, "auto");
+            continue;
+        }
+        assert_eq!(t["body"], "call", "{t}");
+        let why = t["why_called"].as_str().unwrap();
+        match body {
+            "call" => assert_eq!(why, "asked for with --body call"),
+            _ => assert!(why.starts_with("inline, the kernel refused the datapath inline"), "{why}"),
+        }
+        assert!(!inline);
+    }
+    // Forced, the refusal is the run's error, with the verifier's reason.
+    let out = bpfbench(&["run", "--no-store", "--samples", "3", "-s", "pass-non-ip", "--body", "inline"]);
+    if !out.status.success() {
+        assert!(stderr(&out).contains("--body inline"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn impossible_placements_are_refused_in_one_line() {
+    let swap = object("xdp_swap.bpf.o");
+    assert_one_line_error(
+        &["run", &swap, "--body", "inline", "--timing-mode", "bounded", "--no-store"],
+        "--body inline needs the may_goto loop",
+    );
+    assert_one_line_error(&["run", &swap, "--body", "inline", "--per-call", "--no-store"], "--body inline");
+    assert_one_line_error(&["run", "maps", "--body", "inline", "--no-store"], "--body applies to xdp-lb");
+}
