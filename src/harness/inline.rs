@@ -325,9 +325,9 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Resul
         for (n, &r) in saved_list.iter().enumerate() {
             out.push((insn(STX_DW, FP, r, save_slot(n) as i16, 0), Origin::New));
         }
-        for bpc in body..body_end {
+        for (bpc, &original) in insns.iter().enumerate().take(body_end).skip(body) {
             at.insert(bpc, out.len());
-            let mut i = insns[bpc];
+            let mut i = original;
             let fp_based = match class(&i) {
                 CLASS_LDX => i.src_reg() == FP,
                 CLASS_ST | CLASS_STX => i.dst_reg() == FP,
@@ -354,9 +354,9 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Resul
             continue;
         }
         kept_funcs.push((s, out.len()));
-        for pc in s..end_of(s) {
+        for (pc, &i) in insns.iter().enumerate().take(end_of(s)).skip(s) {
             kept_at.insert(pc, out.len());
-            out.push((insns[pc], Origin::Kept(pc)));
+            out.push((i, Origin::Kept(pc)));
         }
     }
 
