@@ -118,12 +118,13 @@ fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> 
     };
     let l4_csum_off = l4_off + l4_csum;
     ensure!(bytes.len() > l4_csum_off + 2, "packet too short for the flow generator");
+    ensure!(repeat.is_power_of_two(), "packets per flow ({repeat}) must be a power of two: the datapath shifts");
     // Raw memory words, exactly as in the packet.
     let word2 = |o: usize| u16::from_ne_bytes([bytes[o], bytes[o + 1]]);
     Ok(FlowGen {
         enabled: 1,
         mask,
-        repeat,
+        repeat_shift: repeat.trailing_zeros(),
         addr_off: addr_off as u16,
         l3_csum_off: l3_csum_off as u16,
         l4_csum_off: l4_csum_off as u16,

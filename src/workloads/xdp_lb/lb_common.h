@@ -101,13 +101,15 @@ struct lb_stat {
 
 /*
  * Flow generator, driven by the reset block between iterations: packet k of a
- * batch carries flow index (seq / repeat) & mask, written into the 32-bit source
- * address word at addr_off as base ^ htonl(index), with checksums fixed up.
+ * batch carries flow index (seq >> repeat_shift) & mask, written into the 32-bit
+ * source address word at addr_off as base ^ htonl(index), with checksums fixed
+ * up. A shift, not a division: a 64-bit division per iteration was most of
+ * what cycling flows added to the loop.
  */
 struct lb_flowgen {
 	__u32 enabled;
 	__u32 mask;		/* flow space - 1: 4095 (diverse) or 0xffffff (16M) */
-	__u32 repeat;		/* packets per flow: 1, or 2 for the warm-up pairs */
+	__u32 repeat_shift;	/* packets per flow = 1 << repeat_shift: 1, or 2 for the warm-up pairs */
 	__u16 addr_off;		/* offset of the varied source address word */
 	__u16 l3_csum_off;	/* IPv4 header checksum offset, 0 for IPv6 */
 	__u16 l4_csum_off;	/* TCP/UDP checksum offset */

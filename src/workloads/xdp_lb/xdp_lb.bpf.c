@@ -561,21 +561,15 @@ static __always_inline __u16 lb_csum_replace4(__u16 check, __be32 from, __be32 t
  * previous iteration (or the header restore) left in the packet.
  * Returns non-zero if the packet cannot be written.
  */
-static __always_inline int lb_flowgen_apply(struct xdp_md *ctx)
+static __always_inline int lb_flowgen_write(struct xdp_md *ctx, struct lb_flowgen *g)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 zero = 0, idx, off;
-	struct lb_flowgen *g;
+	__u32 idx, off;
 	__be32 *addr, new;
 	__u16 *csum;
 
-	g = bpf_map_lookup_elem(&flowgen, &zero);
-	if (!g)
-		return -1;
-	if (!g->enabled)
-		return 0;
-	idx = (g->seq / (g->repeat ? g->repeat : 1)) & g->mask;
+	idx = (g->seq >> (g->repeat_shift & 31)) & g->mask;
 	new = g->base_addr ^ bpf_htonl(idx);
 
 	off = g->addr_off & 0xff;
@@ -601,39 +595,67 @@ static __always_inline int lb_flowgen_apply(struct xdp_md *ctx)
 	return 0;
 }
 
+static __always_inline struct lb_flowgen *lb_flowgen_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&flowgen, &zero);
+}
+
+/* Writes the current flow into the packet, when the generator is on. */
+static __always_inline int lb_flowgen_apply(struct xdp_md *ctx)
+{
+	struct lb_flowgen *g = lb_flowgen_get();
+
+	if (!g)
+		return -1;
+	return g->enabled ? lb_flowgen_write(ctx, g) : 0;
+}
+
 /* Advances to the next packet's flow. */
 static __always_inline int lb_flowgen_next(struct xdp_md *ctx)
 {
-	__u32 zero = 0;
-	struct lb_flowgen *g = bpf_map_lookup_elem(&flowgen, &zero);
+	struct lb_flowgen *g = lb_flowgen_get();
 
 	if (!g)
 		return -1;
 	if (!g->enabled)
 		return 0;
 	g->seq++;
-	return lb_flowgen_apply(ctx);
+	return lb_flowgen_write(ctx, g);
+}
+
+/* lb_flowgen_next with the generator looked up once per batch (the may_goto
+ * loop's reset; the other loops' resets run apart, where it cannot be passed). */
+static __always_inline int lb_flowgen_next_of(struct xdp_md *ctx, struct lb_flowgen *g)
+{
+	if (!g->enabled)
+		return 0;
+	g->seq++;
+	return lb_flowgen_write(ctx, g);
 }
 
 SEC("xdp")
 int xdp_lb(struct xdp_md *ctx)
 {
+	struct lb_flowgen *g = lb_flowgen_get();
 	int ret = XDP_ABORTED;
 
-	if (lb_flowgen_apply(ctx))
+	if (!g || (g->enabled && lb_flowgen_write(ctx, g)))
 		return XDP_ABORTED;
-	BENCH_TIMED_LOOP(ctx, ret, lb_body(ctx), lb_flowgen_next(ctx));
+	BENCH_TIMED_LOOP(ctx, ret, lb_body(ctx), lb_flowgen_next_of(ctx, g));
 	return ret;
 }
 
 SEC("xdp")
 int xdp_lb_overhead(struct xdp_md *ctx)
 {
+	struct lb_flowgen *g = lb_flowgen_get();
 	int ret = XDP_ABORTED;
 
-	if (lb_flowgen_apply(ctx))
+	if (!g || (g->enabled && lb_flowgen_write(ctx, g)))
 		return XDP_ABORTED;
-	BENCH_TIMED_LOOP(ctx, ret, lb_empty_body(ctx), lb_flowgen_next(ctx));
+	BENCH_TIMED_LOOP(ctx, ret, lb_empty_body(ctx), lb_flowgen_next_of(ctx, g));
 	return ret;
 }
 
