@@ -60,23 +60,6 @@ fn key(k: u32) -> [u8; 4] {
     k.to_ne_bytes()
 }
 
-/// Builds whose inline datapath the kernel refused in this process, with
-/// the reason: the refusal takes the verifier a second, and a paired
-/// comparison loads the load balancer afresh every round.
-static INLINE_REFUSED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
-
-/// [`load_inline`], refused at once for a build (`label`) refused before.
-fn load_inline_once(code: &PreparedCode, label: &str) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
-    let refused = || INLINE_REFUSED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, why)) = refused().iter().find(|(l, _)| l == label) {
-        bail!("{why}");
-    }
-    load_inline(code).inspect_err(|e| {
-        let why = format!("{e:#}").lines().next().unwrap_or_default().to_string();
-        refused().push((label.to_string(), why));
-    })
-}
-
 /// xdp_lb and its overhead twin with their bodies (lb_body, lb_empty_body)
 /// inline in the may_goto loop, loaded by hand beside the object's own.
 fn load_inline(code: &PreparedCode) -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
@@ -186,7 +169,15 @@ impl LoadedLb {
                 why_called =
                     Some(format!("the {} loop's verifier would walk the datapath in every iteration", c.as_str()))
             }
-            (choice, _) => match load_inline_once(&code, &label) {
+            // Tried only when asked: the verifier works ~3 s on the inline
+            // datapath, and 6.18 refuses it (its paths do not converge at the loop head).
+            (BodyChoice::Auto, _) => {
+                why_called = Some(
+                    "xdp-lb's datapath is inlined only with --body inline (the verifier takes seconds over it, and 6.18 refuses it)"
+                        .to_string(),
+                )
+            }
+            (BodyChoice::Inline, _) => match load_inline(&code) {
                 Ok((b, o)) => {
                     let ctl = |p| {
                         TimedProgram::new(
@@ -198,8 +189,7 @@ impl LoadedLb {
                     (body_prog, overhead_prog) = (ctl(b)?, ctl(o)?);
                     placement = Body::Inline;
                 }
-                Err(e) if choice == BodyChoice::Inline => return Err(e.context("--body inline")),
-                Err(e) => why_called = Some(format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())),
+                Err(e) => return Err(e.context("--body inline")),
             },
         }
         let mut lb = LoadedLb {
