@@ -68,7 +68,8 @@ fn xdp_lb_says_why_its_datapath_is_called_and_tries_inline_when_asked() {
     }
     // Asked for, it is tried: validated and timed inline where the kernel
     // accepts it, else the run's error carries the verifier's reason.
-    let out = bpfbench(&["run", "--no-store", "--samples", "3", "-s", "pass-non-ip", "--body", "inline", "--format", "json"]);
+    let out =
+        bpfbench(&["run", "--no-store", "--samples", "3", "-s", "pass-non-ip", "--body", "inline", "--format", "json"]);
     if out.status.success() {
         let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(doc["results"][0]["timing"]["body"], "inline", "{doc}");
