@@ -121,6 +121,11 @@ fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> 
     ensure!(repeat.is_power_of_two(), "packets per flow ({repeat}) must be a power of two: the datapath shifts");
     // Raw memory words, exactly as in the packet.
     let word2 = |o: usize| u16::from_ne_bytes([bytes[o], bytes[o + 1]]);
+    let base_addr = u32::from_ne_bytes(bytes[addr_off..addr_off + 4].try_into().expect("4 bytes"));
+    // What the datapath's checksum update adds each packet's address to: the
+    // checksum and the old address, one's-complemented, as 16-bit halves.
+    let partial =
+        |check: u16| u32::from(!check) + u32::from(!(base_addr as u16)) + u32::from(!((base_addr >> 16) as u16));
     Ok(FlowGen {
         enabled: 1,
         mask,
@@ -129,9 +134,9 @@ fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> 
         l3_csum_off: l3_csum_off as u16,
         l4_csum_off: l4_csum_off as u16,
         l4_is_udp: is_udp as u16,
-        base_addr: u32::from_ne_bytes(bytes[addr_off..addr_off + 4].try_into().expect("4 bytes")),
-        base_l3_csum: if l3_csum_off != 0 { word2(l3_csum_off) } else { 0 },
-        base_l4_csum: word2(l4_csum_off),
+        base_addr,
+        l3_partial: if l3_csum_off != 0 { partial(word2(l3_csum_off)) } else { 0 },
+        l4_partial: partial(word2(l4_csum_off)),
         ..Default::default()
     })
 }

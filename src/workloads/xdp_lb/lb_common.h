@@ -115,9 +115,12 @@ struct lb_flowgen {
 	__u16 l4_csum_off;	/* TCP/UDP checksum offset */
 	__u16 l4_is_udp;	/* UDP: a zero checksum is sent as 0xffff */
 	__be32 base_addr;	/* the address word of flow 0 */
-	__u16 base_l3_csum;	/* flow 0's checksums, as raw memory words: each packet's */
-	__u16 base_l4_csum;	/* are derived from these, whatever the packet holds now */
-	__u32 _pad;
+	/* Flow 0's checksums less its address (RFC 1624's ~HC + ~m, as 16-bit
+	 * halves of raw memory words, summed by the host): each packet's
+	 * checksums are these plus its address, whatever the packet holds now,
+	 * and the per-packet chain is an add and a fold. */
+	__u32 l3_partial;
+	__u32 l4_partial;
 	__u64 seq;		/* running packet counter; persists across batches (cold LRU) */
 };
 

@@ -542,16 +542,12 @@ int xdp_lb_live(struct xdp_md *ctx)
 	return lb_verdict(lb_process(ctx));
 }
 
-/* Incremental checksum update for a 32-bit field (RFC 1624), on raw memory words. */
-static __always_inline __u16 lb_csum_replace4(__u16 check, __be32 from, __be32 to)
+/* Incremental checksum update for a 32-bit field (RFC 1624), on raw memory
+ * words: `partial` is the part that does not change from packet to packet,
+ * ~check + ~from (as 16-bit halves), which the host sums once per scenario. */
+static __always_inline __u16 lb_csum_with(__u32 partial, __be32 to)
 {
-	__u32 sum = (__u16)~check;
-
-	sum += (__u16)~(from & 0xffff);
-	sum += (__u16)~(from >> 16);
-	sum += to & 0xffff;
-	sum += to >> 16;
-	return lb_csum_fold(sum);
+	return lb_csum_fold(partial + (to & 0xffff) + (to >> 16));
 }
 
 /*
@@ -583,13 +579,13 @@ static __always_inline int lb_flowgen_write(struct xdp_md *ctx, struct lb_flowge
 		csum = data + off;
 		if ((void *)(csum + 1) > data_end)
 			return -1;
-		*csum = lb_csum_replace4(g->base_l3_csum, g->base_addr, new);
+		*csum = lb_csum_with(g->l3_partial, new);
 	}
 	off = g->l4_csum_off & 0xff;
 	csum = data + off;
 	if ((void *)(csum + 1) > data_end)
 		return -1;
-	*csum = lb_csum_replace4(g->base_l4_csum, g->base_addr, new);
+	*csum = lb_csum_with(g->l4_partial, new);
 	if (g->l4_is_udp && *csum == 0)
 		*csum = 0xffff;
 	return 0;
