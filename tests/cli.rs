@@ -180,7 +180,8 @@ fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
     let dir = temp_dir("cli-gate");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
-    let quick = ["-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1", "--db", db];
+    // Called, as the stored references were timed.
+    let quick = ["-s", "pass-non-ip", "--samples", "6", "--batch-ms", "1", "--body", "call", "--db", db];
     // An unknown reference tag is refused before anything is measured.
     let o = bpfbench(&[&["run", "--compare-to", "nope"][..], &quick].concat());
     assert_eq!(o.status.code(), Some(1));

@@ -38,6 +38,8 @@ const MOV64_X: u8 = 0xbf;
 const ADD64_K: u8 = 0x07;
 const STX_DW: u8 = 0x7b;
 const LDX_DW: u8 = 0x79;
+/// `*(u64 *)(dst + off) = imm`.
+const ST_DW_ZERO: u8 = 0x7a;
 const OP_JA: u8 = 0x00;
 const OP_CALL: u8 = 0x80;
 const OP_EXIT: u8 = 0x90;
@@ -75,10 +77,14 @@ pub struct Inlined {
     pub funcs: Vec<FuncInfo>,
     /// Calls inlined (each a copy of the body).
     pub copies: usize,
-    /// Registers r6-r9 saved around each copy, as a bit set (bit r).
+    /// Registers r6-r9 saved around each copy, as a bit set (bit r - 6).
     pub saved_regs: u8,
     /// Bytes the body's stack moved down.
     pub shift: i16,
+    /// Bytes of the body's own stack frame.
+    pub body_depth: i64,
+    /// Bytes zeroed after each copy.
+    pub scrubbed: i64,
 }
 
 fn class(i: &BpfInsn) -> u8 {
@@ -147,9 +153,13 @@ fn function_starts(insns: &[BpfInsn], funcs: &[FuncInfo]) -> BTreeSet<usize> {
     starts
 }
 
+/// The bit of register r6-r9 in a register set (none for the others).
+fn bit(r: u8) -> u8 {
+    if (6..=9).contains(&r) { 1 << (r - 6) } else { 0 }
+}
+
 /// Registers r6-r9 (as bits) an instruction reads and writes.
 fn uses_defs(i: &BpfInsn) -> (u8, u8) {
-    let bit = |r: u8| if (6..=9).contains(&r) { 1u8 << r } else { 0 };
     let (d, s) = (i.dst_reg(), i.src_reg());
     let x = i.code & 0x08 != 0;
     match class(i) {
@@ -269,10 +279,24 @@ enum Origin {
     Kept(usize),
 }
 
+/// What to zero after each inlined copy of the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scrub {
+    /// Nothing: the cheapest loop, where the verifier's states converge.
+    None,
+    /// The body's own stack frame: where the body's paths leave its slots
+    /// in different forms (zero, scalar, spilled pointer) and the verifier
+    /// would keep a state for each mix at the loop head (xdp-lb's datapath).
+    Frame,
+    /// So many bytes below the loop's frame: an overhead program pays the
+    /// same stores as the body whose cost it stands for.
+    Bytes(i64),
+}
+
 /// Inlines every call the function starting at 0 (the program's entry)
 /// makes to the function starting at `body`. The body's own subprograms,
 /// and the body itself if anything else calls it, stay functions.
-pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Result<Inlined, NotInlined> {
+pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: Scrub) -> Result<Inlined, NotInlined> {
     let starts = function_starts(insns, funcs);
     let end_of = |s: usize| starts.range(s + 1..).next().copied().unwrap_or(insns.len());
     if body == 0 || !starts.contains(&body) {
@@ -302,10 +326,15 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Resul
     let live = live_in(insns, 0, caller_end)?;
     // Saved: what is live after any of the calls.
     let saved: u8 = sites.iter().fold(0u8, |m, &pc| m | live.get(pc + 1).copied().unwrap_or(0));
-    let saved_list: Vec<u8> = (6..=9).filter(|r| saved & (1 << r) != 0).collect();
+    let saved_list: Vec<u8> = (6..=9).filter(|&r| saved & bit(r) != 0).collect();
     let save_slot = |k: usize| -(caller_depth + 8 * (k as i64 + 1));
     let shift = caller_depth + 8 * saved_list.len() as i64;
-    if shift + body_depth > MAX_STACK {
+    let scrub = match scrub {
+        Scrub::None => 0,
+        Scrub::Frame => body_depth,
+        Scrub::Bytes(n) => (n + 7) / 8 * 8,
+    };
+    if shift + body_depth.max(scrub) > MAX_STACK {
         return Err(NotInlined::Stack);
     }
 
@@ -314,6 +343,12 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Resul
     let mut caller_at: HashMap<usize, usize> = HashMap::new();
     let mut copy_at: Vec<HashMap<usize, usize>> = Vec::new();
     let mut copy_end: Vec<usize> = Vec::new();
+    // The saved registers start at zero: live after a call on some path,
+    // one may be unset on another that reaches the call, where saving it
+    // would read an uninitialised register (the verifier refuses that).
+    for &r in &saved_list {
+        out.push((insn(0xb7, r, 0, 0, 0), Origin::New));
+    }
     for pc in 0..caller_end {
         caller_at.insert(pc, out.len());
         if !sites.contains(&pc) {
@@ -342,6 +377,13 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Resul
             }
         }
         copy_end.push(out.len());
+        // Zeroed, the body's stack reaches the loop head in one form
+        // whatever path the body took, so the verifier's states there prune.
+        let mut off = shift + 8;
+        while off <= shift + scrub {
+            out.push((insn(ST_DW_ZERO, FP, 0, -(off as i16), 0), Origin::New));
+            off += 8;
+        }
         for (n, &r) in saved_list.iter().enumerate() {
             out.push((insn(LDX_DW, r, FP, save_slot(n) as i16, 0), Origin::New));
         }
@@ -409,7 +451,15 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize) -> Resul
         }
         v
     };
-    Ok(Inlined { insns: result, funcs: funcs_out, copies: sites.len(), saved_regs: saved, shift: shift as i16 })
+    Ok(Inlined {
+        insns: result,
+        funcs: funcs_out,
+        copies: sites.len(),
+        saved_regs: saved,
+        shift: shift as i16,
+        body_depth,
+        scrubbed: scrub,
+    })
 }
 
 #[cfg(test)]
@@ -461,9 +511,10 @@ mod tests {
     #[test]
     fn the_body_lands_below_the_frame_with_live_registers_saved_and_exits_jumping_back() {
         let (insns, funcs) = program();
-        let out = inline_calls(&insns, &funcs, 7).unwrap();
-        assert_eq!((out.copies, out.saved_regs, out.shift), (1, 1 << 7, 16));
+        let out = inline_calls(&insns, &funcs, 7, Scrub::None).unwrap();
+        assert_eq!((out.copies, out.saved_regs, out.shift), (1, 1 << (7 - 6), 16));
         let want = vec![
+            mov64_k(7, 0), // the saved register starts set
             mov64_x(6, 1),
             mov64_k(7, 5),
             insn(STX_DW, FP, 7, -8, 0),
@@ -475,7 +526,7 @@ mod tests {
             insn(STX_DW, FP, 1, -32, 0),
             insn(0x15, 1, 0, 1, 0),
             insn(JA, 0, 0, 3, 0), // exit: to the copy's end (the loads)
-            call(5),              // to the subprogram, now at 17
+            call(5),              // to the subprogram, now at 18
             mov64_k(0, 1),
             insn(JA, 0, 0, 0, 0),
             insn(LDX_DW, 7, FP, -16, 0), // r7 back
@@ -487,29 +538,46 @@ mod tests {
         assert_eq!(codes(&out.insns), codes(&want));
         // The body's record is gone; the subprogram's moved with it.
         let recs: Vec<(u32, u32)> = out.funcs.iter().map(|f| (f.insn_off, f.type_id)).collect();
-        assert_eq!(recs, [(0, 100), (17, 115)]);
+        assert_eq!(recs, [(0, 100), (18, 115)]);
     }
 
     #[test]
     fn bodies_that_would_escape_the_loop_or_its_stack_are_refused() {
         let (insns, funcs) = program();
-        assert_eq!(inline_calls(&insns, &funcs, 15).unwrap_err(), NotInlined::NoCall);
+        assert_eq!(inline_calls(&insns, &funcs, 15, Scrub::None).unwrap_err(), NotInlined::NoCall);
         let mut tail = insns.clone();
         tail[13] = insn(CALL, 0, 0, 0, HELPER_TAIL_CALL);
-        assert_eq!(inline_calls(&tail, &funcs, 7).unwrap_err(), NotInlined::TailCall);
+        assert_eq!(inline_calls(&tail, &funcs, 7, Scrub::None).unwrap_err(), NotInlined::TailCall);
         let mut escape = insns.clone();
         escape[9] = insn(STX_DW, FP, FP, -16, 0);
-        assert_eq!(inline_calls(&escape, &funcs, 7).unwrap_err(), NotInlined::FramePointer);
+        assert_eq!(inline_calls(&escape, &funcs, 7, Scrub::None).unwrap_err(), NotInlined::FramePointer);
         let mut deep = insns.clone();
         deep[9] = insn(STX_DW, FP, 1, -504, 0);
-        assert_eq!(inline_calls(&deep, &funcs, 7).unwrap_err(), NotInlined::Stack);
+        assert_eq!(inline_calls(&deep, &funcs, 7, Scrub::None).unwrap_err(), NotInlined::Stack);
     }
 
     #[test]
     fn without_function_records_the_starts_come_from_the_calls() {
         let (insns, _) = program();
-        let out = inline_calls(&insns, &[], 7).unwrap();
+        let out = inline_calls(&insns, &[], 7, Scrub::None).unwrap();
         assert!(out.funcs.is_empty());
-        assert_eq!(out.insns.len(), 19);
+        assert_eq!(out.insns.len(), 20);
+    }
+
+    #[test]
+    fn a_scrubbed_copy_zeroes_the_bodys_frame_before_the_saved_registers_come_back() {
+        let (insns, funcs) = program();
+        let out = inline_calls(&insns, &funcs, 7, Scrub::Frame).unwrap();
+        assert_eq!((out.body_depth, out.scrubbed), (16, 16));
+        // After the copy's last instruction (its final exit, a jump to here): two zeroing stores, then r7 back.
+        let at = out.insns.iter().position(|i| i.code == LDX_DW).unwrap();
+        assert_eq!(
+            codes(&out.insns[at - 2..at]),
+            codes(&[insn(ST_DW_ZERO, FP, 0, -24, 0), insn(ST_DW_ZERO, FP, 0, -32, 0)])
+        );
+        // The overhead's form: the bytes asked for, whatever its own body uses.
+        let out = inline_calls(&insns, &funcs, 7, Scrub::Bytes(40)).unwrap();
+        assert_eq!(out.scrubbed, 40);
+        assert_eq!(inline_calls(&insns, &funcs, 7, Scrub::Bytes(600)).unwrap_err(), NotInlined::Stack);
     }
 }

@@ -15,6 +15,7 @@ use super::{Plan, Quiet, builds};
 use crate::compare::{RunNoise, compare_runs};
 use crate::harness::paired::PairedSettings;
 use crate::harness::runner::Profile;
+use crate::harness::timing::BodyChoice;
 use crate::harness::{ScenarioInfo, Workload};
 use crate::record::paired::PairedRecord;
 use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime};
@@ -242,7 +243,9 @@ impl PairedRequest<'_> {
                 run(self.plan(wa.name(), labels, scenarios, cpu), &mut la, &mut lb, observer)
             }
             Builds::Runtimes(name, ra, rb) => {
-                let w = self.workloads.build(name)?;
+                let mut w = self.workloads.build(name)?;
+                // The userspace runtime runs the body called: the kernel's side must too.
+                w.set_body(BodyChoice::Call)?;
                 let scenarios = super::select(w.as_ref(), &self.scenarios, &self.groups)?;
                 let labels = (ra.label().to_string(), rb.label().to_string());
                 let (mut a, mut b) = (

@@ -167,6 +167,11 @@ impl Workload for ObjectBench {
         &self.infos
     }
 
+    fn set_body(&mut self, choice: BodyChoice) -> Result<()> {
+        self.setup.body = choice;
+        Ok(())
+    }
+
     fn set_timing(&mut self, choice: TimingChoice) -> Result<()> {
         if choice == TimingChoice::BpfLoop {
             bail!(

@@ -18,7 +18,7 @@ use std::os::fd::OwnedFd;
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::{BtfType, TypeId};
 
-use crate::harness::inline::{self, NotInlined};
+use crate::harness::inline::{self, NotInlined, Scrub};
 use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::record::LoopConstruct;
@@ -94,6 +94,8 @@ pub struct Loaded {
     pub fd: OwnedFd,
     pub insns: Vec<BpfInsn>,
     pub lines: LineTable,
+    /// Bytes of the body's stack zeroed after each inline copy (0: none).
+    pub scrubbed: i64,
 }
 
 /// The driver's instructions up to the stand-in followed by `body`'s, with
@@ -105,23 +107,24 @@ struct Code {
 }
 
 impl Code {
-    /// The same program with every call to the body inlined in the driver's loop.
-    fn inline(&self) -> Result<Code, NotInlined> {
-        let inlined = inline::inline_calls(&self.insns, &self.funcs, self.target)?;
-        Ok(Code { insns: inlined.insns, funcs: inlined.funcs, target: self.target })
+    /// The same program with every call to the body inlined in the
+    /// driver's loop, and the bytes zeroed after each copy.
+    fn inline(&self, scrub: Scrub) -> Result<(Code, i64), NotInlined> {
+        let inlined = inline::inline_calls(&self.insns, &self.funcs, self.target, scrub)?;
+        Ok((Code { insns: inlined.insns, funcs: inlined.funcs, target: self.target }, inlined.scrubbed))
     }
 }
 
 /// The user's program as the body of the prepared `driver`'s timed entry,
-/// called from the loop or, with `inline`, inline in it (an error of type
-/// [`NotInlined`] when it cannot be). `insns` and `funcs` are the user
+/// called from the loop or, with `inline` (what to zero after each copy),
+/// inline in it (an error of type [`NotInlined`] when it cannot be). `insns` and `funcs` are the user
 /// program's instructions and function records after `prepare`.
 pub fn splice(
     driver: &ObjectFile,
     entry_name: &str,
     user: &UserParts<'_>,
     kind: ProgKind,
-    inline: bool,
+    inline: Option<Scrub>,
 ) -> Result<Loaded> {
     let UserParts { object: user, program, insns, funcs } = *user;
     if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
@@ -151,10 +154,16 @@ pub fn splice(
     }
     // Without BTF every function is verified where it is called.
     let lines = driver.line_table(entry_name)?.with_spliced(target, &user.line_table(program)?);
-    let (code, lines) = if inline { (code.inline()?, LineTable::default()) } else { (code, lines) };
+    let (code, lines, scrubbed) = match inline {
+        Some(scrub) => {
+            let (code, scrubbed) = code.inline(scrub)?;
+            (code, LineTable::default(), scrubbed)
+        }
+        None => (code, lines, 0),
+    };
     let funcs_arg = btf.as_ref().map(|b| (b.fd(), code.funcs.as_slice()));
     let spec = LoadSpec { kind, name: DRIVER, license: user.license(), attach, flags, funcs: funcs_arg };
-    Ok(Loaded { fd: load_program(&spec, &code.insns)?, insns: code.insns, lines })
+    Ok(Loaded { fd: load_program(&spec, &code.insns)?, insns: code.insns, lines, scrubbed })
 }
 
 /// The user's program as libbpf prepared it: its object, name,
@@ -172,20 +181,21 @@ pub fn overhead(driver: &ObjectFile, name: &str, kind: ProgKind, attach: AttachT
     let insns = driver.insns(name)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
     let fd = load_program(&spec, &insns).context("loading the driver's overhead loop")?;
-    Ok(Loaded { fd, insns, lines: driver.line_table(name)? })
+    Ok(Loaded { fd, insns, lines: driver.line_table(name)?, scrubbed: 0 })
 }
 
 /// The overhead of an inline body: the timed entry `entry_name` itself
 /// with an empty body (`r0 = verdict; exit`) inlined where the program's
-/// is, so the loop, the saved registers and the moved stack are the ones
-/// the program's figure paid for.
+/// is, so the loop, the saved registers, the moved stack and the `scrubbed`
+/// bytes zeroed are the ones the program's figure paid for.
 pub fn inline_overhead(
     driver: &ObjectFile,
     entry_name: &str,
     kind: ProgKind,
-    attach: AttachType,
-    flags: u32,
+    load_attrs: (AttachType, u32),
+    scrubbed: i64,
 ) -> Result<Loaded> {
+    let (attach, flags) = load_attrs;
     let driver_insns = driver.insns(entry_name)?;
     let target = target_offset(driver, entry_name, &driver_insns)?;
     let mut insns = driver_insns[..target].to_vec();
@@ -197,8 +207,9 @@ pub fn inline_overhead(
     let mut mov = BpfInsn { code: 0xb7, imm: verdict, ..Default::default() };
     mov.set_dst_reg(0);
     insns.extend([mov, BpfInsn { code: 0x95, ..Default::default() }]);
-    let code = Code { insns, funcs: Vec::new(), target }.inline()?;
+    let scrub = if scrubbed > 0 { Scrub::Bytes(scrubbed) } else { Scrub::None };
+    let (code, scrubbed) = Code { insns, funcs: Vec::new(), target }.inline(scrub)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
     let fd = load_program(&spec, &code.insns).context("loading the driver's overhead loop, its empty body inline")?;
-    Ok(Loaded { fd, insns: code.insns, lines: LineTable::default() })
+    Ok(Loaded { fd, insns: code.insns, lines: LineTable::default(), scrubbed })
 }

@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ};
 use crate::harness::BatchTiming;
+use crate::harness::inline::Scrub;
 use crate::harness::timing::BodyChoice;
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::kernel::lines::LineTable;
@@ -64,6 +65,8 @@ pub struct Spliced {
     pub construct: LoopConstruct,
     /// The driver's timed entry (for an inline body's overhead program).
     entry: String,
+    /// Bytes of the inline body's stack zeroed after each iteration (0: none).
+    pub scrubbed: i64,
     /// Whether the program runs inline in the loop, or is called.
     pub placement: Body,
     /// Why it is called, where inline was asked for or possible.
@@ -152,13 +155,17 @@ impl Spliced {
                 .context("writing the case's packets")?;
         }
         let parts = splice::UserParts { object: user.object, program: user.name, insns: user.insns, funcs: user.funcs };
-        let inline = body == Body::Inline;
-        let loaded = splice::splice(&driver, &entry, &parts, user.kind, inline).context(if inline {
-            "the body could not be inlined in the batch loop"
-        } else {
-            "the kernel refused the program spliced into the batch loop"
-        })?;
-        let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines } = loaded;
+        let loaded = match body {
+            Body::Call => splice::splice(&driver, &entry, &parts, user.kind, None)
+                .context("the kernel refused the program spliced into the batch loop")?,
+            // The cheapest inline loop first; where the verifier's states do
+            // not converge at the loop head, the body's stack zeroed after
+            // each iteration (and the overhead's the same).
+            Body::Inline => splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::None))
+                .or_else(|_| splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::Frame)))
+                .context("the body could not be inlined in the batch loop")?,
+        };
+        let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines, scrubbed } = loaded;
         let mut s = Spliced {
             body: timed(&driver, body_fd)?,
             overhead: None,
@@ -172,6 +179,7 @@ impl Spliced {
             overhead_name,
             construct,
             entry,
+            scrubbed,
             placement: body,
             why_called,
             user: None,
@@ -238,7 +246,9 @@ impl Spliced {
         let (attach, flags) = self.load_attrs;
         let prog = match self.placement {
             Body::Call => splice::overhead(&self.driver, &self.overhead_name, self.kind, attach, flags)?,
-            Body::Inline => splice::inline_overhead(&self.driver, &self.entry, self.kind, attach, flags)?,
+            Body::Inline => {
+                splice::inline_overhead(&self.driver, &self.entry, self.kind, (attach, flags), self.scrubbed)?
+            }
         };
         Ok((timed(&self.driver, prog.fd)?, prog.insns, prog.lines))
     }
