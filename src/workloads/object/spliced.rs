@@ -304,17 +304,24 @@ mod tests {
 
     /// A wrong reference output stops a spliced build in either runtime:
     /// in userspace already where the program runs alone.
-    #[test]
-    fn an_output_unlike_the_programs_own_stops_the_build_in_both_runtimes() {
+    /// A test object's program `name` prepared and loaded, its prepared
+    /// instructions and function records, and the CPU this thread is pinned to.
+    fn loaded(name: &str) -> (usize, ObjectFile, Vec<BpfInsn>, Vec<FuncInfo>) {
         crate::system::check_privileges().unwrap();
         let cpu = crate::system::cpu::default_cpu().unwrap();
         crate::system::cpu::pin_to_cpu(cpu).unwrap();
-        let path = std::path::PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects/xdp_swap.bpf.o"));
+        let path = std::path::PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects")).join(format!("{name}.bpf.o"));
         let mut object = ObjectFile::open(&path).unwrap();
-        object.configure("xdp_swap", &[]).unwrap();
+        object.configure(name, &[]).unwrap();
         object.prepare().unwrap();
-        let (insns, funcs) = (object.insns("xdp_swap").unwrap(), object.func_info("xdp_swap").unwrap());
-        object.load("xdp_swap").unwrap();
+        let (insns, funcs) = (object.insns(name).unwrap(), object.func_info(name).unwrap());
+        object.load(name).unwrap();
+        (cpu, object, insns, funcs)
+    }
+
+    #[test]
+    fn an_output_unlike_the_programs_own_stops_the_build_in_both_runtimes() {
+        let (cpu, object, insns, funcs) = loaded("xdp_swap");
         let packet: Vec<u8> = (0..64u8).collect();
         let reference = run(object.prog_fd("xdp_swap").unwrap(), &packet).unwrap();
         let user = UserProgram { object: &object, name: "xdp_swap", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
@@ -369,20 +376,13 @@ mod tests {
         let e = err(builds[2]);
         assert!(e.contains("packet 0: the userspace runtime gave another output than the kernel"), "{e}");
     }
+
     /// The same batches, body inline and body called, leave the same map
     /// state and give the same output: a program that counts every frame
     /// per flow and in totals (xdp_flow_count), over three flows cycled.
     #[test]
     fn inline_and_called_bodies_leave_the_same_maps_and_outputs() {
-        crate::system::check_privileges().unwrap();
-        let cpu = crate::system::cpu::default_cpu().unwrap();
-        crate::system::cpu::pin_to_cpu(cpu).unwrap();
-        let path = std::path::PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects/xdp_flow_count.bpf.o"));
-        let mut object = ObjectFile::open(&path).unwrap();
-        object.configure("xdp_flow_count", &[]).unwrap();
-        object.prepare().unwrap();
-        let (insns, funcs) = (object.insns("xdp_flow_count").unwrap(), object.func_info("xdp_flow_count").unwrap());
-        object.load("xdp_flow_count").unwrap();
+        let (cpu, object, insns, funcs) = loaded("xdp_flow_count");
         let spec = crate::packet::PacketSpec::parse_flows("eth/ipv4(src=10.0.0.1-10.0.0.3)/udp(dport=53)/payload(20)");
         let variants = spec.unwrap().packets().unwrap();
         assert_eq!(variants.len(), 3);
