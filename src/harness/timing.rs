@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::kernel::test_run::{RunOutput, run};
-use crate::record::LoopConstruct;
+use crate::record::{Body, LoopConstruct, Runtime};
 use crate::system::cpu::pin_to_cpu;
 use skel::types::{bench_ctl, bench_result, bench_status};
 
@@ -260,16 +260,53 @@ pub struct BodyArgs {
 impl BodyArgs {
     /// `--body` as parsed, where the command line has it (else auto).
     pub fn from_matches(matches: &clap::ArgMatches) -> BodyChoice {
-        if let Ok(Some(b)) = matches.try_get_one::<BodyChoice>("body") {
-            return *b;
-        }
-        // Commands that parse every workload's options take them as text.
-        match matches.try_get_many::<String>("body") {
-            Ok(Some(mut v)) => {
-                v.next_back().and_then(|t| <BodyChoice as clap::ValueEnum>::from_str(t, false).ok()).unwrap_or_default()
-            }
-            _ => BodyChoice::Auto,
-        }
+        matches.try_get_one::<BodyChoice>("body").ok().flatten().copied().unwrap_or_default()
+    }
+}
+
+/// Why a body cannot run inline in `construct`'s loop in `runtime`, if it cannot.
+pub fn cannot_inline(construct: LoopConstruct, runtime: Runtime) -> Option<String> {
+    if construct != LoopConstruct::MayGoto {
+        Some(format!(
+            "the {} loop's verifier would walk the body in every iteration; inline needs may_goto",
+            construct.as_str()
+        ))
+    } else if runtime != Runtime::Kernel {
+        Some("the userspace runtime runs the called form".to_string())
+    } else {
+        None
+    }
+}
+
+/// A timed program placed as `--body` asked, with where it ended up and why.
+pub struct Placed<T> {
+    pub value: T,
+    pub body: Body,
+    /// Why it is called, where inline was asked for or possible.
+    pub why_called: Option<String>,
+}
+
+/// Builds the inline form where `choice` asks for it and nothing in
+/// `cannot` forbids it, else the called form. Under `auto` a refused
+/// inline form (the verifier's reason on its error's first line) falls
+/// back to the call and is kept as the reason; asked for, it is the error.
+pub fn place<T>(
+    choice: BodyChoice,
+    cannot: Option<String>,
+    inline: impl FnOnce() -> Result<T>,
+    call: impl FnOnce() -> Result<T>,
+) -> Result<Placed<T>> {
+    let called =
+        |why: String| -> Result<Placed<T>> { Ok(Placed { value: call()?, body: Body::Call, why_called: Some(why) }) };
+    match (choice, cannot) {
+        (BodyChoice::Call, _) => called("asked for with --body call".into()),
+        (BodyChoice::Inline, Some(why)) => bail!("--body inline: {why}"),
+        (BodyChoice::Auto, Some(why)) => called(why),
+        (choice, None) => match inline() {
+            Ok(value) => Ok(Placed { value, body: Body::Inline, why_called: None }),
+            Err(e) if choice == BodyChoice::Inline => Err(e.context("--body inline")),
+            Err(e) => called(format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())),
+        },
     }
 }
 

@@ -94,12 +94,16 @@ fn insn(code: u8, imm: i32) -> BpfInsn {
 const MOV_R0_IMM: u8 = (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8;
 const EXIT: u8 = (sys::BPF_JMP | sys::BPF_EXIT) as u8;
 
+/// `r0 = value; exit`: a program, or a body, that returns `value`.
+pub fn returning(value: i32) -> [BpfInsn; 2] {
+    [insn(MOV_R0_IMM, value), insn(EXIT, 0)]
+}
+
 /// Loads a program of `kind` named `name` that returns `value`, with the
 /// attach type and flags its companion program was loaded with.
 pub fn constant_program(kind: ProgKind, name: &str, value: i32, attach: AttachType, flags: u32) -> Result<OwnedFd> {
     let spec = LoadSpec { kind, name, license: "GPL", attach, flags, funcs: None };
-    load_program(&spec, &[insn(MOV_R0_IMM, value), insn(EXIT, 0)])
-        .with_context(|| format!("loading {name} (a program returning {value})"))
+    load_program(&spec, &returning(value)).with_context(|| format!("loading {name} (a program returning {value})"))
 }
 
 /// A socket filter of `count` instructions (`r0 = 0` repeated, then exit)

@@ -42,9 +42,9 @@ pub struct PreparedCode {
     /// without BTF): where a body to inline starts.
     pub functions: BTreeMap<String, Vec<(FuncInfo, String)>>,
     /// The loaded object's BTF, which hand-loaded variants of its programs
-    /// name in their function records (-1 until loaded, or without BTF);
+    /// name in their function records (None until loaded, or without BTF);
     /// owned by the object.
-    pub btf_fd: i32,
+    pub btf_fd: Option<i32>,
 }
 
 impl PreparedCode {
@@ -99,13 +99,14 @@ impl PreparedCode {
             let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
             maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
         }
-        Ok(PreparedCode { programs, maps, verified: Default::default(), lines, functions, btf_fd: -1 })
+        Ok(PreparedCode { programs, maps, verified: Default::default(), lines, functions, btf_fd: None })
     }
 
     /// Notes which programs `obj` (this code's object, now loaded) has in the kernel.
     pub fn mark_verified(&mut self, obj: &libbpf_rs::Object) {
         // SAFETY: a loaded object; -1 when it has no BTF in the kernel.
-        self.btf_fd = unsafe { sys::bpf_object__btf_fd(obj.as_libbpf_object().as_ptr()) };
+        let fd = unsafe { sys::bpf_object__btf_fd(obj.as_libbpf_object().as_ptr()) };
+        self.btf_fd = (fd >= 0).then_some(fd);
         for p in obj.progs() {
             // SAFETY: a loaded object's program; its fd is -1 unless the kernel accepted it.
             let fd = unsafe { sys::bpf_program__fd(p.as_libbpf_object().as_ptr()) };

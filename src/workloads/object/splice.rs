@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::{BtfType, TypeId};
 
 use crate::harness::inline::{self, NotInlined, Scrub};
-use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program};
+use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program, returning};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::record::LoopConstruct;
 
@@ -204,9 +204,7 @@ pub fn inline_overhead(
         ProgKind::Xdp => 2,
         ProgKind::Tc => 0,
     };
-    let mut mov = BpfInsn { code: 0xb7, imm: verdict, ..Default::default() };
-    mov.set_dst_reg(0);
-    insns.extend([mov, BpfInsn { code: 0x95, ..Default::default() }]);
+    insns.extend(returning(verdict));
     let scrub = if scrubbed > 0 { Scrub::Bytes(scrubbed) } else { Scrub::None };
     let (code, scrubbed) = Code { insns, funcs: Vec::new(), target }.inline(scrub)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };

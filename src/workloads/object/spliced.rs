@@ -17,7 +17,7 @@ use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ};
 use crate::harness::BatchTiming;
 use crate::harness::inline::Scrub;
-use crate::harness::timing::BodyChoice;
+use crate::harness::timing::{BodyChoice, cannot_inline, place};
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::kernel::lines::LineTable;
 use crate::kernel::object::{ObjectFile, ProgKind};
@@ -104,39 +104,18 @@ impl Spliced {
     /// `auto`, the call otherwise, with the reason kept). An error is the
     /// reason to time the case per call instead.
     pub fn build(req: SpliceRequest<'_>) -> Result<Spliced> {
-        let maygoto_kernel = req.construct == LoopConstruct::MayGoto && req.runtime == Runtime::Kernel;
-        let cannot = if req.construct != LoopConstruct::MayGoto {
-            Some(format!(
-                "the {} loop's verifier would walk the body in every iteration; inline needs may_goto",
-                req.construct.as_str()
-            ))
-        } else if req.runtime != Runtime::Kernel {
-            Some("the userspace runtime runs the called form".to_string())
-        } else {
-            None
-        };
-        match (req.body, cannot) {
-            (BodyChoice::Call, _) => Self::build_as(&req, Body::Call, Some("asked for with --body call".into())),
-            (BodyChoice::Inline, Some(why)) => bail!("--body inline: {why}"),
-            (BodyChoice::Auto, Some(why)) => Self::build_as(&req, Body::Call, Some(why)),
-            (choice, None) => {
-                debug_assert!(maygoto_kernel);
-                match Self::build_as(&req, Body::Inline, None) {
-                    Ok(s) => Ok(s),
-                    Err(e) if choice == BodyChoice::Inline => Err(e.context("--body inline")),
-                    Err(e) => {
-                        let text = format!("{e:#}");
-                        let why = text.lines().next().unwrap_or_default().to_string();
-                        Self::build_as(&req, Body::Call, Some(format!("inline, {why}")))
-                    }
-                }
-            }
-        }
+        let placed = place(
+            req.body,
+            cannot_inline(req.construct, req.runtime),
+            || Self::build_as(&req, Body::Inline),
+            || Self::build_as(&req, Body::Call),
+        )?;
+        Ok(Spliced { why_called: placed.why_called, ..placed.value })
     }
 
     /// Builds the driver for `variants` around the user's program with the
     /// body placed as `body`, in `runtime`, and checks it.
-    fn build_as(req: &SpliceRequest<'_>, body: Body, why_called: Option<String>) -> Result<Spliced> {
+    fn build_as(req: &SpliceRequest<'_>, body: Body) -> Result<Spliced> {
         let SpliceRequest { user, variants, restore, cpu, runtime, construct, .. } = *req;
         let references = req.references.clone();
         let (entry, overhead_name) = splice::driver_programs(construct)?;
@@ -181,7 +160,7 @@ impl Spliced {
             entry,
             scrubbed,
             placement: body,
-            why_called,
+            why_called: None,
             user: None,
         };
         if runtime == Runtime::User {

@@ -12,13 +12,13 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use super::addressing::{NEXT_HOP_MAC, Pool, UDP_LRU_TIMEOUT_NS, VIPS, reals};
 use super::maglev::{RingMember, build_ring};
 use crate::harness::inline::{self, Scrub};
-use crate::harness::timing::{BodyChoice, SharedRuntime, TimedProgram, programs_of_other_loops};
+use crate::harness::timing::{BodyChoice, SharedRuntime, TimedProgram, cannot_inline, place, programs_of_other_loops};
 use crate::kernel::FuncInfo;
 use crate::kernel::load::{LoadSpec, load_program};
 use crate::kernel::object::ProgKind;
 use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::{self, ObjectSource, object_map, object_map_sized, object_prog};
-use crate::record::{Body, LoopConstruct};
+use crate::record::{Body, LoopConstruct, Runtime};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
@@ -78,7 +78,7 @@ fn load_inline(code: &PreparedCode) -> Result<(std::os::fd::OwnedFd, std::os::fd
             license: "Dual BSD/GPL",
             attach: 0,
             flags: 0,
-            funcs: Some((code.btf_fd, &inlined.funcs)),
+            funcs: Some((code.btf_fd.context("the object's BTF is not in the kernel")?, &inlined.funcs)),
         };
         let fd =
             load_program(&spec, &inlined.insns).context("the kernel refused the datapath inline in the batch loop")?;
@@ -135,12 +135,17 @@ impl LoadedLb {
     /// `construct`, checks that its maps have this host's layouts, and
     /// fills VIPs, reals, rings and per-CPU LRUs.
     pub fn load(source: &ObjectSource, construct: LoopConstruct) -> Result<LoadedLb> {
-        Self::load_placed(source, construct, BodyChoice::Call)
+        Self::load_placed(source, construct, BodyChoice::Call, Runtime::Kernel)
     }
 
     /// [`LoadedLb::load`], with the datapath inline in the loop where
-    /// `body` asks for that and the kernel accepts it (may_goto only).
-    pub fn load_placed(source: &ObjectSource, construct: LoopConstruct, placed: BodyChoice) -> Result<LoadedLb> {
+    /// `placed` asks for that, `runtime` allows it and the kernel accepts it.
+    pub fn load_placed(
+        source: &ObjectSource,
+        construct: LoopConstruct,
+        placed: BodyChoice,
+        runtime: Runtime,
+    ) -> Result<LoadedLb> {
         let label = source.label();
         let mut open = source.open()?;
         let (body, overhead) =
@@ -164,44 +169,26 @@ impl LoadedLb {
             )
         };
         let u32s = size_of::<u32>();
-        let (mut placement, mut why_called) = (Body::Call, None);
-        let (mut body_prog, mut overhead_prog) = (timed(&body)?, timed(&overhead)?);
-        match (placed, construct) {
-            (BodyChoice::Call, _) => why_called = Some("asked for with --body call".to_string()),
-            (BodyChoice::Inline, c) if c != LoopConstruct::MayGoto => {
-                bail!(
-                    "--body inline: the {} loop's verifier would walk the datapath in every iteration; inline needs may_goto",
-                    c.as_str()
-                )
-            }
-            (BodyChoice::Auto, c) if c != LoopConstruct::MayGoto => {
-                why_called =
-                    Some(format!("the {} loop's verifier would walk the datapath in every iteration", c.as_str()))
-            }
-            (choice, _) => match load_inline(&code) {
-                Ok((b, o)) => {
-                    let ctl = |p| {
-                        TimedProgram::new(
-                            p,
-                            object_map(&obj, "bench_ctl", &label)?,
-                            object_map(&obj, "bench_result", &label)?,
-                        )
-                    };
-                    (body_prog, overhead_prog) = (ctl(b)?, ctl(o)?);
-                    placement = Body::Inline;
-                }
-                Err(e) if choice == BodyChoice::Inline => return Err(e.context("--body inline")),
-                Err(e) => why_called = Some(format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())),
+        let ctl =
+            |p| TimedProgram::new(p, object_map(&obj, "bench_ctl", &label)?, object_map(&obj, "bench_result", &label)?);
+        let placed = place(
+            placed,
+            cannot_inline(construct, runtime),
+            || {
+                let (b, o) = load_inline(&code)?;
+                Ok((ctl(b)?, ctl(o)?))
             },
-        }
+            || Ok((timed(&body)?, timed(&overhead)?)),
+        )?;
+        let (body_prog, overhead_prog) = placed.value;
         let mut lb = LoadedLb {
             code,
             user: None,
             body: body_prog,
             overhead: overhead_prog,
             construct,
-            placement,
-            why_called,
+            placement: placed.body,
+            why_called: placed.why_called,
             live: object_prog(&obj, "xdp_lb_live", &label).ok(),
             vip_map: map("vip_map", size_of::<lb_vip_key>(), size_of::<lb_vip_meta>())?,
             reals: map("reals", u32s, size_of::<lb_real>())?,

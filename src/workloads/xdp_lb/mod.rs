@@ -94,9 +94,7 @@ impl Workload for XdpLb {
             Runtime::User => LoopConstruct::MayGoto,
             Runtime::Kernel => self.timing.loop_construct()?,
         };
-        // The userspace runtime runs the called form.
-        let body = if runtime == Runtime::User { BodyChoice::Call } else { self.body };
-        let mut lb = LoadedLb::load_placed(&source, construct, body)?;
+        let mut lb = LoadedLb::load_placed(&source, construct, self.body, runtime)?;
         if runtime == Runtime::User {
             lb.run_in_user(cpu)?;
         }

@@ -618,27 +618,22 @@ static __always_inline int lb_flowgen_apply(struct xdp_md *ctx)
 	return g->enabled ? lb_flowgen_write(ctx, g) : 0;
 }
 
-/* Advances to the next packet's flow. */
-static __always_inline int lb_flowgen_next(struct xdp_md *ctx)
-{
-	struct lb_flowgen *g = lb_flowgen_get();
-
-	if (!g)
-		return -1;
-	if (!g->enabled)
-		return 0;
-	g->seq++;
-	return lb_flowgen_write(ctx, g);
-}
-
-/* lb_flowgen_next with the generator looked up once per batch (the may_goto
- * loop's reset; the other loops' resets run apart, where it cannot be passed). */
+/* Advances generator `g` to the next packet's flow. The may_goto loop looks
+ * `g` up once per batch; the other loops' resets run apart, where it cannot
+ * be passed, and use lb_flowgen_next. */
 static __always_inline int lb_flowgen_next_of(struct xdp_md *ctx, struct lb_flowgen *g)
 {
 	if (!g->enabled)
 		return 0;
 	g->seq++;
 	return lb_flowgen_write(ctx, g);
+}
+
+static __always_inline int lb_flowgen_next(struct xdp_md *ctx)
+{
+	struct lb_flowgen *g = lb_flowgen_get();
+
+	return g ? lb_flowgen_next_of(ctx, g) : -1;
 }
 
 SEC("xdp")
