@@ -61,9 +61,13 @@ fn own_objects_run_inline_with_the_verdict_of_the_call_and_say_which_ran() {
 
 #[test]
 fn every_xdp_lb_scenario_validates_inline_and_called_and_says_which_ran() {
+    // On a kernel with may_goto the datapath runs inline (its frame zeroed
+    // after each iteration so that the verifier's states converge; 6.18
+    // refuses it otherwise): a fallback to the call here is a regression.
+    let features = bpfbench::kernel::features::probe().expect("tests run as root");
+    let want_inline = features.may_goto.is_ok();
     // Validation checks each scenario's verdict, output packet and path
     // counters against the same expectations in both placements.
-    let mut inline = Vec::new();
     for body in ["auto", "call"] {
         let all = results(&["--body", body]);
         assert_eq!(all.len(), 24);
@@ -73,19 +77,11 @@ fn every_xdp_lb_scenario_validates_inline_and_called_and_says_which_ran() {
             let t = &r["timing"];
             match (body, t["body"].as_str().unwrap()) {
                 ("call", "call") => assert_eq!(t["why_called"], "asked for with --body call", "{t}"),
-                // A kernel whose verifier refuses the datapath inline says why.
-                ("auto", "call") => {
-                    assert!(t["why_called"].as_str().unwrap().starts_with("inline, the kernel refused"), "{t}")
-                }
-                ("auto", "inline") => inline.push(r["name"].clone()),
+                ("auto", "inline") => assert!(want_inline, "{t}"),
+                ("auto", "call") => assert!(!want_inline, "may_goto, yet called: {t}"),
                 other => panic!("{other:?}: {t}"),
             }
         }
-    }
-    // Inline, the loop's own cost is measured around an empty inline body.
-    if !inline.is_empty() {
-        let r = &results(&["-s", "pass-non-ip", "--body", "inline", "-v"])[0];
-        assert_eq!(r["timing"]["body"], "inline", "{r}");
     }
 }
 
