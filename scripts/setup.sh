@@ -21,10 +21,11 @@ fi
 # with; tshark checks that bpfbench's pcap files read cleanly; util-linux
 # provides setpriv for the unprivileged-user test.
 # iproute2 (ip) builds the namespaces and veths of bpfbench gen and live;
-# fonts-dejavu-core has the font of live --plot's labels.
+# fonts-dejavu-core has the font of live --plot's labels; bpftool generates the
+# skeletons of the selftests' bench (measurements/seed-bench/build.sh).
 # qemu-system-x86, kmod (depmod) and busybox-static boot the guests of other
 # kernels the tests run in (with virtme-ng, from PyPI, below).
-packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core)
+packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core bpftool)
 if [ "$mode" = test ]; then
   packages+=(qemu-system-x86 kmod busybox-static)
 fi
