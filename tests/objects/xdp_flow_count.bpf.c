@@ -2,7 +2,10 @@
 /*
  * The receiving end of the traffic generator's tests: counts each frame
  * under its flow (addresses, protocol, ports), checks its IPv4 header and
- * TCP/UDP checksums, and drops it.
+ * TCP/UDP checksums, and drops it. xdp_flow_count_scribble then also
+ * overwrites the frame's first 60 bytes, as a receiver that rewrites
+ * headers in place would: the generator's page pool hands the very page
+ * back, and the generator must send a whole frame again.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -75,8 +78,7 @@ static __always_inline int sum_words(void *p, __u32 len, void *data_end, __u32 *
 	return 0;
 }
 
-SEC("xdp")
-int xdp_flow_count(struct xdp_md *ctx)
+static __always_inline int count(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -150,6 +152,25 @@ int xdp_flow_count(struct xdp_md *ctx)
 other:
 	__sync_fetch_and_add(&t->other, 1);
 	return XDP_DROP;
+}
+
+SEC("xdp")
+int xdp_flow_count(struct xdp_md *ctx)
+{
+	return count(ctx);
+}
+
+SEC("xdp")
+int xdp_flow_count_scribble(struct xdp_md *ctx)
+{
+	int verdict = count(ctx);
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (data + 60 <= data_end)
+		for (int i = 0; i < 60; i += 4)
+			*(__u32 *)(data + i) = 0xa5a5a5a5;
+	return verdict;
 }
 
 char LICENSE[] SEC("license") = "GPL";
