@@ -28,7 +28,10 @@ mac=$(ip -n "$ns" -o link show "$d" | sed 's/.*link\/ether \([^ ]*\).*/\1/')
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # Per-second rates, the first second left out (start-up).
 ours() { # threads spec size
-    "$bpfbench" gen "$g" --threads "$1" --packet "$2" --size "$3" --duration "$secs" --format json 2>/dev/null |
+    # On the CPUs xdp-trafficgen takes (its threads start at CPU 0): the two
+    # vCPUs run at different speeds, so the same threads on other CPUs would
+    # compare the CPUs as much as the tools.
+    "$bpfbench" gen "$g" --threads "$1" --cpus "$(seq -s, 0 $(($1 - 1)))" --packet "$2" --size "$3" --duration "$secs" --format json 2>/dev/null |
         python3 -c 'import json,sys; d=json.load(sys.stdin); [print(s["pps"]) for s in d["seconds"][1:] if s["t_s"] - int(s["t_s"]) < 0.5]' | median
 }
 theirs() { # threads

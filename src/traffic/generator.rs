@@ -123,7 +123,10 @@ struct CpuState {
 
 /// Bytes of the odometer before the counters.
 const ODOMETER_BYTES: usize = 4 * 8;
-const STATE_BYTES: usize = ODOMETER_BYTES + 6 * 8;
+/// Bytes after the counters: the composed-header flag, the checksums'
+/// partial sums and the header itself (GEN_RESTORE_MAX), zero for a new run.
+const COMPOSED_BYTES: usize = 4 + 4 * 4 + 4 + 128;
+const STATE_BYTES: usize = ODOMETER_BYTES + 6 * 8 + COMPOSED_BYTES;
 
 impl CpuState {
     fn to_bytes(self) -> Vec<u8> {
@@ -131,6 +134,7 @@ impl CpuState {
         for x in [self.sent, self.bytes, self.quota, self.interval_ps, self.next_due_ps, self.deadline_ps] {
             v.extend_from_slice(&x.to_ne_bytes());
         }
+        v.resize(STATE_BYTES, 0);
         v
     }
 
@@ -203,7 +207,6 @@ fn load_program(ifindex: u32, template: &[u8], varying: Varying<'_>) -> Result<P
     }
     let ro = open.maps.rodata_data.as_deref_mut().context("the generator program has no .rodata")?;
     let cfg = &mut ro.cfg;
-    cfg.ifindex = ifindex;
     // The frame's first bytes come back from the template on every send
     // (the receiver may have written into the recycled page).
     let restore = template.len().min(cfg.template.len()) & !1;
@@ -220,6 +223,21 @@ fn load_program(ifindex: u32, template: &[u8], varying: Varying<'_>) -> Result<P
             if let Some(plan) = plan {
                 cfg.nfields = plan.layout.fields.len() as u32;
                 cfg.ncsums = plan.layout.checksums.len() as u32;
+                // Fields and checksums are written into the composed header,
+                // which covers the frame's first `restore` bytes.
+                let beyond = plan
+                    .layout
+                    .fields
+                    .iter()
+                    .map(|f| (f.offset, f.width))
+                    .chain(plan.layout.checksums.iter().map(|c| (c.offset, 2)))
+                    .find(|&(o, w)| o + w > restore);
+                if let Some((o, w)) = beyond {
+                    bail!(
+                        "a varied field or checksum at bytes {o}..{} lies beyond the first {restore} bytes of the frame, which the generator rewrites: vary a header field",
+                        o + w
+                    );
+                }
                 for (i, f) in plan.layout.fields.iter().enumerate() {
                     let slot = &mut cfg.fields[i];
                     slot.off = f.offset as u16;
@@ -238,6 +256,10 @@ fn load_program(ifindex: u32, template: &[u8], varying: Varying<'_>) -> Result<P
         }
     }
     let skel = skeleton::load(open, "the traffic generator program")?;
+    skel.maps
+        .tx_port
+        .update(&0u32.to_ne_bytes(), &ifindex.to_ne_bytes(), MapFlags::ANY)
+        .context("naming the interface in the generator's device map (does it take XDP redirects?)")?;
     let state = map_handle(&skel.maps.gen_state)?;
     if state.value_size() as usize != STATE_BYTES {
         bail!("the generator's gen_state holds {} bytes where {STATE_BYTES} are expected", state.value_size());
