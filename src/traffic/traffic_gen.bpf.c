@@ -158,22 +158,17 @@ static __always_inline int admit(struct gen_state *st, struct gen_ctl *ctl)
 }
 
 /*
- * Copies the template's first bytes back, 8 at a time, then 2 at a time.
- * The length is read once: `cfg` is volatile, so every mention is a load,
- * and the verifier knows the frozen value, so one bounds check covers every
- * store (a check per word cost ~40 instructions a frame).
+ * Copies the first `len` bytes of a header (the template or a composed one)
+ * to `dst`, 8 at a time, then 2 at a time. The source is read as volatile:
+ * clang would fold the template's zero initialiser otherwise.
  */
-static __always_inline int restore_template(void *data, void *data_end)
+static __always_inline void copy_head(__u8 *dst, const volatile __u8 *src, __u32 len)
 {
-	__u32 len = cfg.restore_len;
-
-	if (len > GEN_RESTORE_MAX || data + len > data_end)
-		return -1;
 #pragma unroll
 	for (int i = 0; i < GEN_RESTORE_MAX / 8; i++) {
 		if (i * 8 + 8 > len)
 			break;
-		((__u64 *)data)[i] = *(const volatile __u64 *)&cfg.template[i * 8];
+		((__u64 *)dst)[i] = *(const volatile __u64 *)(src + i * 8);
 	}
 #pragma unroll
 	for (int k = 0; k < 3; k++) {
@@ -181,8 +176,29 @@ static __always_inline int restore_template(void *data, void *data_end)
 
 		if (at + 2 > len)
 			break;
-		*(__u16 *)(data + at) = *(const volatile __u16 *)&cfg.template[at];
+		*(__u16 *)(dst + at) = *(const volatile __u16 *)(src + at);
 	}
+}
+
+/*
+ * Checks that the frame holds the header's bytes. `cfg` is volatile, so every
+ * mention is a load: the length is read once; the verifier knows its frozen
+ * value, so this one check covers every store into those bytes (a check per
+ * word cost ~40 instructions a frame).
+ */
+static __always_inline int head_fits(void *data, void *data_end, __u32 len)
+{
+	return len <= GEN_RESTORE_MAX && data + len <= data_end;
+}
+
+/* Writes the template's first bytes back into the frame (TCP mode). */
+static __always_inline int restore_template(void *data, void *data_end)
+{
+	__u32 len = cfg.restore_len;
+
+	if (!head_fits(data, data_end, len))
+		return -1;
+	copy_head(data, cfg.template, len);
 	return 0;
 }
 
@@ -219,20 +235,7 @@ static __always_inline void compose(__u8 *hdr, struct gen_state *st, __u32 rando
 	__u32 nfields = cfg.nfields, ncsums = cfg.ncsums, len = cfg.restore_len;
 	__u32 acc[GEN_MAX_CSUMS] = {}, first = 0;
 
-#pragma unroll
-	for (int i = 0; i < GEN_RESTORE_MAX / 8; i++) {
-		if (i * 8 + 8 > len)
-			break;
-		((__u64 *)hdr)[i] = *(const volatile __u64 *)&cfg.template[i * 8];
-	}
-#pragma unroll
-	for (int k = 0; k < 3; k++) {
-		__u32 at = len / 8 * 8 + k * 2;
-
-		if (at + 2 > len)
-			break;
-		*(__u16 *)(hdr + at) = *(const volatile __u16 *)&cfg.template[at];
-	}
+	copy_head(hdr, cfg.template, len);
 #pragma unroll
 	for (int i = 0; i < GEN_MAX_FIELDS; i++) {
 		if (i >= nfields)
@@ -306,28 +309,14 @@ static __always_inline void next_flow(struct gen_state *st)
 	compose(st->hdr, st, 0);
 }
 
-/* Copies the composed header into the frame: one bounds check covers every
- * store, as the verifier knows the frozen length. */
+/* Copies the composed header into the frame. */
 static __always_inline int put_header(void *data, void *data_end, const struct gen_state *st)
 {
 	__u32 len = cfg.restore_len;
 
-	if (len > GEN_RESTORE_MAX || data + len > data_end)
+	if (!head_fits(data, data_end, len))
 		return -1;
-#pragma unroll
-	for (int i = 0; i < GEN_RESTORE_MAX / 8; i++) {
-		if (i * 8 + 8 > len)
-			break;
-		((__u64 *)data)[i] = ((const __u64 *)st->hdr)[i];
-	}
-#pragma unroll
-	for (int k = 0; k < 3; k++) {
-		__u32 at = len / 8 * 8 + k * 2;
-
-		if (at + 2 > len)
-			break;
-		*(__u16 *)(data + at) = *(const __u16 *)(st->hdr + at);
-	}
+	copy_head(data, st->hdr, len);
 	return 0;
 }
 
@@ -346,9 +335,7 @@ int xdp_gen(struct xdp_md *ctx)
 		return XDP_DROP;
 	if (random) {
 		/* A new flow per frame: composed in the frame itself. */
-		__u32 len = cfg.restore_len;
-
-		if (len > GEN_RESTORE_MAX || data + len > data_end)
+		if (!head_fits(data, data_end, cfg.restore_len))
 			return XDP_ABORTED;
 		compose(data, st, 1);
 	} else {
