@@ -6,7 +6,9 @@
 #   - --rate within 2% of the asked rate from 10 kpps to 1 Mpps.
 # Usage: measurements/gen-targets.sh PATH/TO/xdp-trafficgen [SECONDS [ROUNDS]]
 # (build xdp-tools 1.6.3 from source; its libbpf submodule can be the
-# libbpf source that the libbpf-sys crate ships). Nothing else may run meanwhile.
+# libbpf source that the libbpf-sys crate ships; its configure wants m4 and
+# libpcap-dev: CLANG=clang-19 LLC=llc-19 ./configure && make -C lib && make -C
+# xdp-trafficgen). Nothing else may run meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trafficgen=$1
