@@ -32,12 +32,15 @@ impl Counter {
         Counter::attach_program(t, "xdp_flow_count")
     }
 
-    /// One of xdp_flow_count.bpf.o's programs.
+    /// xdp_flow_count, or another program of the same maps (xdp_flow_scribble).
     fn attach_program(t: &Topology, name: &str) -> Counter {
         // Not pinned: gen, a child process, inherits this thread's CPUs.
         bpfbench::system::check_privileges().unwrap();
-        let obj =
-            libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_flow_count.bpf.o")).unwrap().load().unwrap();
+        let obj = libbpf_rs::ObjectBuilder::default()
+            .open_file(test_object(&format!("{name}.bpf.o")))
+            .unwrap()
+            .load()
+            .unwrap();
         let prog = obj.progs().find(|p| p.name() == name).unwrap();
         let link = t.attach_inner(prog.as_fd(), XdpMode::Native).unwrap();
         Counter { obj, _link: link }
@@ -103,7 +106,7 @@ fn frames_a_receiver_overwrote_go_out_whole_again() {
     // The receiver writes over every frame's headers; the page pool hands
     // the same pages back to the generator, which must not send the garbage.
     let t = Topology::create().unwrap();
-    let counter = Counter::attach_program(&t, "xdp_flow_count_scribble");
+    let counter = Counter::attach_program(&t, "xdp_flow_scribble");
     let spec = "eth/ipv4(src=10.9.0.1-10.9.0.4,dst=10.9.1.1)/udp(sport=1000-1255,dport=53)/payload(18)";
     for order in ["sequential", "random"] {
         let doc = gen_json(&[&t.outer, "--packet", spec, "--count", "3072", "--rate", "200k", "--flow-order", order]);
