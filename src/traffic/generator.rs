@@ -124,8 +124,9 @@ struct CpuState {
 /// Bytes of the odometer before the counters.
 const ODOMETER_BYTES: usize = 4 * 8;
 /// Bytes after the counters: the composed-header flag, the checksums'
-/// partial sums and the header itself (GEN_RESTORE_MAX), zero for a new run.
-const COMPOSED_BYTES: usize = 4 + 4 * 4 + 4 + 128;
+/// partial sums, the random-order state and the header itself
+/// (GEN_RESTORE_MAX), zero for a new run.
+const COMPOSED_BYTES: usize = 4 + 4 * 4 + 4 + 8 + 128;
 const STATE_BYTES: usize = ODOMETER_BYTES + 6 * 8 + COMPOSED_BYTES;
 
 impl CpuState {
