@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use anyhow::{Context, Result, bail, ensure};
 
 use super::addressing::{self, Pool, Vip, real_at, reals};
-use super::datapath::{Counter, FlowGen, LoadedLb, RING_SIZE};
+use super::datapath::{Counter, FlowGen, FlowGenOffset, LoadedLb, RING_SIZE};
 use super::jhash;
 use super::packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use super::scenarios::{Flows, LbScenario, Path, flow_source};
@@ -117,7 +117,32 @@ fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> 
         IpAddr::V6(_) => (14 + 8 + 12, 0, 14 + 40),
     };
     let l4_csum_off = l4_off + l4_csum;
-    ensure!(bytes.len() > l4_csum_off + 2, "packet too short for the flow generator");
+    // The datapath writes at these offsets as constants (lb_common.h).
+    let o = |c: FlowGenOffset| c.0 as usize;
+    let (want, end) = match (p.src, is_udp) {
+        (IpAddr::V4(_), udp) => (
+            (
+                o(FlowGenOffset::LB_FLOWGEN_V4_ADDR),
+                o(FlowGenOffset::LB_FLOWGEN_V4_L3_CSUM),
+                o(if udp { FlowGenOffset::LB_FLOWGEN_V4_UDP_CSUM } else { FlowGenOffset::LB_FLOWGEN_V4_TCP_CSUM }),
+            ),
+            o(FlowGenOffset::LB_FLOWGEN_V4_END),
+        ),
+        (IpAddr::V6(_), udp) => (
+            (
+                o(FlowGenOffset::LB_FLOWGEN_V6_ADDR),
+                0,
+                o(if udp { FlowGenOffset::LB_FLOWGEN_V6_UDP_CSUM } else { FlowGenOffset::LB_FLOWGEN_V6_TCP_CSUM }),
+            ),
+            o(FlowGenOffset::LB_FLOWGEN_V6_END),
+        ),
+    };
+    ensure!(
+        (addr_off, l3_csum_off, l4_csum_off) == want,
+        "the flow generator writes at fixed offsets {want:?}; this packet has them at {:?}",
+        (addr_off, l3_csum_off, l4_csum_off)
+    );
+    ensure!(bytes.len() >= end, "packet too short for the flow generator ({} bytes, {end} needed)", bytes.len());
     ensure!(repeat.is_power_of_two(), "packets per flow ({repeat}) must be a power of two: the datapath shifts");
     // Raw memory words, exactly as in the packet.
     let word2 = |o: usize| u16::from_ne_bytes([bytes[o], bytes[o + 1]]);
@@ -289,4 +314,34 @@ fn check_stats(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::datapath::flow_words_of;
+    use super::*;
+
+    /// The host's precomputed words, written into the scenario's packet at
+    /// the datapath's offsets, give exactly the packet built for that flow
+    /// (address and checksums): for IPv4 and IPv6, TCP and UDP.
+    #[test]
+    fn flow_words_make_the_packet_of_each_flow() {
+        for name in ["tcp-v4-lru-diverse", "tcp-v6-lru-diverse", "udp-v4-lru-diverse", "tcp-v4-ch-diverse"] {
+            let s = super::super::scenarios::find(name).unwrap();
+            let packet = build_client_packet(&s.packet).unwrap();
+            let g = flowgen_for(&s.packet, &packet, s.flows).unwrap();
+            assert!(g.mask < 4096, "{name}: a tabled flow space");
+            for idx in [0, 1, 2, 255, 256, 1000, g.mask] {
+                let w = flow_words_of(&g, idx);
+                let mut made = packet.clone();
+                made[g.addr_off as usize..][..4].copy_from_slice(&w.addr.to_ne_bytes());
+                if g.l3_csum_off != 0 {
+                    made[g.l3_csum_off as usize..][..2].copy_from_slice(&w.l3_csum.to_ne_bytes());
+                }
+                made[g.l4_csum_off as usize..][..2].copy_from_slice(&w.l4_csum.to_ne_bytes());
+                let want = build_client_packet(&s.packet.with_src(flow_source(s.packet.src, idx))).unwrap();
+                assert_eq!(made, want, "{name}, flow {idx}");
+            }
+        }
+    }
 }

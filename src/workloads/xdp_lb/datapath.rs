@@ -22,12 +22,15 @@ use crate::record::{Body, LoopConstruct, Runtime};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
-pub use skel::types::{lb_counter as Counter, lb_flowgen as FlowGen, lb_limit as Limit};
+pub use skel::types::{
+    lb_counter as Counter, lb_flowgen as FlowGen, lb_flowgen_offset as FlowGenOffset, lb_limit as Limit,
+};
+pub(super) use skel::types::lb_flow_words;
 use skel::types::{
     lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta,
 };
 
-crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen);
+crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen, lb_flow_words);
 
 /// Slots of each VIP's consistent-hash ring.
 pub const RING_SIZE: u32 = Limit::LB_RING_SIZE.0;
@@ -123,6 +126,7 @@ pub struct LoadedLb {
     real_stats: MapHandle,
     counters: MapHandle,
     flowgen: MapHandle,
+    flow_words: MapHandle,
 }
 
 impl LoadedLb {
@@ -200,6 +204,7 @@ impl LoadedLb {
             real_stats: map("real_stats", u32s, size_of::<lb_stat>())?,
             counters: map("lb_counters", u32s, size_of::<u64>())?,
             flowgen: map("flowgen", u32s, size_of::<FlowGen>())?,
+            flow_words: map("flow_words", u32s, size_of::<lb_flow_words>())?,
         };
         lb.configure()?;
         Ok(lb)
@@ -367,8 +372,37 @@ impl LoadedLb {
         self.stat(&self.real_stats, "real_stats", pos).map(|s| (s.packets, s.bytes))
     }
 
+    /// Sets the flow generator; a flow space the table holds gets its
+    /// words precomputed there (what lb_flowgen_write would compute).
     pub fn set_flowgen(&self, g: FlowGen) -> Result<()> {
+        if g.enabled != 0 && g.mask < self.flow_words.max_entries() {
+            for idx in 0..=g.mask {
+                let words = flow_words_of(&g, idx);
+                self.flow_words
+                    .update(&key(idx), bytemuck::bytes_of(&words), MapFlags::ANY)
+                    .context("writing flow_words")?;
+            }
+        }
         self.flowgen.update(&key(0), bytemuck::bytes_of(&g), MapFlags::ANY).context("writing flowgen")?;
-        self.sync(&["flowgen"])
+        self.sync(&["flow_words", "flowgen"])
+    }
+}
+
+/// Flow `idx`'s address word and checksums as the frame holds them (raw
+/// memory words, as lb_flowgen_write computes them; RFC 1624 from the
+/// partial sums flowgen_for() made).
+pub(super) fn flow_words_of(g: &FlowGen, idx: u32) -> lb_flow_words {
+    let addr = g.base_addr ^ idx.to_be();
+    let with = |partial: u32| {
+        let mut sum = partial + (addr & 0xffff) + (addr >> 16);
+        sum = (sum & 0xffff) + (sum >> 16);
+        sum = (sum & 0xffff) + (sum >> 16);
+        !(sum as u16)
+    };
+    let l4 = with(g.l4_partial);
+    lb_flow_words {
+        addr,
+        l3_csum: if g.l3_csum_off != 0 { with(g.l3_partial) } else { 0 },
+        l4_csum: if g.l4_is_udp != 0 && l4 == 0 { 0xffff } else { l4 },
     }
 }

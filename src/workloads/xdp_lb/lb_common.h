@@ -110,6 +110,8 @@ struct lb_flowgen {
 	__u32 enabled;
 	__u32 mask;		/* flow space - 1: 4095 (diverse) or 0xffffff (16M) */
 	__u32 repeat_shift;	/* packets per flow = 1 << repeat_shift: 1, or 2 for the warm-up pairs */
+	/* Offsets: the host checks them against lb_flowgen_offset, where the
+	 * datapath writes; it reads only whether l3_csum_off is 0 (IPv6). */
 	__u16 addr_off;		/* offset of the varied source address word */
 	__u16 l3_csum_off;	/* IPv4 header checksum offset, 0 for IPv6 */
 	__u16 l4_csum_off;	/* TCP/UDP checksum offset */
@@ -124,6 +126,36 @@ struct lb_flowgen {
 	__u64 seq;		/* running packet counter; persists across batches (cold LRU) */
 };
 
+/*
+ * Where the flow generator writes, in the scenarios' frames (untagged
+ * Ethernet, headers without options): the datapath writes at these
+ * constants, and the host refuses a scenario whose frame has others.
+ */
+enum lb_flowgen_offset {
+	LB_FLOWGEN_V4_L3_CSUM = 14 + 10,
+	LB_FLOWGEN_V4_ADDR = 14 + 12,
+	LB_FLOWGEN_V4_UDP_CSUM = 14 + 20 + 6,
+	LB_FLOWGEN_V4_TCP_CSUM = 14 + 20 + 16,
+	LB_FLOWGEN_V4_END = 14 + 20 + 18,	/* past the TCP checksum (past UDP's too) */
+	LB_FLOWGEN_V6_ADDR = 14 + 8 + 12,
+	LB_FLOWGEN_V6_UDP_CSUM = 14 + 40 + 6,
+	LB_FLOWGEN_V6_TCP_CSUM = 14 + 40 + 16,
+	LB_FLOWGEN_V6_END = 14 + 40 + 18,
+};
+
+/*
+ * A flow space this small has its words precomputed by the host: per flow
+ * index, the address word and both checksums as the frame holds them (a
+ * UDP zero already 0xffff), so the reset block only copies them.
+ */
+#define LB_FLOW_TABLE_SIZE 4096
+
+struct lb_flow_words {
+	__be32 addr;
+	__u16 l3_csum;
+	__u16 l4_csum;
+};
+
 /* Brings the enums above into the object's BTF (and so into the generated
  * Rust types): BTF describes a type only when a variable or map uses it. */
 struct lb_host_enums {
@@ -131,6 +163,7 @@ struct lb_host_enums {
 	enum lb_vip_flag vip_flag;
 	enum lb_real_flag real_flag;
 	enum lb_counter counter;
+	enum lb_flowgen_offset flowgen_offset;
 };
 
 #endif /* LB_COMMON_H */

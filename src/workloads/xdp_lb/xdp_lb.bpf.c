@@ -115,6 +115,14 @@ struct {
 	__type(value, struct lb_flowgen);
 } flowgen SEC(".maps");
 
+/* The flow generator's precomputed words (flow spaces of up to LB_FLOW_TABLE_SIZE). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LB_FLOW_TABLE_SIZE);
+	__type(key, __u32);
+	__type(value, struct lb_flow_words);
+} flow_words SEC(".maps");
+
 /* Never read: puts the shared enums into BTF (see lb_common.h). */
 const volatile struct lb_host_enums lb_host_enums;
 
@@ -571,33 +579,58 @@ static __always_inline int lb_flowgen_write(struct xdp_md *ctx, struct lb_flowge
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 idx, off;
-	__be32 *addr, new;
-	__u16 *csum;
+	__u32 idx = (g->seq >> (g->repeat_shift & 31)) & g->mask;
+	__be32 new;
+	__u16 l4;
 
-	idx = (g->seq >> (g->repeat_shift & 31)) & g->mask;
+	if (g->mask < LB_FLOW_TABLE_SIZE) {
+		/* The words precomputed: copied, not computed (two checksum folds less). */
+		struct lb_flow_words *w = bpf_map_lookup_elem(&flow_words, &idx);
+
+		if (!w)
+			return -1;
+		if (g->l3_csum_off) {
+			if (data + LB_FLOWGEN_V4_END > data_end)
+				return -1;
+			*(__be32 *)(data + LB_FLOWGEN_V4_ADDR) = w->addr;
+			*(__u16 *)(data + LB_FLOWGEN_V4_L3_CSUM) = w->l3_csum;
+			*(__u16 *)(data + (g->l4_is_udp ? LB_FLOWGEN_V4_UDP_CSUM : LB_FLOWGEN_V4_TCP_CSUM)) = w->l4_csum;
+			return 0;
+		}
+		if (data + LB_FLOWGEN_V6_END > data_end)
+			return -1;
+		*(__be32 *)(data + LB_FLOWGEN_V6_ADDR) = w->addr;
+		*(__u16 *)(data + (g->l4_is_udp ? LB_FLOWGEN_V6_UDP_CSUM : LB_FLOWGEN_V6_TCP_CSUM)) = w->l4_csum;
+		return 0;
+	}
 	new = g->base_addr ^ bpf_htonl(idx);
 
-	off = g->addr_off & 0xff;
-	addr = data + off;
-	if ((void *)(addr + 1) > data_end)
-		return -1;
-	*addr = new;
-
+	/*
+	 * The offsets are those flowgen_for() (checks.rs) computes for the
+	 * scenarios' untagged Ethernet, option-less headers, written here as
+	 * constants: one bounds check per layout instead of one per field, and
+	 * no offsets loaded and masked per packet.
+	 */
 	if (g->l3_csum_off) {
-		off = g->l3_csum_off & 0xff;
-		csum = data + off;
-		if ((void *)(csum + 1) > data_end)
+		if (data + LB_FLOWGEN_V4_END > data_end)
 			return -1;
-		*csum = lb_csum_with(g->l3_partial, new);
+		*(__be32 *)(data + LB_FLOWGEN_V4_ADDR) = new;
+		*(__u16 *)(data + LB_FLOWGEN_V4_L3_CSUM) = lb_csum_with(g->l3_partial, new);
+		l4 = lb_csum_with(g->l4_partial, new);
+		if (g->l4_is_udp)
+			*(__u16 *)(data + LB_FLOWGEN_V4_UDP_CSUM) = l4 ? l4 : 0xffff;
+		else
+			*(__u16 *)(data + LB_FLOWGEN_V4_TCP_CSUM) = l4;
+		return 0;
 	}
-	off = g->l4_csum_off & 0xff;
-	csum = data + off;
-	if ((void *)(csum + 1) > data_end)
+	if (data + LB_FLOWGEN_V6_END > data_end)
 		return -1;
-	*csum = lb_csum_with(g->l4_partial, new);
-	if (g->l4_is_udp && *csum == 0)
-		*csum = 0xffff;
+	*(__be32 *)(data + LB_FLOWGEN_V6_ADDR) = new;
+	l4 = lb_csum_with(g->l4_partial, new);
+	if (g->l4_is_udp)
+		*(__u16 *)(data + LB_FLOWGEN_V6_UDP_CSUM) = l4 ? l4 : 0xffff;
+	else
+		*(__u16 *)(data + LB_FLOWGEN_V6_TCP_CSUM) = l4;
 	return 0;
 }
 
