@@ -22,10 +22,10 @@ use crate::record::{Body, LoopConstruct, Runtime};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
+pub(super) use skel::types::lb_flow_words;
 pub use skel::types::{
     lb_counter as Counter, lb_flowgen as FlowGen, lb_flowgen_offset as FlowGenOffset, lb_limit as Limit,
 };
-pub(super) use skel::types::lb_flow_words;
 use skel::types::{
     lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta,
 };
