@@ -224,13 +224,6 @@ static __always_inline void put_csum(__u8 *hdr, int j, __u32 sum)
 	*(__be16 *)(hdr + cfg.csums[j].off) = bpf_htons(res);
 }
 
-/*
- * Writes the template's first bytes, the flow of st->idx (or, in random
- * order, a flow drawn now) and its checksums into `hdr`: st->hdr, or in
- * random order the frame itself (its length checked by the caller). Keeps
- * per checksum the sum of everything but the first field, for next_flow()'s
- * fast step.
- */
 /* xorshift64 (Marsaglia): random order's draws without a helper call each
  * (a helper's return costs 8-9 ns with SRSO's safe RET). */
 static __always_inline __u64 xorshift64(__u64 x)
@@ -241,6 +234,13 @@ static __always_inline __u64 xorshift64(__u64 x)
 	return x;
 }
 
+/*
+ * Writes the template's first bytes, the flow of st->idx (or, in random
+ * order, a flow drawn now) and its checksums into `hdr`: st->hdr, or in
+ * random order the frame itself (its length checked by the caller). Keeps
+ * per checksum the sum of everything but the first field, for next_flow()'s
+ * fast step.
+ */
 static __always_inline void compose(__u8 *hdr, struct gen_state *st, __u32 random)
 {
 	__u32 nfields = cfg.nfields, ncsums = cfg.ncsums, len = cfg.restore_len;

@@ -111,37 +111,22 @@ fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> 
         return Ok(FlowGen::default());
     };
     let is_udp = p.l4 == L4::Udp;
-    let l4_csum = if is_udp { 6 } else { 16 };
-    let (addr_off, l3_csum_off, l4_off) = match p.src {
-        IpAddr::V4(_) => (14 + 12, 14 + 10, 14 + 20),
-        IpAddr::V6(_) => (14 + 8 + 12, 0, 14 + 40),
-    };
-    let l4_csum_off = l4_off + l4_csum;
-    // The datapath writes at these offsets as constants (lb_common.h).
+    // Where the datapath writes (constants of lb_common.h).
     let o = |c: FlowGenOffset| c.0 as usize;
-    let (want, end) = match (p.src, is_udp) {
+    let (addr_off, l3_csum_off, l4_csum_off, end) = match (p.src, is_udp) {
         (IpAddr::V4(_), udp) => (
-            (
-                o(FlowGenOffset::LB_FLOWGEN_V4_ADDR),
-                o(FlowGenOffset::LB_FLOWGEN_V4_L3_CSUM),
-                o(if udp { FlowGenOffset::LB_FLOWGEN_V4_UDP_CSUM } else { FlowGenOffset::LB_FLOWGEN_V4_TCP_CSUM }),
-            ),
+            o(FlowGenOffset::LB_FLOWGEN_V4_ADDR),
+            o(FlowGenOffset::LB_FLOWGEN_V4_L3_CSUM),
+            o(if udp { FlowGenOffset::LB_FLOWGEN_V4_UDP_CSUM } else { FlowGenOffset::LB_FLOWGEN_V4_TCP_CSUM }),
             o(FlowGenOffset::LB_FLOWGEN_V4_END),
         ),
         (IpAddr::V6(_), udp) => (
-            (
-                o(FlowGenOffset::LB_FLOWGEN_V6_ADDR),
-                0,
-                o(if udp { FlowGenOffset::LB_FLOWGEN_V6_UDP_CSUM } else { FlowGenOffset::LB_FLOWGEN_V6_TCP_CSUM }),
-            ),
+            o(FlowGenOffset::LB_FLOWGEN_V6_ADDR),
+            0,
+            o(if udp { FlowGenOffset::LB_FLOWGEN_V6_UDP_CSUM } else { FlowGenOffset::LB_FLOWGEN_V6_TCP_CSUM }),
             o(FlowGenOffset::LB_FLOWGEN_V6_END),
         ),
     };
-    ensure!(
-        (addr_off, l3_csum_off, l4_csum_off) == want,
-        "the flow generator writes at fixed offsets {want:?}; this packet has them at {:?}",
-        (addr_off, l3_csum_off, l4_csum_off)
-    );
     ensure!(bytes.len() >= end, "packet too short for the flow generator ({} bytes, {end} needed)", bytes.len());
     ensure!(repeat.is_power_of_two(), "packets per flow ({repeat}) must be a power of two: the datapath shifts");
     // Raw memory words, exactly as in the packet.

@@ -110,8 +110,8 @@ struct lb_flowgen {
 	__u32 enabled;
 	__u32 mask;		/* flow space - 1: 4095 (diverse) or 0xffffff (16M) */
 	__u32 repeat_shift;	/* packets per flow = 1 << repeat_shift: 1, or 2 for the warm-up pairs */
-	/* Offsets: the host checks them against lb_flowgen_offset, where the
-	 * datapath writes; it reads only whether l3_csum_off is 0 (IPv6). */
+	/* Offsets, from lb_flowgen_offset: the datapath writes at those
+	 * constants and reads only whether l3_csum_off is 0 (IPv6). */
 	__u16 addr_off;		/* offset of the varied source address word */
 	__u16 l3_csum_off;	/* IPv4 header checksum offset, 0 for IPv6 */
 	__u16 l4_csum_off;	/* TCP/UDP checksum offset */
@@ -129,7 +129,8 @@ struct lb_flowgen {
 /*
  * Where the flow generator writes, in the scenarios' frames (untagged
  * Ethernet, headers without options): the datapath writes at these
- * constants, and the host refuses a scenario whose frame has others.
+ * constants and the host takes its offsets from here; a unit test checks
+ * them against each scenario's built packets (checks.rs).
  */
 enum lb_flowgen_offset {
 	LB_FLOWGEN_V4_L3_CSUM = 14 + 10,

@@ -606,10 +606,11 @@ static __always_inline int lb_flowgen_write(struct xdp_md *ctx, struct lb_flowge
 	new = g->base_addr ^ bpf_htonl(idx);
 
 	/*
-	 * The offsets are those flowgen_for() (checks.rs) computes for the
-	 * scenarios' untagged Ethernet, option-less headers, written here as
-	 * constants: one bounds check per layout instead of one per field, and
-	 * no offsets loaded and masked per packet.
+	 * The offsets are lb_flowgen_offset's (the scenarios' untagged Ethernet,
+	 * option-less headers), as constants: one bounds check per layout
+	 * instead of one per field, and no offsets loaded and masked per packet.
+	 * The stores are written out again rather than shared with the table's
+	 * path: shared, the 16M-flow loop cost 0.3-0.7 ns more (measured).
 	 */
 	if (g->l3_csum_off) {
 		if (data + LB_FLOWGEN_V4_END > data_end)
