@@ -138,9 +138,11 @@ impl Spliced {
             Body::Call => splice::splice(&driver, &entry, &parts, user.kind, None)
                 .context("the kernel refused the program spliced into the batch loop")?,
             // The cheapest inline loop first; where the verifier's states do
-            // not converge at the loop head, the body's stack zeroed after
-            // each iteration (and the overhead's the same).
+            // not converge at the loop head, each exit zeroes the stack slots
+            // its paths wrote (in the body's figure); failing that, the whole
+            // frame after each iteration (and the overhead's the same).
             Body::Inline => splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::None))
+                .or_else(|_| splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::Written)))
                 .or_else(|_| splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::Frame)))
                 .context("the body could not be inlined in the batch loop")?,
         };
