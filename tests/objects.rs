@@ -76,6 +76,22 @@ fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
 }
 
 #[test]
+fn a_tc_programs_field_writes_are_put_back_before_every_iteration() {
+    // tc_fields returns TC_ACT_OK only from the case's fields; the driver puts
+    // back those the program writes (found in its instructions), or the
+    // spliced program's last iteration returns TC_ACT_SHOT and the case is
+    // timed per call instead.
+    let tc = object("tc_fields.bpf.o");
+    for body in ["inline", "call"] {
+        let (code, results, err) = run_json(&[tc.as_str(), "--expect", "TC_ACT_OK", "--body", body]);
+        assert_eq!(code, Some(0), "{body}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], "TC_ACT_OK", "{r}");
+        assert_eq!((r["timing"]["mode"].as_str(), r["timing"]["body"].as_str()), (Some("in-bpf"), Some(body)), "{r}");
+    }
+}
+
+#[test]
 fn map_json_in_both_forms_fills_a_btf_typed_map() {
     // Service .10 is written as fields, service .11 as hex bytes; each sends
     // the packet to its own backend, so the kernel's output proves both.

@@ -120,7 +120,15 @@ impl Spliced {
         let references = req.references.clone();
         let (entry, overhead_name) = splice::driver_programs(construct)?;
         let mut driver = driver_object(user.kind)?;
-        driver.set_rodata(&Rodata { cfg_variants: variants.len() as u32, cfg_restore_bytes: restore })?;
+        let cfg_skb_fields = match user.kind {
+            ProgKind::Tc => splice::skb_fields_written(user.insns),
+            ProgKind::Xdp => 0,
+        };
+        driver.set_rodata(&Rodata {
+            cfg_variants: variants.len() as u32,
+            cfg_restore_bytes: restore,
+            cfg_skb_fields,
+        })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
         // Only the bytes written back: thousands of packets then stay in cache.
         driver.set_value_size("bench_variants", restore.max(8))?;
