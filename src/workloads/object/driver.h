@@ -97,12 +97,13 @@ static __always_inline void bench_copy_words(void *dst, const __u64 *src, const 
 	BENCH_COPY_CASE(k * 64 + 56) BENCH_COPY_CASE(k * 64 + 64)
 
 /*
- * Writes the first cfg_restore_bytes of variant `v` into the packet
- * [data, end). 0 on success.
+ * Writes the first `bytes` (cfg_restore_bytes) of variant `v` into the
+ * packet [data, end). 0 on success.
  */
-static __always_inline int bench_write_variant(void *data, void *end, const struct bench_variant *v)
+static __always_inline int bench_write_variant(void *data, void *end, const struct bench_variant *v,
+					       __u32 bytes)
 {
-	switch (cfg_restore_bytes) {
+	switch (bytes) {
 	BENCH_COPY_8(0) BENCH_COPY_8(1) BENCH_COPY_8(2) BENCH_COPY_8(3)
 	BENCH_COPY_8(4) BENCH_COPY_8(5) BENCH_COPY_8(6) BENCH_COPY_8(7)
 	default:
@@ -121,9 +122,12 @@ static __always_inline int bench_next_variant(void *data, void *end, struct benc
 					      const struct bench_variant *only)
 {
 	const struct bench_variant *v = only;
+	/* Read once: every read of a volatile is a load the verifier keeps,
+	 * though it knows the value and drops the branches on it. */
+	__u32 bytes = cfg_restore_bytes;
 	__u32 idx;
 
-	if (!cfg_restore_bytes)
+	if (!bytes)
 		return 0;
 	if (cfg_variants > 1) {
 		idx = st->idx + 1;
@@ -134,7 +138,7 @@ static __always_inline int bench_next_variant(void *data, void *end, struct benc
 	}
 	if (!v)
 		return -1;
-	return bench_write_variant(data, end, v);
+	return bench_write_variant(data, end, v, bytes);
 }
 
 /* The one variant there is, for bench_next_variant (NULL with several). */
