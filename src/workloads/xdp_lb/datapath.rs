@@ -22,18 +22,20 @@ use crate::record::{Body, LoopConstruct, Runtime};
 use crate::system::cpu::possible_cpus;
 
 crate::bpf_skeleton!("xdp_lb");
-pub(super) use skel::types::lb_flow_words;
 pub use skel::types::{
     lb_counter as Counter, lb_flowgen as FlowGen, lb_flowgen_offset as FlowGenOffset, lb_limit as Limit,
 };
 use skel::types::{
     lb_ctl, lb_flow_key, lb_real, lb_real_flag, lb_real_pos_lru, lb_stat, lb_vip_flag, lb_vip_key, lb_vip_meta,
 };
+pub(super) use skel::types::{lb_flow_table, lb_flow_words};
 
-crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen, lb_flow_words);
+crate::impl_pod!(lb_vip_key, lb_vip_meta, lb_real, lb_ctl, lb_stat, FlowGen, lb_flow_words, lb_flow_table);
 
 /// Slots of each VIP's consistent-hash ring.
 pub const RING_SIZE: u32 = Limit::LB_RING_SIZE.0;
+/// Flow spaces up to this size have their words precomputed (lb_flow_table).
+const FLOW_TABLE_SIZE: usize = Limit::LB_FLOW_TABLE_SIZE.0 as usize;
 
 /// Each VIP's consistent-hash ring, indexed by VIP number. The topology is
 /// fixed, so they are built once per process: a paired comparison sets the
@@ -205,7 +207,7 @@ impl LoadedLb {
             real_stats: map("real_stats", u32s, size_of::<lb_stat>())?,
             counters: map("lb_counters", u32s, size_of::<u64>())?,
             flowgen: map("flowgen", u32s, size_of::<FlowGen>())?,
-            flow_words: map("flow_words", u32s, size_of::<lb_flow_words>())?,
+            flow_words: map("flow_words", u32s, size_of::<lb_flow_table>())?,
         };
         lb.configure()?;
         Ok(lb)
@@ -376,13 +378,12 @@ impl LoadedLb {
     /// Sets the flow generator; a flow space the table holds gets its
     /// words precomputed there (what lb_flowgen_write would compute).
     pub fn set_flowgen(&self, g: FlowGen) -> Result<()> {
-        if g.enabled != 0 && g.mask < self.flow_words.max_entries() {
+        if g.enabled != 0 && (g.mask as usize) < FLOW_TABLE_SIZE {
+            let mut table: lb_flow_table = bytemuck::Zeroable::zeroed();
             for idx in 0..=g.mask {
-                let words = flow_words_of(&g, idx);
-                self.flow_words
-                    .update(&key(idx), bytemuck::bytes_of(&words), MapFlags::ANY)
-                    .context("writing flow_words")?;
+                table.w[idx as usize] = flow_words_of(&g, idx);
             }
+            self.flow_words.update(&key(0), bytemuck::bytes_of(&table), MapFlags::ANY).context("writing flow_words")?;
         }
         self.flowgen.update(&key(0), bytemuck::bytes_of(&g), MapFlags::ANY).context("writing flowgen")?;
         self.sync(&["flow_words", "flowgen"])

@@ -16,6 +16,8 @@ enum lb_limit {
 	/* Katran's default Maglev ring size: a prime, so every skip value is a generator. */
 	LB_RING_SIZE = 65537,
 	LB_LRU_SIZE = 16384,
+	/* Flow spaces up to this size have their words precomputed (lb_flow_table). */
+	LB_FLOW_TABLE_SIZE = 4096,
 };
 
 /* lb_vip_meta.flags */
@@ -145,16 +147,21 @@ enum lb_flowgen_offset {
 };
 
 /*
- * A flow space this small has its words precomputed by the host: per flow
- * index, the address word and both checksums as the frame holds them (a
- * UDP zero already 0xffff), so the reset block only copies them.
+ * A flow space of up to LB_FLOW_TABLE_SIZE has its words precomputed by the
+ * host: per flow index, the address word and both checksums as the frame
+ * holds them (a UDP zero already 0xffff), so the reset block only copies them.
  */
-#define LB_FLOW_TABLE_SIZE 4096
-
 struct lb_flow_words {
 	__be32 addr;
 	__u16 l3_csum;
 	__u16 l4_csum;
+};
+
+/* The table as one map value: the reset block indexes it from a pointer
+ * looked up once per batch, instead of a lookup (key through the stack,
+ * bounds check, null check) per packet. */
+struct lb_flow_table {
+	struct lb_flow_words w[LB_FLOW_TABLE_SIZE];
 };
 
 /* Brings the enums above into the object's BTF (and so into the generated
