@@ -2,7 +2,8 @@
 //! called slower and a copy is not; different outputs are refused with
 //! the place named; built-in workloads take other builds of their object;
 //! two executables take turns through workers; a stored comparison comes
-//! back as it was printed. Statistical checks use generous margins.
+//! back as it was printed; a time cap never ends a case before its
+//! second round. Statistical checks use generous margins.
 
 mod common;
 
@@ -54,6 +55,18 @@ fn a_clearly_slowed_object_is_slower_and_an_identical_copy_is_not() {
     let c = &rec.unwrap().cases[0];
     assert!(matches!(c.verdict, Verdict::Same | Verdict::Uncertain), "{c:?}");
     assert!((c.ratio - 1.0).abs() < 0.05, "{c:?}");
+}
+
+#[test]
+fn a_time_cap_shorter_than_two_rounds_still_takes_two() {
+    // An interval needs two rounds; a cap that ends before the second (slow
+    // guests under emulation did) must not end the case without a result.
+    let a = object("xdp_swap.bpf.o");
+    let o = bpfbench(&["ab", "--no-store", "--format", "json", "--max-time", "0.001", &a, &a]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rec: PairedRecord = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &rec.cases[0];
+    assert_eq!((c.stop.as_str(), c.round_ratios.len()), ("time cap", 2), "{c:?}");
 }
 
 #[test]

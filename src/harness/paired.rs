@@ -128,8 +128,10 @@ fn round(
 
 /// Times case `s` of builds `a` and `b` in rounds until the combined
 /// ratio's interval is decided against `threshold` or `settings.max_time_s`
-/// passes. `check` sees both validations of every round and may refuse
-/// them. `stop` is Ctrl-C. Names are filled in by the caller.
+/// passes, but never fewer than two rounds (an interval needs them; slow
+/// builds, such as emulated guests, may take longer than the cap for two).
+/// `check` sees both validations of every round and may refuse them.
+/// `stop` is Ctrl-C. Names are filled in by the caller.
 pub fn run(
     a: &mut dyn Build,
     b: &mut dyn Build,
@@ -176,7 +178,7 @@ pub fn run(
             }
             next_look = rounds.len() + (rounds.len() / 8).max(1);
         }
-        if start.elapsed() >= cap {
+        if start.elapsed() >= cap && rounds.len() >= 2 {
             break "time cap";
         }
     };
