@@ -92,6 +92,27 @@ fn a_tc_programs_field_writes_are_put_back_before_every_iteration() {
 }
 
 #[test]
+fn a_chain_declared_in_its_prog_array_is_loaded_whole_and_timed_per_call() {
+    // The object fills its prog array itself; the chain's programs load with
+    // the entry, and only the whole chain answers XDP_TX with the MACs swapped.
+    let chain = object("xdp_chain.bpf.o");
+    let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_entry", "--expect", "XDP_TX"]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert_eq!(r["verdict"], "XDP_TX", "{r}");
+    // A tail call leaves any loop around it: per call, and saying why.
+    assert_eq!(r["timing"]["mode"], "per-call", "{}", r["timing"]);
+    assert!(r["timing"]["reason"].as_str().unwrap().contains("tail calls"), "{}", r["timing"]);
+    let p50 = r["measurement"]["summary"]["median"].as_f64().unwrap();
+    assert!(p50 > 0.0, "{r}");
+    // The output checked is the chain's: expecting the entry's own verdict fails.
+    let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_entry", "--expect", "XDP_PASS"]);
+    assert_eq!(code, Some(1), "{err}");
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("verdict XDP_TX, expected XDP_PASS"), "{}", results[0]);
+}
+
+#[test]
 fn map_json_in_both_forms_fills_a_btf_typed_map() {
     // Service .10 is written as fields, service .11 as hex bytes; each sends
     // the packet to its own backend, so the kernel's output proves both.

@@ -4,13 +4,17 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use object::{Architecture, Object, ObjectSection};
+use object::{Architecture, Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolKind};
 
 /// Facts the ELF holds that libbpf does not hand out.
 #[derive(Debug, Clone)]
 pub struct ElfFacts {
     /// The `license` section's string ("" when absent).
     pub license: String,
+    /// Functions the object's maps point at: programs a prog array is
+    /// declared with (`.values = { [1] = &prog }`), which libbpf puts in
+    /// their slots only if they are loaded too.
+    pub prog_array_targets: Vec<String>,
 }
 
 /// Fails unless `path` is an ELF object for BPF.
@@ -36,7 +40,20 @@ pub fn check_bpf_elf(path: &Path) -> Result<ElfFacts> {
         .and_then(|s| s.data().ok())
         .map(|d| String::from_utf8_lossy(d).trim_end_matches('\0').to_string())
         .unwrap_or_default();
-    Ok(ElfFacts { license })
+    let prog_array_targets = file
+        .section_by_name(".maps")
+        .map(|maps| {
+            maps.relocations()
+                .filter_map(|(_, r)| match r.target() {
+                    RelocationTarget::Symbol(i) => file.symbol_by_index(i).ok(),
+                    _ => None,
+                })
+                .filter(|sym| sym.kind() == SymbolKind::Text)
+                .filter_map(|sym| sym.name().ok().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ElfFacts { license, prog_array_targets })
 }
 
 /// ELF's machine number for BPF (EM_BPF).

@@ -101,7 +101,7 @@ impl ObjectFile {
         let Some(obj) = NonNull::new(raw) else {
             bail!("libbpf cannot open bpfbench's own {name} object: {}", one_line(&libbpf_log::tail(3)));
         };
-        let elf = checks::ElfFacts { license: "Dual BSD/GPL".into() };
+        let elf = checks::ElfFacts { license: "Dual BSD/GPL".into(), prog_array_targets: Vec::new() };
         Ok(ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
     }
 
@@ -261,14 +261,15 @@ impl ObjectFile {
         }
     }
 
-    /// Loads only `program` (other programs of the object stay unloaded),
-    /// pins nothing, and makes map `name` use the pinned map at `path`
-    /// for each (name, path) in `reuse`.
+    /// Loads only `program` and the programs the object's prog arrays are
+    /// declared with (the others stay unloaded), pins nothing, and makes
+    /// map `name` use the pinned map at `path` for each (name, path) in `reuse`.
     pub fn configure(&mut self, program: &str, reuse: &[(String, PathBuf)]) -> Result<()> {
         for p in self.programs_raw() {
             // SAFETY: a program of this object, before load.
             let name = cstr(unsafe { sys::bpf_program__name(p) });
-            unsafe { sys::bpf_program__set_autoload(p, name == program) };
+            let load = name == program || self.elf.prog_array_targets.contains(&name);
+            unsafe { sys::bpf_program__set_autoload(p, load) };
         }
         let target = self.program_raw(program)?;
         // SAFETY: the buffer lives in self, as long as the object.

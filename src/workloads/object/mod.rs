@@ -242,6 +242,11 @@ impl Workload for ObjectBench {
     }
 }
 
+/// Whether the program calls `bpf_tail_call` (helper 12).
+fn makes_tail_calls(insns: &[BpfInsn]) -> bool {
+    insns.iter().any(|i| i.code == 0x85 && i.src_reg() == 0 && i.imm == 12)
+}
+
 /// The user's object, loaded as its author's loader would.
 struct Loaded<'a> {
     bench: &'a ObjectBench,
@@ -420,6 +425,10 @@ impl LoadedWorkload for Loaded<'_> {
             Restore::PerCall("asked for with --per-call".into())
         } else if self.construct.is_none() {
             Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
+        } else if makes_tail_calls(&self.insns) {
+            Restore::PerCall(
+                "it makes tail calls, which leave a loop around it: each test run runs the chain to its end".into(),
+            )
         } else {
             restore::plan(kind, &case.packets, &outputs)
         };
