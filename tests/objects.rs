@@ -4,7 +4,8 @@
 //! field-named diff and a pcap; map JSON in both forms fills a BTF-typed
 //! map; ranges make exactly as many flows as they say; the README's spec
 //! file runs; the verifier command reports every object; bad inputs get
-//! one-line errors.
+//! one-line errors; chains of tail calls the object declares run whole
+//! (two and three programs, and one that reaches the kernel's limit).
 
 mod common;
 
@@ -92,19 +93,35 @@ fn a_tc_programs_field_writes_are_put_back_before_every_iteration() {
 }
 
 #[test]
-fn a_chain_declared_in_its_prog_array_is_loaded_whole_and_timed_per_call() {
+fn chains_declared_in_their_prog_array_run_whole_and_are_timed_per_call() {
     // The object fills its prog array itself; the chain's programs load with
-    // the entry, and only the whole chain answers XDP_TX with the MACs swapped.
+    // the program asked for. On a raw Ethernet frame, payload byte 28 is the
+    // one chain_mid and chain_deep count in.
     let chain = object("xdp_chain.bpf.o");
-    let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_entry", "--expect", "XDP_TX"]);
-    assert_eq!(code, Some(0), "{err}");
-    let r = &results[0];
-    assert_eq!(r["verdict"], "XDP_TX", "{r}");
-    // A tail call leaves any loop around it: per call, and saying why.
-    assert_eq!(r["timing"]["mode"], "per-call", "{}", r["timing"]);
-    assert!(r["timing"]["reason"].as_str().unwrap().contains("tail calls"), "{}", r["timing"]);
-    let p50 = r["measurement"]["summary"]["median"].as_f64().unwrap();
-    assert!(p50 > 0.0, "{r}");
+    let frame = "eth(type=0x88b5)/payload(46)";
+    let with_count = |src: &str, dst: &str, count: &str| {
+        format!("eth(src={src},dst={dst},type=0x88b5)/payload(hex={}{count}{})", "00".repeat(28), "00".repeat(17))
+    };
+    let (a, b) = ("02:00:00:00:00:01", "02:00:00:00:00:02");
+    for (program, out) in [
+        // Two programs: only chain_tx swaps the addresses.
+        ("chain_entry", with_count(b, a, "00")),
+        // Three: chain_mid counts once, then chain_tx swaps.
+        ("chain_three", with_count(b, a, "01")),
+        // One program calling itself until the kernel refuses: 1 + 33 tail calls.
+        ("chain_deep", with_count(a, b, "22")),
+    ] {
+        let args =
+            [chain.as_str(), "--program", program, "--packet", frame, "--expect", "XDP_TX", "--expect-packet", &out];
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{program}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], "XDP_TX", "{r}");
+        // A tail call leaves any loop around it: per call, and saying why.
+        assert_eq!(r["timing"]["mode"], "per-call", "{}", r["timing"]);
+        assert!(r["timing"]["reason"].as_str().unwrap().contains("tail calls"), "{}", r["timing"]);
+        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
     // The output checked is the chain's: expecting the entry's own verdict fails.
     let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_entry", "--expect", "XDP_PASS"]);
     assert_eq!(code, Some(1), "{err}");

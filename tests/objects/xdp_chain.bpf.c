@@ -1,11 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0
-/* A two-program chain whose prog array the object declares filled
- * (libbpf puts chain_tx in slot 1 when both are loaded): chain_entry tail
- * calls it, and only the chain swaps the MAC addresses and answers XDP_TX;
- * chain_entry alone, its tail call failing, passes the packet untouched. */
+/* Chains of tail calls through a prog array the object declares filled
+ * (libbpf fills the slots when the programs named are loaded too):
+ * - chain_entry -> chain_tx: only the chain swaps the MAC addresses and
+ *   answers XDP_TX; chain_entry alone, its tail call failing, passes;
+ * - chain_three -> chain_mid -> chain_tx: the middle one adds 1 to the
+ *   first payload byte of an IPv4/UDP packet first;
+ * - chain_deep calls itself, adding 1 to that byte each time, until the
+ *   kernel's limit of tail calls per run refuses the next call: the byte
+ *   then counts the programs that ran. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
+
+/* The first payload byte of eth/ipv4/udp (14 + 20 + 8). */
+#define PAYLOAD_OFF 42
+
+int chain_tx(struct xdp_md *ctx);
+int chain_mid(struct xdp_md *ctx);
+int chain_deep(struct xdp_md *ctx);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 4);
+	__uint(key_size, sizeof(__u32));
+	__array(values, int (void *));
+} chain_slots SEC(".maps") = {
+	.values = { [1] = (void *)&chain_tx, [2] = (void *)&chain_mid, [3] = (void *)&chain_deep },
+};
+
+/* Adds 1 to the first payload byte; 0 if the packet is too short. */
+static __always_inline int count_in_payload(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 *count = data + PAYLOAD_OFF;
+
+	if ((void *)(count + 1) > data_end)
+		return 0;
+	*count += 1;
+	return 1;
+}
 
 SEC("xdp")
 int chain_tx(struct xdp_md *ctx)
@@ -23,20 +57,36 @@ int chain_tx(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 2);
-	__uint(key_size, sizeof(__u32));
-	__array(values, int (void *));
-} chain_slots SEC(".maps") = {
-	.values = { [1] = (void *)&chain_tx },
-};
+SEC("xdp")
+int chain_mid(struct xdp_md *ctx)
+{
+	if (!count_in_payload(ctx))
+		return XDP_DROP;
+	bpf_tail_call(ctx, &chain_slots, 1);
+	return XDP_ABORTED;
+}
 
 SEC("xdp")
 int chain_entry(struct xdp_md *ctx)
 {
 	bpf_tail_call(ctx, &chain_slots, 1);
 	return XDP_PASS;
+}
+
+SEC("xdp")
+int chain_three(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &chain_slots, 2);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int chain_deep(struct xdp_md *ctx)
+{
+	if (!count_in_payload(ctx))
+		return XDP_DROP;
+	bpf_tail_call(ctx, &chain_slots, 3);
+	return XDP_TX;	/* the tail call refused: the limit */
 }
 
 char LICENSE[] SEC("license") = "GPL";
