@@ -130,6 +130,51 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_per_call() {
 }
 
 #[test]
+fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
+    let chain = object("xdp_chain.bpf.o");
+    let swap = object("xdp_swap.bpf.o");
+    // Empty, chain_open's tail call fails and it passes the packet.
+    let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_open"]);
+    assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("XDP_PASS")), "{err}");
+    // Filled with a program of the same object, or of another one.
+    for fill in ["open_slots:0=chain_tx".to_string(), format!("open_slots:0=xdp_swap@{swap}")] {
+        let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_open", "--tail-call", &fill]);
+        assert_eq!(code, Some(0), "{fill}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], "XDP_TX", "{fill}: {r}");
+        assert_eq!(r["timing"]["mode"], "per-call", "{}", r["timing"]);
+        let program = fill.split(['=', '@']).nth(1).unwrap();
+        let note = format!("prog array open_slots: slot 0 holds {program}");
+        assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().starts_with(&note)), "{r}");
+    }
+    // The same from a spec file, the object's path relative to it.
+    let dir = temp_dir("tail-call-spec");
+    std::fs::copy(&swap, dir.join("swap.bpf.o")).unwrap();
+    let spec = dir.join("chain.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "object = \"{chain}\"\nprogram = \"chain_open\"\ntail-calls = [\"open_slots:1=chain_tx\", \"open_slots:0=xdp_swap@swap.bpf.o\"]\n[[case]]\nname = \"filled\"\nexpect = \"XDP_TX\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
+    assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("XDP_TX")), "{err}");
+    // Bad slots: one line naming what is wrong.
+    for (fill, says) in [
+        ("open_slots:7=chain_tx", "prog array 'open_slots' has slots 0 to 1, not 7"),
+        ("nomap:0=chain_tx", "has no map 'nomap'; its maps are chain_slots, open_slots"),
+        ("open_slots:0=nothere", "names program 'nothere', which"),
+        ("open_slots:0", "--tail-call expects MAP:SLOT=PROG or MAP:SLOT=PROG@OBJECT"),
+    ] {
+        let o = bpfbench(&["run", chain.as_str(), "--program", "chain_open", "--tail-call", fill, "--no-store"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{fill}: {err}");
+        assert!(err.contains(says) && err.trim().lines().count() == 1, "{fill}: {err}");
+    }
+}
+
+#[test]
 fn map_json_in_both_forms_fills_a_btf_typed_map() {
     // Service .10 is written as fields, service .11 as hex bytes; each sends
     // the packet to its own backend, so the kernel's output proves both.

@@ -7,7 +7,9 @@
  *   first payload byte of an IPv4/UDP packet first;
  * - chain_deep calls itself, adding 1 to that byte each time, until the
  *   kernel's limit of tail calls per run refuses the next call: the byte
- *   then counts the programs that ran. */
+ *   then counts the programs that ran;
+ * - chain_open tail calls slot 0 of open_slots, which the object leaves
+ *   empty for the command line (--tail-call) to fill; empty, it passes. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
@@ -87,6 +89,20 @@ int chain_deep(struct xdp_md *ctx)
 		return XDP_DROP;
 	bpf_tail_call(ctx, &chain_slots, 3);
 	return XDP_TX;	/* the tail call refused: the limit */
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 2);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} open_slots SEC(".maps");
+
+SEC("xdp")
+int chain_open(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &open_slots, 0);
+	return XDP_PASS;
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -307,6 +307,47 @@ impl ObjectFile {
         Ok(())
     }
 
+    /// Loads `programs` too (after `configure`): the programs a prog array
+    /// slot is filled with. Each must be a program of this object.
+    pub fn also_load(&mut self, programs: &[String]) -> Result<()> {
+        for name in programs {
+            let p = self.program_raw(name).map_err(|_| {
+                let names: Vec<String> = self.programs().into_iter().map(|p| p.name).collect();
+                anyhow::anyhow!(
+                    "a prog array slot names program '{name}', which {} does not have; its programs are {}",
+                    self.path.display(),
+                    names.join(", ")
+                )
+            })?;
+            // SAFETY: a program of this object, before load.
+            unsafe { sys::bpf_program__set_autoload(p, true) };
+        }
+        Ok(())
+    }
+
+    /// Puts the program behind `prog` in slot `slot` of prog array `map`
+    /// (after load). The kernel takes only programs of the type the array
+    /// was first used with.
+    pub fn fill_prog_array(&self, map: &str, slot: u32, prog: BorrowedFd<'_>) -> Result<()> {
+        let m = self
+            .map_raw(map)
+            .with_context(|| format!("{} has no map '{map}'; {}", self.path.display(), self.maps_listed()))?;
+        // SAFETY: a map of this object.
+        let (kind, entries) = unsafe { (sys::bpf_map__type(m), sys::bpf_map__max_entries(m)) };
+        if kind != sys::BPF_MAP_TYPE_PROG_ARRAY {
+            bail!("map '{map}' of {} is not a prog array", self.path.display());
+        }
+        if slot >= entries {
+            bail!("prog array '{map}' has slots 0 to {}, not {slot}", entries.saturating_sub(1));
+        }
+        let fd = u32::try_from(std::os::fd::AsRawFd::as_raw_fd(&prog)).context("a program descriptor")?;
+        crate::kernel::maps::update(self.map_fd(map)?, &slot.to_ne_bytes(), &fd.to_ne_bytes()).with_context(|| {
+            format!(
+                "the kernel refused the program for slot {slot} of '{map}' (a prog array takes programs of one type)"
+            )
+        })
+    }
+
     /// Creates the maps and relocates the programs (`bpf_object__prepare`).
     pub fn prepare(&mut self) -> Result<()> {
         libbpf_log::take();

@@ -14,6 +14,9 @@ use crate::live::LiveProgram;
 
 pub struct LiveObject {
     user: ObjectFile,
+    /// Objects whose programs fill the user's prog arrays: held so that
+    /// they stay loaded.
+    _others: Vec<ObjectFile>,
     program: String,
     label: String,
     packet: String,
@@ -33,6 +36,7 @@ impl LiveObject {
             );
         }
         user.configure(&program.name, &setup.pins)?;
+        user.also_load(&super::own_slot_programs(&setup.tail_calls))?;
         user.prepare()?;
         let mut notes = Vec::new();
         for (map, file) in &setup.maps {
@@ -43,6 +47,7 @@ impl LiveObject {
             notes.push(format!("map {map}: the map pinned at {}", path.display()));
         }
         user.load(&program.name)?;
+        let others = super::fill_slots(&user, &setup.tail_calls, &mut notes)?;
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         // The first packet the spec file names, if it names one.
         let packet = setup
@@ -52,7 +57,14 @@ impl LiveObject {
             .next()
             .cloned()
             .unwrap_or_else(|| DEFAULT_PACKET.to_string());
-        Ok(LiveObject { user, label: format!("{} in {file}", program.name), program: program.name, packet, notes })
+        Ok(LiveObject {
+            user,
+            _others: others,
+            label: format!("{} in {file}", program.name),
+            program: program.name,
+            packet,
+            notes,
+        })
     }
 }
 

@@ -33,7 +33,7 @@ use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
-pub use options::{LoadArgs, ObjectArgs, ObjectSetup};
+pub use options::{LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
 use per_call::PerCall;
 use restore::Restore;
 use spliced::{SpliceRequest, Spliced, UserProgram};
@@ -219,6 +219,7 @@ impl Workload for ObjectBench {
         }
         let mut user = ObjectFile::open(&self.setup.object)?;
         user.configure(name, &self.setup.pins)?;
+        user.also_load(&own_slot_programs(&self.setup.tail_calls))?;
         user.prepare()?;
         let mut notes = Vec::new();
         for (map, file) in &self.setup.maps {
@@ -235,11 +236,54 @@ impl Workload for ObjectBench {
         }
         let funcs = user.func_info(name)?;
         let stats = user.load(name)?;
+        let others = fill_slots(&user, &self.setup.tail_calls, &mut notes)?;
         let (attach, flags) = user.load_attrs(name)?;
         let empty = empty_program(self.kind, attach, flags)?;
         let construct = self.loop_construct(runtime)?;
-        Ok(Box::new(Loaded { bench: self, user, insns, funcs, stats, empty, cpu, notes, runtime, construct }))
+        Ok(Box::new(Loaded {
+            bench: self,
+            user,
+            _others: others,
+            insns,
+            funcs,
+            stats,
+            empty,
+            cpu,
+            notes,
+            runtime,
+            construct,
+        }))
     }
+}
+
+/// The programs of the user's own object that prog array slots name.
+fn own_slot_programs(fills: &[SlotFill]) -> Vec<String> {
+    fills.iter().filter(|f| f.object.is_none()).map(|f| f.program.clone()).collect()
+}
+
+/// Fills the prog array slots `fills` name in `user` (loaded), loading the
+/// programs of other objects, which are returned to stay loaded as long as
+/// the slots are used; each slot gets a note.
+fn fill_slots(user: &ObjectFile, fills: &[SlotFill], notes: &mut Vec<String>) -> Result<Vec<ObjectFile>> {
+    let mut others = Vec::new();
+    for f in fills {
+        let what = format!("--tail-call {}:{}={}", f.map, f.slot, f.program);
+        let (fd, from) = match &f.object {
+            None => (user.prog_fd(&f.program).with_context(|| what.clone())?, String::new()),
+            Some(path) => {
+                let mut other = ObjectFile::open(path).with_context(|| what.clone())?;
+                other.configure(&f.program, &[]).with_context(|| what.clone())?;
+                other.prepare().with_context(|| what.clone())?;
+                other.load(&f.program).with_context(|| what.clone())?;
+                others.push(other);
+                let other = others.last().expect("just pushed");
+                (other.prog_fd(&f.program)?, format!(" of {}", path.display()))
+            }
+        };
+        user.fill_prog_array(&f.map, f.slot, fd).with_context(|| what.clone())?;
+        notes.push(format!("prog array {}: slot {} holds {}{from}", f.map, f.slot, f.program));
+    }
+    Ok(others)
 }
 
 /// Whether the program calls `bpf_tail_call` (helper 12).
@@ -251,6 +295,9 @@ fn makes_tail_calls(insns: &[BpfInsn]) -> bool {
 struct Loaded<'a> {
     bench: &'a ObjectBench,
     user: ObjectFile,
+    /// Objects whose programs fill the user's prog arrays: held so that
+    /// they stay loaded.
+    _others: Vec<ObjectFile>,
     insns: Vec<BpfInsn>,
     funcs: Vec<FuncInfo>,
     /// The verifier's figures for the program as loaded.

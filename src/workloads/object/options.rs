@@ -58,6 +58,36 @@ pub struct LoadArgs {
     /// Use the map pinned at PATH (by your control plane) as the object's map NAME (repeatable).
     #[arg(long = "map-pin", value_name = "NAME=PATH")]
     pub pins: Vec<String>,
+    /// Put program PROG (of this object, or of OBJECT) in slot SLOT of prog array MAP, for tail calls (repeatable).
+    #[arg(long = "tail-call", value_name = "MAP:SLOT=PROG[@OBJECT]")]
+    pub tail_calls: Vec<String>,
+}
+
+/// A prog array slot to fill: `MAP:SLOT=PROG[@OBJECT]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotFill {
+    pub map: String,
+    pub slot: u32,
+    pub program: String,
+    /// Another object the program is loaded from; `None`: the user's own.
+    pub object: Option<PathBuf>,
+}
+
+impl SlotFill {
+    /// Parses `MAP:SLOT=PROG[@OBJECT]`; a relative OBJECT is taken from `dir`.
+    pub fn parse(s: &str, dir: &Path) -> Result<SlotFill> {
+        let bad = || anyhow::anyhow!("--tail-call expects MAP:SLOT=PROG or MAP:SLOT=PROG@OBJECT, got '{s}'");
+        let (target, source) = s.split_once('=').ok_or_else(bad)?;
+        let (map, slot) = target.split_once(':').ok_or_else(bad)?;
+        let slot: u32 = slot.trim().parse().map_err(|_| bad())?;
+        let (program, object) = match source.split_once('@') {
+            Some((p, o)) if !o.is_empty() => (p, Some(if Path::new(o).is_absolute() { o.into() } else { dir.join(o) })),
+            Some(_) => return Err(bad()),
+            None => (source, None),
+        };
+        ensure!(!map.is_empty() && !program.is_empty(), bad());
+        Ok(SlotFill { map: map.to_string(), slot, program: program.to_string(), object })
+    }
 }
 
 /// Everything bpfbench needs to know about a user's object.
@@ -71,6 +101,8 @@ pub struct ObjectSetup {
     pub maps: Vec<(String, PathBuf)>,
     /// (map, pinned path) to use instead of the object's own map.
     pub pins: Vec<(String, PathBuf)>,
+    /// Prog array slots to fill before validation.
+    pub tail_calls: Vec<SlotFill>,
     pub cases: Vec<CaseSpec>,
     pub record: Option<PathBuf>,
     pub per_call: bool,
@@ -120,6 +152,12 @@ impl ObjectSetup {
             program: args.load.program.clone(),
             maps: args.load.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
             pins: args.load.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
+            tail_calls: args
+                .load
+                .tail_calls
+                .iter()
+                .map(|t| SlotFill::parse(t, Path::new("")))
+                .collect::<Result<_>>()?,
             cases: vec![case],
             record: args.record.clone(),
             per_call: args.per_call,
@@ -138,6 +176,7 @@ impl ObjectSetup {
             ("--expect-pcap", args.expect_pcap.is_some()),
             ("--map", !args.load.maps.is_empty()),
             ("--map-pin", !args.load.pins.is_empty()),
+            ("--tail-call", !args.load.tail_calls.is_empty()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -181,6 +220,7 @@ impl ObjectSetup {
             program: file.program,
             maps: file.maps.iter().map(|(n, p)| (n.clone(), at(p))).collect(),
             pins: file.pinned.into_iter().collect(),
+            tail_calls: file.tail_calls.iter().map(|t| SlotFill::parse(t, dir)).collect::<Result<_>>()?,
             cases,
             record: args.record.clone(),
             per_call: args.per_call || file.per_call.unwrap_or(false),
@@ -215,6 +255,9 @@ struct SpecFile {
     maps: BTreeMap<String, PathBuf>,
     #[serde(default)]
     pinned: BTreeMap<String, PathBuf>,
+    /// Prog array slots, as --tail-call: "MAP:SLOT=PROG[@OBJECT]".
+    #[serde(default)]
+    tail_calls: Vec<String>,
     per_call: Option<bool>,
     /// "auto", "inline" or "call", as --body.
     body: Option<BodyChoice>,
