@@ -13,6 +13,7 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
+#include "mac_swap.h"
 
 /* The first payload byte of eth/ipv4/udp (14 + 20 + 8). */
 #define PAYLOAD_OFF 42
@@ -46,16 +47,8 @@ static __always_inline int count_in_payload(struct xdp_md *ctx)
 SEC("xdp")
 int chain_tx(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	unsigned char tmp[ETH_ALEN];
-
-	if ((void *)(eth + 1) > data_end)
+	if (!swap_macs(ctx))
 		return XDP_DROP;
-	__builtin_memcpy(tmp, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, tmp, ETH_ALEN);
 	return XDP_TX;
 }
 

@@ -5,6 +5,7 @@
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
 #include "extra_alu.h"
+#include "mac_swap.h"
 
 #ifndef SWAP_EXTRA_ALU
 #define SWAP_EXTRA_ALU 0
@@ -13,16 +14,8 @@
 SEC("xdp")
 int xdp_swap(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	unsigned char tmp[ETH_ALEN];
-
-	if ((void *)(eth + 1) > data_end)
+	if (!swap_macs(ctx))
 		return XDP_DROP;
-	__builtin_memcpy(tmp, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, tmp, ETH_ALEN);
 	if (SWAP_EXTRA_ALU)
 		EXTRA_ALU(SWAP_EXTRA_ALU, ctx->ingress_ifindex);
 	return XDP_TX;
