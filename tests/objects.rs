@@ -133,9 +133,25 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_per_call() {
 fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
     let chain = object("xdp_chain.bpf.o");
     let swap = object("xdp_swap.bpf.o");
-    // Empty, chain_open's tail call fails and it passes the packet.
+    // Empty, chain_open's tail call falls through and it passes the packet:
+    // validation fails naming the slot, unless it is said to be empty on purpose.
     let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_open"]);
+    assert_eq!(code, Some(1), "{err}");
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("tail-calls slot 0 of prog array 'open_slots', which is empty")
+            && error.contains("--tail-call open_slots:0=none"),
+        "{}",
+        results[0]
+    );
+    let (code, results, err) =
+        run_json(&[chain.as_str(), "--program", "chain_open", "--tail-call", "open_slots:0=none"]);
     assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("XDP_PASS")), "{err}");
+    assert!(results[0]["notes"].to_string().contains("slot 0 left empty"), "{}", results[0]);
+    // A slot the object fills, emptied: chain_mid's tail call falls through.
+    let (code, results, err) =
+        run_json(&[chain.as_str(), "--program", "chain_three", "--tail-call", "chain_slots:1=none"]);
+    assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("XDP_ABORTED")), "{err}");
     // Filled with a program of the same object, or of another one.
     for fill in ["open_slots:0=chain_tx".to_string(), format!("open_slots:0=xdp_swap@{swap}")] {
         let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_open", "--tail-call", &fill]);
@@ -165,7 +181,8 @@ fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
         ("open_slots:7=chain_tx", "prog array 'open_slots' has slots 0 to 1, not 7"),
         ("nomap:0=chain_tx", "has no map 'nomap'; its maps are chain_slots, open_slots"),
         ("open_slots:0=nothere", "names program 'nothere', which"),
-        ("open_slots:0", "--tail-call expects MAP:SLOT=PROG or MAP:SLOT=PROG@OBJECT"),
+        ("open_slots:0", "--tail-call expects MAP:SLOT=PROG, MAP:SLOT=PROG@OBJECT or MAP:SLOT=none"),
+        ("open_slots:9=none", "prog array 'open_slots' has slots 0 to 1, not 9"),
     ] {
         let o = bpfbench(&["run", chain.as_str(), "--program", "chain_open", "--tail-call", fill, "--no-store"]);
         let err = stderr(&o);

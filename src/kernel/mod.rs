@@ -12,6 +12,7 @@
 //! - [`test_run`]: `BPF_PROG_TEST_RUN`; [`prog_info`]: what the kernel says
 //!   of a loaded program; [`bpf_stats`]: its run-time statistics;
 //! - [`netdev`]: attaching XDP to interfaces; [`bpffs`]: pinned objects;
+//! - [`slot_traps`]: programs that watch prog arrays' empty slots;
 //! - [`features`]: probes of what the kernel accepts; [`libbpf_log`]:
 //!   libbpf's messages, kept for errors.
 
@@ -27,6 +28,7 @@ pub mod object;
 pub mod prepared;
 pub mod prog_info;
 pub mod skeleton;
+pub mod slot_traps;
 pub mod test_run;
 
 /// The attach type a program is loaded with (`enum bpf_attach_type`).

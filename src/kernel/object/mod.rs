@@ -325,10 +325,8 @@ impl ObjectFile {
         Ok(())
     }
 
-    /// Puts the program behind `prog` in slot `slot` of prog array `map`
-    /// (after load). The kernel takes only programs of the type the array
-    /// was first used with.
-    pub fn fill_prog_array(&self, map: &str, slot: u32, prog: BorrowedFd<'_>) -> Result<()> {
+    /// Fails unless `map` is a prog array of this object with a slot `slot`.
+    pub fn check_prog_array_slot(&self, map: &str, slot: u32) -> Result<()> {
         let m = self
             .map_raw(map)
             .with_context(|| format!("{} has no map '{map}'; {}", self.path.display(), self.maps_listed()))?;
@@ -340,6 +338,38 @@ impl ObjectFile {
         if slot >= entries {
             bail!("prog array '{map}' has slots 0 to {}, not {slot}", entries.saturating_sub(1));
         }
+        Ok(())
+    }
+
+    /// Empties slot `slot` of prog array `map` (after load), if it holds a program.
+    pub fn empty_prog_array_slot(&self, map: &str, slot: u32) -> Result<()> {
+        self.check_prog_array_slot(map, slot)?;
+        // SAFETY: a prog array's descriptor and a key of its size.
+        let rc = unsafe {
+            sys::bpf_map_delete_elem(std::os::fd::AsRawFd::as_raw_fd(&self.map_fd(map)?), (&raw const slot).cast())
+        };
+        let err = std::io::Error::last_os_error();
+        if rc != 0 && err.raw_os_error() != Some(libc::ENOENT) {
+            bail!("emptying slot {slot} of '{map}': {err}");
+        }
+        Ok(())
+    }
+
+    /// The object's prog arrays: (name, slots).
+    pub fn prog_arrays(&self) -> Vec<(String, u32)> {
+        self.maps_raw()
+            .into_iter()
+            // SAFETY: maps of this object.
+            .filter(|&m| unsafe { sys::bpf_map__type(m) } == sys::BPF_MAP_TYPE_PROG_ARRAY)
+            .map(|m| unsafe { (cstr(sys::bpf_map__name(m)), sys::bpf_map__max_entries(m)) })
+            .collect()
+    }
+
+    /// Puts the program behind `prog` in slot `slot` of prog array `map`
+    /// (after load). The kernel takes only programs of the type the array
+    /// was first used with.
+    pub fn fill_prog_array(&self, map: &str, slot: u32, prog: BorrowedFd<'_>) -> Result<()> {
+        self.check_prog_array_slot(map, slot)?;
         let fd = u32::try_from(std::os::fd::AsRawFd::as_raw_fd(&prog)).context("a program descriptor")?;
         crate::kernel::maps::update(self.map_fd(map)?, &slot.to_ne_bytes(), &fd.to_ne_bytes()).with_context(|| {
             format!(

@@ -27,13 +27,14 @@ use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::load::constant_program;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
+use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
-pub use options::{LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
+pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
 use per_call::PerCall;
 use restore::Restore;
 use spliced::{SpliceRequest, Spliced, UserProgram};
@@ -238,12 +239,18 @@ impl Workload for ObjectBench {
         let stats = user.load(name)?;
         let others = fill_slots(&user, &self.setup.tail_calls, &mut notes)?;
         let (attach, flags) = user.load_attrs(name)?;
+        let traps = if makes_tail_calls(&insns) {
+            Some(self.watch_empty_slots(&user, attach, flags, &mut notes)?)
+        } else {
+            None
+        };
         let empty = empty_program(self.kind, attach, flags)?;
         let construct = self.loop_construct(runtime)?;
         Ok(Box::new(Loaded {
             bench: self,
             user,
             _others: others,
+            traps,
             insns,
             funcs,
             stats,
@@ -256,9 +263,45 @@ impl Workload for ObjectBench {
     }
 }
 
+impl ObjectBench {
+    /// Traps in the empty slots of the object's prog arrays (not the pinned
+    /// ones, which are not ours to change, nor those left empty on purpose),
+    /// so that validation fails where a path reaches one.
+    fn watch_empty_slots(
+        &self,
+        user: &ObjectFile,
+        attach: AttachType,
+        flags: u32,
+        notes: &mut Vec<String>,
+    ) -> Result<SlotTraps> {
+        let pinned: Vec<String> = self.setup.pins.iter().map(|(map, _)| map.clone()).collect();
+        let leave: Vec<Slot> = self
+            .setup
+            .tail_calls
+            .iter()
+            .filter(|f| f.left_empty())
+            .map(|f| Slot { map: f.map.clone(), index: f.slot })
+            .collect();
+        let traps = SlotTraps::install(user, self.kind, attach, flags, &pinned, &leave)?;
+        if !traps.is_empty() {
+            notes.push(format!(
+                "prog arrays: {} empty slot(s) watched; a path that tail-calls one fails validation",
+                traps.len()
+            ));
+        }
+        for (map, slots) in &traps.unwatched {
+            notes.push(format!(
+                "prog array {map}: only slots 0 to {} of {slots} are watched for calls into empty slots",
+                MAX_WATCHED_SLOTS - 1
+            ));
+        }
+        Ok(traps)
+    }
+}
+
 /// The programs of the user's own object that prog array slots name.
 fn own_slot_programs(fills: &[SlotFill]) -> Vec<String> {
-    fills.iter().filter(|f| f.object.is_none()).map(|f| f.program.clone()).collect()
+    fills.iter().filter(|f| f.object.is_none() && !f.left_empty()).map(|f| f.program.clone()).collect()
 }
 
 /// Fills the prog array slots `fills` name in `user` (loaded), loading the
@@ -268,6 +311,11 @@ fn fill_slots(user: &ObjectFile, fills: &[SlotFill], notes: &mut Vec<String>) ->
     let mut others = Vec::new();
     for f in fills {
         let what = format!("--tail-call {}:{}={}", f.map, f.slot, f.program);
+        if f.left_empty() {
+            user.empty_prog_array_slot(&f.map, f.slot).with_context(|| what.clone())?;
+            notes.push(format!("prog array {}: slot {} left empty ({what}): a path may reach it", f.map, f.slot));
+            continue;
+        }
         let (fd, from) = match &f.object {
             None => (user.prog_fd(&f.program).with_context(|| what.clone())?, String::new()),
             Some(path) => {
@@ -298,6 +346,8 @@ struct Loaded<'a> {
     /// Objects whose programs fill the user's prog arrays: held so that
     /// they stay loaded.
     _others: Vec<ObjectFile>,
+    /// The empty prog array slots watched, when the program makes tail calls.
+    traps: Option<SlotTraps>,
     insns: Vec<BpfInsn>,
     funcs: Vec<FuncInfo>,
     /// The verifier's figures for the program as loaded.
@@ -320,6 +370,7 @@ impl Loaded<'_> {
         for (i, p) in case.packets.iter().enumerate() {
             let first = run(prog, p)?;
             let second = run(prog, p)?;
+            self.check_no_empty_slot(i)?;
             if let Some(diff) = outputs_differ(self.bench.kind, &first, &second) {
                 bail!(
                     "packet {i} gave different outputs on two runs ({diff}): the program's path depends on state, so no single figure describes it"
@@ -328,6 +379,17 @@ impl Loaded<'_> {
             refs.push(first);
         }
         Ok(refs)
+    }
+
+    /// Fails naming the empty prog array slot the runs of packet `i` reached.
+    fn check_no_empty_slot(&self, i: usize) -> Result<()> {
+        let Some(traps) = &self.traps else { return Ok(()) };
+        if let Some(Slot { map, index }) = traps.take_reached()? {
+            bail!(
+                "packet {i}'s path tail-calls slot {index} of prog array '{map}', which is empty: fill it with --tail-call {map}:{index}=PROG, or say it is meant to be empty with --tail-call {map}:{index}={EMPTY_SLOT}"
+            );
+        }
+        Ok(())
     }
 
     /// The user's expectations against the program's outputs. A mismatch

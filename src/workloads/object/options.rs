@@ -58,7 +58,7 @@ pub struct LoadArgs {
     /// Use the map pinned at PATH (by your control plane) as the object's map NAME (repeatable).
     #[arg(long = "map-pin", value_name = "NAME=PATH")]
     pub pins: Vec<String>,
-    /// Put program PROG (of this object, or of OBJECT) in slot SLOT of prog array MAP, for tail calls (repeatable).
+    /// Put program PROG (of this object, or of OBJECT) in slot SLOT of prog array MAP, for tail calls; PROG `none` leaves the slot empty on purpose (repeatable).
     #[arg(long = "tail-call", value_name = "MAP:SLOT=PROG[@OBJECT]")]
     pub tail_calls: Vec<String>,
 }
@@ -74,9 +74,11 @@ pub struct SlotFill {
 }
 
 impl SlotFill {
-    /// Parses `MAP:SLOT=PROG[@OBJECT]`; a relative OBJECT is taken from `dir`.
+    /// Parses `MAP:SLOT=PROG[@OBJECT]` or `MAP:SLOT=none`; a relative
+    /// OBJECT is taken from `dir`.
     pub fn parse(s: &str, dir: &Path) -> Result<SlotFill> {
-        let bad = || anyhow::anyhow!("--tail-call expects MAP:SLOT=PROG or MAP:SLOT=PROG@OBJECT, got '{s}'");
+        let bad =
+            || anyhow::anyhow!("--tail-call expects MAP:SLOT=PROG, MAP:SLOT=PROG@OBJECT or MAP:SLOT=none, got '{s}'");
         let (target, source) = s.split_once('=').ok_or_else(bad)?;
         let (map, slot) = target.split_once(':').ok_or_else(bad)?;
         let slot: u32 = slot.trim().parse().map_err(|_| bad())?;
@@ -88,7 +90,16 @@ impl SlotFill {
         ensure!(!map.is_empty() && !program.is_empty(), bad());
         Ok(SlotFill { map: map.to_string(), slot, program: program.to_string(), object })
     }
+
+    /// `MAP:SLOT=none`: the slot is meant to be empty, and a path may reach
+    /// it (a program named none: `none@OBJECT`).
+    pub fn left_empty(&self) -> bool {
+        self.program == EMPTY_SLOT && self.object.is_none()
+    }
 }
+
+/// The program name that leaves a slot empty on purpose.
+pub const EMPTY_SLOT: &str = "none";
 
 /// Everything bpfbench needs to know about a user's object.
 #[derive(Debug, Clone)]
