@@ -93,7 +93,7 @@ fn a_tc_programs_field_writes_are_put_back_before_every_iteration() {
 }
 
 #[test]
-fn chains_declared_in_their_prog_array_run_whole_and_are_timed_per_call() {
+fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_call() {
     // The object fills its prog array itself; the chain's programs load with
     // the program asked for. On a raw Ethernet frame, payload byte 28 is the
     // one chain_mid and chain_deep count in.
@@ -103,13 +103,16 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_per_call() {
         format!("eth(src={src},dst={dst},type=0x88b5)/payload(hex={}{count}{})", "00".repeat(28), "00".repeat(17))
     };
     let (a, b) = ("02:00:00:00:00:01", "02:00:00:00:00:02");
-    for (program, out) in [
-        // Two programs: only chain_tx swaps the addresses.
-        ("chain_entry", with_count(b, a, "00")),
+    for (program, out, tail_calls) in [
+        // Two programs: only chain_tx swaps the addresses. Entered from the
+        // chain loop by a tail call: 2 tail calls per pass, 15 passes per run.
+        ("chain_entry", with_count(b, a, "00"), Some(2)),
         // Three: chain_mid counts once, then chain_tx swaps.
-        ("chain_three", with_count(b, a, "01")),
-        // One program calling itself until the kernel refuses: 1 + 33 tail calls.
-        ("chain_deep", with_count(a, b, "22")),
+        ("chain_three", with_count(b, a, "01"), Some(3)),
+        // One program calling itself until the kernel refuses: 1 + 33 tail
+        // calls; no loop can hold it (the loop's own tail call would leave
+        // it one fewer), so per call, saying why.
+        ("chain_deep", with_count(a, b, "22"), None),
     ] {
         let args =
             [chain.as_str(), "--program", program, "--packet", frame, "--expect", "XDP_TX", "--expect-packet", &out];
@@ -117,11 +120,24 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_per_call() {
         assert_eq!(code, Some(0), "{program}: {err}");
         let r = &results[0];
         assert_eq!(r["verdict"], "XDP_TX", "{r}");
-        // A tail call leaves any loop around it: per call, and saying why.
-        assert_eq!(r["timing"]["mode"], "per-call", "{}", r["timing"]);
-        assert!(r["timing"]["reason"].as_str().unwrap().contains("tail calls"), "{}", r["timing"]);
+        let timing = &r["timing"];
+        match tail_calls {
+            Some(n) => {
+                assert_eq!((timing["mode"].as_str(), timing["tail_calls"].as_u64()), (Some("chain"), Some(n)), "{r}");
+                assert_eq!(timing["per_run"].as_u64(), Some(33 / n - 1), "{timing}");
+                // The timed passes are the validated path: each run's last pass is checked.
+                assert!(r["checks"].to_string().contains("the chain's checked pass of every run matched"), "{r}");
+            }
+            None => {
+                assert_eq!(timing["mode"], "per-call", "{timing}");
+                assert!(timing["reason"].as_str().unwrap().contains("33 tail calls or more per packet"), "{timing}");
+            }
+        }
         assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
+    // Forced per call, the chain runs whole from its entry as well.
+    let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_three", "--per-call"]);
+    assert_eq!((code, results[0]["timing"]["mode"].as_str()), (Some(0), Some("per-call")), "{err}");
     // The output checked is the chain's: expecting the entry's own verdict fails.
     let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_entry", "--expect", "XDP_PASS"]);
     assert_eq!(code, Some(1), "{err}");
@@ -158,7 +174,7 @@ fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
         assert_eq!(code, Some(0), "{fill}: {err}");
         let r = &results[0];
         assert_eq!(r["verdict"], "XDP_TX", "{fill}: {r}");
-        assert_eq!(r["timing"]["mode"], "per-call", "{}", r["timing"]);
+        assert_eq!(r["timing"]["mode"], "chain", "{}", r["timing"]);
         let program = fill.split(['=', '@']).nth(1).unwrap();
         let note = format!("prog array open_slots: slot 0 holds {program}");
         assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().starts_with(&note)), "{r}");

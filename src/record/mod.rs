@@ -424,6 +424,15 @@ pub enum Timing {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         why_called: Option<String>,
     },
+    /// Inside BPF, for a program that makes tail calls: the batch loop
+    /// enters the chain by a tail call each iteration and gets its verdict
+    /// back when its last program exits; a test run holds `per_run` timed
+    /// iterations, as the kernel allows 33 tail calls per run.
+    Chain {
+        /// Tail calls one pass makes, the loop's own included.
+        tail_calls: u32,
+        per_run: u32,
+    },
     /// One BPF_PROG_TEST_RUN per packet, timed by the kernel around the
     /// program alone; slower than in-BPF figures by the test run's own cost,
     /// used when the program cannot be spliced into the batch loop.
@@ -477,6 +486,7 @@ impl Timing {
             Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => "@inline",
             Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "@bpf-loop",
             Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "@bounded",
+            Timing::Chain { .. } => "@chain",
             Timing::PerCall { .. } => "@per-call",
             // The same figure on any kernel that allows the probe.
             Timing::Traced { .. } => "",
@@ -490,6 +500,7 @@ impl Timing {
             Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => "in BPF, inline",
             Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "bpf_loop",
             Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "bounded loop",
+            Timing::Chain { .. } => "in BPF, chain",
             Timing::PerCall { .. } => "per call",
             Timing::Traced { .. } => "fentry/fexit",
         }
@@ -499,6 +510,7 @@ impl Timing {
     pub fn mode_name(&self) -> &'static str {
         match self {
             Timing::InBpf { construct, .. } => construct.as_str(),
+            Timing::Chain { .. } => "chain",
             Timing::PerCall { .. } => "per-call",
             Timing::Traced { .. } => "traced",
         }

@@ -144,6 +144,13 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
                     let _ = writeln!(out, "    called, not inline: {why}");
                 }
             }
+            Timing::Chain { tail_calls, per_run } => {
+                let _ = writeln!(
+                    out,
+                    "  In-BPF timing of a chain (entered by a tail call from a bounded loop; {tail_calls} tail calls per pass, {per_run} passes per test run): {} samples, {} ops/batch",
+                    s.n, m.batch_iters
+                );
+            }
             Timing::PerCall { reason } => {
                 let _ = writeln!(
                     out,

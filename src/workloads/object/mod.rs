@@ -9,6 +9,7 @@
 //! ([`per_call`]), labelled as such everywhere.
 
 mod cases;
+mod chain;
 pub mod live;
 mod map_json;
 mod options;
@@ -34,6 +35,7 @@ use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
+use chain::{ChainRequest, ChainTimer, NotInLoop};
 pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
 use per_call::PerCall;
 use restore::Restore;
@@ -459,6 +461,7 @@ impl Loaded<'_> {
 enum Timer<'a> {
     // Boxed: the spliced driver is large, and a per-call timer is small.
     InBpf(Box<Spliced>),
+    Chain(Box<ChainTimer>),
     PerCall(PerCall<'a>),
 }
 
@@ -475,6 +478,7 @@ impl PreparedScenario for Prepared<'_> {
         let body = variant == Variant::Body;
         match &mut self.timer {
             Timer::InBpf(s) => s.run_batch(body, iters),
+            Timer::Chain(c) => c.run_batch(body, iters),
             Timer::PerCall(p) => p.run_batch(body, iters),
         }
     }
@@ -486,6 +490,7 @@ impl PreparedScenario for Prepared<'_> {
     fn batch_cap(&self) -> Option<u32> {
         match &self.timer {
             Timer::InBpf(s) => crate::harness::timing::batch_cap(s.construct),
+            Timer::Chain(c) => Some(c.batch_cap()),
             Timer::PerCall(_) => None,
         }
     }
@@ -534,10 +539,6 @@ impl LoadedWorkload for Loaded<'_> {
             Restore::PerCall("asked for with --per-call".into())
         } else if self.construct.is_none() {
             Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
-        } else if makes_tail_calls(&self.insns) {
-            Restore::PerCall(
-                "it makes tail calls, which leave a loop around it: each test run runs the chain to its end".into(),
-            )
         } else {
             restore::plan(kind, &case.packets, &outputs)
         };
@@ -549,6 +550,9 @@ impl LoadedWorkload for Loaded<'_> {
                 )
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
+            Restore::Bytes(restore) if makes_tail_calls(&self.insns) => {
+                self.chain(case, &refs, restore, &mut checks, &mut notes)?
+            }
             Restore::Bytes(restore) => {
                 let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
                 let construct = self.construct.unwrap_or_default();
@@ -641,6 +645,55 @@ impl LoadedWorkload for Loaded<'_> {
 }
 
 impl Loaded<'_> {
+    /// A program that makes tail calls: the chain entered from the chain
+    /// driver's loop by a tail call, or per call where no loop can hold it.
+    fn chain(
+        &self,
+        case: &Case,
+        refs: &[RunOutput],
+        restore: u32,
+        checks: &mut Vec<String>,
+        notes: &mut Vec<String>,
+    ) -> Result<(Timer<'_>, Timing, String)> {
+        let name = &self.bench.program.name;
+        if self.bench.kind != ProgKind::Xdp {
+            let reason = "it makes tail calls, and the loop that enters a chain by a tail call is XDP's".to_string();
+            return Ok(self.per_call(case, refs.to_vec(), reason));
+        }
+        let req = ChainRequest {
+            entry: self.user.prog_fd(name)?,
+            load_attrs: self.user.load_attrs(name)?,
+            variants: &case.packets,
+            restore,
+            references: refs.to_vec(),
+            cpu: self.cpu,
+        };
+        let timer = match ChainTimer::build(req) {
+            Ok(Ok(timer)) => timer,
+            Ok(Err(NotInLoop(why))) => {
+                return Ok(self.per_call(case, refs.to_vec(), format!("it makes tail calls, and {why}")));
+            }
+            Err(e) => {
+                let text = format!("{e:#}");
+                let why = text.lines().next().unwrap_or_default();
+                let reason = format!("it makes tail calls, and the loop that enters a chain could not run it: {why}");
+                return Ok(self.per_call(case, refs.to_vec(), reason));
+            }
+        };
+        checks.push("entered from the batch loop by a tail call, the chain's checked pass of every run matched the program's own output".into());
+        notes.push(format!(
+            "timing: in BPF, the chain entered by a tail call from the batch loop ({} tail calls per packet, the loop's included; {} timed passes per test run, as the kernel allows 33 tail calls per run); {restore} bytes written back per pass",
+            timer.tail_calls, timer.per_run
+        ));
+        let key = format!(
+            "Xdp chain loop ({} passes per run, a tail call into an empty program), {restore} bytes written back, {} packet(s)",
+            timer.per_run,
+            case.packets.len()
+        );
+        let timing = Timing::Chain { tail_calls: timer.tail_calls, per_run: timer.per_run };
+        Ok((Timer::Chain(Box::new(timer)), timing, key))
+    }
+
     fn per_call(&self, case: &Case, refs: Vec<RunOutput>, reason: String) -> (Timer<'_>, Timing, String) {
         let prog = self.user.prog_fd(&self.bench.program.name).expect("loaded in setup");
         let empty = std::os::fd::AsFd::as_fd(&self.empty);

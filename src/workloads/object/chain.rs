@@ -1,0 +1,230 @@
+//! A program that makes tail calls, timed in BPF: driver_chain.bpf.c's
+//! loop enters the chain through a tail call from a subprogram each
+//! iteration and gets the chain's verdict back when its last program exits.
+//! The kernel allows 33 tail calls per run, so the host first counts the
+//! tail calls one pass makes (the probe), then runs as many passes per
+//! test run as fit, and a batch as many runs as it needs.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use anyhow::{Context, Result, bail, ensure};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use super::{DriverState, outputs_differ};
+use crate::harness::BatchTiming;
+use crate::kernel::AttachType;
+use crate::kernel::skeleton::{self, map_handle, prog_fd};
+use crate::kernel::test_run::{RunOutput, run};
+
+crate::bpf_skeleton!("driver_chain");
+use skel::types::{bench_chain_slot, bench_chain_totals};
+
+crate::impl_pod!(bench_chain_totals);
+
+/// Test runs per batch at most: a run is a system call of a microsecond or
+/// two around a few passes, so a batch stays within milliseconds.
+const MAX_RUNS_PER_BATCH: u64 = 2_000;
+
+/// Why a chain cannot be timed in BPF: the reason to time it per call.
+#[derive(Debug)]
+pub struct NotInLoop(pub String);
+
+/// The chain of a user's XDP program, driven by the chain driver.
+pub struct ChainTimer {
+    body: OwnedFd,
+    overhead: OwnedFd,
+    totals: MapHandle,
+    state: MapHandle,
+    /// Held: the slots of a prog array are cleared when its last user
+    /// reference goes, and the empty program is in one of them.
+    _chain: MapHandle,
+    _empty: OwnedFd,
+    packet: Vec<u8>,
+    references: Vec<RunOutput>,
+    cpu: usize,
+    /// Tail calls one pass through the chain makes, its entry's included.
+    pub tail_calls: u32,
+    /// Timed passes per test run.
+    pub per_run: u32,
+}
+
+/// What the chain driver needs of the user's program and case.
+pub struct ChainRequest<'a> {
+    pub entry: BorrowedFd<'a>,
+    /// The entry program's expected attach type and flags: a prog array
+    /// takes only programs like the one that first used it.
+    pub load_attrs: (AttachType, u32),
+    pub variants: &'a [Vec<u8>],
+    /// Bytes written back per pass (restore::plan's).
+    pub restore: u32,
+    pub references: Vec<RunOutput>,
+    pub cpu: usize,
+}
+
+/// The loaded driver, held by descriptors (the skeleton is gone).
+struct Driver {
+    body: OwnedFd,
+    overhead: OwnedFd,
+    probe: OwnedFd,
+    probe_limit: OwnedFd,
+    totals: MapHandle,
+    state: MapHandle,
+    chain: MapHandle,
+    /// The program in the overhead's slot: held with the array.
+    _empty: OwnedFd,
+}
+
+/// Loads the chain driver for `req` with `per_run` timed passes per run,
+/// its prog array holding the user's entry and the empty program.
+fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
+    let mut storage = std::mem::MaybeUninit::uninit();
+    let mut open = skel::DriverChainSkelBuilder::default().open(&mut storage).context("opening the chain driver")?;
+    let (attach, flags) = req.load_attrs;
+    for mut p in open.open_object_mut().progs_mut() {
+        p.set_attach_type(attach.into());
+        p.set_flags(flags);
+    }
+    let n = req.variants.len() as u32;
+    open.maps.bench_variants.set_max_entries(n)?;
+    // Only the bytes written back, as the spliced driver's.
+    open.maps.bench_variants.set_value_size(req.restore.max(8))?;
+    let rodata = open.maps.rodata_data.as_deref_mut().context("the chain driver has no .rodata")?;
+    rodata.cfg_variants = n;
+    rodata.cfg_restore_bytes = req.restore;
+    rodata.cfg_chain_iters = per_run;
+    let skel = skeleton::load(open, "the chain driver")?;
+    let d = Driver {
+        body: prog_fd(&skel.progs.bench_chain_driver)?,
+        overhead: prog_fd(&skel.progs.bench_chain_overhead)?,
+        probe: prog_fd(&skel.progs.bench_chain_probe)?,
+        probe_limit: prog_fd(&skel.progs.bench_chain_probe_limit)?,
+        totals: map_handle(&skel.maps.bench_chain_totals)?,
+        state: map_handle(&skel.maps.bench_driver_state)?,
+        chain: map_handle(&skel.maps.bench_chain)?,
+        _empty: prog_fd(&skel.progs.bench_chain_empty)?,
+    };
+    let set_slot = |slot: bench_chain_slot, fd: BorrowedFd<'_>| -> Result<()> {
+        d.chain.update(&slot.0.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY).context(
+            "the kernel refused the program for the chain driver's prog array (its type, attach type or flags differ)",
+        )
+    };
+    set_slot(bench_chain_slot::BENCH_CHAIN_ENTRY, req.entry)?;
+    set_slot(bench_chain_slot::BENCH_CHAIN_EMPTY, d._empty.as_fd())?;
+    let variants = map_handle(&skel.maps.bench_variants)?;
+    for (i, v) in req.variants.iter().enumerate() {
+        let mut value = vec![0u8; variants.value_size() as usize];
+        value[..req.restore as usize].copy_from_slice(&v[..req.restore as usize]);
+        variants.update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY).context("writing the case's packets")?;
+    }
+    Ok(d)
+}
+
+impl ChainTimer {
+    /// Loads the driver, counts the chain's tail calls on every packet and
+    /// checks the last pass of a run against the program's own outputs.
+    /// `Ok(Err(_))`: the chain runs, but no loop can hold it.
+    pub fn build(req: ChainRequest<'_>) -> Result<std::result::Result<ChainTimer, NotInLoop>> {
+        // The probe: on every packet, the tail calls one pass leaves.
+        let d = load_driver(&req, 1)?;
+        // The kernel's limit per run (33 since 5.17, 32 before).
+        run(d.probe_limit.as_fd(), &req.variants[0])?;
+        let limit = read_totals(&d.totals, req.cpu)?.probe_calls + 1;
+        let mut tail_calls = 0;
+        for p in req.variants {
+            run(d.probe.as_fd(), p)?;
+            let left = read_totals(&d.totals, req.cpu)?.probe_calls;
+            if left == 0 {
+                return Ok(Err(NotInLoop(format!(
+                    "it makes {limit} tail calls or more per packet with the loop's own (the kernel's limit per run): no loop can hold it"
+                ))));
+            }
+            tail_calls = tail_calls.max(limit - left);
+        }
+        // The timed passes and the checked one, all within the limit.
+        let per_run = limit / tail_calls - 1;
+        if per_run == 0 {
+            return Ok(Err(NotInLoop(format!(
+                "it makes {tail_calls} tail calls per packet with the loop's own: a run (at most {limit}) holds only the pass that is checked"
+            ))));
+        }
+        // cfg_chain_iters is read-only once loaded: load again with the count.
+        drop(d);
+        let d = load_driver(&req, per_run)?;
+        let mut timer = ChainTimer {
+            body: d.body,
+            overhead: d.overhead,
+            totals: d.totals,
+            state: d.state,
+            _chain: d.chain,
+            _empty: d._empty,
+            packet: req.variants[0].clone(),
+            references: req.references,
+            cpu: req.cpu,
+            tail_calls,
+            per_run,
+        };
+        // A few runs checked before any is timed.
+        timer.run_batch(true, per_run * (req.variants.len() as u32 + 1))?;
+        Ok(Ok(timer))
+    }
+
+    /// Timed passes per batch at most.
+    pub fn batch_cap(&self) -> u32 {
+        self.per_run * MAX_RUNS_PER_BATCH as u32
+    }
+
+    /// Runs of the driver (or of its overhead) until `iters` passes are
+    /// timed, at most MAX_RUNS_PER_BATCH; each run's checked pass of the
+    /// body must give the program's own output for its packet.
+    pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
+        let runs = u64::from(iters).div_ceil(u64::from(self.per_run)).clamp(1, MAX_RUNS_PER_BATCH);
+        let before = read_totals(&self.totals, self.cpu)?;
+        let started_ns = crate::system::monotonic_ns();
+        let prog = if body { self.body.as_fd() } else { self.overhead.as_fd() };
+        for _ in 0..runs {
+            let out = run(prog, &self.packet)?;
+            if body {
+                let i = self.variant()?;
+                if let Some(diff) = outputs_differ(super::ProgKind::Xdp, &self.references[i], &out) {
+                    bail!(
+                        "the chain, entered from the loop, gave another output than the program itself for packet {i}: {diff}"
+                    );
+                }
+            }
+        }
+        let after = read_totals(&self.totals, self.cpu)?;
+        ensure!(after.status == 0, "the chain driver could not put the packet back between passes");
+        ensure!(
+            after.runs - before.runs == runs,
+            "no timing from the chain driver on CPU {} (is the thread pinned?)",
+            self.cpu
+        );
+        Ok(BatchTiming {
+            started_ns,
+            elapsed_ns: after.elapsed_ns - before.elapsed_ns,
+            iters: after.iters - before.iters,
+        })
+    }
+
+    /// The packet variant the last run's checked pass saw.
+    fn variant(&self) -> Result<usize> {
+        let all = self
+            .state
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the chain driver's state")?
+            .context("the chain driver has no state slot")?;
+        let raw = all.get(self.cpu).context("no driver state for this CPU")?;
+        Ok(bytemuck::pod_read_unaligned::<DriverState>(raw).idx as usize)
+    }
+}
+
+/// This CPU's totals.
+fn read_totals(totals: &MapHandle, cpu: usize) -> Result<bench_chain_totals> {
+    let all = totals
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .context("reading the chain driver's totals")?
+        .context("the chain driver has no totals slot")?;
+    let raw = all.get(cpu).context("no chain totals for this CPU")?;
+    Ok(bytemuck::pod_read_unaligned(raw))
+}
