@@ -146,6 +146,42 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_cal
 }
 
 #[test]
+fn socket_filters_and_cgroup_skb_programs_validate_and_are_timed_per_call() {
+    let sock = object("sock_udp_head.bpf.o");
+    let cgroup = object("cgroup_allow_http.bpf.o");
+    for (program, packet, expect, verdict) in [
+        // A socket filter returns the bytes to keep: 64 of a UDP datagram, none of the rest.
+        (&sock, "eth/ipv4/udp/payload(100)", "64", "64 (keep up to 64 bytes)"),
+        (&sock, "eth/ipv4/tcp/payload(100)", "0", "0 (drop)"),
+        // cgroup_skb allows (1) or denies (0): TCP to port 80 only.
+        (&cgroup, "eth/ipv4/tcp(dport=80)/payload(20)", "allow", "ALLOW"),
+        (&cgroup, "eth/ipv6/tcp(dport=80)/payload(20)", "DENY", "DENY"),
+        (&cgroup, "eth/ipv4/tcp(dport=22)/payload(20)", "0", "DENY"),
+    ] {
+        let (code, results, err) = run_json(&[program.as_str(), "--packet", packet, "--expect", expect]);
+        assert_eq!(code, Some(0), "{packet}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], verdict, "{r}");
+        assert_eq!(r["timing"]["mode"], "per-call", "{r}");
+        assert!(r["timing"]["reason"].as_str().unwrap().starts_with("no batch loop runs"), "{r}");
+        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // A wrong expectation fails naming the verdicts.
+    let (code, results, err) =
+        run_json(&[cgroup.as_str(), "--packet", "eth/ipv4/tcp(dport=22)/payload(20)", "--expect", "ALLOW"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(results[0]["error"].as_str().unwrap().contains("verdict DENY, expected ALLOW"), "{}", results[0]);
+    // Another type's verdict: one line before anything is loaded.
+    let o = bpfbench(&["run", cgroup.as_str(), "--expect", "XDP_PASS", "--no-store"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--expect XDP_PASS is a verdict of another program type") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
 fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
     let chain = object("xdp_chain.bpf.o");
     let swap = object("xdp_swap.bpf.o");
@@ -463,7 +499,7 @@ fn bad_inputs_get_one_line_errors() {
         (vec![&swap, "--program", "nope"], "has no program 'nope'; it has xdp_swap (xdp)"),
         (
             vec![&object("kprobe_only.bpf.o")],
-            "is a kprobe program (section kprobe/do_sys_openat2); bpfbench times xdp and tc",
+            "is a kprobe program (section kprobe/do_sys_openat2), which the kernel cannot test-run",
         ),
         (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
         (vec![&encap, "--map", &bad_map], "--map services="),

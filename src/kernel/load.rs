@@ -24,6 +24,8 @@ impl ProgKind {
         match self {
             ProgKind::Xdp => sys::BPF_PROG_TYPE_XDP,
             ProgKind::Tc => sys::BPF_PROG_TYPE_SCHED_CLS,
+            ProgKind::SocketFilter => sys::BPF_PROG_TYPE_SOCKET_FILTER,
+            ProgKind::CgroupSkb => sys::BPF_PROG_TYPE_CGROUP_SKB,
         }
     }
 }

@@ -129,10 +129,6 @@ fn slot_is_empty(array: &OwnedFd, index: u32) -> Result<bool> {
 /// `r1 = &reached[0]; *(u32 *)r1 = number; r0 = verdict; exit`, where the
 /// verdict drops the packet: a path that reaches a trap has failed anyway.
 fn trap_insns(reached_fd: i32, number: i32, kind: ProgKind) -> Vec<BpfInsn> {
-    let drop = match kind {
-        ProgKind::Xdp => 1, // XDP_DROP
-        ProgKind::Tc => 2,  // TC_ACT_SHOT
-    };
     // SAFETY: zero is a valid instruction to fill in.
     let zero: BpfInsn = unsafe { std::mem::zeroed() };
     // ld_imm64 with BPF_PSEUDO_MAP_VALUE: the address of the value at offset 0 (second word's imm).
@@ -145,6 +141,6 @@ fn trap_insns(reached_fd: i32, number: i32, kind: ProgKind) -> Vec<BpfInsn> {
     store.code = (sys::BPF_ST | sys::BPF_MEM | sys::BPF_W) as u8;
     store.set_dst_reg(1);
     store.imm = number;
-    let [mov, exit] = super::load::returning(drop);
+    let [mov, exit] = super::load::returning(kind.drop_verdict());
     vec![ld, zero, store, mov, exit]
 }

@@ -30,7 +30,44 @@ pub enum ProgKind {
     Xdp,
     /// tc (BPF_PROG_TYPE_SCHED_CLS).
     Tc,
+    /// A socket filter (BPF_PROG_TYPE_SOCKET_FILTER): returns the bytes to keep.
+    SocketFilter,
+    /// A cgroup's skb filter (BPF_PROG_TYPE_CGROUP_SKB): 1 allows, 0 denies.
+    CgroupSkb,
 }
+
+impl ProgKind {
+    /// What a program that does nothing returns: XDP_PASS, TC_ACT_OK, the
+    /// whole packet (a socket filter's length is clamped to it), allow.
+    pub fn pass_verdict(self) -> i32 {
+        match self {
+            ProgKind::Xdp => 2,
+            ProgKind::Tc => 0,
+            ProgKind::SocketFilter => i32::MAX,
+            ProgKind::CgroupSkb => 1,
+        }
+    }
+
+    /// What a program returns to drop the packet: XDP_DROP, TC_ACT_SHOT, 0.
+    pub fn drop_verdict(self) -> i32 {
+        match self {
+            ProgKind::Xdp => 1,
+            ProgKind::Tc => 2,
+            ProgKind::SocketFilter | ProgKind::CgroupSkb => 0,
+        }
+    }
+
+    /// Whether a driver of this type loops over the program in BPF
+    /// (driver_xdp, driver_tc); the others are timed per call.
+    pub fn has_driver(self) -> bool {
+        matches!(self, ProgKind::Xdp | ProgKind::Tc)
+    }
+}
+
+/// Program types the kernel cannot run with BPF_PROG_TEST_RUN (the
+/// type names libbpf gives them), for refusals that say so.
+const NOT_TEST_RUNNABLE: [&str; 8] =
+    ["kprobe", "tracepoint", "perf_event", "lsm", "struct_ops", "tracing", "ext", "cgroup_sysctl"];
 
 /// What the object says about one of its programs.
 #[derive(Debug, Clone)]
@@ -192,6 +229,8 @@ impl ObjectFile {
                 let kind = match ty {
                     sys::BPF_PROG_TYPE_XDP => Some(ProgKind::Xdp),
                     sys::BPF_PROG_TYPE_SCHED_CLS => Some(ProgKind::Tc),
+                    sys::BPF_PROG_TYPE_SOCKET_FILTER => Some(ProgKind::SocketFilter),
+                    sys::BPF_PROG_TYPE_CGROUP_SKB => Some(ProgKind::CgroupSkb),
                     _ => None,
                 };
                 // SAFETY: returns a static string or NULL.
@@ -220,8 +259,14 @@ impl ObjectFile {
         };
         match p.kind {
             Some(kind) => Ok((p.clone(), kind)),
+            None if NOT_TEST_RUNNABLE.contains(&p.type_name.as_str()) => bail!(
+                "program '{}' in {file} is a {} program (section {}), which the kernel cannot test-run, so nothing can time it; `bpfbench verifier {file}` reports what the verifier makes of it (the userspace runtime runs XDP programs)",
+                p.name,
+                p.type_name,
+                p.section
+            ),
             None => bail!(
-                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp and tc (sched_cls) programs",
+                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter and cgroup_skb programs",
                 p.name,
                 p.type_name,
                 p.section

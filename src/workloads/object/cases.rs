@@ -24,31 +24,47 @@ pub struct CaseSpec {
     pub expect_pcap: Option<PathBuf>,
 }
 
-/// An expected verdict, for the program kind it belongs to.
+/// An expected verdict: a kernel action name of one program kind, or a
+/// number (any kind: a socket filter's bytes to keep, cgroup_skb's 1 or 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict {
-    pub kind: ProgKind,
+    /// `None` for a number.
+    pub kind: Option<ProgKind>,
     pub value: u32,
 }
 
 const XDP_ACTIONS: [&str; 5] = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"];
+/// cgroup_skb's verdicts (bit 1, congestion notification, aside).
+const CGROUP_SKB_VERDICTS: [&str; 2] = ["DENY", "ALLOW"];
 
 impl Verdict {
-    /// "XDP_TX", "tc_act_ok", ...: a kernel action name, in any case.
+    /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name, in any
+    /// case, or a number.
     pub fn parse(s: &str) -> Result<Verdict> {
         let up = s.trim().to_ascii_uppercase();
         if let Some(i) = XDP_ACTIONS.iter().position(|a| *a == up) {
-            return Ok(Verdict { kind: ProgKind::Xdp, value: i as u32 });
+            return Ok(Verdict { kind: Some(ProgKind::Xdp), value: i as u32 });
         }
         if let Some((_, v)) = TC_ACTIONS.iter().find(|(n, _)| *n == up) {
-            return Ok(Verdict { kind: ProgKind::Tc, value: *v as u32 });
+            return Ok(Verdict { kind: Some(ProgKind::Tc), value: *v as u32 });
+        }
+        if let Some(i) = CGROUP_SKB_VERDICTS.iter().position(|a| *a == up) {
+            return Ok(Verdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
+        }
+        if let Ok(value) = up.parse::<u32>() {
+            return Ok(Verdict { kind: None, value });
         }
         let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
         bail!(
-            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}",
+            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, socket filters the number of bytes to keep (any program: a number)",
             XDP_ACTIONS.join(", "),
             tc.join(", ")
         )
+    }
+
+    /// Whether this verdict can be a return of a `kind` program.
+    pub fn fits(&self, kind: ProgKind) -> bool {
+        self.kind.is_none_or(|k| k == kind)
     }
 }
 
@@ -57,6 +73,12 @@ pub fn verdict_name(kind: ProgKind, value: u32) -> String {
     match kind {
         ProgKind::Xdp => xdp_action_name(value),
         ProgKind::Tc => tc_action_name(value),
+        ProgKind::SocketFilter if value == 0 => "0 (drop)".into(),
+        ProgKind::SocketFilter => format!("{value} (keep up to {value} bytes)"),
+        ProgKind::CgroupSkb => match value {
+            0 | 1 => CGROUP_SKB_VERDICTS[value as usize].into(),
+            v => format!("{v}"),
+        },
     }
 }
 

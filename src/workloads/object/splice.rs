@@ -57,6 +57,7 @@ pub fn driver_object(kind: ProgKind) -> Result<ObjectFile> {
     match kind {
         ProgKind::Xdp => ObjectFile::open_memory("driver_xdp", crate::bpf_object_bytes!("driver_xdp")),
         ProgKind::Tc => ObjectFile::open_memory("driver_tc", crate::bpf_object_bytes!("driver_tc")),
+        other => anyhow::bail!("no batch loop runs {other:?} programs"),
     }
 }
 
@@ -217,11 +218,7 @@ pub fn inline_overhead(
     let target = target_offset(driver, entry_name, &driver_insns)?;
     let mut insns = driver_insns[..target].to_vec();
     // The verdict the driver's own empty body returns (XDP_PASS, TC_ACT_OK).
-    let verdict = match kind {
-        ProgKind::Xdp => 2,
-        ProgKind::Tc => 0,
-    };
-    insns.extend(returning(verdict));
+    insns.extend(returning(kind.pass_verdict()));
     let scrub = if scrubbed > 0 { Scrub::Bytes(scrubbed) } else { Scrub::None };
     let (code, scrubbed) = Code { insns, funcs: Vec::new(), target }.inline(scrub)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };

@@ -122,7 +122,7 @@ impl Spliced {
         let mut driver = driver_object(user.kind)?;
         let cfg_skb_fields = match user.kind {
             ProgKind::Tc => splice::skb_fields_written(user.insns),
-            ProgKind::Xdp => 0,
+            _ => 0,
         };
         driver.set_rodata(&Rodata {
             cfg_variants: variants.len() as u32,
