@@ -228,6 +228,25 @@ fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
     .unwrap();
     let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
     assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("XDP_TX")), "{err}");
+    // --map fills a map of the object a slot's program comes from.
+    let encap = object("xdp_encap.bpf.o");
+    let services = format!("{}/examples/encap/services.json", env!("CARGO_MANIFEST_DIR"));
+    let to_service = "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)";
+    let fill = format!("open_slots:0=xdp_encap@{encap}");
+    let args = ["--program", "chain_open", "--tail-call", &fill, "--packet", to_service];
+    let (code, results, err) =
+        run_json(&[&[chain.as_str()][..], &args, &["--map", &format!("services={services}")]].concat());
+    assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("XDP_TX")), "{err}");
+    assert!(results[0]["notes"].to_string().contains("map services of"), "{}", results[0]);
+    let o = bpfbench(
+        &[&["run", chain.as_str(), "--no-store"][..], &args, &["--map", &format!("nosuch={services}")]].concat(),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nor the objects of --tail-call have a map 'nosuch'") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     // Bad slots: one line naming what is wrong.
     for (fill, says) in [
         ("open_slots:7=chain_tx", "prog array 'open_slots' has slots 0 to 1, not 7"),

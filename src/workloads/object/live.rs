@@ -7,7 +7,6 @@ use std::os::fd::BorrowedFd;
 use anyhow::{Result, bail};
 
 use super::cases::DEFAULT_PACKET;
-use super::map_json;
 use super::options::ObjectSetup;
 use crate::kernel::object::{ObjectFile, ProgKind};
 use crate::live::LiveProgram;
@@ -39,15 +38,7 @@ impl LiveObject {
         user.also_load(&super::own_slot_programs(&setup.tail_calls))?;
         user.prepare()?;
         let mut notes = Vec::new();
-        for (map, file) in &setup.maps {
-            let n = map_json::fill(&user, map, file)?;
-            notes.push(format!("map {map}: {n} entries from {}", file.display()));
-        }
-        for (map, path) in &setup.pins {
-            notes.push(format!("map {map}: the map pinned at {}", path.display()));
-        }
-        user.load(&program.name)?;
-        let others = super::fill_slots(&user, &setup.tail_calls, &mut notes)?;
+        let (_, others) = super::load_filled(&mut user, &program.name, setup, &mut notes)?;
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         // The first packet the spec file names, if it names one.
         let packet = setup

@@ -220,22 +220,14 @@ impl Workload for ObjectBench {
         user.configure(name, &self.setup.pins)?;
         user.also_load(&own_slot_programs(&self.setup.tail_calls))?;
         user.prepare()?;
-        let mut notes = Vec::new();
-        for (map, file) in &self.setup.maps {
-            let n = map_json::fill(&user, map, file)?;
-            notes.push(format!("map {map}: {n} entries from {}", file.display()));
-        }
-        for (map, path) in &self.setup.pins {
-            notes.push(format!("map {map}: the map pinned at {}", path.display()));
-        }
         // The final instructions, before loading takes them over.
         let insns = user.insns(name)?;
         if runtime == Runtime::User {
             crate::uvm::runtime::check_calls(name, &crate::uvm::from_libbpf(&insns))?;
         }
         let funcs = user.func_info(name)?;
-        let stats = user.load(name)?;
-        let others = fill_slots(&user, &self.setup.tail_calls, &mut notes)?;
+        let mut notes = Vec::new();
+        let (stats, others) = load_filled(&mut user, name, &self.setup, &mut notes)?;
         let (attach, flags) = user.load_attrs(name)?;
         let traps = if makes_tail_calls(&insns) {
             Some(self.watch_empty_slots(&user, attach, flags, &mut notes)?)
@@ -297,6 +289,43 @@ impl ObjectBench {
     }
 }
 
+/// Loads `program` of `user` (prepared) as the setup asks: its maps filled
+/// from --map files first, then its prog array slots, loading the other
+/// objects they name (returned, to stay loaded) with their maps filled from
+/// the --map files that name theirs. Each map and slot gets a note.
+fn load_filled(
+    user: &mut ObjectFile,
+    program: &str,
+    setup: &ObjectSetup,
+    notes: &mut Vec<String>,
+) -> Result<(VerifierStats, Vec<ObjectFile>)> {
+    // A --map names a map of this object or of an object whose program
+    // fills a prog array slot.
+    let has_others = setup.tail_calls.iter().any(|f| f.object.is_some());
+    let own_maps = user.map_names();
+    for (map, file) in &setup.maps {
+        if own_maps.contains(map) || !has_others {
+            let n = map_json::fill(user, map, file)?;
+            notes.push(format!("map {map}: {n} entries from {}", file.display()));
+        }
+    }
+    for (map, path) in &setup.pins {
+        notes.push(format!("map {map}: the map pinned at {}", path.display()));
+    }
+    let stats = user.load(program)?;
+    let others = fill_slots(user, &setup.tail_calls, &setup.maps, notes)?;
+    for (map, file) in &setup.maps {
+        if !own_maps.contains(map) && !others.iter().any(|o| o.map_names().contains(map)) {
+            bail!(
+                "--map {map}={}: neither {} nor the objects of --tail-call have a map '{map}'",
+                file.display(),
+                setup.object.display()
+            );
+        }
+    }
+    Ok((stats, others))
+}
+
 /// The programs of the user's own object that prog array slots name.
 fn own_slot_programs(fills: &[SlotFill]) -> Vec<String> {
     fills.iter().filter(|f| f.object.is_none() && !f.left_empty()).map(|f| f.program.clone()).collect()
@@ -304,8 +333,14 @@ fn own_slot_programs(fills: &[SlotFill]) -> Vec<String> {
 
 /// Fills the prog array slots `fills` name in `user` (loaded), loading the
 /// programs of other objects, which are returned to stay loaded as long as
-/// the slots are used; each slot gets a note.
-fn fill_slots(user: &ObjectFile, fills: &[SlotFill], notes: &mut Vec<String>) -> Result<Vec<ObjectFile>> {
+/// the slots are used; an other object's maps named in `maps` are filled
+/// from their files first. Each slot and map gets a note.
+fn fill_slots(
+    user: &ObjectFile,
+    fills: &[SlotFill],
+    maps: &[(String, PathBuf)],
+    notes: &mut Vec<String>,
+) -> Result<Vec<ObjectFile>> {
     let mut others = Vec::new();
     for f in fills {
         let what = format!("--tail-call {}:{}={}", f.map, f.slot, f.program);
@@ -320,6 +355,11 @@ fn fill_slots(user: &ObjectFile, fills: &[SlotFill], notes: &mut Vec<String>) ->
                 let mut other = ObjectFile::open(path).with_context(|| what.clone())?;
                 other.configure(&f.program, &[]).with_context(|| what.clone())?;
                 other.prepare().with_context(|| what.clone())?;
+                let theirs = other.map_names();
+                for (map, file) in maps.iter().filter(|(m, _)| theirs.contains(m)) {
+                    let n = map_json::fill(&other, map, file)?;
+                    notes.push(format!("map {map} of {}: {n} entries from {}", path.display(), file.display()));
+                }
                 other.load(&f.program).with_context(|| what.clone())?;
                 others.push(other);
                 let other = others.last().expect("just pushed");

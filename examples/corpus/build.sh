@@ -1,0 +1,60 @@
+#!/bin/sh
+# Builds the corpus's BPF objects from checkouts you supply, into
+# examples/corpus/build/ (never committed), the way each project's own
+# build compiles them (Debian's clang-19), and writes the map files that
+# are too large to keep (Katran's consistent-hash ring).
+#
+#   examples/corpus/build.sh --katran ~/src/katran --xdp-tools ~/src/xdp-tools
+#   bpfbench run examples/corpus/katran-balancer.toml
+#
+# A project left out is skipped; its spec files then fail to find their
+# object. Tested with katran 19f08fec and xdp-tools f0b4ac2.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+out=$here/build
+clang=${BPF_CLANG:-clang-19}
+katran=
+xdp_tools=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --katran) katran=$2; shift 2 ;;
+        --xdp-tools) xdp_tools=$2; shift 2 ;;
+        *)
+            echo "build.sh: unknown argument '$1'; give --katran DIR and/or --xdp-tools DIR (checkouts of those projects)" >&2
+            exit 2
+            ;;
+    esac
+done
+if [ -z "$katran$xdp_tools" ]; then
+    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR]" >&2
+    exit 2
+fi
+mkdir -p "$out"
+cc() { # source, object, flags...
+    src=$1
+    obj=$2
+    shift 2
+    echo "build.sh: $obj"
+    "$clang" -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu "$@" -c "$src" -o "$out/$obj"
+}
+if [ -n "$katran" ]; then
+    [ -f "$katran/katran/lib/bpf/balancer.bpf.c" ] || { echo "build.sh: $katran is not a katran checkout (no katran/lib/bpf/balancer.bpf.c)" >&2; exit 1; }
+    # Katran's includes are relative to the checkout's root; balancer.bpf.c
+    # pulls in glibc's headers, which need the target's word size.
+    cc "$katran/katran/lib/bpf/balancer.bpf.c" balancer.bpf.o -D__x86_64__ -I"$katran"
+    # The root program of Katran's shared mode: tail-calls its prog array's slots in turn.
+    cc "$katran/katran/lib/bpf/xdp_root.c" xdp_root.bpf.o -I"$katran/katran/lib/linux_includes"
+    # One VIP (vip_num 0): all of its 65,537 ring positions on real 1.
+    python3 -c "
+import json, sys
+json.dump([{'key': i, 'value': 1} for i in range(65537)], open(sys.argv[1], 'w'))" "$out/katran-ch-rings.json"
+fi
+if [ -n "$xdp_tools" ]; then
+    [ -d "$xdp_tools/xdp-filter" ] || { echo "build.sh: $xdp_tools is not an xdp-tools checkout (no xdp-filter/)" >&2; exit 1; }
+    # The flags of xdp-tools' lib/defines.mk that matter to these programs.
+    flags="-std=gnu2x -DHAVE_LIBBPF_BPF_PROGRAM__TYPE -I$xdp_tools/headers -I$xdp_tools/lib/util"
+    # shellcheck disable=SC2086
+    cc "$xdp_tools/xdp-filter/xdpfilt_alw_all.c" xdpfilt_alw_all.bpf.o $flags
+    # shellcheck disable=SC2086
+    cc "$xdp_tools/xdp-forward/xdp_forward.bpf.c" xdp_forward.bpf.o $flags
+fi
