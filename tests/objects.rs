@@ -182,6 +182,50 @@ fn socket_filters_and_cgroup_skb_programs_validate_and_are_timed_per_call() {
 }
 
 #[test]
+fn skb_fields_from_the_command_line_and_the_spec_file_reach_every_run() {
+    let tc = object("tc_mark_cb.bpf.o");
+    // Dropped only when both fields are set, in validation and in the timed loop.
+    for (skb, verdict) in [
+        (Some(r#"{"mark": 7, "cb": [42]}"#), "TC_ACT_SHOT"),
+        (Some(r#"{"mark": 7}"#), "TC_ACT_OK"),
+        (None, "TC_ACT_OK"),
+    ] {
+        let mut args = vec![tc.as_str(), "--expect", verdict];
+        if let Some(skb) = skb {
+            args.extend(["--skb", skb]);
+        }
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{skb:?}: {err}");
+        let r = &results[0];
+        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("in-bpf")), "{r}");
+        assert_eq!(r["notes"].to_string().contains("context: __sk_buff with"), skb.is_some(), "{r}");
+    }
+    // The same from a spec file's case.
+    let dir = temp_dir("skb-spec");
+    let spec = dir.join("mark.toml");
+    std::fs::write(
+        &spec,
+        format!("object = \"{tc}\"\n[[case]]\nname = \"marked\"\nskb = {{ mark = 7, cb = [42] }}\nexpect = \"TC_ACT_SHOT\"\n"),
+    )
+    .unwrap();
+    let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
+    assert_eq!((code, results[0]["verdict"].as_str()), (Some(0), Some("TC_ACT_SHOT")), "{err}");
+    // A field __sk_buff lacks, one the kernel does not let a test set, and an XDP program: one line each.
+    let swap = object("xdp_swap.bpf.o");
+    for (target, skb, says) in [
+        (&tc, r#"{"nosuch": 1}"#, "no field 'nosuch'"),
+        (&tc, r#"{"len": 5}"#, "refused the context"),
+        (&swap, r#"{"mark": 1}"#, "skb fields are for tc, socket filter and cgroup_skb programs"),
+    ] {
+        let o = bpfbench(&["run", target.as_str(), "--skb", skb, "--no-store"]);
+        // Refused before loading (stderr), or as the case's validation failure (stdout).
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{skb}: {out}");
+        assert!(out.contains(says), "{skb}: {out}");
+    }
+}
+
+#[test]
 fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
     let chain = object("xdp_chain.bpf.o");
     let swap = object("xdp_swap.bpf.o");

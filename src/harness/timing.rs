@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-use crate::kernel::test_run::{RunOutput, run};
+use crate::kernel::test_run::{RunOutput, run_in};
 use crate::record::{Body, LoopConstruct, Runtime};
 use crate::system::cpu::pin_to_cpu;
 use skel::types::{bench_ctl, bench_result, bench_status};
@@ -54,6 +54,8 @@ pub struct TimedProgram {
     /// Where runs go instead of the kernel: the same program in the
     /// userspace runtime, timing itself with the same loop.
     user: Option<UserProgram>,
+    /// The context every kernel run gets (an skb program's `__sk_buff`).
+    ctx: Option<Vec<u8>>,
 }
 
 /// A program of an object in the userspace runtime; the object's programs
@@ -77,7 +79,7 @@ impl TimedProgram {
                 && result_map.value_size() as usize == size_of::<bench_result>(),
             "bench_ctl/bench_result differ between this object and the harness: rebuild bpfbench"
         );
-        let mut p = Self { prog, ctl_map, result_map, ctl: bench_ctl::default(), user: None };
+        let mut p = Self { prog, ctl_map, result_map, ctl: bench_ctl::default(), user: None, ctx: None };
         p.write_ctl(bench_ctl::default())?;
         Ok(p)
     }
@@ -87,6 +89,11 @@ impl TimedProgram {
     pub fn run_in_user(&mut self, runtime: SharedRuntime, name: &str) -> Result<()> {
         self.user = Some(UserProgram { runtime, name: name.to_string() });
         self.write_ctl(self.ctl)
+    }
+
+    /// Gives every run in the kernel the context `ctx` from now on.
+    pub fn set_context(&mut self, ctx: Option<Vec<u8>>) {
+        self.ctx = ctx;
     }
 
     /// Whether runs go to the userspace runtime.
@@ -112,7 +119,7 @@ impl TimedProgram {
     fn run(&self, packet: &[u8]) -> Result<RunOutput> {
         match &self.user {
             Some(u) => Ok(u.runtime.borrow_mut().run_xdp(&u.name, packet)?.into()),
-            None => run(self.prog.as_fd(), packet),
+            None => run_in(self.prog.as_fd(), packet, self.ctx.as_deref()),
         }
     }
 
@@ -160,6 +167,7 @@ impl TimedProgram {
         self.set_ctl(true, iters, RestoreMode::BENCH_RESTORE_NONE)?;
         let before = self.read_results()?;
         let prog = self.prog.as_fd();
+        let ctx = self.ctx.as_deref();
         // A producer runs its whole batch with preemption off. Without the
         // barrier, the one on the spawning thread's own CPU would start first
         // and keep the others from being spawned until it had finished.
@@ -173,7 +181,7 @@ impl TimedProgram {
                         let pinned = pin_to_cpu(cpu);
                         ready.wait();
                         pinned?;
-                        run(prog, packet).map(|_| ())
+                        run_in(prog, packet, ctx).map(|_| ())
                     })
                 })
                 .collect();

@@ -22,6 +22,12 @@ const HEADROOM_GROWTH: usize = 256;
 
 /// Runs a program once on `packet` (the program may loop inside).
 pub fn run(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<RunOutput> {
+    run_in(prog, packet, None)
+}
+
+/// Runs a program once on `packet` with the context `ctx` (an skb
+/// program's `__sk_buff` with the fields a test may set), if given.
+pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result<RunOutput> {
     let mut out = vec![0u8; packet.len() + HEADROOM_GROWTH];
     // SAFETY: zero is a valid bit pattern for this plain C struct.
     let mut opts: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
@@ -31,10 +37,19 @@ pub fn run(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<RunOutput> {
     opts.data_out = out.as_mut_ptr().cast();
     opts.data_size_out = out.len() as u32;
     opts.repeat = 1;
+    if let Some(ctx) = ctx {
+        opts.ctx_in = ctx.as_ptr().cast();
+        opts.ctx_size_in = ctx.len() as u32;
+    }
     // SAFETY: the buffers outlive the call and their sizes are passed with them.
     let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
     if rc != 0 {
         let err = std::io::Error::last_os_error();
+        if ctx.is_some() && err.raw_os_error() == Some(libc::EINVAL) {
+            bail!(
+                "BPF_PROG_TEST_RUN refused the context ({err}): a test may set only mark, priority, ingress_ifindex, ifindex, cb, tstamp, wire_len, gso_segs, gso_size and hwtstamp of __sk_buff"
+            );
+        }
         bail!("BPF_PROG_TEST_RUN failed: {err}");
     }
     out.truncate(opts.data_size_out as usize);

@@ -57,6 +57,11 @@ impl ProgKind {
         }
     }
 
+    /// Whether the program's context is an `__sk_buff`.
+    pub fn has_skb(self) -> bool {
+        !matches!(self, ProgKind::Xdp)
+    }
+
     /// Whether a driver of this type loops over the program in BPF
     /// (driver_xdp, driver_tc); the others are timed per call.
     pub fn has_driver(self) -> bool {

@@ -22,6 +22,8 @@ pub struct CaseSpec {
     pub expect: Option<String>,
     pub expect_packets: Vec<String>,
     pub expect_pcap: Option<PathBuf>,
+    /// `__sk_buff` fields the test runs set (skb programs), as a JSON object.
+    pub skb: Option<serde_json::Value>,
 }
 
 /// An expected verdict: a kernel action name of one program kind, or a
@@ -92,6 +94,16 @@ pub struct Case {
     pub expect_verdict: Option<Verdict>,
     /// One expected output per input packet, or one for all of them.
     pub expect_packets: Option<Vec<Vec<u8>>>,
+    /// The test runs' context, when the case sets fields.
+    pub ctx: Option<SkbContext>,
+}
+
+/// An skb program's test-run context: `__sk_buff` with some fields set.
+#[derive(Debug, Clone)]
+pub struct SkbContext {
+    pub bytes: Vec<u8>,
+    /// The fields as given, for notes.
+    pub fields: String,
 }
 
 /// Packets from specs (each may stand for several) and a capture.
@@ -135,11 +147,24 @@ impl CaseSpec {
             );
             Some(expected)
         };
-        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets })
+        let ctx = self
+            .skb
+            .as_ref()
+            .map(|fields| -> Result<SkbContext> {
+                let bytes = super::map_json::skb_context(fields, &format!("case {}: skb", self.name))?;
+                Ok(SkbContext { bytes, fields: fields.to_string() })
+            })
+            .transpose()?;
+        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets, ctx })
     }
 }
 
 impl Case {
+    /// The test runs' context bytes, if the case sets fields.
+    pub fn ctx_bytes(&self) -> Option<&[u8]> {
+        self.ctx.as_ref().map(|c| c.bytes.as_slice())
+    }
+
     /// The packet input `i` must come out as, if one is expected.
     pub fn expected_packet(&self, i: usize) -> Option<&[u8]> {
         self.expect_packets.as_ref().map(|e| if e.len() == 1 { e[0].as_slice() } else { e[i].as_slice() })

@@ -283,6 +283,20 @@ fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) ->
 
 /// Fills map `name` of `obj` (created, after prepare) from the JSON file
 /// `path`. Returns the number of entries written.
+/// The bytes of an skb program's test-run context: the running kernel's
+/// `struct __sk_buff` (from its BTF) with the fields `fields` (a JSON object,
+/// as a map value) set and the rest zero. `what` names the input in errors.
+pub fn skb_context(fields: &Value, what: &str) -> Result<Vec<u8>> {
+    let btf = Btf::from_vmlinux().map_err(|e| {
+        anyhow::anyhow!("{what}: the kernel's BTF (/sys/kernel/btf/vmlinux) is needed to lay out __sk_buff: {e}")
+    })?;
+    let skb: Composite<'_> =
+        btf.type_by_name("__sk_buff").with_context(|| format!("{what}: the kernel's BTF has no struct __sk_buff"))?;
+    let id = skb.type_id();
+    let size = skb.size();
+    bytes_of(Some(&btf), u32::from(id), size, fields, what)
+}
+
 pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
     let ctx = format!("--map {name}={}", path.display());
     let fd = obj.map_fd(name).with_context(|| ctx.clone())?;

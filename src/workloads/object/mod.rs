@@ -29,7 +29,7 @@ use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo
 use crate::kernel::load::constant_program;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
-use crate::kernel::test_run::{RunOutput, run};
+use crate::kernel::test_run::{RunOutput, run_in};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
@@ -109,6 +109,14 @@ impl ObjectBench {
         }
         let cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
         for c in &cases {
+            if c.ctx.is_some() && !kind.has_skb() {
+                bail!(
+                    "case {}: skb fields are for tc, socket filter and cgroup_skb programs; '{}' is {}",
+                    c.name,
+                    program.name,
+                    program.type_name
+                );
+            }
             if let Some(v) = c.expect_verdict
                 && let Some(other) = v.kind.filter(|_| !v.fits(kind))
             {
@@ -406,8 +414,8 @@ impl Loaded<'_> {
         let prog = self.user.prog_fd(&self.bench.program.name)?;
         let mut refs = Vec::with_capacity(case.packets.len());
         for (i, p) in case.packets.iter().enumerate() {
-            let first = run(prog, p)?;
-            let second = run(prog, p)?;
+            let first = run_in(prog, p, case.ctx_bytes())?;
+            let second = run_in(prog, p, case.ctx_bytes())?;
             self.check_no_empty_slot(i)?;
             if let Some(diff) = outputs_differ(self.bench.kind, &first, &second) {
                 bail!(
@@ -555,6 +563,9 @@ impl LoadedWorkload for Loaded<'_> {
         let name = bench.program.name.as_str();
         let mut checks = Vec::new();
         let mut notes = self.notes.clone();
+        if let Some(ctx) = &case.ctx {
+            notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
+        }
         notes.push(format!(
             "packets: {} ({} packet(s) of {} bytes, cycled per iteration)",
             case.source,
@@ -601,6 +612,7 @@ impl LoadedWorkload for Loaded<'_> {
                     references: refs.clone(),
                     cpu: self.cpu,
                     runtime: self.runtime,
+                    ctx: case.ctx_bytes().map(<[u8]>::to_vec),
                     construct,
                     body: bench.setup.body,
                 };
@@ -735,7 +747,14 @@ impl Loaded<'_> {
     fn per_call(&self, case: &Case, refs: Vec<RunOutput>, reason: String) -> (Timer<'_>, Timing, String) {
         let prog = self.user.prog_fd(&self.bench.program.name).expect("loaded in setup");
         let empty = std::os::fd::AsFd::as_fd(&self.empty);
-        let timer = PerCall::new(prog, empty, case.packets.clone(), refs, self.bench.kind);
+        let timer = PerCall::new(
+            prog,
+            empty,
+            case.packets.clone(),
+            case.ctx_bytes().map(<[u8]>::to_vec),
+            refs,
+            self.bench.kind,
+        );
         let key = format!("{:?} test run of an empty program", self.bench.kind);
         (Timer::PerCall(timer), Timing::PerCall { reason }, key)
     }

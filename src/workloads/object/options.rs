@@ -39,6 +39,9 @@ pub struct ObjectArgs {
     /// Write the packets the program output to FILE.pcap (to bootstrap expectations).
     #[arg(long, value_name = "FILE.pcap")]
     pub record: Option<PathBuf>,
+    /// __sk_buff fields the test runs set, for tc, socket filter and cgroup_skb programs, as JSON: '{"mark": 7, "cb": [1, 2, 3, 4, 5]}'.
+    #[arg(long = "skb", value_name = "JSON")]
+    pub skb: Option<String>,
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
@@ -156,6 +159,11 @@ impl ObjectSetup {
             expect: args.expect.clone(),
             expect_packets: args.expect_packets.clone(),
             expect_pcap: args.expect_pcap.clone(),
+            skb: args
+                .skb
+                .as_deref()
+                .map(|s| serde_json::from_str(s).map_err(|e| anyhow::anyhow!("--skb {s}: not a JSON object ({e})")))
+                .transpose()?,
         };
         Ok(ObjectSetup {
             name: stem(object),
@@ -188,6 +196,7 @@ impl ObjectSetup {
             ("--map", !args.load.maps.is_empty()),
             ("--map-pin", !args.load.pins.is_empty()),
             ("--tail-call", !args.load.tail_calls.is_empty()),
+            ("--skb", args.skb.is_some()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -216,6 +225,11 @@ impl ObjectSetup {
                 c.name
             );
             ensure!(!cases.iter().any(|x| x.name == c.name), "{}: two cases are named '{}'", path.display(), c.name);
+            let skb = c
+                .skb
+                .map(serde_json::to_value)
+                .transpose()
+                .with_context(|| format!("{}: case '{}': skb", path.display(), c.name))?;
             cases.push(CaseSpec {
                 name: c.name,
                 packets: c.packet.into_vec(),
@@ -223,6 +237,7 @@ impl ObjectSetup {
                 expect: c.expect,
                 expect_packets: c.expect_packet.into_vec(),
                 expect_pcap: c.expect_pcap.as_ref().map(at),
+                skb,
             });
         }
         Ok(ObjectSetup {
@@ -287,6 +302,8 @@ struct SpecCase {
     #[serde(default)]
     expect_packet: OneOrMany,
     expect_pcap: Option<PathBuf>,
+    /// `__sk_buff` fields, as `--skb` takes them: `skb = { mark = 7 }`.
+    skb: Option<toml::Table>,
 }
 
 /// A string or a list of strings.

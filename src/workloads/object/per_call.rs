@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use super::outputs_differ;
 use crate::harness::BatchTiming;
 use crate::kernel::object::ProgKind;
-use crate::kernel::test_run::{RunOutput, run};
+use crate::kernel::test_run::{RunOutput, run_in};
 
 /// Calls per batch at most: a call costs microseconds of syscall, so a batch
 /// of this many stays near the runner's few milliseconds of wall time.
@@ -21,6 +21,8 @@ pub struct PerCall<'a> {
     /// A program that returns at once: the test run's own cost.
     empty: BorrowedFd<'a>,
     packets: Vec<Vec<u8>>,
+    /// The test runs' context, if the case sets one.
+    ctx: Option<Vec<u8>>,
     references: Vec<RunOutput>,
     kind: ProgKind,
     next: usize,
@@ -31,10 +33,11 @@ impl<'a> PerCall<'a> {
         prog: BorrowedFd<'a>,
         empty: BorrowedFd<'a>,
         packets: Vec<Vec<u8>>,
+        ctx: Option<Vec<u8>>,
         references: Vec<RunOutput>,
         kind: ProgKind,
     ) -> Self {
-        PerCall { prog, empty, packets, references, kind, next: 0 }
+        PerCall { prog, empty, packets, ctx, references, kind, next: 0 }
     }
 
     /// `iters` runs (at most MAX_CALLS_PER_BATCH), cycling the packets;
@@ -46,7 +49,7 @@ impl<'a> PerCall<'a> {
         for call in 0..n {
             let i = self.next % self.packets.len();
             self.next += 1;
-            let out = run(if body { self.prog } else { self.empty }, &self.packets[i])?;
+            let out = run_in(if body { self.prog } else { self.empty }, &self.packets[i], self.ctx.as_deref())?;
             elapsed += u64::from(out.duration_ns);
             if body {
                 let want = &self.references[i];

@@ -73,6 +73,8 @@ pub struct Spliced {
     pub why_called: Option<String>,
     /// The userspace runtime the batches run in, when they do.
     user: Option<SharedRuntime>,
+    /// The test runs' context (an skb program's `__sk_buff`), if any.
+    ctx: Option<Vec<u8>>,
 }
 
 /// What the user's program was prepared as.
@@ -94,6 +96,8 @@ pub struct SpliceRequest<'a> {
     pub references: Vec<RunOutput>,
     pub cpu: usize,
     pub runtime: Runtime,
+    /// The test runs' context (an skb program's `__sk_buff`), if any.
+    pub ctx: Option<Vec<u8>>,
     pub construct: LoopConstruct,
     pub body: BodyChoice,
 }
@@ -172,7 +176,9 @@ impl Spliced {
             placement: body,
             why_called: None,
             user: None,
+            ctx: req.ctx.clone(),
         };
+        s.body.set_context(s.ctx.clone());
         if runtime == Runtime::User {
             s.move_to_user(user, (&body_insns, body_lines), variants)?;
         }
@@ -239,7 +245,9 @@ impl Spliced {
                 splice::inline_overhead(&self.driver, &self.entry, self.kind, (attach, flags), self.scrubbed)?
             }
         };
-        Ok((timed(&self.driver, prog.fd)?, prog.insns, prog.lines))
+        let mut overhead = timed(&self.driver, prog.fd)?;
+        overhead.set_context(self.ctx.clone());
+        Ok((overhead, prog.insns, prog.lines))
     }
 
     /// The userspace runtime the batches run in, if they do.
@@ -332,6 +340,7 @@ mod tests {
             references,
             cpu,
             runtime,
+            ctx: None,
             construct,
             body,
         };
@@ -411,6 +420,7 @@ mod tests {
                 references: references.clone(),
                 cpu,
                 runtime: Runtime::Kernel,
+                ctx: None,
                 construct: LoopConstruct::MayGoto,
                 body: choice,
             };
