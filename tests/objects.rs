@@ -226,6 +226,42 @@ fn skb_fields_from_the_command_line_and_the_spec_file_reach_every_run() {
 }
 
 #[test]
+fn tc_chains_are_timed_in_bpf_each_pass_with_the_context_put_back() {
+    let chain = object("tc_chain.bpf.o");
+    // entry -> mark drops; a packet that came marked 9 gets TC_ACT_PIPE, and
+    // only if every pass sees the mark again (the chain overwrites it).
+    for (skb, verdict) in [(None, "TC_ACT_SHOT"), (Some(r#"{"mark": 9}"#), "TC_ACT_PIPE")] {
+        let mut args = vec![chain.as_str(), "--program", "tc_chain_entry", "--expect", verdict];
+        if let Some(skb) = skb {
+            args.extend(["--skb", skb]);
+        }
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{skb:?}: {err}");
+        let t = &results[0]["timing"];
+        assert_eq!(
+            (t["mode"].as_str(), t["tail_calls"].as_u64(), t["per_run"].as_u64()),
+            (Some("chain"), Some(2), Some(15)),
+            "{t}"
+        );
+    }
+    // count -> mark: the payload byte counted once, the packet put back before every pass.
+    let counted = format!("eth(type=0x88b5)/payload(hex={}01{})", "00".repeat(28), "00".repeat(17));
+    let (code, results, err) = run_json(&[
+        chain.as_str(),
+        "--program",
+        "tc_chain_count",
+        "--packet",
+        "eth(type=0x88b5)/payload(46)",
+        "--expect",
+        "TC_ACT_SHOT",
+        "--expect-packet",
+        &counted,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(results[0]["timing"]["mode"], "chain", "{}", results[0]);
+}
+
+#[test]
 fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
     let chain = object("xdp_chain.bpf.o");
     let swap = object("xdp_swap.bpf.o");

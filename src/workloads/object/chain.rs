@@ -1,4 +1,4 @@
-//! A program that makes tail calls, timed in BPF: driver_chain.bpf.c's
+//! An XDP or tc program that makes tail calls, timed in BPF: driver_chain.bpf.c's
 //! loop enters the chain through a tail call from a subprogram each
 //! iteration and gets the chain's verdict back when its last program exits.
 //! The kernel allows 33 tail calls per run, so the host first counts the
@@ -14,8 +14,9 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use super::{DriverState, outputs_differ};
 use crate::harness::BatchTiming;
 use crate::kernel::AttachType;
+use crate::kernel::object::ProgKind;
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
-use crate::kernel::test_run::{RunOutput, run};
+use crate::kernel::test_run::{RunOutput, run_in};
 
 crate::bpf_skeleton!("driver_chain");
 use skel::types::{bench_chain_slot, bench_chain_totals};
@@ -30,7 +31,7 @@ const MAX_RUNS_PER_BATCH: u64 = 2_000;
 #[derive(Debug)]
 pub struct NotInLoop(pub String);
 
-/// The chain of a user's XDP program, driven by the chain driver.
+/// The chain of a user's XDP or tc program, driven by the chain driver.
 pub struct ChainTimer {
     body: OwnedFd,
     overhead: OwnedFd,
@@ -41,7 +42,10 @@ pub struct ChainTimer {
     _chain: MapHandle,
     _empty: OwnedFd,
     packet: Vec<u8>,
+    /// The test runs' context (a tc program's `__sk_buff`), if any.
+    ctx: Option<Vec<u8>>,
     references: Vec<RunOutput>,
+    kind: ProgKind,
     cpu: usize,
     /// Tail calls one pass through the chain makes, its entry's included.
     pub tail_calls: u32,
@@ -51,6 +55,7 @@ pub struct ChainTimer {
 
 /// What the chain driver needs of the user's program and case.
 pub struct ChainRequest<'a> {
+    pub kind: ProgKind,
     pub entry: BorrowedFd<'a>,
     /// The entry program's expected attach type and flags: a prog array
     /// takes only programs like the one that first used it.
@@ -59,6 +64,8 @@ pub struct ChainRequest<'a> {
     /// Bytes written back per pass (restore::plan's).
     pub restore: u32,
     pub references: Vec<RunOutput>,
+    /// The test runs' context (a tc program's `__sk_buff`), if any.
+    pub ctx: Option<Vec<u8>>,
     pub cpu: usize,
 }
 
@@ -81,9 +88,19 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     let mut storage = std::mem::MaybeUninit::uninit();
     let mut open = skel::DriverChainSkelBuilder::default().open(&mut storage).context("opening the chain driver")?;
     let (attach, flags) = req.load_attrs;
+    // The programs of the user's kind only, loaded as the user's program is.
+    let suffix = match req.kind {
+        ProgKind::Xdp => "_xdp",
+        ProgKind::Tc => "_tc",
+        other => bail!("no chain loop for {other:?} programs"),
+    };
     for mut p in open.open_object_mut().progs_mut() {
-        p.set_attach_type(attach.into());
-        p.set_flags(flags);
+        let ours = p.name().to_string_lossy().ends_with(suffix);
+        p.set_autoload(ours);
+        if ours {
+            p.set_attach_type(attach.into());
+            p.set_flags(flags);
+        }
     }
     let n = req.variants.len() as u32;
     open.maps.bench_variants.set_max_entries(n)?;
@@ -94,15 +111,34 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     rodata.cfg_restore_bytes = req.restore;
     rodata.cfg_chain_iters = per_run;
     let skel = skeleton::load(open, "the chain driver")?;
+    let (p, m) = (&skel.progs, &skel.maps);
+    let (body, overhead, probe, probe_limit, empty, chain) = match req.kind {
+        ProgKind::Xdp => (
+            &p.bench_chain_driver_xdp,
+            &p.bench_chain_overhead_xdp,
+            &p.bench_chain_probe_xdp,
+            &p.bench_chain_probe_limit_xdp,
+            &p.bench_chain_empty_xdp,
+            &m.bench_chain_xdp,
+        ),
+        _ => (
+            &p.bench_chain_driver_tc,
+            &p.bench_chain_overhead_tc,
+            &p.bench_chain_probe_tc,
+            &p.bench_chain_probe_limit_tc,
+            &p.bench_chain_empty_tc,
+            &m.bench_chain_tc,
+        ),
+    };
     let d = Driver {
-        body: prog_fd(&skel.progs.bench_chain_driver)?,
-        overhead: prog_fd(&skel.progs.bench_chain_overhead)?,
-        probe: prog_fd(&skel.progs.bench_chain_probe)?,
-        probe_limit: prog_fd(&skel.progs.bench_chain_probe_limit)?,
-        totals: map_handle(&skel.maps.bench_chain_totals)?,
-        state: map_handle(&skel.maps.bench_driver_state)?,
-        chain: map_handle(&skel.maps.bench_chain)?,
-        _empty: prog_fd(&skel.progs.bench_chain_empty)?,
+        body: prog_fd(body)?,
+        overhead: prog_fd(overhead)?,
+        probe: prog_fd(probe)?,
+        probe_limit: prog_fd(probe_limit)?,
+        totals: map_handle(&m.bench_chain_totals)?,
+        state: map_handle(&m.bench_driver_state)?,
+        chain: map_handle(chain)?,
+        _empty: prog_fd(empty)?,
     };
     let set_slot = |slot: bench_chain_slot, fd: BorrowedFd<'_>| -> Result<()> {
         d.chain.update(&slot.0.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY).context(
@@ -128,11 +164,12 @@ impl ChainTimer {
         // The probe: on every packet, the tail calls one pass leaves.
         let d = load_driver(&req, 1)?;
         // The kernel's limit per run (33 since 5.17, 32 before).
-        run(d.probe_limit.as_fd(), &req.variants[0])?;
+        let ctx = req.ctx.as_deref();
+        run_in(d.probe_limit.as_fd(), &req.variants[0], ctx)?;
         let limit = read_totals(&d.totals, req.cpu)?.probe_calls + 1;
         let mut tail_calls = 0;
         for p in req.variants {
-            run(d.probe.as_fd(), p)?;
+            run_in(d.probe.as_fd(), p, ctx)?;
             let left = read_totals(&d.totals, req.cpu)?.probe_calls;
             if left == 0 {
                 return Ok(Err(NotInLoop(format!(
@@ -159,7 +196,9 @@ impl ChainTimer {
             _chain: d.chain,
             _empty: d._empty,
             packet: req.variants[0].clone(),
+            ctx: req.ctx.clone(),
             references: req.references,
+            kind: req.kind,
             cpu: req.cpu,
             tail_calls,
             per_run,
@@ -183,10 +222,10 @@ impl ChainTimer {
         let started_ns = crate::system::monotonic_ns();
         let prog = if body { self.body.as_fd() } else { self.overhead.as_fd() };
         for _ in 0..runs {
-            let out = run(prog, &self.packet)?;
+            let out = run_in(prog, &self.packet, self.ctx.as_deref())?;
             if body {
                 let i = self.variant()?;
-                if let Some(diff) = outputs_differ(super::ProgKind::Xdp, &self.references[i], &out) {
+                if let Some(diff) = outputs_differ(self.kind, &self.references[i], &out) {
                     bail!(
                         "the chain, entered from the loop, gave another output than the program itself for packet {i}: {diff}"
                     );

@@ -706,16 +706,14 @@ impl Loaded<'_> {
         notes: &mut Vec<String>,
     ) -> Result<(Timer<'_>, Timing, String)> {
         let name = &self.bench.program.name;
-        if self.bench.kind != ProgKind::Xdp {
-            let reason = "it makes tail calls, and the loop that enters a chain by a tail call is XDP's".to_string();
-            return Ok(self.per_call(case, refs.to_vec(), reason));
-        }
         let req = ChainRequest {
+            kind: self.bench.kind,
             entry: self.user.prog_fd(name)?,
             load_attrs: self.user.load_attrs(name)?,
             variants: &case.packets,
             restore,
             references: refs.to_vec(),
+            ctx: case.ctx_bytes().map(<[u8]>::to_vec),
             cpu: self.cpu,
         };
         let timer = match ChainTimer::build(req) {
@@ -736,7 +734,8 @@ impl Loaded<'_> {
             timer.tail_calls, timer.per_run
         ));
         let key = format!(
-            "Xdp chain loop ({} passes per run, a tail call into an empty program), {restore} bytes written back, {} packet(s)",
+            "{:?} chain loop ({} passes per run, a tail call into an empty program), {restore} bytes written back, {} packet(s)",
+            self.bench.kind,
             timer.per_run,
             case.packets.len()
         );

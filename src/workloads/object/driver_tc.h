@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The tc drivers' skb handling (driver_tc.bpf.c, driver_chain.bpf.c): a
+ * batch's start records the skb's length and the fields a tc program may
+ * write, and after each iteration the skb is put back to them.
+ */
+#ifndef BENCH_DRIVER_TC_H
+#define BENCH_DRIVER_TC_H
+
+#include "driver.h"
+
+#define TC_ACT_OK	0
+#define TC_ACT_SHOT	2
+
+static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_driver_state *st,
+					  const struct bench_variant *only)
+{
+	/* Read once: each read of a volatile is a load the verifier keeps (the
+	 * branches on the value it knows go, with the stores they skip). */
+	__u32 fields = cfg_skb_fields;
+
+	if (skb->len != st->len0) {
+		if (bpf_skb_change_tail(skb, st->len0, 0))
+			return -1;
+		st->resized++;
+	}
+	if (fields & BENCH_SKB_MARK)
+		skb->mark = st->mark0;
+	if (fields & BENCH_SKB_PRIORITY)
+		skb->priority = st->priority0;
+	if (fields & BENCH_SKB_TC_INDEX)
+		skb->tc_index = st->tc_index0;
+	if (fields & BENCH_SKB_TC_CLASSID)
+		skb->tc_classid = st->tc_classid0;
+	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, only);
+}
+
+static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buff *skb)
+{
+	struct bench_driver_state *st = bench_driver_state_get();
+
+	if (!st)
+		return 0;
+	st->len0 = skb->len;
+	st->mark0 = skb->mark;
+	st->priority0 = skb->priority;
+	st->tc_index0 = skb->tc_index;
+	st->tc_classid0 = skb->tc_classid;
+	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, bench_only_variant()))
+		return 0;
+	return st;
+}
+
+#endif /* BENCH_DRIVER_TC_H */
