@@ -10,9 +10,8 @@
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
+#include "payload_count.h"
 
-/* The first payload byte of eth/ipv4/udp (14 + 20 + 8). */
-#define PAYLOAD_OFF 42
 
 int tc_chain_mark(struct __sk_buff *skb);
 
@@ -44,13 +43,8 @@ int tc_chain_entry(struct __sk_buff *skb)
 SEC("tc")
 int tc_chain_count(struct __sk_buff *skb)
 {
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	__u8 *count = data + PAYLOAD_OFF;
-
-	if ((void *)(count + 1) > data_end)
+	if (!count_in_payload((void *)(long)skb->data, (void *)(long)skb->data_end))
 		return TC_ACT_OK;
-	*count += 1;
 	bpf_tail_call(skb, &tc_chain_slots, 1);
 	return TC_ACT_OK;
 }

@@ -14,9 +14,8 @@
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
 #include "mac_swap.h"
+#include "payload_count.h"
 
-/* The first payload byte of eth/ipv4/udp (14 + 20 + 8). */
-#define PAYLOAD_OFF 42
 
 int chain_tx(struct xdp_md *ctx);
 int chain_mid(struct xdp_md *ctx);
@@ -31,18 +30,6 @@ struct {
 	.values = { [1] = (void *)&chain_tx, [2] = (void *)&chain_mid, [3] = (void *)&chain_deep },
 };
 
-/* Adds 1 to the first payload byte; 0 if the packet is too short. */
-static __always_inline int count_in_payload(struct xdp_md *ctx)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	__u8 *count = data + PAYLOAD_OFF;
-
-	if ((void *)(count + 1) > data_end)
-		return 0;
-	*count += 1;
-	return 1;
-}
 
 SEC("xdp")
 int chain_tx(struct xdp_md *ctx)
@@ -55,7 +42,7 @@ int chain_tx(struct xdp_md *ctx)
 SEC("xdp")
 int chain_mid(struct xdp_md *ctx)
 {
-	if (!count_in_payload(ctx))
+	if (!count_in_payload((void *)(long)ctx->data, (void *)(long)ctx->data_end))
 		return XDP_DROP;
 	bpf_tail_call(ctx, &chain_slots, 1);
 	return XDP_ABORTED;
@@ -78,7 +65,7 @@ int chain_three(struct xdp_md *ctx)
 SEC("xdp")
 int chain_deep(struct xdp_md *ctx)
 {
-	if (!count_in_payload(ctx))
+	if (!count_in_payload((void *)(long)ctx->data, (void *)(long)ctx->data_end))
 		return XDP_DROP;
 	bpf_tail_call(ctx, &chain_slots, 3);
 	return XDP_TX;	/* the tail call refused: the limit */
