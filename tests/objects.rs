@@ -146,7 +146,7 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_cal
 }
 
 #[test]
-fn socket_filters_and_cgroup_skb_programs_validate_and_are_timed_per_call() {
+fn socket_filters_cgroup_skb_and_flow_dissectors_validate_and_are_timed_per_call() {
     let sock = object("sock_udp_head.bpf.o");
     let cgroup = object("cgroup_allow_http.bpf.o");
     for (program, packet, expect, verdict) in [
@@ -166,6 +166,18 @@ fn socket_filters_and_cgroup_skb_programs_validate_and_are_timed_per_call() {
         assert!(r["timing"]["reason"].as_str().unwrap().starts_with("no batch loop runs"), "{r}");
         assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
+    // A flow dissector's output is its flow keys: BPF_OK for IPv4, BPF_DROP for the rest.
+    let flow = object("flow_ipv4.bpf.o");
+    for (packet, verdict) in
+        [("eth/ipv4/tcp(dport=80)/payload(20)", "BPF_OK"), ("eth(type=0x0806)/payload(46)", "BPF_DROP")]
+    {
+        let (code, results, err) = run_json(&[flow.as_str(), "--packet", packet, "--expect", verdict]);
+        assert_eq!(code, Some(0), "{packet}: {err}");
+        let r = &results[0];
+        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
+    }
+    let o = bpfbench(&["run", flow.as_str(), "--expect-packet", "eth/ipv4/udp/payload(18)", "--no-store"]);
+    assert!(stderr(&o).contains("whose output is its flow keys, not a packet"), "{}", stderr(&o));
     // A wrong expectation fails naming the verdicts.
     let (code, results, err) =
         run_json(&[cgroup.as_str(), "--packet", "eth/ipv4/tcp(dport=22)/payload(20)", "--expect", "ALLOW"]);

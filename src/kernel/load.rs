@@ -26,6 +26,7 @@ impl ProgKind {
             ProgKind::Tc => sys::BPF_PROG_TYPE_SCHED_CLS,
             ProgKind::SocketFilter => sys::BPF_PROG_TYPE_SOCKET_FILTER,
             ProgKind::CgroupSkb => sys::BPF_PROG_TYPE_CGROUP_SKB,
+            ProgKind::FlowDissector => sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
         }
     }
 }

@@ -34,6 +34,9 @@ pub enum ProgKind {
     SocketFilter,
     /// A cgroup's skb filter (BPF_PROG_TYPE_CGROUP_SKB): 1 allows, 0 denies.
     CgroupSkb,
+    /// A flow dissector (BPF_PROG_TYPE_FLOW_DISSECTOR): fills the flow keys
+    /// (`struct bpf_flow_keys`, its test run's output), returns BPF_OK or BPF_DROP.
+    FlowDissector,
 }
 
 impl ProgKind {
@@ -45,6 +48,7 @@ impl ProgKind {
             ProgKind::Tc => 0,
             ProgKind::SocketFilter => i32::MAX,
             ProgKind::CgroupSkb => 1,
+            ProgKind::FlowDissector => 0, // BPF_OK
         }
     }
 
@@ -54,12 +58,19 @@ impl ProgKind {
             ProgKind::Xdp => 1,
             ProgKind::Tc => 2,
             ProgKind::SocketFilter | ProgKind::CgroupSkb => 0,
+            ProgKind::FlowDissector => 2, // BPF_DROP
         }
     }
 
     /// Whether the program's context is an `__sk_buff`.
     pub fn has_skb(self) -> bool {
-        !matches!(self, ProgKind::Xdp)
+        matches!(self, ProgKind::Tc | ProgKind::SocketFilter | ProgKind::CgroupSkb)
+    }
+
+    /// What a test run hands back besides the verdict: the packet, or (a
+    /// flow dissector's) the flow keys.
+    pub fn outputs_flow_keys(self) -> bool {
+        self == ProgKind::FlowDissector
     }
 
     /// Whether a driver of this type loops over the program in BPF
@@ -236,6 +247,7 @@ impl ObjectFile {
                     sys::BPF_PROG_TYPE_SCHED_CLS => Some(ProgKind::Tc),
                     sys::BPF_PROG_TYPE_SOCKET_FILTER => Some(ProgKind::SocketFilter),
                     sys::BPF_PROG_TYPE_CGROUP_SKB => Some(ProgKind::CgroupSkb),
+                    sys::BPF_PROG_TYPE_FLOW_DISSECTOR => Some(ProgKind::FlowDissector),
                     _ => None,
                 };
                 // SAFETY: returns a static string or NULL.
@@ -271,7 +283,7 @@ impl ObjectFile {
                 p.section
             ),
             None => bail!(
-                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter and cgroup_skb programs",
+                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb and flow_dissector programs",
                 p.name,
                 p.type_name,
                 p.section

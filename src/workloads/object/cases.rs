@@ -38,6 +38,9 @@ pub struct Verdict {
 const XDP_ACTIONS: [&str; 5] = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"];
 /// cgroup_skb's verdicts (bit 1, congestion notification, aside).
 const CGROUP_SKB_VERDICTS: [&str; 2] = ["DENY", "ALLOW"];
+/// A flow dissector's verdicts.
+const FLOW_DISSECTOR_VERDICTS: [(&str, u32); 3] =
+    [("BPF_OK", 0), ("BPF_DROP", 2), ("BPF_FLOW_DISSECTOR_CONTINUE", 129)];
 
 impl Verdict {
     /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name, in any
@@ -53,12 +56,15 @@ impl Verdict {
         if let Some(i) = CGROUP_SKB_VERDICTS.iter().position(|a| *a == up) {
             return Ok(Verdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
         }
+        if let Some((_, v)) = FLOW_DISSECTOR_VERDICTS.iter().find(|(n, _)| *n == up) {
+            return Ok(Verdict { kind: Some(ProgKind::FlowDissector), value: *v });
+        }
         if let Ok(value) = up.parse::<u32>() {
             return Ok(Verdict { kind: None, value });
         }
         let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
         bail!(
-            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, socket filters the number of bytes to keep (any program: a number)",
+            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, flow dissectors BPF_OK or BPF_DROP, socket filters the number of bytes to keep (any program: a number)",
             XDP_ACTIONS.join(", "),
             tc.join(", ")
         )
@@ -81,6 +87,10 @@ pub fn verdict_name(kind: ProgKind, value: u32) -> String {
             0 | 1 => CGROUP_SKB_VERDICTS[value as usize].into(),
             v => format!("{v}"),
         },
+        ProgKind::FlowDissector => FLOW_DISSECTOR_VERDICTS
+            .iter()
+            .find(|(_, v)| *v == value)
+            .map_or_else(|| format!("{value}"), |(n, _)| n.to_string()),
     }
 }
 

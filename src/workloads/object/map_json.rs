@@ -297,6 +297,33 @@ pub fn skb_context(fields: &Value, what: &str) -> Result<Vec<u8>> {
     bytes_of(Some(&btf), u32::from(id), size, fields, what)
 }
 
+/// How two values of the running kernel's `struct type_name` differ, by
+/// member ("ip_proto: expected 06, got 11"), or `None` if they do not.
+pub fn struct_differs(type_name: &str, want: &[u8], got: &[u8]) -> Option<String> {
+    if want == got {
+        return None;
+    }
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let by_member = || -> Option<String> {
+        let btf = Btf::from_vmlinux().ok()?;
+        let c: Composite<'_> = btf.type_by_name(type_name)?;
+        let mut out = Vec::new();
+        for m in c.iter() {
+            let MemberAttr::Normal { offset } = m.attr else { continue };
+            let (start, size) = ((offset / 8) as usize, size_of(&btf, m.ty).ok()?);
+            let (w, g) = (want.get(start..start + size)?, got.get(start..start + size)?);
+            if w != g {
+                let name = m
+                    .name
+                    .map_or_else(|| format!("bytes {start}..{}", start + size), |n| n.to_string_lossy().into_owned());
+                out.push(format!("{name}: expected {}, got {}", hex(w), hex(g)));
+            }
+        }
+        (!out.is_empty()).then(|| out.join("; "))
+    };
+    Some(by_member().unwrap_or_else(|| format!("expected {}, got {}", hex(want), hex(got))))
+}
+
 pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
     let ctx = format!("--map {name}={}", path.display());
     let fd = obj.map_fd(name).with_context(|| ctx.clone())?;
@@ -335,4 +362,27 @@ pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
         }
     }
     Ok(entries.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn struct_differences_are_named_by_the_kernels_btf() {
+        let offset = |name: &str| {
+            let btf = Btf::from_vmlinux().unwrap();
+            let c: Composite<'_> = btf.type_by_name("bpf_flow_keys").unwrap();
+            let m = c.iter().find(|m| m.name.is_some_and(|n| n.to_string_lossy() == name)).unwrap();
+            let MemberAttr::Normal { offset } = m.attr else { panic!("bit field") };
+            (offset / 8) as usize
+        };
+        let want = vec![0u8; 56];
+        assert_eq!(struct_differs("bpf_flow_keys", &want, &want), None);
+        let mut got = want.clone();
+        got[offset("ip_proto")] = 0x11;
+        assert_eq!(struct_differs("bpf_flow_keys", &want, &got).unwrap(), "ip_proto: expected 00, got 11");
+        // An unknown type: the bytes, whole.
+        assert_eq!(struct_differs("no_such_struct", &[1], &[2]).unwrap(), "expected 01, got 02");
+    }
 }

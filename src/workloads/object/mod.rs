@@ -77,6 +77,10 @@ pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) 
             verdict_name(kind, want.retval)
         ));
     }
+    if kind.outputs_flow_keys() {
+        return map_json::struct_differs("bpf_flow_keys", &want.packet, &got.packet)
+            .map(|d| format!("flow keys differ: {d}"));
+    }
     diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"))
 }
 
@@ -109,6 +113,13 @@ impl ObjectBench {
         }
         let cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
         for c in &cases {
+            if kind.outputs_flow_keys() && c.expect_packets.is_some() {
+                bail!(
+                    "case {}: '{}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet",
+                    c.name,
+                    program.name
+                );
+            }
             if c.ctx.is_some() && !kind.has_skb() {
                 bail!(
                     "case {}: skb fields are for tc, socket filter and cgroup_skb programs; '{}' is {}",
