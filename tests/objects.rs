@@ -176,6 +176,21 @@ fn socket_filters_cgroup_skb_and_flow_dissectors_validate_and_are_timed_per_call
         let r = &results[0];
         assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
     }
+    // An sk_lookup program is asked about each packet's flow.
+    let lookup = object("lookup_no_ssh.bpf.o");
+    for (packet, verdict) in [
+        ("eth/ipv4/tcp(dport=22)/payload(20)", "SK_DROP"),
+        ("eth/ipv6/tcp(dport=22)/payload(20)", "SK_DROP"),
+        ("eth/ipv4/tcp(dport=80)/payload(20)", "SK_PASS"),
+        ("eth/ipv4/udp(dport=22)/payload(20)", "SK_PASS"),
+    ] {
+        let (code, results, err) = run_json(&[lookup.as_str(), "--packet", packet, "--expect", verdict]);
+        assert_eq!(code, Some(0), "{packet}: {err}");
+        let r = &results[0];
+        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
+    }
+    let o = bpfbench(&["run", lookup.as_str(), "--packet", "eth(type=0x0806)/payload(28)", "--no-store"]);
+    assert!(stderr(&o).contains("an sk_lookup program is asked about a TCP or UDP flow"), "{}", stderr(&o));
     let o = bpfbench(&["run", flow.as_str(), "--expect-packet", "eth/ipv4/udp/payload(18)", "--no-store"]);
     assert!(stderr(&o).contains("whose output is its flow keys, not a packet"), "{}", stderr(&o));
     // A wrong expectation fails naming the verdicts.

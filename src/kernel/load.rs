@@ -27,6 +27,7 @@ impl ProgKind {
             ProgKind::SocketFilter => sys::BPF_PROG_TYPE_SOCKET_FILTER,
             ProgKind::CgroupSkb => sys::BPF_PROG_TYPE_CGROUP_SKB,
             ProgKind::FlowDissector => sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
+            ProgKind::SkLookup => sys::BPF_PROG_TYPE_SK_LOOKUP,
         }
     }
 }

@@ -56,6 +56,40 @@ pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result
     Ok(RunOutput { retval: opts.retval, packet: out, duration_ns: opts.duration })
 }
 
+/// What one test run is given.
+#[derive(Debug, Clone)]
+pub enum TestInput {
+    /// A packet, and the context of an skb program if one is set.
+    Packet { data: Vec<u8>, ctx: Option<Vec<u8>> },
+    /// A context alone (an sk_lookup program's).
+    Context(Vec<u8>),
+}
+
+/// Runs a program once on `input`.
+pub fn run_input(prog: BorrowedFd<'_>, input: &TestInput) -> Result<RunOutput> {
+    match input {
+        TestInput::Packet { data, ctx } => run_in(prog, data, ctx.as_deref()),
+        TestInput::Context(ctx) => run_context(prog, ctx),
+    }
+}
+
+/// Runs a program that takes a context and no packet (an sk_lookup
+/// program's `struct bpf_sk_lookup`) once; the output has no packet.
+pub fn run_context(prog: BorrowedFd<'_>, ctx: &[u8]) -> Result<RunOutput> {
+    // SAFETY: zero is a valid bit pattern for this plain C struct.
+    let mut opts: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
+    opts.sz = std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _;
+    opts.ctx_in = ctx.as_ptr().cast();
+    opts.ctx_size_in = ctx.len() as u32;
+    opts.repeat = 1;
+    // SAFETY: the context outlives the call and its size is passed with it.
+    let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+    if rc != 0 {
+        bail!("BPF_PROG_TEST_RUN failed: {}", std::io::Error::last_os_error());
+    }
+    Ok(RunOutput { retval: opts.retval, packet: Vec::new(), duration_ns: opts.duration })
+}
+
 /// Runs an XDP program in live-frames mode (`BPF_F_TEST_XDP_LIVE_FRAMES`,
 /// Linux 5.18): `repeat` copies of `packet` go through the program and the
 /// kernel acts on its verdicts for real (a redirect transmits the frame).

@@ -4,6 +4,8 @@
 mod diff;
 pub mod pcap;
 pub mod spec;
+mod tuple;
 
 pub use diff::diff_packets;
 pub use spec::PacketSpec;
+pub use tuple::FiveTuple;

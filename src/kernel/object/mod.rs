@@ -37,6 +37,9 @@ pub enum ProgKind {
     /// A flow dissector (BPF_PROG_TYPE_FLOW_DISSECTOR): fills the flow keys
     /// (`struct bpf_flow_keys`, its test run's output), returns BPF_OK or BPF_DROP.
     FlowDissector,
+    /// A socket lookup (BPF_PROG_TYPE_SK_LOOKUP): asked about a flow (its
+    /// test run takes `struct bpf_sk_lookup`, no packet), SK_PASS or SK_DROP.
+    SkLookup,
 }
 
 impl ProgKind {
@@ -49,6 +52,7 @@ impl ProgKind {
             ProgKind::SocketFilter => i32::MAX,
             ProgKind::CgroupSkb => 1,
             ProgKind::FlowDissector => 0, // BPF_OK
+            ProgKind::SkLookup => 1,      // SK_PASS
         }
     }
 
@@ -57,7 +61,7 @@ impl ProgKind {
         match self {
             ProgKind::Xdp => 1,
             ProgKind::Tc => 2,
-            ProgKind::SocketFilter | ProgKind::CgroupSkb => 0,
+            ProgKind::SocketFilter | ProgKind::CgroupSkb | ProgKind::SkLookup => 0,
             ProgKind::FlowDissector => 2, // BPF_DROP
         }
     }
@@ -71,6 +75,11 @@ impl ProgKind {
     /// flow dissector's) the flow keys.
     pub fn outputs_flow_keys(self) -> bool {
         self == ProgKind::FlowDissector
+    }
+
+    /// Whether a test run takes a context and no packet.
+    pub fn takes_no_packet(self) -> bool {
+        self == ProgKind::SkLookup
     }
 
     /// Whether a driver of this type loops over the program in BPF
@@ -248,6 +257,7 @@ impl ObjectFile {
                     sys::BPF_PROG_TYPE_SOCKET_FILTER => Some(ProgKind::SocketFilter),
                     sys::BPF_PROG_TYPE_CGROUP_SKB => Some(ProgKind::CgroupSkb),
                     sys::BPF_PROG_TYPE_FLOW_DISSECTOR => Some(ProgKind::FlowDissector),
+                    sys::BPF_PROG_TYPE_SK_LOOKUP => Some(ProgKind::SkLookup),
                     _ => None,
                 };
                 // SAFETY: returns a static string or NULL.
@@ -283,7 +293,7 @@ impl ObjectFile {
                 p.section
             ),
             None => bail!(
-                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb and flow_dissector programs",
+                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector and sk_lookup programs",
                 p.name,
                 p.type_name,
                 p.section

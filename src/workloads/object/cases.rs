@@ -2,13 +2,14 @@
 //! as a user gives them (packet specs or a capture, an expected verdict,
 //! expected packets), resolved to bytes before anything is loaded.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail, ensure};
 
 use crate::kernel::object::ProgKind;
-use crate::kernel::test_run::{TC_ACTIONS, tc_action_name, xdp_action_name};
-use crate::packet::{PacketSpec, pcap};
+use crate::kernel::test_run::{TC_ACTIONS, TestInput, tc_action_name, xdp_action_name};
+use crate::packet::{FiveTuple, PacketSpec, pcap};
 
 /// The packet used when a case names none: a small IPv4 UDP datagram.
 pub const DEFAULT_PACKET: &str = "eth/ipv4/udp/payload(18)";
@@ -56,6 +57,9 @@ impl Verdict {
         if let Some(i) = CGROUP_SKB_VERDICTS.iter().position(|a| *a == up) {
             return Ok(Verdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
         }
+        if let Some(i) = ["SK_DROP", "SK_PASS"].iter().position(|a| *a == up) {
+            return Ok(Verdict { kind: Some(ProgKind::SkLookup), value: i as u32 });
+        }
         if let Some((_, v)) = FLOW_DISSECTOR_VERDICTS.iter().find(|(n, _)| *n == up) {
             return Ok(Verdict { kind: Some(ProgKind::FlowDissector), value: *v });
         }
@@ -64,7 +68,7 @@ impl Verdict {
         }
         let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
         bail!(
-            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, flow dissectors BPF_OK or BPF_DROP, socket filters the number of bytes to keep (any program: a number)",
+            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, flow dissectors BPF_OK or BPF_DROP, sk_lookup programs SK_PASS or SK_DROP, socket filters the number of bytes to keep (any program: a number)",
             XDP_ACTIONS.join(", "),
             tc.join(", ")
         )
@@ -87,6 +91,11 @@ pub fn verdict_name(kind: ProgKind, value: u32) -> String {
             0 | 1 => CGROUP_SKB_VERDICTS[value as usize].into(),
             v => format!("{v}"),
         },
+        ProgKind::SkLookup => match value {
+            0 => "SK_DROP".into(),
+            1 => "SK_PASS".into(),
+            v => format!("{v}"),
+        },
         ProgKind::FlowDissector => FLOW_DISSECTOR_VERDICTS
             .iter()
             .find(|(_, v)| *v == value)
@@ -106,6 +115,9 @@ pub struct Case {
     pub expect_packets: Option<Vec<Vec<u8>>>,
     /// The test runs' context, when the case sets fields.
     pub ctx: Option<SkbContext>,
+    /// For a program that takes no packet (sk_lookup): each packet's
+    /// context, made from its flow by [`Case::use_lookups`].
+    pub lookups: Option<Vec<Vec<u8>>>,
 }
 
 /// An skb program's test-run context: `__sk_buff` with some fields set.
@@ -165,11 +177,49 @@ impl CaseSpec {
                 Ok(SkbContext { bytes, fields: fields.to_string() })
             })
             .transpose()?;
-        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets, ctx })
+        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets, ctx, lookups: None })
     }
 }
 
 impl Case {
+    /// Makes each packet stand for the socket lookup of its flow (an
+    /// sk_lookup program's context: family, protocol, addresses and ports).
+    pub fn use_lookups(&mut self) -> Result<()> {
+        let mut lookups = Vec::with_capacity(self.packets.len());
+        for (i, p) in self.packets.iter().enumerate() {
+            let t = FiveTuple::of_frame(p).with_context(|| {
+                format!("case {}, packet {i}: an sk_lookup program is asked about a TCP or UDP flow over IP; this packet carries none", self.name)
+            })?;
+            let (family, remote, local) = match (t.remote, t.local) {
+                (IpAddr::V4(_), _) => (2, "remote_ip4", "local_ip4"),
+                (IpAddr::V6(_), _) => (10, "remote_ip6", "local_ip6"),
+            };
+            let fields = serde_json::json!({
+                "family": family,
+                "protocol": t.protocol,
+                remote: t.remote.to_string(),
+                "remote_port": t.remote_port,
+                local: t.local.to_string(),
+                "local_port": t.local_port,
+            });
+            lookups.push(super::map_json::kernel_struct(
+                "bpf_sk_lookup",
+                &fields,
+                &format!("case {}, packet {i}", self.name),
+            )?);
+        }
+        self.lookups = Some(lookups);
+        Ok(())
+    }
+
+    /// What test run `i` of the case is given.
+    pub fn input(&self, i: usize) -> TestInput {
+        match &self.lookups {
+            Some(l) => TestInput::Context(l[i].clone()),
+            None => TestInput::Packet { data: self.packets[i].clone(), ctx: self.ctx_bytes().map(<[u8]>::to_vec) },
+        }
+    }
+
     /// The test runs' context bytes, if the case sets fields.
     pub fn ctx_bytes(&self) -> Option<&[u8]> {
         self.ctx.as_ref().map(|c| c.bytes.as_slice())

@@ -287,14 +287,18 @@ fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) ->
 /// `struct __sk_buff` (from its BTF) with the fields `fields` (a JSON object,
 /// as a map value) set and the rest zero. `what` names the input in errors.
 pub fn skb_context(fields: &Value, what: &str) -> Result<Vec<u8>> {
+    kernel_struct("__sk_buff", fields, what)
+}
+
+/// The bytes of the running kernel's `struct type_name` (from its BTF) with
+/// the fields `fields` (a JSON object, as a map value) set, the rest zero.
+pub fn kernel_struct(type_name: &str, fields: &Value, what: &str) -> Result<Vec<u8>> {
     let btf = Btf::from_vmlinux().map_err(|e| {
-        anyhow::anyhow!("{what}: the kernel's BTF (/sys/kernel/btf/vmlinux) is needed to lay out __sk_buff: {e}")
+        anyhow::anyhow!("{what}: the kernel's BTF (/sys/kernel/btf/vmlinux) is needed to lay out {type_name}: {e}")
     })?;
-    let skb: Composite<'_> =
-        btf.type_by_name("__sk_buff").with_context(|| format!("{what}: the kernel's BTF has no struct __sk_buff"))?;
-    let id = skb.type_id();
-    let size = skb.size();
-    bytes_of(Some(&btf), u32::from(id), size, fields, what)
+    let c: Composite<'_> =
+        btf.type_by_name(type_name).with_context(|| format!("{what}: the kernel's BTF has no struct {type_name}"))?;
+    bytes_of(Some(&btf), u32::from(c.type_id()), c.size(), fields, what)
 }
 
 /// How two values of the running kernel's `struct type_name` differ, by

@@ -29,7 +29,7 @@ use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo
 use crate::kernel::load::constant_program;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
-use crate::kernel::test_run::{RunOutput, run_in};
+use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
@@ -111,8 +111,15 @@ impl ObjectBench {
         if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
             setup.cases[0].name = program.name.clone();
         }
-        let cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
+        let mut cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
         for c in &cases {
+            if kind.takes_no_packet() && c.expect_packets.is_some() {
+                bail!(
+                    "case {}: '{}' is an sk_lookup program, whose test run takes no packet and gives none back: drop --expect-packet",
+                    c.name,
+                    program.name
+                );
+            }
             if kind.outputs_flow_keys() && c.expect_packets.is_some() {
                 bail!(
                     "case {}: '{}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet",
@@ -138,6 +145,11 @@ impl ObjectBench {
                     program.name,
                     program.type_name
                 );
+            }
+        }
+        if kind.takes_no_packet() {
+            for c in &mut cases {
+                c.use_lookups()?;
             }
         }
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
@@ -424,9 +436,10 @@ impl Loaded<'_> {
     fn references(&self, case: &Case) -> Result<Vec<RunOutput>> {
         let prog = self.user.prog_fd(&self.bench.program.name)?;
         let mut refs = Vec::with_capacity(case.packets.len());
-        for (i, p) in case.packets.iter().enumerate() {
-            let first = run_in(prog, p, case.ctx_bytes())?;
-            let second = run_in(prog, p, case.ctx_bytes())?;
+        for i in 0..case.packets.len() {
+            let input = case.input(i);
+            let first = run_input(prog, &input)?;
+            let second = run_input(prog, &input)?;
             self.check_no_empty_slot(i)?;
             if let Some(diff) = outputs_differ(self.bench.kind, &first, &second) {
                 bail!(
@@ -499,6 +512,10 @@ impl Loaded<'_> {
     /// Writes what the program output for the case to --record's file.
     fn record(&self, case: &Case, refs: &[RunOutput], notes: &mut Vec<String>) -> Result<()> {
         let Some(path) = &self.bench.setup.record else { return Ok(()) };
+        if self.bench.kind.takes_no_packet() {
+            notes.push("--record: an sk_lookup program outputs no packets; nothing recorded".into());
+            return Ok(());
+        }
         let path = if self.bench.cases.len() > 1 {
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             path.with_file_name(format!("{stem}-{}.pcap", case.name))
@@ -574,6 +591,9 @@ impl LoadedWorkload for Loaded<'_> {
         let name = bench.program.name.as_str();
         let mut checks = Vec::new();
         let mut notes = self.notes.clone();
+        if kind.takes_no_packet() {
+            notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into());
+        }
         if let Some(ctx) = &case.ctx {
             notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
         }
@@ -757,14 +777,8 @@ impl Loaded<'_> {
     fn per_call(&self, case: &Case, refs: Vec<RunOutput>, reason: String) -> (Timer<'_>, Timing, String) {
         let prog = self.user.prog_fd(&self.bench.program.name).expect("loaded in setup");
         let empty = std::os::fd::AsFd::as_fd(&self.empty);
-        let timer = PerCall::new(
-            prog,
-            empty,
-            case.packets.clone(),
-            case.ctx_bytes().map(<[u8]>::to_vec),
-            refs,
-            self.bench.kind,
-        );
+        let inputs = (0..case.packets.len()).map(|i| case.input(i)).collect();
+        let timer = PerCall::new(prog, empty, inputs, refs, self.bench.kind);
         let key = format!("{:?} test run of an empty program", self.bench.kind);
         (Timer::PerCall(timer), Timing::PerCall { reason }, key)
     }

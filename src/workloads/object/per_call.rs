@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use super::outputs_differ;
 use crate::harness::BatchTiming;
 use crate::kernel::object::ProgKind;
-use crate::kernel::test_run::{RunOutput, run_in};
+use crate::kernel::test_run::{RunOutput, TestInput, run_input};
 
 /// Calls per batch at most: a call costs microseconds of syscall, so a batch
 /// of this many stays near the runner's few milliseconds of wall time.
@@ -20,9 +20,8 @@ pub struct PerCall<'a> {
     prog: BorrowedFd<'a>,
     /// A program that returns at once: the test run's own cost.
     empty: BorrowedFd<'a>,
-    packets: Vec<Vec<u8>>,
-    /// The test runs' context, if the case sets one.
-    ctx: Option<Vec<u8>>,
+    /// What each test run is given, in turn.
+    inputs: Vec<TestInput>,
     references: Vec<RunOutput>,
     kind: ProgKind,
     next: usize,
@@ -32,12 +31,11 @@ impl<'a> PerCall<'a> {
     pub fn new(
         prog: BorrowedFd<'a>,
         empty: BorrowedFd<'a>,
-        packets: Vec<Vec<u8>>,
-        ctx: Option<Vec<u8>>,
+        inputs: Vec<TestInput>,
         references: Vec<RunOutput>,
         kind: ProgKind,
     ) -> Self {
-        PerCall { prog, empty, packets, ctx, references, kind, next: 0 }
+        PerCall { prog, empty, inputs, references, kind, next: 0 }
     }
 
     /// `iters` runs (at most MAX_CALLS_PER_BATCH), cycling the packets;
@@ -47,9 +45,9 @@ impl<'a> PerCall<'a> {
         let started_ns = crate::system::monotonic_ns();
         let mut elapsed = 0u64;
         for call in 0..n {
-            let i = self.next % self.packets.len();
+            let i = self.next % self.inputs.len();
             self.next += 1;
-            let out = run_in(if body { self.prog } else { self.empty }, &self.packets[i], self.ctx.as_deref())?;
+            let out = run_input(if body { self.prog } else { self.empty }, &self.inputs[i])?;
             elapsed += u64::from(out.duration_ns);
             if body {
                 let want = &self.references[i];
