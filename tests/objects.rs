@@ -146,7 +146,7 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_cal
 }
 
 #[test]
-fn socket_filters_cgroup_skb_and_flow_dissectors_validate_and_are_timed_per_call() {
+fn socket_filters_cgroup_skb_flow_dissectors_sk_lookup_and_netfilter_programs_validate_and_are_timed_per_call() {
     let sock = object("sock_udp_head.bpf.o");
     let cgroup = object("cgroup_allow_http.bpf.o");
     for (program, packet, expect, verdict) in [
@@ -191,6 +191,20 @@ fn socket_filters_cgroup_skb_and_flow_dissectors_validate_and_are_timed_per_call
     }
     let o = bpfbench(&["run", lookup.as_str(), "--packet", "eth(type=0x0806)/payload(28)", "--no-store"]);
     assert!(stderr(&o).contains("an sk_lookup program is asked about a TCP or UDP flow"), "{}", stderr(&o));
+    // A netfilter program gets the packet and its hook's state (the family of its IP version).
+    let nf = object("nf_small_v4.bpf.o");
+    for (packet, verdict) in [
+        ("eth/ipv4/udp/payload(18)", "NF_ACCEPT"),
+        ("eth/ipv4/udp/payload(200)", "NF_DROP"),
+        ("eth/ipv6/udp/payload(18)", "NF_DROP"),
+    ] {
+        let (code, results, err) = run_json(&[nf.as_str(), "--packet", packet, "--expect", verdict]);
+        assert_eq!(code, Some(0), "{packet}: {err}");
+        let r = &results[0];
+        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
+    }
+    let o = bpfbench(&["run", nf.as_str(), "--expect-packet", "eth/ipv4/udp/payload(18)", "--no-store"]);
+    assert!(stderr(&o).contains("whose test run gives no packet back"), "{}", stderr(&o));
     let o = bpfbench(&["run", flow.as_str(), "--expect-packet", "eth/ipv4/udp/payload(18)", "--no-store"]);
     assert!(stderr(&o).contains("whose output is its flow keys, not a packet"), "{}", stderr(&o));
     // A wrong expectation fails naming the verdicts.

@@ -28,6 +28,7 @@ impl ProgKind {
             ProgKind::CgroupSkb => sys::BPF_PROG_TYPE_CGROUP_SKB,
             ProgKind::FlowDissector => sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
             ProgKind::SkLookup => sys::BPF_PROG_TYPE_SK_LOOKUP,
+            ProgKind::Netfilter => sys::BPF_PROG_TYPE_NETFILTER,
         }
     }
 }

@@ -40,6 +40,9 @@ pub enum ProgKind {
     /// A socket lookup (BPF_PROG_TYPE_SK_LOOKUP): asked about a flow (its
     /// test run takes `struct bpf_sk_lookup`, no packet), SK_PASS or SK_DROP.
     SkLookup,
+    /// A netfilter hook program (BPF_PROG_TYPE_NETFILTER, 6.4): NF_ACCEPT or
+    /// NF_DROP; its test run takes the packet and the hook's state.
+    Netfilter,
 }
 
 impl ProgKind {
@@ -53,6 +56,7 @@ impl ProgKind {
             ProgKind::CgroupSkb => 1,
             ProgKind::FlowDissector => 0, // BPF_OK
             ProgKind::SkLookup => 1,      // SK_PASS
+            ProgKind::Netfilter => 1,     // NF_ACCEPT
         }
     }
 
@@ -61,7 +65,7 @@ impl ProgKind {
         match self {
             ProgKind::Xdp => 1,
             ProgKind::Tc => 2,
-            ProgKind::SocketFilter | ProgKind::CgroupSkb | ProgKind::SkLookup => 0,
+            ProgKind::SocketFilter | ProgKind::CgroupSkb | ProgKind::SkLookup | ProgKind::Netfilter => 0,
             ProgKind::FlowDissector => 2, // BPF_DROP
         }
     }
@@ -80,6 +84,11 @@ impl ProgKind {
     /// Whether a test run takes a context and no packet.
     pub fn takes_no_packet(self) -> bool {
         self == ProgKind::SkLookup
+    }
+
+    /// Whether a test run hands back no packet (only a verdict).
+    pub fn outputs_no_packet(self) -> bool {
+        matches!(self, ProgKind::SkLookup | ProgKind::Netfilter)
     }
 
     /// Whether a driver of this type loops over the program in BPF
@@ -258,6 +267,7 @@ impl ObjectFile {
                     sys::BPF_PROG_TYPE_CGROUP_SKB => Some(ProgKind::CgroupSkb),
                     sys::BPF_PROG_TYPE_FLOW_DISSECTOR => Some(ProgKind::FlowDissector),
                     sys::BPF_PROG_TYPE_SK_LOOKUP => Some(ProgKind::SkLookup),
+                    sys::BPF_PROG_TYPE_NETFILTER => Some(ProgKind::Netfilter),
                     _ => None,
                 };
                 // SAFETY: returns a static string or NULL.
@@ -293,7 +303,7 @@ impl ObjectFile {
                 p.section
             ),
             None => bail!(
-                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector and sk_lookup programs",
+                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector, sk_lookup and netfilter programs",
                 p.name,
                 p.type_name,
                 p.section

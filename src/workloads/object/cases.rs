@@ -57,6 +57,9 @@ impl Verdict {
         if let Some(i) = CGROUP_SKB_VERDICTS.iter().position(|a| *a == up) {
             return Ok(Verdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
         }
+        if let Some(i) = ["NF_DROP", "NF_ACCEPT"].iter().position(|a| *a == up) {
+            return Ok(Verdict { kind: Some(ProgKind::Netfilter), value: i as u32 });
+        }
         if let Some(i) = ["SK_DROP", "SK_PASS"].iter().position(|a| *a == up) {
             return Ok(Verdict { kind: Some(ProgKind::SkLookup), value: i as u32 });
         }
@@ -68,7 +71,7 @@ impl Verdict {
         }
         let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
         bail!(
-            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, flow dissectors BPF_OK or BPF_DROP, sk_lookup programs SK_PASS or SK_DROP, socket filters the number of bytes to keep (any program: a number)",
+            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, flow dissectors BPF_OK or BPF_DROP, sk_lookup programs SK_PASS or SK_DROP, netfilter programs NF_ACCEPT or NF_DROP, socket filters the number of bytes to keep (any program: a number)",
             XDP_ACTIONS.join(", "),
             tc.join(", ")
         )
@@ -89,6 +92,11 @@ pub fn verdict_name(kind: ProgKind, value: u32) -> String {
         ProgKind::SocketFilter => format!("{value} (keep up to {value} bytes)"),
         ProgKind::CgroupSkb => match value {
             0 | 1 => CGROUP_SKB_VERDICTS[value as usize].into(),
+            v => format!("{v}"),
+        },
+        ProgKind::Netfilter => match value {
+            0 => "NF_DROP".into(),
+            1 => "NF_ACCEPT".into(),
             v => format!("{v}"),
         },
         ProgKind::SkLookup => match value {
@@ -115,9 +123,16 @@ pub struct Case {
     pub expect_packets: Option<Vec<Vec<u8>>>,
     /// The test runs' context, when the case sets fields.
     pub ctx: Option<SkbContext>,
-    /// For a program that takes no packet (sk_lookup): each packet's
-    /// context, made from its flow by [`Case::use_lookups`].
-    pub lookups: Option<Vec<Vec<u8>>>,
+    /// Each packet's own context, for the types whose context depends on
+    /// the packet ([`Case::use_lookups`], [`Case::use_hook_states`]).
+    pub contexts: Option<PacketContexts>,
+}
+
+/// A context per packet, and whether the packet goes along with it.
+#[derive(Debug, Clone)]
+pub struct PacketContexts {
+    pub ctxs: Vec<Vec<u8>>,
+    pub with_packet: bool,
 }
 
 /// An skb program's test-run context: `__sk_buff` with some fields set.
@@ -177,7 +192,7 @@ impl CaseSpec {
                 Ok(SkbContext { bytes, fields: fields.to_string() })
             })
             .transpose()?;
-        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets, ctx, lookups: None })
+        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets, ctx, contexts: None })
     }
 }
 
@@ -208,14 +223,42 @@ impl Case {
                 &format!("case {}, packet {i}", self.name),
             )?);
         }
-        self.lookups = Some(lookups);
+        self.contexts = Some(PacketContexts { ctxs: lookups, with_packet: false });
+        Ok(())
+    }
+
+    /// Gives each packet the state of the netfilter hook it passes: the
+    /// protocol family of its IP version (as the test run requires) and the
+    /// PRE_ROUTING hook.
+    pub fn use_hook_states(&mut self) -> Result<()> {
+        let mut states = Vec::with_capacity(self.packets.len());
+        for (i, p) in self.packets.iter().enumerate() {
+            let pf = match p.get(12..14) {
+                Some([0x08, 0x00]) => 2,  // NFPROTO_IPV4
+                Some([0x86, 0xdd]) => 10, // NFPROTO_IPV6
+                _ => bail!(
+                    "case {}, packet {i}: a netfilter program's test run takes IPv4 or IPv6 over Ethernet; this packet is neither",
+                    self.name
+                ),
+            };
+            let state = serde_json::json!({ "hook": 0, "pf": pf });
+            states.push(super::map_json::kernel_struct(
+                "nf_hook_state",
+                &state,
+                &format!("case {}, packet {i}", self.name),
+            )?);
+        }
+        self.contexts = Some(PacketContexts { ctxs: states, with_packet: true });
         Ok(())
     }
 
     /// What test run `i` of the case is given.
     pub fn input(&self, i: usize) -> TestInput {
-        match &self.lookups {
-            Some(l) => TestInput::Context(l[i].clone()),
+        match &self.contexts {
+            Some(c) if c.with_packet => {
+                TestInput::Packet { data: self.packets[i].clone(), ctx: Some(c.ctxs[i].clone()) }
+            }
+            Some(c) => TestInput::Context(c.ctxs[i].clone()),
             None => TestInput::Packet { data: self.packets[i].clone(), ctx: self.ctx_bytes().map(<[u8]>::to_vec) },
         }
     }

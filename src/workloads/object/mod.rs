@@ -113,11 +113,12 @@ impl ObjectBench {
         }
         let mut cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
         for c in &cases {
-            if kind.takes_no_packet() && c.expect_packets.is_some() {
+            if kind.outputs_no_packet() && c.expect_packets.is_some() {
                 bail!(
-                    "case {}: '{}' is an sk_lookup program, whose test run takes no packet and gives none back: drop --expect-packet",
+                    "case {}: '{}' is a {} program, whose test run gives no packet back: drop --expect-packet",
                     c.name,
-                    program.name
+                    program.name,
+                    program.type_name
                 );
             }
             if kind.outputs_flow_keys() && c.expect_packets.is_some() {
@@ -147,9 +148,11 @@ impl ObjectBench {
                 );
             }
         }
-        if kind.takes_no_packet() {
-            for c in &mut cases {
-                c.use_lookups()?;
+        for c in &mut cases {
+            match kind {
+                ProgKind::SkLookup => c.use_lookups()?,
+                ProgKind::Netfilter => c.use_hook_states()?,
+                _ => {}
             }
         }
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
@@ -512,8 +515,8 @@ impl Loaded<'_> {
     /// Writes what the program output for the case to --record's file.
     fn record(&self, case: &Case, refs: &[RunOutput], notes: &mut Vec<String>) -> Result<()> {
         let Some(path) = &self.bench.setup.record else { return Ok(()) };
-        if self.bench.kind.takes_no_packet() {
-            notes.push("--record: an sk_lookup program outputs no packets; nothing recorded".into());
+        if self.bench.kind.outputs_no_packet() {
+            notes.push("--record: this program's test run outputs no packets; nothing recorded".into());
             return Ok(());
         }
         let path = if self.bench.cases.len() > 1 {
@@ -591,8 +594,10 @@ impl LoadedWorkload for Loaded<'_> {
         let name = bench.program.name.as_str();
         let mut checks = Vec::new();
         let mut notes = self.notes.clone();
-        if kind.takes_no_packet() {
-            notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into());
+        match kind {
+            ProgKind::SkLookup => notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into()),
+            ProgKind::Netfilter => notes.push("each packet passes the PRE_ROUTING hook of its IP version's family (struct nf_hook_state)".into()),
+            _ => {}
         }
         if let Some(ctx) = &case.ctx {
             notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
