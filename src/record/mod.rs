@@ -429,7 +429,8 @@ pub enum Timing {
     /// back when its last program exits; a test run holds `per_run` timed
     /// iterations, as the kernel allows 33 tail calls per run.
     Chain {
-        /// Tail calls one pass makes, the loop's own included.
+        /// Tail calls one pass makes, the loop's own included (0: not
+        /// counted, the kernel counting per call of the loop's subprogram).
         tail_calls: u32,
         per_run: u32,
     },

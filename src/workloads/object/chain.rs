@@ -27,6 +27,9 @@ crate::impl_pod!(bench_chain_totals);
 /// two around a few passes, so a batch stays within milliseconds.
 const MAX_RUNS_PER_BATCH: u64 = 2_000;
 
+/// BENCH_MAX_PASSES in driver_chain.bpf.c: the probes' and the loop's bound.
+const MAX_PASSES: u32 = 33;
+
 /// Why a chain cannot be timed in BPF: the reason to time it per call.
 #[derive(Debug)]
 pub struct NotInLoop(pub String);
@@ -47,7 +50,9 @@ pub struct ChainTimer {
     references: Vec<RunOutput>,
     kind: ProgKind,
     cpu: usize,
-    /// Tail calls one pass through the chain makes, its entry's included.
+    /// Tail calls one pass through the chain makes, its entry's included;
+    /// 0 where the kernel counts per call of the loop's subprogram (before
+    /// 6.10), so that the probe cannot count them and need not.
     pub tail_calls: u32,
     /// Timed passes per test run.
     pub per_run: u32,
@@ -167,6 +172,15 @@ impl ChainTimer {
         let ctx = req.ctx.as_deref();
         run_in(d.probe_limit.as_fd(), &req.variants[0], ctx)?;
         let limit = read_totals(&d.totals, req.cpu)?.probe_calls + 1;
+        if limit > MAX_PASSES {
+            // Never refused: this kernel (before 6.10) counts tail calls per
+            // call of the subprogram, from the loop's count, so every pass
+            // has the whole budget and the loop may hold any number.
+            drop(d);
+            let per_run = MAX_PASSES - 1;
+            let d = load_driver(&req, per_run)?;
+            return ChainTimer::ready(d, req, 0, per_run).map(Ok);
+        }
         let mut tail_calls = 0;
         for p in req.variants {
             run_in(d.probe.as_fd(), p, ctx)?;
@@ -188,6 +202,12 @@ impl ChainTimer {
         // cfg_chain_iters is read-only once loaded: load again with the count.
         drop(d);
         let d = load_driver(&req, per_run)?;
+        ChainTimer::ready(d, req, tail_calls, per_run).map(Ok)
+    }
+
+    /// The timer over the driver `d`, loaded with `per_run` passes per
+    /// run, a few runs checked before any is timed.
+    fn ready(d: Driver, req: ChainRequest<'_>, tail_calls: u32, per_run: u32) -> Result<ChainTimer> {
         let mut timer = ChainTimer {
             body: d.body,
             overhead: d.overhead,
@@ -203,9 +223,8 @@ impl ChainTimer {
             tail_calls,
             per_run,
         };
-        // A few runs checked before any is timed.
         timer.run_batch(true, per_run * (req.variants.len() as u32 + 1))?;
-        Ok(Ok(timer))
+        Ok(timer)
     }
 
     /// Timed passes per batch at most.

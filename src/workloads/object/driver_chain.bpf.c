@@ -61,6 +61,14 @@ struct {
 /* Timed iterations per run; the untimed one after them makes one more pass. */
 const volatile __u32 cfg_chain_iters = 1;
 
+/*
+ * What bench_chain_enter_*() returns when its tail call fails. Not a
+ * constant the verifier knows: 5.10's and 6.1's take a subprogram's
+ * constant return value for the value every call returns, tail call or
+ * not, and drop the probes' loops as dead code.
+ */
+int bench_chain_failed = -1;
+
 static __always_inline struct bench_chain_totals *bench_chain_totals_get(void)
 {
 	__u32 zero = 0;
@@ -72,8 +80,7 @@ static __always_inline struct bench_chain_totals *bench_chain_totals_get(void)
  * The programs of one kind:
  * - bench_chain_enter_K() enters the chain in `slot`. When the tail call
  *   succeeds, the chain's verdict is what this call returns; when it fails
- *   (an empty slot, the limit), -1. The barrier keeps the compiler from
- *   taking -1 for the only value the function can return.
+ *   (an empty slot, the limit), bench_chain_failed (-1).
  * - bench_chain_run_K(): one run, cfg_chain_iters timed passes through the
  *   chain, the packet put back after each, then one untimed pass whose
  *   verdict and packet the host checks.
@@ -84,10 +91,9 @@ static __always_inline struct bench_chain_totals *bench_chain_totals_get(void)
 #define BENCH_CHAIN_PROGRAMS(K, SECTION, CTX, ARRAY, START, RESET, ABORTED, PASS)			\
 static __noinline int bench_chain_enter_##K(CTX *ctx, enum bench_chain_slot slot)			\
 {													\
-	int failed = -1;										\
+	int failed = bench_chain_failed;								\
 													\
 	bpf_tail_call(ctx, &ARRAY, slot);								\
-	asm volatile("" : "+r"(failed));								\
 	return failed;											\
 }													\
 													\

@@ -758,16 +758,22 @@ impl Loaded<'_> {
                 return Ok(self.per_call(case, refs.to_vec(), format!("it makes tail calls, and {why}")));
             }
             Err(e) => {
-                let text = format!("{e:#}");
-                let why = text.lines().next().unwrap_or_default();
+                // One line: a packet's differences follow the error on lines of their own.
+                let why =
+                    format!("{e:#}").lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
                 let reason = format!("it makes tail calls, and the loop that enters a chain could not run it: {why}");
                 return Ok(self.per_call(case, refs.to_vec(), reason));
             }
         };
         checks.push("entered from the batch loop by a tail call, the chain's checked pass of every run matched the program's own output".into());
+        let budget = match timer.tail_calls {
+            0 => "this kernel counts tail calls per call of the loop's subprogram, so each pass has the whole budget"
+                .to_string(),
+            n => format!("{n} tail calls per packet, the loop's included, and the kernel allows 33 per run"),
+        };
         notes.push(format!(
-            "timing: in BPF, the chain entered by a tail call from the batch loop ({} tail calls per packet, the loop's included; {} timed passes per test run, as the kernel allows 33 tail calls per run); {restore} bytes written back per pass",
-            timer.tail_calls, timer.per_run
+            "timing: in BPF, the chain entered by a tail call from the batch loop ({} timed passes per test run: {budget}); {restore} bytes written back per pass",
+            timer.per_run
         ));
         let key = format!(
             "{:?} chain loop ({} passes per run, a tail call into an empty program), {restore} bytes written back, {} packet(s)",
