@@ -200,55 +200,55 @@ impl Case {
     /// Makes each packet stand for the socket lookup of its flow (an
     /// sk_lookup program's context: family, protocol, addresses and ports).
     pub fn use_lookups(&mut self) -> Result<()> {
-        let mut lookups = Vec::with_capacity(self.packets.len());
-        for (i, p) in self.packets.iter().enumerate() {
+        self.use_contexts("bpf_sk_lookup", false, |name, i, p| {
             let t = FiveTuple::of_frame(p).with_context(|| {
-                format!("case {}, packet {i}: an sk_lookup program is asked about a TCP or UDP flow over IP; this packet carries none", self.name)
+                format!("case {name}, packet {i}: an sk_lookup program is asked about a TCP or UDP flow over IP; this packet carries none")
             })?;
-            let (family, remote, local) = match (t.remote, t.local) {
-                (IpAddr::V4(_), _) => (2, "remote_ip4", "local_ip4"),
-                (IpAddr::V6(_), _) => (10, "remote_ip6", "local_ip6"),
+            let (family, remote, local) = match t.remote {
+                IpAddr::V4(_) => (2, "remote_ip4", "local_ip4"),
+                IpAddr::V6(_) => (10, "remote_ip6", "local_ip6"),
             };
-            let fields = serde_json::json!({
+            Ok(serde_json::json!({
                 "family": family,
                 "protocol": t.protocol,
                 remote: t.remote.to_string(),
                 "remote_port": t.remote_port,
                 local: t.local.to_string(),
                 "local_port": t.local_port,
-            });
-            lookups.push(super::map_json::kernel_struct(
-                "bpf_sk_lookup",
-                &fields,
-                &format!("case {}, packet {i}", self.name),
-            )?);
-        }
-        self.contexts = Some(PacketContexts { ctxs: lookups, with_packet: false });
-        Ok(())
+            }))
+        })
     }
 
     /// Gives each packet the state of the netfilter hook it passes: the
     /// protocol family of its IP version (as the test run requires) and the
     /// PRE_ROUTING hook.
     pub fn use_hook_states(&mut self) -> Result<()> {
-        let mut states = Vec::with_capacity(self.packets.len());
-        for (i, p) in self.packets.iter().enumerate() {
+        self.use_contexts("nf_hook_state", true, |name, i, p| {
             let pf = match p.get(12..14) {
                 Some([0x08, 0x00]) => 2,  // NFPROTO_IPV4
                 Some([0x86, 0xdd]) => 10, // NFPROTO_IPV6
                 _ => bail!(
-                    "case {}, packet {i}: a netfilter program's test run takes IPv4 or IPv6 over Ethernet; this packet is neither",
-                    self.name
+                    "case {name}, packet {i}: a netfilter program's test run takes IPv4 or IPv6 over Ethernet; this packet is neither"
                 ),
             };
-            let state = serde_json::json!({ "hook": 0, "pf": pf });
-            states.push(super::map_json::kernel_struct(
-                "nf_hook_state",
-                &state,
-                &format!("case {}, packet {i}", self.name),
-            )?);
+            Ok(serde_json::json!({ "hook": 0, "pf": pf }))
+        })
+    }
+
+    /// Gives each packet its own context, the kernel's `struct type_name`
+    /// with the fields `fields(case name, index, packet)` gives.
+    fn use_contexts(
+        &mut self,
+        type_name: &str,
+        with_packet: bool,
+        fields: impl Fn(&str, usize, &[u8]) -> Result<serde_json::Value>,
+    ) -> Result<()> {
+        let mut ctxs = Vec::with_capacity(self.packets.len());
+        for (i, p) in self.packets.iter().enumerate() {
+            let what = format!("case {}, packet {i}", self.name);
+            ctxs.push(super::map_json::kernel_struct(type_name, &fields(&self.name, i, p)?, &what)?);
         }
-        self.contexts = Some(PacketContexts { ctxs: states, with_packet: true });
+        self.contexts = Some(PacketContexts { ctxs, with_packet });
         Ok(())
     }
 
