@@ -149,6 +149,9 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_cal
 fn socket_filters_cgroup_skb_flow_dissectors_sk_lookup_and_netfilter_programs_validate_and_are_timed_per_call() {
     let sock = object("sock_udp_head.bpf.o");
     let cgroup = object("cgroup_allow_http.bpf.o");
+    let flow = object("flow_ipv4.bpf.o");
+    let lookup = object("lookup_no_ssh.bpf.o");
+    let nf = object("nf_small_v4.bpf.o");
     for (program, packet, expect, verdict) in [
         // A socket filter returns the bytes to keep: 64 of a UDP datagram, none of the rest.
         (&sock, "eth/ipv4/udp/payload(100)", "64", "64 (keep up to 64 bytes)"),
@@ -157,52 +160,29 @@ fn socket_filters_cgroup_skb_flow_dissectors_sk_lookup_and_netfilter_programs_va
         (&cgroup, "eth/ipv4/tcp(dport=80)/payload(20)", "allow", "ALLOW"),
         (&cgroup, "eth/ipv6/tcp(dport=80)/payload(20)", "DENY", "DENY"),
         (&cgroup, "eth/ipv4/tcp(dport=22)/payload(20)", "0", "DENY"),
+        // A flow dissector's output is its flow keys: BPF_OK for IPv4, BPF_DROP for the rest.
+        (&flow, "eth/ipv4/tcp(dport=80)/payload(20)", "BPF_OK", "BPF_OK"),
+        (&flow, "eth(type=0x0806)/payload(46)", "BPF_DROP", "BPF_DROP"),
+        // An sk_lookup program is asked about each packet's flow: TCP to port 22 refused.
+        (&lookup, "eth/ipv4/tcp(dport=22)/payload(20)", "SK_DROP", "SK_DROP"),
+        (&lookup, "eth/ipv6/tcp(dport=22)/payload(20)", "SK_DROP", "SK_DROP"),
+        (&lookup, "eth/ipv4/tcp(dport=80)/payload(20)", "SK_PASS", "SK_PASS"),
+        (&lookup, "eth/ipv4/udp(dport=22)/payload(20)", "SK_PASS", "SK_PASS"),
+        // A netfilter program gets the packet and its hook's state (the family of its IP version).
+        (&nf, "eth/ipv4/udp/payload(18)", "NF_ACCEPT", "NF_ACCEPT"),
+        (&nf, "eth/ipv4/udp/payload(200)", "NF_DROP", "NF_DROP"),
+        (&nf, "eth/ipv6/udp/payload(18)", "NF_DROP", "NF_DROP"),
     ] {
         let (code, results, err) = run_json(&[program.as_str(), "--packet", packet, "--expect", expect]);
-        assert_eq!(code, Some(0), "{packet}: {err}");
+        assert_eq!(code, Some(0), "{program} {packet}: {err}");
         let r = &results[0];
         assert_eq!(r["verdict"], verdict, "{r}");
         assert_eq!(r["timing"]["mode"], "per-call", "{r}");
         assert!(r["timing"]["reason"].as_str().unwrap().starts_with("no batch loop runs"), "{r}");
         assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
-    // A flow dissector's output is its flow keys: BPF_OK for IPv4, BPF_DROP for the rest.
-    let flow = object("flow_ipv4.bpf.o");
-    for (packet, verdict) in
-        [("eth/ipv4/tcp(dport=80)/payload(20)", "BPF_OK"), ("eth(type=0x0806)/payload(46)", "BPF_DROP")]
-    {
-        let (code, results, err) = run_json(&[flow.as_str(), "--packet", packet, "--expect", verdict]);
-        assert_eq!(code, Some(0), "{packet}: {err}");
-        let r = &results[0];
-        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
-    }
-    // An sk_lookup program is asked about each packet's flow.
-    let lookup = object("lookup_no_ssh.bpf.o");
-    for (packet, verdict) in [
-        ("eth/ipv4/tcp(dport=22)/payload(20)", "SK_DROP"),
-        ("eth/ipv6/tcp(dport=22)/payload(20)", "SK_DROP"),
-        ("eth/ipv4/tcp(dport=80)/payload(20)", "SK_PASS"),
-        ("eth/ipv4/udp(dport=22)/payload(20)", "SK_PASS"),
-    ] {
-        let (code, results, err) = run_json(&[lookup.as_str(), "--packet", packet, "--expect", verdict]);
-        assert_eq!(code, Some(0), "{packet}: {err}");
-        let r = &results[0];
-        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
-    }
     let o = bpfbench(&["run", lookup.as_str(), "--packet", "eth(type=0x0806)/payload(28)", "--no-store"]);
     assert!(stderr(&o).contains("an sk_lookup program is asked about a TCP or UDP flow"), "{}", stderr(&o));
-    // A netfilter program gets the packet and its hook's state (the family of its IP version).
-    let nf = object("nf_small_v4.bpf.o");
-    for (packet, verdict) in [
-        ("eth/ipv4/udp/payload(18)", "NF_ACCEPT"),
-        ("eth/ipv4/udp/payload(200)", "NF_DROP"),
-        ("eth/ipv6/udp/payload(18)", "NF_DROP"),
-    ] {
-        let (code, results, err) = run_json(&[nf.as_str(), "--packet", packet, "--expect", verdict]);
-        assert_eq!(code, Some(0), "{packet}: {err}");
-        let r = &results[0];
-        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some(verdict), Some("per-call")), "{r}");
-    }
     let o = bpfbench(&["run", nf.as_str(), "--expect-packet", "eth/ipv4/udp/payload(18)", "--no-store"]);
     assert!(stderr(&o).contains("whose test run gives no packet back"), "{}", stderr(&o));
     let o = bpfbench(&["run", flow.as_str(), "--expect-packet", "eth/ipv4/udp/payload(18)", "--no-store"]);

@@ -26,16 +26,20 @@ pub fn run(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<RunOutput> {
 }
 
 /// Runs a program once on `packet` with the context `ctx` (an skb
-/// program's `__sk_buff` with the fields a test may set), if given.
+/// program's `__sk_buff` with the fields a test may set), if given. An
+/// empty `packet` passes none, for the types that take a context alone
+/// (sk_lookup), whose test run refuses packet buffers.
 pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result<RunOutput> {
-    let mut out = vec![0u8; packet.len() + HEADROOM_GROWTH];
+    let mut out = if packet.is_empty() { Vec::new() } else { vec![0u8; packet.len() + HEADROOM_GROWTH] };
     // SAFETY: zero is a valid bit pattern for this plain C struct.
     let mut opts: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
     opts.sz = std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _;
-    opts.data_in = packet.as_ptr().cast();
-    opts.data_size_in = packet.len() as u32;
-    opts.data_out = out.as_mut_ptr().cast();
-    opts.data_size_out = out.len() as u32;
+    if !packet.is_empty() {
+        opts.data_in = packet.as_ptr().cast();
+        opts.data_size_in = packet.len() as u32;
+        opts.data_out = out.as_mut_ptr().cast();
+        opts.data_size_out = out.len() as u32;
+    }
     opts.repeat = 1;
     if let Some(ctx) = ctx {
         opts.ctx_in = ctx.as_ptr().cast();
@@ -47,7 +51,7 @@ pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result
         let err = std::io::Error::last_os_error();
         if ctx.is_some() && err.raw_os_error() == Some(libc::EINVAL) {
             bail!(
-                "BPF_PROG_TEST_RUN refused the context ({err}): a test may set only mark, priority, ingress_ifindex, ifindex, cb, tstamp, wire_len, gso_segs, gso_size and hwtstamp of __sk_buff"
+                "BPF_PROG_TEST_RUN refused the context ({err}): a test may set only some of its fields (of __sk_buff: mark, priority, ingress_ifindex, ifindex, cb, tstamp, wire_len, gso_segs, gso_size and hwtstamp)"
             );
         }
         bail!("BPF_PROG_TEST_RUN failed: {err}");
@@ -69,25 +73,8 @@ pub enum TestInput {
 pub fn run_input(prog: BorrowedFd<'_>, input: &TestInput) -> Result<RunOutput> {
     match input {
         TestInput::Packet { data, ctx } => run_in(prog, data, ctx.as_deref()),
-        TestInput::Context(ctx) => run_context(prog, ctx),
+        TestInput::Context(ctx) => run_in(prog, &[], Some(ctx)),
     }
-}
-
-/// Runs a program that takes a context and no packet (an sk_lookup
-/// program's `struct bpf_sk_lookup`) once; the output has no packet.
-pub fn run_context(prog: BorrowedFd<'_>, ctx: &[u8]) -> Result<RunOutput> {
-    // SAFETY: zero is a valid bit pattern for this plain C struct.
-    let mut opts: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
-    opts.sz = std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _;
-    opts.ctx_in = ctx.as_ptr().cast();
-    opts.ctx_size_in = ctx.len() as u32;
-    opts.repeat = 1;
-    // SAFETY: the context outlives the call and its size is passed with it.
-    let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
-    if rc != 0 {
-        bail!("BPF_PROG_TEST_RUN failed: {}", std::io::Error::last_os_error());
-    }
-    Ok(RunOutput { retval: opts.retval, packet: Vec::new(), duration_ns: opts.duration })
 }
 
 /// Runs an XDP program in live-frames mode (`BPF_F_TEST_XDP_LIVE_FRAMES`,

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-use super::{DriverState, outputs_differ};
+use super::{DriverState, outputs_differ, write_variants};
 use crate::harness::BatchTiming;
 use crate::kernel::AttachType;
 use crate::kernel::object::ProgKind;
@@ -152,12 +152,7 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     };
     set_slot(bench_chain_slot::BENCH_CHAIN_ENTRY, req.entry)?;
     set_slot(bench_chain_slot::BENCH_CHAIN_EMPTY, d._empty.as_fd())?;
-    let variants = map_handle(&skel.maps.bench_variants)?;
-    for (i, v) in req.variants.iter().enumerate() {
-        let mut value = vec![0u8; variants.value_size() as usize];
-        value[..req.restore as usize].copy_from_slice(&v[..req.restore as usize]);
-        variants.update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY).context("writing the case's packets")?;
-    }
+    write_variants(&map_handle(&skel.maps.bench_variants)?, req.variants, req.restore)?;
     Ok(d)
 }
 
@@ -265,24 +260,27 @@ impl ChainTimer {
         })
     }
 
-    /// The packet variant the last run's checked pass saw.
+    /// The packet variant the last run's checked pass saw (read only where
+    /// the case has several: a read is a system call per run).
     fn variant(&self) -> Result<usize> {
-        let all = self
-            .state
-            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .context("reading the chain driver's state")?
-            .context("the chain driver has no state slot")?;
-        let raw = all.get(self.cpu).context("no driver state for this CPU")?;
-        Ok(bytemuck::pod_read_unaligned::<DriverState>(raw).idx as usize)
+        if self.references.len() == 1 {
+            return Ok(0);
+        }
+        Ok(this_cpu::<DriverState>(&self.state, self.cpu, "state")?.idx as usize)
     }
 }
 
 /// This CPU's totals.
 fn read_totals(totals: &MapHandle, cpu: usize) -> Result<bench_chain_totals> {
-    let all = totals
+    this_cpu(totals, cpu, "totals")
+}
+
+/// This CPU's value of the chain driver's per-CPU map `map` (its `what`).
+fn this_cpu<T: bytemuck::Pod>(map: &MapHandle, cpu: usize, what: &str) -> Result<T> {
+    let all = map
         .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
-        .context("reading the chain driver's totals")?
-        .context("the chain driver has no totals slot")?;
-    let raw = all.get(cpu).context("no chain totals for this CPU")?;
+        .with_context(|| format!("reading the chain driver's {what}"))?
+        .with_context(|| format!("the chain driver has no {what} slot"))?;
+    let raw = all.get(cpu).with_context(|| format!("no chain driver {what} for this CPU"))?;
     Ok(bytemuck::pod_read_unaligned(raw))
 }

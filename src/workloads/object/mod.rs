@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
@@ -82,6 +83,18 @@ pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) 
             .map(|d| format!("flow keys differ: {d}"));
     }
     diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"))
+}
+
+/// Writes the first `restore` bytes of each of a case's packets into a
+/// driver's `bench_variants` (sized to the bytes written back).
+fn write_variants(map: &MapHandle, variants: &[Vec<u8>], restore: u32) -> Result<()> {
+    let n = restore as usize;
+    for (i, v) in variants.iter().enumerate() {
+        let mut value = vec![0u8; map.value_size() as usize];
+        value[..n].copy_from_slice(&v[..n]);
+        map.update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY).context("writing the case's packets")?;
+    }
+    Ok(())
 }
 
 /// The program the per-call overhead is measured with: it returns at once.

@@ -14,7 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use anyhow::{Context, Result, bail};
 
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
-use super::{DriverState, Rodata, outputs_differ};
+use super::{DriverState, Rodata, outputs_differ, write_variants};
 use crate::harness::BatchTiming;
 use crate::harness::inline::Scrub;
 use crate::harness::timing::{BodyChoice, cannot_inline, place};
@@ -137,14 +137,7 @@ impl Spliced {
         // Only the bytes written back: thousands of packets then stay in cache.
         driver.set_value_size("bench_variants", restore.max(8))?;
         driver.prepare()?;
-        let variants_map = map_handle_from_fd(driver.map_fd("bench_variants")?)?;
-        for (i, v) in variants.iter().enumerate() {
-            let mut value = vec![0u8; variants_map.value_size() as usize];
-            value[..restore as usize].copy_from_slice(&v[..restore as usize]);
-            variants_map
-                .update(&(i as u32).to_ne_bytes(), &value, MapFlags::ANY)
-                .context("writing the case's packets")?;
-        }
+        write_variants(&map_handle_from_fd(driver.map_fd("bench_variants")?)?, variants, restore)?;
         let parts = splice::UserParts { object: user.object, program: user.name, insns: user.insns, funcs: user.funcs };
         let loaded = match body {
             Body::Call => splice::splice(&driver, &entry, &parts, user.kind, None)
