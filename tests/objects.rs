@@ -283,6 +283,42 @@ fn tc_chains_are_timed_in_bpf_each_pass_with_the_context_put_back() {
 }
 
 #[test]
+fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
+    // The same chains through the userspace runtime's tail calls: checked
+    // against the kernel's outputs packet by packet, then timed in the same
+    // chain loop, which keeps 33 tail calls per run as the kernel does.
+    let chain = object("xdp_chain.bpf.o");
+    let swap = object("xdp_swap.bpf.o");
+    let frame = "eth(type=0x88b5)/payload(46)";
+    let fill = format!("open_slots:0=xdp_swap@{swap}");
+    for (program, extra) in [("chain_entry", vec![]), ("chain_three", vec![]), ("chain_open", vec!["--tail-call", &fill])] {
+        let mut args = vec![chain.as_str(), "--program", program, "--packet", frame, "--runtime", "user", "--expect", "XDP_TX"];
+        args.extend(extra);
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{program}: {err}");
+        let r = &results[0];
+        assert_eq!(r["timing"]["mode"], "chain", "{r}");
+        let checks = r["checks"].to_string();
+        assert!(checks.contains("in the userspace runtime, the chain alone gave the kernel's verdict and output"), "{r}");
+        assert!(checks.contains("the chain's checked pass of every run matched"), "{r}");
+        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Counted by the interpreter: chain_three's two tail calls per packet,
+    // each an operation on its prog array.
+    let o = bpfbench(&["run", &chain, "--program", "chain_three", "--packet", frame, "--metric", "insns", "--no-store", "--format", "json"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    let counts = &doc["results"][0]["instructions"];
+    assert_eq!(counts["helpers"]["bpf_tail_call"].as_i64(), Some(2 * counts["packets"].as_i64().unwrap()), "{}\n{}", doc, stderr(&o));
+    // A chain that reaches the limit runs as far as the kernel's (its
+    // count byte says how far; another output would fail first); no loop
+    // holds it, and the userspace runtime has no per-call timing: one line.
+    let (code, results, _) = run_json(&[chain.as_str(), "--program", "chain_deep", "--packet", frame, "--runtime", "user"]);
+    assert_eq!(code, Some(1));
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("the userspace runtime times chains in the batch loop only") && !error.contains('\n'), "{error}");
+}
+
+#[test]
 fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
     let chain = object("xdp_chain.bpf.o");
     let swap = object("xdp_swap.bpf.o");

@@ -36,6 +36,9 @@ pub struct PreparedCode {
     /// The programs the kernel's verifier accepted on this machine: the
     /// only ones the userspace JIT runs.
     pub verified: BTreeSet<String>,
+    /// The kernel's id of each loaded program a prog array may hold: where
+    /// the userspace runtime's tail calls land.
+    pub prog_ids: BTreeMap<String, u32>,
     /// Each program's source lines, where the object has line records.
     pub lines: BTreeMap<String, LineTable>,
     /// Each program's function records with the functions' names (empty
@@ -99,7 +102,37 @@ impl PreparedCode {
             let id = libbpf_rs::MapInfo::new(borrowed.as_fd())?.info.id;
             maps.push((borrowed.as_raw_fd(), id, m.name().to_string_lossy().into_owned()));
         }
-        Ok(PreparedCode { programs, maps, verified: Default::default(), lines, functions, btf_fd: None })
+        Ok(PreparedCode {
+            programs,
+            maps,
+            verified: Default::default(),
+            prog_ids: Default::default(),
+            lines,
+            functions,
+            btf_fd: None,
+        })
+    }
+
+    /// Adds another object's code (its programs may be tail calls'
+    /// targets); its maps whose names this code has are renamed
+    /// "`label`:name". Two programs of one name are refused.
+    pub fn merge(&mut self, other: PreparedCode, label: &str) -> Result<()> {
+        for (name, insns) in other.programs {
+            if self.programs.insert(name.clone(), insns).is_some() {
+                bail!(
+                    "two programs are named '{name}' ({label}'s and another's); the userspace runtime needs distinct names"
+                );
+            }
+        }
+        for (fd, id, name) in other.maps {
+            let name = if self.maps.iter().any(|(_, _, n)| *n == name) { format!("{label}:{name}") } else { name };
+            self.maps.push((fd, id, name));
+        }
+        self.verified.extend(other.verified);
+        self.prog_ids.extend(other.prog_ids);
+        self.lines.extend(other.lines);
+        self.functions.extend(other.functions);
+        Ok(())
     }
 
     /// Notes which programs `obj` (this code's object, now loaded) has in the kernel.

@@ -20,6 +20,11 @@ pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info>
     Ok(info)
 }
 
+/// The kernel's id of the loaded program: what a prog array holding it gives back.
+pub fn prog_id(fd: BorrowedFd<'_>) -> Result<u32> {
+    Ok(prog_info(fd)?.id)
+}
+
 /// The program's record; its verifier figures are those the kernel keeps
 /// (verified instructions) unless `stats` from the load log are given.
 pub fn program_record(fd: BorrowedFd<'_>, stats: Option<VerifierStats>) -> Result<ProgramRecord> {

@@ -7,7 +7,7 @@ use super::maps::{UserMap, UserMaps};
 use super::memory::{Memory, RegionKind};
 use super::uapi::{
     CSUM_DIFF, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM,
-    XDP_ADJUST_HEAD, XDP_ADJUST_TAIL,
+    TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL,
 };
 
 /// What `ld_imm64` of a map puts in a register: a tag the program cannot
@@ -26,6 +26,7 @@ pub const SUPPORTED: &[i32] = &[
     CSUM_DIFF,
     XDP_ADJUST_HEAD,
     XDP_ADJUST_TAIL,
+    TAIL_CALL,
 ];
 
 /// The helpers' state: the CPU a run claims to be on, prandom's, and the
@@ -85,6 +86,14 @@ impl Helpers {
             }
             None => Err(format!("{handle:#x} is not a map")),
         }
+    }
+
+    /// The slot `bpf_tail_call(ctx, handle, index)` reaches (see
+    /// [`UserMap::prog_in_slot`]), counted as an operation on the prog array.
+    pub fn tail_slot(&mut self, maps: Option<&mut UserMaps>, handle: u64, index: u64) -> Option<Option<u32>> {
+        let m = self.map_of(maps, handle, TAIL_CALL).ok()?;
+        // The kernel takes the index as u32.
+        m.prog_in_slot(index as u32)
     }
 
     /// bpf_get_prandom_u32: xorshift64*, repeatable from the seed.

@@ -5,10 +5,11 @@
 //! every run.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::insn::*;
+use super::uapi::{MAX_TAIL_CALLS, TAIL_CALL};
 use super::memory::{Memory, RegionKind};
 
 /// Stack bytes per frame, as in the kernel.
@@ -30,6 +31,10 @@ pub trait Env {
     /// A load of `size` bytes at `off` in the context, if it is a pointer
     /// field the runtime translates (XDP's 32-bit data and data_end).
     fn context_load(&self, off: u64, size: usize) -> Option<u64>;
+    /// Slot `index` of the prog array `map` (a handle), which `bpf_tail_call`
+    /// reaches: the kernel id of its program, None where it is empty; None
+    /// outside the array.
+    fn tail_slot(&mut self, map: u64, index: u64) -> Option<Option<u32>>;
 }
 
 /// An error at one instruction.
@@ -61,30 +66,46 @@ pub struct Counts {
 }
 
 struct Frame {
-    return_pc: usize,
+    /// The program and instruction the call returns to.
+    return_to: (usize, usize),
     saved: [u64; 4],
 }
 
-/// A program ready to run.
-pub struct Interpreter<'p> {
+/// One program the interpreter may run: the entry, or a tail call's target.
+struct Program<'p> {
     insns: &'p [Insn],
-    /// Instructions a run may execute before it is stopped.
-    pub budget: u64,
     /// Executions per instruction, when profiling (`--profile`).
     hits: Option<&'p [Cell<u64>]>,
 }
 
+/// A program ready to run, and the programs its tail calls may reach.
+pub struct Interpreter<'p> {
+    /// The entry first, then the tail calls' targets.
+    programs: Vec<Program<'p>>,
+    /// Kernel program id → index in `programs`.
+    targets: HashMap<u32, usize>,
+    /// Instructions a run may execute before it is stopped.
+    pub budget: u64,
+}
+
 impl<'p> Interpreter<'p> {
     pub fn new(insns: &'p [Insn]) -> Interpreter<'p> {
-        Interpreter { insns, budget: 1 << 24, hits: None }
+        Interpreter { programs: vec![Program { insns, hits: None }], targets: HashMap::new(), budget: 1 << 24 }
     }
 
-    /// Adds one to `hits[pc]` for each execution of instruction `pc`
-    /// (`hits` has one slot per instruction).
+    /// Adds one to `hits[pc]` for each execution of the entry's instruction
+    /// `pc` (`hits` has one slot per instruction).
     pub fn counting_each(mut self, hits: &'p [Cell<u64>]) -> Interpreter<'p> {
-        assert_eq!(hits.len(), self.insns.len(), "one slot per instruction");
-        self.hits = Some(hits);
+        assert_eq!(hits.len(), self.programs[0].insns.len(), "one slot per instruction");
+        self.programs[0].hits = Some(hits);
         self
+    }
+
+    /// Lets tail calls reach the program the kernel knows by `id`
+    /// (counting its instructions in `hits` as for the entry).
+    pub fn tail_target(&mut self, id: u32, insns: &'p [Insn], hits: Option<&'p [Cell<u64>]>) {
+        self.targets.insert(id, self.programs.len());
+        self.programs.push(Program { insns, hits });
     }
 
     /// Runs from instruction 0 with r1 = `ctx` (an address inside a region
@@ -112,15 +133,19 @@ impl<'p> Interpreter<'p> {
         r[10] = stack + STACK_PER_FRAME as u64;
         let mut frames: Vec<Frame> = Vec::new();
         let mut may_goto_left = MAY_GOTO_BUDGET;
+        // The program running (an index in `programs`), and its instruction.
+        let mut prog = 0usize;
         let mut pc = 0usize;
         let mut executed = 0u64;
+        let mut tail_calls = 0u32;
         loop {
-            let Some(&i) = self.insns.get(pc) else {
+            let Program { insns, hits } = &self.programs[prog];
+            let Some(&i) = insns.get(pc) else {
                 return Err(VmError { pc, insn: Insn::default(), what: "runs off the end of the program".into() });
             };
             let fail = |what: String| VmError { pc, insn: i, what };
             executed += 1;
-            if let Some(hits) = self.hits {
+            if let Some(hits) = hits {
                 hits[pc].set(hits[pc].get() + 1);
             }
             if executed > self.budget {
@@ -150,6 +175,27 @@ impl<'p> Interpreter<'p> {
                     let op = i.code & 0xf0;
                     match op {
                         CALL if i.class() == JMP => match i.src {
+                            0 if i.imm == TAIL_CALL => {
+                                *counts.helpers.entry(i.imm).or_default() += 1;
+                                // x86's JIT in its order: the index, then the count
+                                // (which a call into an empty slot spends), then the slot.
+                                let slot = env.tail_slot(r[2], r[3]);
+                                let within = tail_calls < MAX_TAIL_CALLS;
+                                if slot.is_some() {
+                                    tail_calls = tail_calls.saturating_add(1);
+                                }
+                                if let (Some(Some(id)), true) = (slot, within) {
+                                    // The target replaces this frame: its exit
+                                    // returns where this function's would.
+                                    prog = *self.targets.get(&id).ok_or_else(|| {
+                                        fail(format!(
+                                            "tail-calls the program with kernel id {id}, which is not in the userspace runtime"
+                                        ))
+                                    })?;
+                                    pc = 0;
+                                    continue;
+                                }
+                            }
                             0 => {
                                 *counts.helpers.entry(i.imm).or_default() += 1;
                                 r[0] = env.helper(i.imm, [r[1], r[2], r[3], r[4], r[5]], mem).map_err(fail)?;
@@ -158,7 +204,7 @@ impl<'p> Interpreter<'p> {
                                 if frames.len() + 1 >= MAX_FRAMES {
                                     return Err(fail(format!("calls nest deeper than {MAX_FRAMES} frames")));
                                 }
-                                frames.push(Frame { return_pc: next, saved: [r[6], r[7], r[8], r[9]] });
+                                frames.push(Frame { return_to: (prog, next), saved: [r[6], r[7], r[8], r[9]] });
                                 r[10] = r[10].wrapping_add(STACK_PER_FRAME as u64);
                                 next =
                                     target(pc, i.imm as i64).ok_or_else(|| fail("calls outside the program".into()))?;
@@ -177,7 +223,7 @@ impl<'p> Interpreter<'p> {
                             Some(f) => {
                                 [r[6], r[7], r[8], r[9]] = f.saved;
                                 r[10] = r[10].wrapping_sub(STACK_PER_FRAME as u64);
-                                next = f.return_pc;
+                                (prog, next) = f.return_to;
                             }
                         },
                         JCOND if i.class() == JMP => {
@@ -264,7 +310,7 @@ impl<'p> Interpreter<'p> {
                     if i.code != (LD | IMM | SIZE_DW) {
                         return Err(fail("legacy packet loads (LD_ABS/LD_IND) are not supported".into()));
                     }
-                    let Some(&hi) = self.insns.get(pc + 1) else {
+                    let Some(&hi) = insns.get(pc + 1) else {
                         return Err(fail("ld_imm64 is missing its second half".into()));
                     };
                     if dst == 10 {
@@ -444,6 +490,10 @@ mod tests {
         fn context_load(&self, _off: u64, _size: usize) -> Option<u64> {
             None
         }
+        fn tail_slot(&mut self, _map: u64, index: u64) -> Option<Option<u32>> {
+            // Slot n < 9 holds the program of id n + 1; slot 9 is empty; the array has 10.
+            (index < 10).then(|| (index < 9).then_some(index as u32 + 1))
+        }
     }
 
     fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
@@ -568,5 +618,42 @@ mod tests {
             EXIT,
         ];
         assert_eq!(eval(&p), 14);
+    }
+
+    #[test]
+    fn tail_calls_replace_the_frame_and_stop_at_the_limit() {
+        let tail_call = |slot: i32| [i(0xb7, 3, 0, 0, slot), i(JMP | CALL, 0, 0, 0, TAIL_CALL)];
+        let run = |entry: &[Insn], targets: &[&[Insn]]| {
+            let mut interp = Interpreter::new(entry);
+            for (n, t) in targets.iter().enumerate() {
+                interp.tail_target(n as u32 + 1, t, None);
+            }
+            interp.run(0, &mut NoEnv, &mut Memory::default(), &mut Counts::default())
+        };
+        // The entry calls a subprogram that tail-calls slot 0 (id 1, which
+        // returns 7): the target's exit returns to the subprogram's caller.
+        let mut entry = vec![i(JMP | CALL, 0, PSEUDO_CALL, 0, 2), i(0x07, 0, 0, 0, 100), EXIT];
+        entry.extend(tail_call(0));
+        entry.extend([i(0xb7, 0, 0, 0, -1), EXIT]);
+        let seven = [i(0xb7, 0, 0, 0, 7), EXIT];
+        assert_eq!(run(&entry, &[&seven]).unwrap(), 107);
+        // An empty slot, or one past the end: the call falls through.
+        for slot in [9, 10] {
+            let mut empty = tail_call(slot).to_vec();
+            empty.extend([i(0xb7, 0, 0, 0, 3), EXIT]);
+            assert_eq!(run(&empty, &[&seven]).unwrap(), 3);
+        }
+        // A program that counts in r0 (kept here, not by the kernel) and
+        // tail-calls itself: 33 calls succeed, the 34th falls through.
+        let mut again = vec![i(0x07, 0, 0, 0, 1)];
+        again.extend(tail_call(0));
+        again.push(EXIT);
+        let mut entry = vec![i(0xb7, 0, 0, 0, 0)];
+        entry.extend(tail_call(0));
+        entry.push(EXIT);
+        assert_eq!(run(&entry, &[&again]).unwrap(), u64::from(MAX_TAIL_CALLS));
+        // A slot whose program the runtime was not given: an error naming its id.
+        let err = run(&entry, &[]).unwrap_err();
+        assert!(err.what.contains("kernel id 1"), "{err}");
     }
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use super::helpers::{self, Helpers};
 use super::insn::{CALL, JMP, KFUNC_CALL};
 use super::interp::{Counts, Interpreter};
-use super::jit::{self, JitProgram, frame::Frame32};
+use super::jit::{self, JitProgram, calls::TailEntry, frame::Frame32};
 use super::maps::{UserMap, UserMaps};
 use super::xdp::{self, XdpOutcome};
 use super::{Insn, from_libbpf};
@@ -106,6 +106,11 @@ pub struct UserRuntime {
     /// Compiled programs, by name; dropped when a map is copied again (the
     /// code holds the addresses of global data).
     compiled: BTreeMap<String, JitProgram>,
+    /// The kernel's id of each program that has one: what prog arrays hold.
+    prog_ids: BTreeMap<u32, String>,
+    /// Where the JIT's tail calls land, by program id (the compiled code of
+    /// the programs with ids, when the first compiled run needs them).
+    tail_entries: Option<Vec<(u32, TailEntry)>>,
     frame: Option<Frame32>,
     /// Each program's source lines.
     lines: BTreeMap<String, LineTable>,
@@ -181,6 +186,8 @@ impl UserRuntime {
             counts: Counts::default(),
             engine: Engine::Jit,
             compiled: BTreeMap::new(),
+            prog_ids: code.prog_ids.iter().map(|(name, id)| (*id, name.clone())).collect(),
+            tail_entries: None,
             frame: None,
             lines: code.lines.clone(),
             hits: None,
@@ -195,6 +202,7 @@ impl UserRuntime {
     /// Copies map `name` again from the kernel's after setup code changed it.
     pub fn resync(&mut self, name: &str) -> Result<()> {
         self.compiled.clear();
+        self.tail_entries = None;
         self.maps.resync(name)
     }
 
@@ -234,31 +242,59 @@ impl UserRuntime {
             return self.run_xdp_jit(prog, packet);
         }
         let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
+        let hits_of = |name: &str| self.hits.as_ref().and_then(|h| h.get(name)).map(Vec::as_slice);
         let mut interp = Interpreter::new(insns);
-        if let Some(hits) = self.hits.as_ref().and_then(|h| h.get(prog)) {
+        if let Some(hits) = hits_of(prog) {
             interp = interp.counting_each(hits);
+        }
+        for (id, name) in &self.prog_ids {
+            interp.tail_target(*id, &self.programs[name], hits_of(name));
         }
         interp.budget = TIMED_BUDGET;
         xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts)
             .with_context(|| format!("{prog} in the userspace runtime"))
     }
 
-    /// Runs the kernel-verified XDP program `prog` once on `packet`, compiled.
-    fn run_xdp_jit(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+    /// Compiles `prog` unless it is.
+    fn compile(&mut self, prog: &str) -> Result<()> {
         if !self.compiled.contains_key(prog) {
             let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
             let mut resolve = JitMaps { helpers: &self.helpers, maps: &mut self.maps };
             let code = JitProgram::compile(insns, &mut resolve).with_context(|| format!("JIT-compiling {prog}"))?;
             self.compiled.insert(prog.to_string(), code);
         }
+        Ok(())
+    }
+
+    /// Where tail calls land: every program with an id the kernel verified, compiled.
+    fn tail_entries(&mut self) -> Result<Vec<(u32, TailEntry)>> {
+        if let Some(t) = &self.tail_entries {
+            return Ok(t.clone());
+        }
+        let mut entries = Vec::new();
+        for (id, name) in self.prog_ids.clone() {
+            if self.verified.contains(&name) {
+                self.compile(&name)?;
+                entries.push((id, self.compiled.get_mut(&name).expect("compiled above").tail_entry()));
+            }
+        }
+        self.tail_entries = Some(entries.clone());
+        Ok(entries)
+    }
+
+    /// Runs the kernel-verified XDP program `prog` once on `packet`, compiled.
+    fn run_xdp_jit(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+        self.compile(prog)?;
+        let targets = self.tail_entries()?;
         if self.frame.is_none() {
             self.frame = Some(Frame32::new().context("mapping the XDP frame below 4 GiB")?);
         }
         let (Some(code), Some(frame)) = (self.compiled.get_mut(prog), self.frame.as_mut()) else {
             unreachable!("compiled and mapped above")
         };
-        // SAFETY: the kernel's verifier accepted `prog` (engine_of checked), as XDP.
-        unsafe { frame.run(code, packet, &mut self.helpers, &mut self.maps) }
+        // SAFETY: the kernel's verifier accepted `prog` (engine_of checked),
+        // as XDP, and the tail calls' targets (a prog array takes programs of its type only).
+        unsafe { frame.run(code, packet, &mut self.helpers, &mut self.maps, &targets) }
             .map_err(|e| anyhow::anyhow!(e))
             .with_context(|| format!("{prog} in the userspace runtime's JIT"))
     }

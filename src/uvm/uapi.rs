@@ -19,6 +19,11 @@ pub const MAP_DELETE_ELEM: i32 = 3;
 pub const KTIME_GET_NS: i32 = 5;
 pub const GET_PRANDOM_U32: i32 = 7;
 pub const GET_SMP_PROCESSOR_ID: i32 = 8;
+pub const TAIL_CALL: i32 = 12;
 pub const CSUM_DIFF: i32 = 28;
 pub const XDP_ADJUST_HEAD: i32 = 44;
 pub const XDP_ADJUST_TAIL: i32 = 65;
+
+/// Tail calls one run may make (MAX_TAIL_CALL_CNT since 5.17; 6.10+ count
+/// them across the run's subprograms too, as this runtime does).
+pub const MAX_TAIL_CALLS: u32 = 33;

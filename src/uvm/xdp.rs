@@ -100,6 +100,10 @@ impl Env for XdpEnv<'_> {
         self.helpers.map_value(self.maps.as_deref_mut(), fd, off, mem)
     }
 
+    fn tail_slot(&mut self, map: u64, index: u64) -> Option<Option<u32>> {
+        self.helpers.tail_slot(self.maps.as_deref_mut(), map, index)
+    }
+
     fn context_load(&self, off: u64, size: usize) -> Option<u64> {
         match (off, size) {
             (DATA, 4) | (DATA_META, 4) => Some(self.data),

@@ -603,6 +603,23 @@ impl ObjectFile {
         Ok(unsafe { BorrowedFd::borrow_raw(fd) })
     }
 
+    /// What the userspace runtime needs of the loaded object: every loaded
+    /// program's final instructions, source lines and kernel id (the
+    /// kernel's verifier accepted each), and the maps.
+    pub fn loaded_code(&self) -> Result<crate::kernel::prepared::PreparedCode> {
+        let mut code = crate::kernel::prepared::PreparedCode { maps: self.created_maps()?, ..Default::default() };
+        for p in self.programs_raw() {
+            // SAFETY: a program of this object.
+            let name = cstr(unsafe { sys::bpf_program__name(p) });
+            let Ok(fd) = self.prog_fd(&name) else { continue };
+            code.prog_ids.insert(name.clone(), crate::kernel::prog_info::prog_id(fd)?);
+            code.programs.insert(name.clone(), self.insns(&name)?);
+            code.lines.insert(name.clone(), self.line_table(&name)?);
+            code.verified.insert(name);
+        }
+        Ok(code)
+    }
+
     /// Every map `prepare` created, as the userspace runtime copies them:
     /// (fd in the instructions, kernel id, name).
     pub fn created_maps(&self) -> Result<Vec<(i32, u32, String)>> {

@@ -18,6 +18,27 @@ pub struct Env {
     pub maps: *mut UserMaps,
     /// The XDP frame's first byte (adjust_head may not go below it).
     pub frame: u64,
+    /// Where tail calls may land, by kernel program id (a few: a scan).
+    pub targets: *const Vec<(u32, TailEntry)>,
+    /// Tail calls the run made so far (the kernel's count).
+    pub tail_calls: u32,
+    /// A program id a tail call found with no compiled program for it: the
+    /// run's result is void.
+    pub missing: Option<u32>,
+}
+
+impl Env {
+    pub fn new(helpers: &mut Helpers, maps: &mut UserMaps, frame: u64, targets: &Vec<(u32, TailEntry)>) -> Env {
+        Env { helpers, maps, frame, targets, tail_calls: 0, missing: None }
+    }
+}
+
+/// A compiled program a tail call can jump to: its code, and its may_goto
+/// budget, which starts afresh as in a new program run.
+#[derive(Debug, Clone, Copy)]
+pub struct TailEntry {
+    pub code: u64,
+    pub may_goto_left: *mut u64,
 }
 
 thread_local! {
@@ -121,6 +142,48 @@ extern "C" fn csum_diff(from: u64, from_size: u64, to: u64, to_size: u64, seed: 
     let bytes =
         |addr: u64, size: u64| if size as u32 == 0 { &[][..] } else { unsafe { slice(addr, size as u32 as usize) } };
     helpers::csum_diff(bytes(from, from_size), bytes(to, to_size), seed as u32)
+}
+
+/// What the tail-call helper leaves in rax and rdx: the chain's verdict,
+/// and whether the call happened (then the caller's function returns it).
+#[repr(C)]
+pub struct TailCallResult {
+    r0: u64,
+    done: u64,
+}
+
+/// bpf_tail_call as x86's JIT checks it: the index, then the count (which
+/// a call into an empty slot spends too), then the slot. The target runs
+/// as a native call here, and JIT code returns its verdict from the
+/// function that made the tail call: what the kernel's jump gives, with
+/// the caller's frame left on the native stack until the chain exits.
+pub extern "C" fn tail_call(ctx: u64, map: u64, index: u64) -> TailCallResult {
+    let failed = TailCallResult { r0: 0, done: 0 };
+    let p = ENV.with(Cell::get);
+    // SAFETY: set by EnvGuard::set for the duration of the run (see its contract).
+    let Some(e) = (unsafe { p.as_mut() }) else { return failed };
+    // SAFETY: as above.
+    let maps = unsafe { &mut *e.maps };
+    // Not counted as a map operation (the interpreter counts; JIT code's helpers do not).
+    let Some(i) = helpers::map_index(map, maps.maps.len()) else { return failed };
+    let Some(slot) = maps.maps[i].prog_in_slot(index as u32) else { return failed };
+    let within = e.tail_calls < MAX_TAIL_CALLS;
+    e.tail_calls = e.tail_calls.saturating_add(1);
+    let (Some(id), true) = (slot, within) else { return failed };
+    // SAFETY: the runtime's table, alive for the run.
+    let Some(t) = unsafe { e.targets.as_ref() }.and_then(|t| t.iter().find(|(i, _)| *i == id)).map(|(_, t)| *t) else {
+        e.missing = Some(id);
+        return failed;
+    };
+    // SAFETY: the target's budget cell lives with its compiled code, which
+    // the runtime keeps while the run lasts; the code is a program the
+    // kernel verified, of the caller's type (a prog array takes no other).
+    let r0 = unsafe {
+        *t.may_goto_left = super::MAY_GOTO_BUDGET;
+        let f: extern "C" fn(u64) -> u64 = std::mem::transmute(t.code);
+        f(ctx)
+    };
+    TailCallResult { r0, done: 1 }
 }
 
 /// `struct xdp_md`'s pointer fields, 32-bit addresses below 4 GiB.

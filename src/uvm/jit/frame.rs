@@ -6,7 +6,7 @@ use super::super::helpers::Helpers;
 use super::super::maps::UserMaps;
 use super::super::xdp::{FRAME, HEADROOM, TAILROOM, XDP_MD_BYTES, XdpOutcome};
 use super::JitProgram;
-use super::calls::{Env, EnvGuard, XdpMd};
+use super::calls::{Env, EnvGuard, TailEntry, XdpMd};
 
 /// One page for the frame, one for the context.
 const MAPPING: usize = 2 * FRAME;
@@ -40,7 +40,8 @@ impl Frame32 {
         Ok(Frame32 { base: p.cast() })
     }
 
-    /// Runs `prog` on `packet` as XDP, with the helpers reaching `helpers` and `maps`.
+    /// Runs `prog` on `packet` as XDP, with the helpers reaching `helpers`
+    /// and `maps`, and tail calls `targets`.
     ///
     /// # Safety
     /// `prog` must be a program the kernel's verifier accepted as XDP.
@@ -50,6 +51,7 @@ impl Frame32 {
         packet: &[u8],
         helpers: &mut Helpers,
         maps: &mut UserMaps,
+        targets: &Vec<(u32, TailEntry)>,
     ) -> Result<XdpOutcome, String> {
         if HEADROOM + packet.len() > FRAME - TAILROOM {
             return Err(format!("a {}-byte packet does not fit the page the kernel's test run uses", packet.len()));
@@ -72,7 +74,7 @@ impl Frame32 {
         const _: () = assert!(std::mem::size_of::<XdpMd>() == XDP_MD_BYTES);
         // SAFETY: the context page is ours and large enough.
         unsafe { (ctx as *mut XdpMd).write(md) };
-        let mut env = Env { helpers: helpers as *mut Helpers, maps: &mut *maps as *mut UserMaps, frame };
+        let mut env = Env::new(helpers, maps, frame, targets);
         let verdict = {
             // SAFETY: env outlives the guard; the runtime is borrowed mutably throughout.
             let _guard = unsafe { EnvGuard::set(&mut env) };
@@ -83,6 +85,11 @@ impl Frame32 {
         let md = unsafe { &*(ctx as *const XdpMd) };
         let (start, end) = ((u64::from(md.data) - frame) as usize, (u64::from(md.data_end) - frame) as usize);
         maps.end_run();
+        if let Some(id) = env.missing {
+            return Err(format!(
+                "a tail call reached the program with kernel id {id}, which is not in the userspace runtime"
+            ));
+        }
         Ok(XdpOutcome { verdict: verdict as u32, packet: buf[start..end].to_vec() })
     }
 }

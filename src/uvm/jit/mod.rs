@@ -159,6 +159,11 @@ impl JitProgram {
         f(ctx)
     }
 
+    /// Where a tail call into this program lands.
+    pub fn tail_entry(&mut self) -> calls::TailEntry {
+        calls::TailEntry { code: self.code.ptr as u64, may_goto_left: &mut *self.may_goto_left }
+    }
+
     pub fn code_bytes(&self) -> usize {
         self.code.len
     }
@@ -540,6 +545,15 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                             };
                             match plan {
                                 Some(plan) => inline_lookup(&mut a, plan),
+                                None if i.imm == super::uapi::TAIL_CALL => {
+                                    // rax: the chain's verdict; rdx: whether it ran.
+                                    a.mov_ri64(asm::RAX, calls::tail_call as *const () as u64);
+                                    a.call_r(asm::RAX);
+                                    a.test_rr(true, asm::RDX, asm::RDX);
+                                    let failed = a.jcc(cc::E);
+                                    epilogue(&mut a);
+                                    a.patch(failed, a.len());
+                                }
                                 None => {
                                     let f = calls::address(i.imm)
                                         .ok_or_else(|| fail(&super::helpers::unsupported(i.imm)))?;

@@ -32,6 +32,9 @@ impl Env for NoMaps {
     fn context_load(&self, _off: u64, _size: usize) -> Option<u64> {
         None
     }
+    fn tail_slot(&mut self, _map: u64, _index: u64) -> Option<Option<u32>> {
+        None
+    }
 }
 
 fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {

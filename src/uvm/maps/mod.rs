@@ -90,7 +90,7 @@ impl UserMap {
     pub fn new(def: MapDef, cpus: usize) -> Result<UserMap> {
         let copies = if percpu(def.map_type) { cpus } else { 1 };
         let store = match def.map_type {
-            MapType::Array | MapType::PercpuArray | MapType::ArrayOfMaps => {
+            MapType::Array | MapType::PercpuArray | MapType::ArrayOfMaps | MapType::ProgArray => {
                 if def.key_size != 4 {
                     bail!("map {}: an array's key is 4 bytes, not {}", def.name, def.key_size);
                 }
@@ -125,6 +125,18 @@ impl UserMap {
             t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
         };
         Ok(UserMap { def, store, cpus: copies, graveyard: Vec::new() })
+    }
+
+    /// Slot `index` of a prog array: the kernel id of its program, None
+    /// where it is empty (the kernel gives ids where it holds programs; an
+    /// empty slot holds 0, no id). None outside the array.
+    pub fn prog_in_slot(&mut self, index: u32) -> Option<Option<u32>> {
+        if self.def.map_type != MapType::ProgArray {
+            return None;
+        }
+        let v = self.lookup(&index.to_ne_bytes(), 0)?;
+        let id = u32::from_ne_bytes(v.get(..4)?.try_into().ok()?);
+        Some((id != 0).then_some(id))
     }
 
     fn copies(&self) -> usize {
@@ -372,6 +384,11 @@ impl UserMaps {
         let mut out = UserMaps { maps: Vec::new(), by_fd: HashMap::new(), ids: HashMap::new(), free: Vec::new() };
         let mut inner_by_id = HashMap::new();
         for (fd, id, name) in maps {
+            // Objects that share a map (by pinning) name it by other fds: one copy.
+            if let Some(&(_, i)) = out.ids.values().find(|(copied, _)| copied == id) {
+                out.by_fd.insert(*fd, i);
+                continue;
+            }
             let m = match libbpf_rs::MapHandle::from_map_id(*id) {
                 Ok(m) => m,
                 // Gone with the object: only programs left unloaded used it
@@ -428,6 +445,7 @@ impl UserMaps {
         // hundreds of thousands of values: one syscall each took seconds).
         if !percpu(m.map_type())
             && !of_maps(m.map_type())
+            && m.map_type() != MapType::ProgArray
             && let Ok(batches) = m.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY)
         {
             for (key, value) in batches {

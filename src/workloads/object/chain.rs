@@ -13,10 +13,13 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::{DriverState, outputs_differ, write_variants};
 use crate::harness::BatchTiming;
+use crate::harness::timing::SharedRuntime;
 use crate::kernel::AttachType;
+use crate::kernel::prepared::PreparedCode;
 use crate::kernel::object::ProgKind;
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::kernel::test_run::{RunOutput, run_in};
+use crate::uvm::UserRuntime;
 
 crate::bpf_skeleton!("driver_chain");
 use skel::types::{bench_chain_slot, bench_chain_totals};
@@ -50,6 +53,8 @@ pub struct ChainTimer {
     references: Vec<RunOutput>,
     kind: ProgKind,
     cpu: usize,
+    /// Where the runs go when they are the userspace runtime's.
+    user: Option<UserChain>,
     /// Tail calls one pass through the chain makes, its entry's included;
     /// 0 where the kernel counts per call of the loop's subprogram (before
     /// 6.10), so that the probe cannot count them and need not.
@@ -58,10 +63,25 @@ pub struct ChainTimer {
     pub per_run: u32,
 }
 
+/// The chain driver and the user's programs in the userspace runtime: the
+/// same driver, its prog array's slots holding the same programs (by the
+/// kernel's ids), run by the runtime's tail calls.
+struct UserChain {
+    rt: SharedRuntime,
+    /// The user's entry program.
+    entry: String,
+    /// The case's packets.
+    variants: Vec<Vec<u8>>,
+}
+
 /// What the chain driver needs of the user's program and case.
 pub struct ChainRequest<'a> {
     pub kind: ProgKind,
     pub entry: BorrowedFd<'a>,
+    /// The entry's name, and the code of its object and of the objects
+    /// whose programs fill its prog arrays, when the batches run in the
+    /// userspace runtime.
+    pub user: Option<(&'a str, PreparedCode)>,
     /// The entry program's expected attach type and flags: a prog array
     /// takes only programs like the one that first used it.
     pub load_attrs: (AttachType, u32),
@@ -85,6 +105,14 @@ struct Driver {
     chain: MapHandle,
     /// The program in the overhead's slot: held with the array.
     _empty: OwnedFd,
+    /// The driver's code for the userspace runtime, when it runs there.
+    code: Option<PreparedCode>,
+}
+
+/// The names of the chain driver's programs of `kind`: the loop, its overhead.
+fn driver_names(kind: ProgKind) -> (String, String) {
+    let suffix = if kind == ProgKind::Xdp { "xdp" } else { "tc" };
+    (format!("bench_chain_driver_{suffix}"), format!("bench_chain_overhead_{suffix}"))
 }
 
 /// Loads the chain driver for `req` with `per_run` timed passes per run,
@@ -115,6 +143,11 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     rodata.cfg_variants = n;
     rodata.cfg_restore_bytes = req.restore;
     rodata.cfg_chain_iters = per_run;
+    // The final instructions, for the userspace runtime, before loading takes them.
+    let mut code = match req.user {
+        Some(_) => Some(PreparedCode::capture(open.open_object_mut()).context("preparing the chain driver")?),
+        None => None,
+    };
     let skel = skeleton::load(open, "the chain driver")?;
     let (p, m) = (&skel.progs, &skel.maps);
     let (body, overhead, probe, probe_limit, empty, chain) = match req.kind {
@@ -144,7 +177,16 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
         state: map_handle(&m.bench_driver_state)?,
         chain: map_handle(chain)?,
         _empty: prog_fd(empty)?,
+        code: None,
     };
+    if let Some(code) = code.as_mut() {
+        // Loaded: the kernel's verifier accepted every program taken.
+        code.verified = code.programs.keys().cloned().collect();
+        let empty_name = empty.name().to_string_lossy().into_owned();
+        code.prog_ids.insert(empty_name, crate::kernel::prog_info::prog_id(d._empty.as_fd())?);
+    }
+    let mut d = d;
+    d.code = code;
     let set_slot = |slot: bench_chain_slot, fd: BorrowedFd<'_>| -> Result<()> {
         d.chain.update(&slot.0.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes(), MapFlags::ANY).context(
             "the kernel refused the program for the chain driver's prog array (its type, attach type or flags differ)",
@@ -181,6 +223,10 @@ impl ChainTimer {
             run_in(d.probe.as_fd(), p, ctx)?;
             let left = read_totals(&d.totals, req.cpu)?.probe_calls;
             if left == 0 {
+                if let Some((entry, code)) = &req.user {
+                    // The chain alone still runs in userspace as in the kernel (to its limit).
+                    check_user_outputs(&mut UserRuntime::new(code, req.cpu)?, entry, &req)?;
+                }
                 return Ok(Err(NotInLoop(format!(
                     "it makes {limit} tail calls or more per packet with the loop's own (the kernel's limit per run): no loop can hold it"
                 ))));
@@ -202,7 +248,21 @@ impl ChainTimer {
 
     /// The timer over the driver `d`, loaded with `per_run` passes per
     /// run, a few runs checked before any is timed.
-    fn ready(d: Driver, req: ChainRequest<'_>, tail_calls: u32, per_run: u32) -> Result<ChainTimer> {
+    fn ready(mut d: Driver, req: ChainRequest<'_>, tail_calls: u32, per_run: u32) -> Result<ChainTimer> {
+        let user = match (d.code.take(), &req.user) {
+            (Some(mut code), Some((entry, user_code))) => {
+                if tail_calls == 0 {
+                    bail!(
+                        "this kernel counts tail calls per call of a subprogram (before 6.10) and the userspace runtime counts them per run, as later kernels do: use --runtime kernel"
+                    );
+                }
+                code.merge(user_code.clone(), "user")?;
+                let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, req.cpu)?));
+                check_user_outputs(&mut rt.borrow_mut(), entry, &req)?;
+                Some(UserChain { rt, entry: entry.to_string(), variants: req.variants.to_vec() })
+            }
+            _ => None,
+        };
         let mut timer = ChainTimer {
             body: d.body,
             overhead: d.overhead,
@@ -215,6 +275,7 @@ impl ChainTimer {
             references: req.references,
             kind: req.kind,
             cpu: req.cpu,
+            user,
             tail_calls,
             per_run,
         };
@@ -232,11 +293,16 @@ impl ChainTimer {
     /// body must give the program's own output for its packet.
     pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
         let runs = u64::from(iters).div_ceil(u64::from(self.per_run)).clamp(1, MAX_RUNS_PER_BATCH);
-        let before = read_totals(&self.totals, self.cpu)?;
+        let before = self.totals()?;
         let started_ns = crate::system::monotonic_ns();
         let prog = if body { self.body.as_fd() } else { self.overhead.as_fd() };
+        let (body_name, overhead_name) = driver_names(self.kind);
+        let name = if body { body_name } else { overhead_name };
         for _ in 0..runs {
-            let out = run_in(prog, &self.packet, self.ctx.as_deref())?;
+            let out = match &self.user {
+                Some(u) => u.rt.borrow_mut().run_xdp(&name, &self.packet)?.into(),
+                None => run_in(prog, &self.packet, self.ctx.as_deref())?,
+            };
             if body {
                 let i = self.variant()?;
                 if let Some(diff) = outputs_differ(self.kind, &self.references[i], &out) {
@@ -246,7 +312,7 @@ impl ChainTimer {
                 }
             }
         }
-        let after = read_totals(&self.totals, self.cpu)?;
+        let after = self.totals()?;
         ensure!(after.status == 0, "the chain driver could not put the packet back between passes");
         ensure!(
             after.runs - before.runs == runs,
@@ -266,8 +332,56 @@ impl ChainTimer {
         if self.references.len() == 1 {
             return Ok(0);
         }
-        Ok(this_cpu::<DriverState>(&self.state, self.cpu, "state")?.idx as usize)
+        let state: DriverState = match &self.user {
+            Some(u) => user_cpu(&u.rt, "bench_driver_state", self.cpu)?,
+            None => this_cpu(&self.state, self.cpu, "state")?,
+        };
+        Ok(state.idx as usize)
     }
+
+    /// This CPU's totals, from the kernel's map or the userspace runtime's.
+    fn totals(&self) -> Result<bench_chain_totals> {
+        match &self.user {
+            Some(u) => user_cpu(&u.rt, "bench_chain_totals", self.cpu),
+            None => read_totals(&self.totals, self.cpu),
+        }
+    }
+
+    /// The userspace runtime the batches run in, if they do.
+    pub fn user(&self) -> Option<&SharedRuntime> {
+        self.user.as_ref().map(|u| &u.rt)
+    }
+
+    /// `n` runs of the user's entry alone in the userspace runtime, the
+    /// case's packets in turn: what its instructions per packet are
+    /// counted on (the driver's loop has no share in them).
+    pub fn run_entry(&self, n: u32) -> Result<BatchTiming> {
+        let u = self.user.as_ref().context("the chain runs in the kernel")?;
+        let started_ns = crate::system::monotonic_ns();
+        for i in 0..n as usize {
+            u.rt.borrow_mut().run_xdp(&u.entry, &u.variants[i % u.variants.len()])?;
+        }
+        Ok(BatchTiming { started_ns, elapsed_ns: crate::system::monotonic_ns() - started_ns, iters: u64::from(n) })
+    }
+}
+
+/// The chain from `entry` in the userspace runtime `rt` gives the
+/// kernel's output for each of the case's packets.
+fn check_user_outputs(rt: &mut UserRuntime, entry: &str, req: &ChainRequest<'_>) -> Result<()> {
+    for (i, (packet, want)) in req.variants.iter().zip(&req.references).enumerate() {
+        let got: RunOutput = rt.run_xdp(entry, packet)?.into();
+        if let Some(diff) = outputs_differ(req.kind, want, &got) {
+            bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
+        }
+    }
+    Ok(())
+}
+
+/// This CPU's value of the userspace runtime's per-CPU map `map`.
+fn user_cpu<T: bytemuck::Pod>(rt: &SharedRuntime, map: &str, cpu: usize) -> Result<T> {
+    let all = rt.borrow().map(map)?.peek_all(&0u32.to_ne_bytes()).with_context(|| format!("{map} has no slot 0"))?;
+    let raw = all.get(cpu).with_context(|| format!("no {map} value for CPU {cpu}"))?;
+    Ok(bytemuck::pod_read_unaligned(raw))
 }
 
 /// This CPU's totals.

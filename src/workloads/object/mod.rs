@@ -592,10 +592,27 @@ impl PreparedScenario for Prepared<'_> {
     }
 
     fn count_instructions(&mut self, iters: u32, profile: crate::harness::Profile) -> Result<Option<InstructionCount>> {
-        let Timer::InBpf(s) = &mut self.timer else { return Ok(None) };
-        let Some(rt) = s.user().cloned() else { return Ok(None) };
-        crate::harness::count_instructions(&rt, iters, profile, |variant, n| s.run_batch(variant == Variant::Body, n))
-            .map(Some)
+        match &mut self.timer {
+            Timer::InBpf(s) => {
+                let Some(rt) = s.user().cloned() else { return Ok(None) };
+                crate::harness::count_instructions(&rt, iters, profile, |variant, n| {
+                    s.run_batch(variant == Variant::Body, n)
+                })
+                .map(Some)
+            }
+            Timer::Chain(c) => {
+                let Some(rt) = c.user().cloned() else { return Ok(None) };
+                // The chain's own instructions: its entry run alone per packet, no loop around it.
+                crate::harness::count_instructions(&rt, iters, profile, |variant, n| match variant {
+                    Variant::Body => c.run_entry(n),
+                    Variant::Overhead => {
+                        Ok(BatchTiming { started_ns: crate::system::monotonic_ns(), elapsed_ns: 0, iters: u64::from(n) })
+                    }
+                })
+                .map(Some)
+            }
+            Timer::PerCall(_) => Ok(None),
+        }
     }
 }
 
@@ -755,9 +772,20 @@ impl Loaded<'_> {
         notes: &mut Vec<String>,
     ) -> Result<(Timer<'_>, Timing, String)> {
         let name = &self.bench.program.name;
+        let user = match self.runtime {
+            Runtime::User => {
+                let mut code = self.user.loaded_code()?;
+                for other in &self._others {
+                    code.merge(other.loaded_code()?, &other.stem())?;
+                }
+                Some((name.as_str(), code))
+            }
+            Runtime::Kernel => None,
+        };
         let req = ChainRequest {
             kind: self.bench.kind,
             entry: self.user.prog_fd(name)?,
+            user,
             load_attrs: self.user.load_attrs(name)?,
             variants: &case.packets,
             restore,
@@ -767,6 +795,12 @@ impl Loaded<'_> {
         };
         let timer = match ChainTimer::build(req) {
             Ok(Ok(timer)) => timer,
+            Ok(Err(NotInLoop(why))) if self.runtime == Runtime::User => {
+                bail!("case {}: the userspace runtime times chains in the batch loop only, and {why}", case.name)
+            }
+            Err(e) if self.runtime == Runtime::User => {
+                bail!("case {}: cannot run the chain in the userspace runtime: {e:#}", case.name)
+            }
             Ok(Err(NotInLoop(why))) => {
                 return Ok(self.per_call(case, refs.to_vec(), format!("it makes tail calls, and {why}")));
             }
@@ -778,6 +812,10 @@ impl Loaded<'_> {
                 return Ok(self.per_call(case, refs.to_vec(), reason));
             }
         };
+        if timer.user().is_some() {
+            checks.push(format!("in the userspace runtime, the chain alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
+            notes.push("runtime: userspace, the chain driver and the chain's programs as the kernel verified them, compiled by bpfbench's JIT, tail calls through copies of the prog arrays (33 per run), with copies of the maps".into());
+        }
         checks.push("entered from the batch loop by a tail call, the chain's checked pass of every run matched the program's own output".into());
         let budget = match timer.tail_calls {
             0 => "this kernel counts tail calls per call of the loop's subprogram, so each pass has the whole budget"
