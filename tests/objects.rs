@@ -283,6 +283,21 @@ fn tc_chains_are_timed_in_bpf_each_pass_with_the_context_put_back() {
 }
 
 #[test]
+fn packets_that_differ_past_64_bytes_are_put_back_in_the_batch_loop() {
+    // Two packets differing at byte 142: the loop writes back 144 bytes per
+    // iteration (each group of the copy's cases above 64 bytes once copied
+    // 64 words more than it checked, and the verifier refused the loop).
+    let pass = object("xdp_pass.bpf.o");
+    let packet = |b: &str| format!("eth/ipv4/udp/payload(hex={}{b}{})", "00".repeat(100), "00".repeat(5));
+    let (a, b) = (packet("01"), packet("02"));
+    let (code, results, err) = run_json(&[pass.as_str(), "--packet", &a, "--packet", &b]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert_eq!(r["timing"]["mode"], "in-bpf", "{r}");
+    assert!(r["notes"].to_string().contains("144 bytes written back per iteration"), "{r}");
+}
+
+#[test]
 fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
     // The same chains through the userspace runtime's tail calls: checked
     // against the kernel's outputs packet by packet, then timed in the same

@@ -84,12 +84,17 @@ static __always_inline void bench_copy_words(void *dst, const __u64 *src, const 
 		((__u64 *)dst)[i] = src[i];
 }
 
-/* One case of the copy: N bytes from the variant to the packet, bounds checked. */
+/*
+ * One case of the copy: N bytes from the variant to the packet, bounds
+ * checked. N is an expression (k * 64 + 8): parenthesized, or N / 8 is
+ * k * 64 + 1 words, and every restore above 64 bytes copied past its
+ * check (the verifier refused the loop).
+ */
 #define BENCH_COPY_CASE(N)								\
-	case N:										\
-		if (data + N > end)							\
+	case (N):									\
+		if (data + (N) > end)							\
 			return -1;							\
-		bench_copy_words(data, v->words, N / 8);				\
+		bench_copy_words(data, v->words, (N) / 8);				\
 		break;
 #define BENCH_COPY_8(k)									\
 	BENCH_COPY_CASE(k * 64 + 8) BENCH_COPY_CASE(k * 64 + 16) BENCH_COPY_CASE(k * 64 + 24)	\
