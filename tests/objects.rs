@@ -306,31 +306,133 @@ fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
     let swap = object("xdp_swap.bpf.o");
     let frame = "eth(type=0x88b5)/payload(46)";
     let fill = format!("open_slots:0=xdp_swap@{swap}");
-    for (program, extra) in [("chain_entry", vec![]), ("chain_three", vec![]), ("chain_open", vec!["--tail-call", &fill])] {
-        let mut args = vec![chain.as_str(), "--program", program, "--packet", frame, "--runtime", "user", "--expect", "XDP_TX"];
+    for (program, extra) in
+        [("chain_entry", vec![]), ("chain_three", vec![]), ("chain_open", vec!["--tail-call", &fill])]
+    {
+        let mut args =
+            vec![chain.as_str(), "--program", program, "--packet", frame, "--runtime", "user", "--expect", "XDP_TX"];
         args.extend(extra);
         let (code, results, err) = run_json(&args);
         assert_eq!(code, Some(0), "{program}: {err}");
         let r = &results[0];
         assert_eq!(r["timing"]["mode"], "chain", "{r}");
         let checks = r["checks"].to_string();
-        assert!(checks.contains("in the userspace runtime, the chain alone gave the kernel's verdict and output"), "{r}");
+        assert!(
+            checks.contains("in the userspace runtime, the chain alone gave the kernel's verdict and output"),
+            "{r}"
+        );
         assert!(checks.contains("the chain's checked pass of every run matched"), "{r}");
         assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
     // Counted by the interpreter: chain_three's two tail calls per packet,
     // each an operation on its prog array.
-    let o = bpfbench(&["run", &chain, "--program", "chain_three", "--packet", frame, "--metric", "insns", "--no-store", "--format", "json"]);
+    let o = bpfbench(&[
+        "run",
+        &chain,
+        "--program",
+        "chain_three",
+        "--packet",
+        frame,
+        "--metric",
+        "insns",
+        "--no-store",
+        "--format",
+        "json",
+    ]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
     let counts = &doc["results"][0]["instructions"];
-    assert_eq!(counts["helpers"]["bpf_tail_call"].as_i64(), Some(2 * counts["packets"].as_i64().unwrap()), "{}\n{}", doc, stderr(&o));
+    assert_eq!(
+        counts["helpers"]["bpf_tail_call"].as_i64(),
+        Some(2 * counts["packets"].as_i64().unwrap()),
+        "{}\n{}",
+        doc,
+        stderr(&o)
+    );
     // A chain that reaches the limit runs as far as the kernel's (its
     // count byte says how far; another output would fail first); no loop
     // holds it, and the userspace runtime has no per-call timing: one line.
-    let (code, results, _) = run_json(&[chain.as_str(), "--program", "chain_deep", "--packet", frame, "--runtime", "user"]);
+    let (code, results, _) =
+        run_json(&[chain.as_str(), "--program", "chain_deep", "--packet", frame, "--runtime", "user"]);
     assert_eq!(code, Some(1));
     let error = results[0]["error"].as_str().unwrap_or_default();
-    assert!(error.contains("the userspace runtime times chains in the batch loop only") && !error.contains('\n'), "{error}");
+    assert!(
+        error.contains("the userspace runtime times chains in the batch loop only") && !error.contains('\n'),
+        "{error}"
+    );
+}
+
+#[test]
+fn tc_programs_run_in_the_userspace_runtime_with_the_kernels_context_and_helpers() {
+    // Each checked against the kernel's output packet by packet (its
+    // __sk_buff read from the kernel for each packet), then timed in the
+    // same driver loop; tc_skb_echo writes its whole context into the
+    // packet, so any field the userspace runtime gave otherwise shows.
+    let (ttl, mark_cb, fields) = (object("tc_ttl.bpf.o"), object("tc_mark_cb.bpf.o"), object("tc_fields.bpf.o"));
+    let (echo, nat, chain) = (object("tc_skb_echo.bpf.o"), object("tc_nat.bpf.o"), object("tc_chain.bpf.o"));
+    let skb = r#"{"mark": 7, "priority": 3, "cb": [42, 1, 2, 3, 4], "tstamp": 123456789012}"#;
+    let udp = "eth/ipv4(dst=10.0.0.10)/udp(dport=53)/payload(102)";
+    let tcp = "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(10)";
+    let cases: [(&str, Vec<&str>, &str); 8] = [
+        (&ttl, vec!["--packet", "eth/ipv4(ttl=9)/udp/payload(30)"], "TC_ACT_OK"),
+        (&mark_cb, vec!["--skb", r#"{"mark": 7, "cb": [42]}"#], "TC_ACT_SHOT"),
+        (&fields, vec![], "TC_ACT_OK"),
+        (&echo, vec!["--packet", "eth(dst=ff:ff:ff:ff:ff:ff)/ipv4/udp/payload(80)", "--skb", skb], "TC_ACT_OK"),
+        // Load, store, both checksums, a trim to 80 bytes, a redirect.
+        (&nat, vec!["--program", "tc_nat", "--packet", udp], "TC_ACT_REDIRECT"),
+        (&nat, vec!["--program", "tc_nat", "--packet", tcp], "TC_ACT_REDIRECT"),
+        (&nat, vec!["--program", "tc_nat_diff", "--packet", tcp], "TC_ACT_OK"),
+        // A tc chain through the userspace runtime's tail calls.
+        (&chain, vec!["--program", "tc_chain_entry", "--skb", r#"{"mark": 9}"#], "TC_ACT_PIPE"),
+    ];
+    for (object, extra, verdict) in cases {
+        let mut args = vec![object, "--runtime", "user", "--expect", verdict];
+        args.extend(extra.iter().copied());
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let r = &results[0];
+        let checks = r["checks"].to_string();
+        assert!(
+            checks.contains("in the userspace runtime, the program alone gave the kernel's verdict and output")
+                || checks.contains("in the userspace runtime, the chain alone gave the kernel's verdict and output"),
+            "{args:?}: {r}"
+        );
+        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Counted by the interpreter, with tc's helpers by name.
+    let o = bpfbench(&[
+        "run",
+        &nat,
+        "--program",
+        "tc_nat",
+        "--packet",
+        udp,
+        "--metric",
+        "insns",
+        "--no-store",
+        "--format",
+        "json",
+    ]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    let helpers = &doc["results"][0]["instructions"]["helpers"];
+    for h in [
+        "bpf_skb_load_bytes",
+        "bpf_skb_store_bytes",
+        "bpf_l3_csum_replace",
+        "bpf_l4_csum_replace",
+        "bpf_skb_change_tail",
+        "bpf_redirect",
+    ] {
+        assert!(helpers[h].as_i64().unwrap_or(0) > 0, "{h}: {doc}\n{}", stderr(&o));
+    }
+    // A helper the runtime lacks: one line naming it.
+    let o = bpfbench(&["run", &nat, "--program", "tc_vlan", "--runtime", "user", "--no-store"]);
+    let error = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{error}");
+    assert!(
+        error.contains("helper 18 (bpf_skb_vlan_push), which bpfbench's userspace runtime does not have"),
+        "{error}"
+    );
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
 }
 
 #[test]

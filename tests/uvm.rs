@@ -67,7 +67,7 @@ impl Both {
     }
 
     /// One run in userspace, then one in the kernel.
-    fn run(&mut self, packet: &[u8]) -> (xdp::XdpOutcome, Counts, test_run::RunOutput) {
+    fn run(&mut self, packet: &[u8]) -> (uvm::PacketOutcome, Counts, test_run::RunOutput) {
         let mut counts = Counts::default();
         let user = xdp::run(
             &Interpreter::new(&self.insns),
@@ -84,7 +84,7 @@ impl Both {
 }
 
 /// Runs `prog` of `object` in userspace (from the prepared instructions) and in the kernel.
-fn both(object: &str, prog: &str, packet: &[u8]) -> (xdp::XdpOutcome, Counts, test_run::RunOutput) {
+fn both(object: &str, prog: &str, packet: &[u8]) -> (uvm::PacketOutcome, Counts, test_run::RunOutput) {
     Both::open(object, prog).run(packet)
 }
 
@@ -125,7 +125,7 @@ fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn { code, dst, src, off, imm }
 }
 
-fn run_raw(insns: &[Insn]) -> Result<xdp::XdpOutcome, uvm::VmError> {
+fn run_raw(insns: &[Insn]) -> Result<uvm::PacketOutcome, uvm::VmError> {
     xdp::run(&Interpreter::new(insns), &frame(), &mut Helpers::new(0, 1), None, &mut Counts::default())
 }
 
@@ -550,14 +550,14 @@ fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
     let call = |imm| BpfInsn { code: 0x85, imm, ..Default::default() };
     let exit = BpfInsn { code: 0x95, ..Default::default() };
     let code = bpfbench::kernel::prepared::PreparedCode {
-        programs: [("redirects".to_string(), vec![call(23), exit])].into(),
+        programs: [("looks_up".to_string(), vec![call(69), exit])].into(),
         maps: vec![],
         ..Default::default()
     };
     let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
     assert_eq!(
         err,
-        "program redirects calls helper 23 (bpf_redirect), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel"
+        "program looks_up calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel"
     );
     let mut fine = bpfbench::kernel::prepared::PreparedCode {
         programs: [("times".to_string(), vec![call(5), exit])].into(),
@@ -583,12 +583,12 @@ fn the_jit_gives_the_interpreters_verdicts_and_packets_for_every_scenario() {
         assert_eq!(rt.engine_of(prog), Engine::Jit, "{prog}: the kernel verified it");
         for (i, packet) in corpus.packets.iter().enumerate() {
             // Twice each, in both orders: a first packet of a flow and one that finds it.
-            let jit = rt.run_xdp(prog, packet).unwrap();
+            let jit = rt.run(prog, packet).unwrap();
             rt.set_engine(Engine::Interpreter);
-            let interpreted = rt.run_xdp(prog, packet).unwrap();
-            let again = rt.run_xdp(prog, packet).unwrap();
+            let interpreted = rt.run(prog, packet).unwrap();
+            let again = rt.run(prog, packet).unwrap();
             rt.set_engine(Engine::Jit);
-            let jit_again = rt.run_xdp(prog, packet).unwrap();
+            let jit_again = rt.run(prog, packet).unwrap();
             assert_eq!(jit, interpreted, "{prog}, scenario packet {i}");
             assert_eq!(again, jit_again, "{prog}, scenario packet {i}");
         }
@@ -791,11 +791,11 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
 #[test]
 fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line() {
     let object = |name: &str| test_object(name).to_string_lossy().into_owned();
-    let (tc, swap, fib) = (object("tc_ttl.bpf.o"), object("xdp_swap.bpf.o"), object("xdp_fib.bpf.o"));
+    let (sock, swap, fib) = (object("sock_udp_head.bpf.o"), object("xdp_swap.bpf.o"), object("xdp_fib.bpf.o"));
     for (args, needle) in [
         (
-            vec!["run", tc.as_str(), "--runtime", "user"],
-            "'tc_ttl' is a sched_cls program; the userspace runtime runs XDP programs only: use --runtime kernel",
+            vec!["run", sock.as_str(), "--runtime", "user"],
+            "'sock_udp_head' is a socket_filter program; the userspace runtime runs XDP and tc programs only: use --runtime kernel",
         ),
         (vec!["run", swap.as_str(), "--runtime", "user", "--per-call"], "drop --per-call or use --runtime kernel"),
         (
@@ -929,7 +929,7 @@ fn csum_diff_gives_the_kernels_checksums_in_both_engines() {
         b.run_with(&mut helpers, &f);
         let kernel = b.kernel_last();
         assert_eq!(b.user_last(), kernel, "packet {i}: sizes {} and {}, interpreter", f[14], f[15]);
-        jit.run_xdp("xdp_csum", &f).unwrap();
+        jit.run("xdp_csum", &f).unwrap();
         let bss = jit.maps.maps.iter().find(|m| m.def.name.ends_with(".bss")).unwrap();
         let by_jit = i64::from_ne_bytes(bss.entries()[0].1[0][..8].try_into().unwrap());
         assert_eq!(by_jit, kernel, "packet {i}: sizes {} and {}, JIT", f[14], f[15]);

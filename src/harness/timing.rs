@@ -118,7 +118,7 @@ impl TimedProgram {
     /// One run on `packet`, in the kernel or in the userspace runtime.
     fn run(&self, packet: &[u8]) -> Result<RunOutput> {
         match &self.user {
-            Some(u) => Ok(u.runtime.borrow_mut().run_xdp(&u.name, packet)?.into()),
+            Some(u) => Ok(u.runtime.borrow_mut().run(&u.name, packet)?.into()),
             None => run_in(self.prog.as_fd(), packet, self.ctx.as_deref()),
         }
     }

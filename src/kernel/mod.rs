@@ -27,6 +27,7 @@ pub mod netdev;
 pub mod object;
 pub mod prepared;
 pub mod prog_info;
+pub mod skb_view;
 pub mod skeleton;
 pub mod slot_traps;
 pub mod test_run;

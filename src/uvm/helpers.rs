@@ -15,8 +15,8 @@ use super::uapi::{
 const MAP_HANDLE_TAG: u64 = 0x4d41_5000_0000_0000;
 
 /// The helpers this runtime has: a program calling any other is refused
-/// when it is loaded.
-pub const SUPPORTED: &[i32] = &[
+/// when it is loaded. (tc's own: [`super::tc::HELPERS`].)
+const COMMON: &[i32] = &[
     MAP_LOOKUP_ELEM,
     MAP_UPDATE_ELEM,
     MAP_DELETE_ELEM,
@@ -28,6 +28,11 @@ pub const SUPPORTED: &[i32] = &[
     XDP_ADJUST_TAIL,
     TAIL_CALL,
 ];
+
+/// Whether the runtime has helper `id` (for any program type).
+pub fn supported(id: i32) -> bool {
+    COMMON.contains(&id) || super::tc::HELPERS.contains(&id)
+}
 
 /// The helpers' state: the CPU a run claims to be on, prandom's, and the
 /// map operations done, by (map index, helper id).
@@ -238,14 +243,19 @@ fn helper_name(id: i32) -> Option<&'static str> {
         3 => "bpf_map_delete_elem",
         5 => "bpf_ktime_get_ns",
         6 => "bpf_trace_printk",
+        9 => "bpf_skb_store_bytes",
         7 => "bpf_get_prandom_u32",
         8 => "bpf_get_smp_processor_id",
         10 => "bpf_l3_csum_replace",
         11 => "bpf_l4_csum_replace",
         12 => "bpf_tail_call",
+        18 => "bpf_skb_vlan_push",
         23 => "bpf_redirect",
         25 => "bpf_perf_event_output",
+        26 => "bpf_skb_load_bytes",
         28 => "bpf_csum_diff",
+        38 => "bpf_skb_change_tail",
+        39 => "bpf_skb_pull_data",
         44 => "bpf_xdp_adjust_head",
         51 => "bpf_redirect_map",
         54 => "bpf_xdp_adjust_meta",

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::insn::*;
-use super::uapi::{MAX_TAIL_CALLS, TAIL_CALL};
 use super::memory::{Memory, RegionKind};
+use super::uapi::{MAX_TAIL_CALLS, TAIL_CALL};
 
 /// Stack bytes per frame, as in the kernel.
 pub const STACK_PER_FRAME: usize = 512;

@@ -24,10 +24,25 @@ pub mod maps;
 pub mod memory;
 pub mod runtime;
 pub mod sampler;
+pub mod tc;
 pub mod uapi;
 pub mod xdp;
 
 pub use insn::Insn;
+
+/// What a run on a packet (XDP, tc) returned and left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketOutcome {
+    pub verdict: u32,
+    pub packet: Vec<u8>,
+}
+
+/// A userspace run as the harness compares runs (no kernel timing: 0).
+impl From<PacketOutcome> for crate::kernel::test_run::RunOutput {
+    fn from(out: PacketOutcome) -> Self {
+        Self { retval: out.verdict, packet: out.packet, duration_ns: 0 }
+    }
+}
 pub use interp::{Counts, Interpreter, VmError};
 pub use runtime::{RunCounts, UserRuntime};
 

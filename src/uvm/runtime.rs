@@ -4,17 +4,18 @@
 //! is asked for, and what counts instructions for `--metric insns`.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Context, Result, bail};
 
+use super::PacketOutcome;
 use super::helpers::{self, Helpers};
 use super::insn::{CALL, JMP, KFUNC_CALL};
 use super::interp::{Counts, Interpreter};
 use super::jit::{self, JitProgram, calls::TailEntry, frame::Frame32};
 use super::maps::{UserMap, UserMaps};
-use super::xdp::{self, XdpOutcome};
 use super::{Insn, from_libbpf};
+use super::{tc, xdp};
 use crate::kernel::lines::LineTable;
 use crate::kernel::prepared::PreparedCode;
 use crate::record::SampledTime;
@@ -111,6 +112,8 @@ pub struct UserRuntime {
     /// Where the JIT's tail calls land, by program id (the compiled code of
     /// the programs with ids, when the first compiled run needs them).
     tail_entries: Option<Vec<(u32, TailEntry)>>,
+    /// Each packet's `__sk_buff` when the runs are tc runs.
+    skb_views: Option<HashMap<Vec<u8>, Vec<u8>>>,
     frame: Option<Frame32>,
     /// Each program's source lines.
     lines: BTreeMap<String, LineTable>,
@@ -156,7 +159,7 @@ pub fn check_calls(name: &str, insns: &[Insn]) -> Result<()> {
             continue;
         }
         match i.src {
-            0 if !helpers::SUPPORTED.contains(&i.imm) => {
+            0 if !helpers::supported(i.imm) => {
                 bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm))
             }
             KFUNC_CALL => bail!(
@@ -188,6 +191,7 @@ impl UserRuntime {
             compiled: BTreeMap::new(),
             prog_ids: code.prog_ids.iter().map(|(name, id)| (*id, name.clone())).collect(),
             tail_entries: None,
+            skb_views: None,
             frame: None,
             lines: code.lines.clone(),
             hits: None,
@@ -236,10 +240,26 @@ impl UserRuntime {
         self.maps.by_name_mut(name).with_context(|| format!("the object has no map {name}"))
     }
 
-    /// Runs XDP program `prog` once on `packet`.
-    pub fn run_xdp(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+    /// Makes every later run a tc run: each packet's `__sk_buff` as the
+    /// kernel's test run fills it (see [`crate::kernel::skb_view`]), by packet.
+    pub fn set_skb_views(&mut self, views: HashMap<Vec<u8>, Vec<u8>>) {
+        self.skb_views = Some(views);
+    }
+
+    /// Runs program `prog` once on `packet`: as tc where `__sk_buff` views
+    /// were given, as XDP otherwise.
+    pub fn run(&mut self, prog: &str, packet: &[u8]) -> Result<PacketOutcome> {
+        let skb = match &self.skb_views {
+            Some(views) => Some(
+                views
+                    .get(packet)
+                    .cloned()
+                    .context("no __sk_buff from the kernel for this packet (a tc run's context)")?,
+            ),
+            None => None,
+        };
         if self.engine_of(prog) == Engine::Jit {
-            return self.run_xdp_jit(prog, packet);
+            return self.run_jit(prog, packet, skb.as_deref());
         }
         let insns = self.programs.get(prog).with_context(|| format!("the object has no program {prog}"))?;
         let hits_of = |name: &str| self.hits.as_ref().and_then(|h| h.get(name)).map(Vec::as_slice);
@@ -251,8 +271,12 @@ impl UserRuntime {
             interp.tail_target(*id, &self.programs[name], hits_of(name));
         }
         interp.budget = TIMED_BUDGET;
-        xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts)
-            .with_context(|| format!("{prog} in the userspace runtime"))
+        let maps = Some(&mut self.maps);
+        match &skb {
+            Some(view) => tc::run(&interp, packet, view, &mut self.helpers, maps, &mut self.counts),
+            None => xdp::run(&interp, packet, &mut self.helpers, maps, &mut self.counts),
+        }
+        .with_context(|| format!("{prog} in the userspace runtime"))
     }
 
     /// Compiles `prog` unless it is.
@@ -282,8 +306,9 @@ impl UserRuntime {
         Ok(entries)
     }
 
-    /// Runs the kernel-verified XDP program `prog` once on `packet`, compiled.
-    fn run_xdp_jit(&mut self, prog: &str, packet: &[u8]) -> Result<XdpOutcome> {
+    /// Runs the kernel-verified program `prog` once on `packet`, compiled
+    /// (tc with the `__sk_buff` `skb`, XDP without).
+    fn run_jit(&mut self, prog: &str, packet: &[u8], skb: Option<&[u8]>) -> Result<PacketOutcome> {
         self.compile(prog)?;
         let targets = self.tail_entries()?;
         if self.frame.is_none() {
@@ -293,15 +318,16 @@ impl UserRuntime {
             unreachable!("compiled and mapped above")
         };
         // SAFETY: the kernel's verifier accepted `prog` (engine_of checked),
-        // as XDP, and the tail calls' targets (a prog array takes programs of its type only).
-        unsafe { frame.run(code, packet, &mut self.helpers, &mut self.maps, &targets) }
+        // of the type the context is for (the caller's), and the tail
+        // calls' targets (a prog array takes programs of its type only).
+        unsafe { frame.run(code, packet, skb, &mut self.helpers, &mut self.maps, &targets) }
             .map_err(|e| anyhow::anyhow!(e))
             .with_context(|| format!("{prog} in the userspace runtime's JIT"))
     }
 
     /// Runs `insns` (not one of the object's programs: a fuzzed one) as
     /// XDP on `packet` with the object's maps, at most `budget` instructions.
-    pub fn run_insns(&mut self, insns: &[Insn], packet: &[u8], budget: u64) -> Result<XdpOutcome, super::VmError> {
+    pub fn run_insns(&mut self, insns: &[Insn], packet: &[u8], budget: u64) -> Result<PacketOutcome, super::VmError> {
         let mut interp = Interpreter::new(insns);
         interp.budget = budget;
         xdp::run(&interp, packet, &mut self.helpers, Some(&mut self.maps), &mut self.counts)

@@ -3,6 +3,7 @@
 
 pub const ENOENT: i64 = 2;
 pub const E2BIG: i64 = 7;
+pub const EFAULT: i64 = 14;
 pub const ENOMEM: i64 = 12;
 pub const EEXIST: i64 = 17;
 pub const EINVAL: i64 = 22;
@@ -19,7 +20,14 @@ pub const MAP_DELETE_ELEM: i32 = 3;
 pub const KTIME_GET_NS: i32 = 5;
 pub const GET_PRANDOM_U32: i32 = 7;
 pub const GET_SMP_PROCESSOR_ID: i32 = 8;
+pub const SKB_STORE_BYTES: i32 = 9;
+pub const L3_CSUM_REPLACE: i32 = 10;
+pub const L4_CSUM_REPLACE: i32 = 11;
 pub const TAIL_CALL: i32 = 12;
+pub const REDIRECT: i32 = 23;
+pub const SKB_LOAD_BYTES: i32 = 26;
+pub const SKB_CHANGE_TAIL: i32 = 38;
+pub const SKB_PULL_DATA: i32 = 39;
 pub const CSUM_DIFF: i32 = 28;
 pub const XDP_ADJUST_HEAD: i32 = 44;
 pub const XDP_ADJUST_TAIL: i32 = 65;

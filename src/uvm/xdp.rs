@@ -5,6 +5,7 @@
 //! the loads into, and what userspace runtimes do). Helpers and maps come
 //! from [`XdpEnv`].
 
+use super::PacketOutcome;
 use super::helpers::Helpers;
 use super::interp::{Counts, Env, Interpreter, VmError};
 use super::maps::UserMaps;
@@ -26,20 +27,6 @@ const DATA: u64 = 0;
 const DATA_END: u64 = 4;
 const DATA_META: u64 = 8;
 pub(super) const XDP_MD_BYTES: usize = 6 * 4;
-
-/// What a run returned and left.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct XdpOutcome {
-    pub verdict: u32,
-    pub packet: Vec<u8>,
-}
-
-/// A userspace run as the harness compares runs (no kernel timing: 0).
-impl From<XdpOutcome> for crate::kernel::test_run::RunOutput {
-    fn from(out: XdpOutcome) -> Self {
-        Self { retval: out.verdict, packet: out.packet, duration_ns: 0 }
-    }
-}
 
 /// The packet's bounds, and everything else a helper may reach.
 struct XdpEnv<'a> {
@@ -120,7 +107,7 @@ pub fn run(
     helpers: &mut Helpers,
     mut maps: Option<&mut UserMaps>,
     counts: &mut Counts,
-) -> Result<XdpOutcome, VmError> {
+) -> Result<PacketOutcome, VmError> {
     if HEADROOM + packet.len() > FRAME - TAILROOM {
         return Err(VmError {
             pc: 0,
@@ -143,5 +130,5 @@ pub fn run(
     if let Some(m) = maps {
         m.end_run();
     }
-    Ok(XdpOutcome { verdict: verdict? as u32, packet: buf[start..end].to_vec() })
+    Ok(PacketOutcome { verdict: verdict? as u32, packet: buf[start..end].to_vec() })
 }

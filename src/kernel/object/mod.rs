@@ -297,7 +297,7 @@ impl ObjectFile {
         match p.kind {
             Some(kind) => Ok((p.clone(), kind)),
             None if NOT_TEST_RUNNABLE.contains(&p.type_name.as_str()) => bail!(
-                "program '{}' in {file} is a {} program (section {}), which the kernel cannot test-run, so nothing can time it; `bpfbench verifier {file}` reports what the verifier makes of it (the userspace runtime runs XDP programs)",
+                "program '{}' in {file} is a {} program (section {}), which the kernel cannot test-run, so nothing can time it; `bpfbench verifier {file}` reports what the verifier makes of it (the userspace runtime runs XDP and tc programs)",
                 p.name,
                 p.type_name,
                 p.section

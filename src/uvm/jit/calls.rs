@@ -10,7 +10,7 @@ use std::cell::Cell;
 use super::super::helpers::{self, Found, Helpers};
 use super::super::maps::UserMaps;
 use super::super::uapi::*;
-use super::super::xdp;
+use super::super::{tc, xdp};
 
 /// A run's helper state and maps, and the XDP frame the packet lives in.
 pub struct Env {
@@ -22,14 +22,14 @@ pub struct Env {
     pub targets: *const Vec<(u32, TailEntry)>,
     /// Tail calls the run made so far (the kernel's count).
     pub tail_calls: u32,
-    /// A program id a tail call found with no compiled program for it: the
-    /// run's result is void.
-    pub missing: Option<u32>,
+    /// What a helper could not do as the kernel would (a tail call into a
+    /// program not compiled here, a packet past the page): the run is void.
+    pub error: Option<String>,
 }
 
 impl Env {
     pub fn new(helpers: &mut Helpers, maps: &mut UserMaps, frame: u64, targets: &Vec<(u32, TailEntry)>) -> Env {
-        Env { helpers, maps, frame, targets, tail_calls: 0, missing: None }
+        Env { helpers, maps, frame, targets, tail_calls: 0, error: None }
     }
 }
 
@@ -172,7 +172,8 @@ pub extern "C" fn tail_call(ctx: u64, map: u64, index: u64) -> TailCallResult {
     let (Some(id), true) = (slot, within) else { return failed };
     // SAFETY: the runtime's table, alive for the run.
     let Some(t) = unsafe { e.targets.as_ref() }.and_then(|t| t.iter().find(|(i, _)| *i == id)).map(|(_, t)| *t) else {
-        e.missing = Some(id);
+        e.error =
+            Some(format!("a tail call reached the program with kernel id {id}, which is not in the userspace runtime"));
         return failed;
     };
     // SAFETY: the target's budget cell lives with its compiled code, which
@@ -219,8 +220,64 @@ extern "C" fn xdp_adjust_tail(ctx: u64, delta: u64) -> u64 {
     adjust(ctx, delta, XDP_ADJUST_TAIL)
 }
 
+/// The tc run's packet, from its `__sk_buff` (`ctx`: the runtime's, in
+/// the 32-bit page, its data fields real addresses).
+fn skb_packet(ctx: u64) -> Option<tc::SkbPacket> {
+    let p = ENV.with(Cell::get);
+    // SAFETY: set by EnvGuard::set for the duration of the run.
+    let frame = unsafe { p.as_ref() }?.frame;
+    // SAFETY: r1 of a tc program is the __sk_buff the runtime handed it.
+    let field = |at: usize| u64::from(unsafe { ((ctx as usize + at) as *const u32).read_unaligned() });
+    Some(tc::SkbPacket { frame, data: field(tc::SKB_DATA), data_end: field(tc::SKB_DATA_END), skb: ctx as *mut u8 })
+}
+
+extern "C" fn skb_load_bytes(ctx: u64, off: u64, to: u64, len: u64) -> u64 {
+    // SAFETY: the verifier proved `to` writable for `len` bytes.
+    skb_packet(ctx).map_or((-EINVAL) as u64, |p| unsafe { p.load_bytes(off, to, len) })
+}
+
+extern "C" fn skb_store_bytes(ctx: u64, off: u64, from: u64, len: u64, flags: u64) -> u64 {
+    // SAFETY: the verifier proved `from` readable for `len` bytes.
+    skb_packet(ctx).map_or((-EINVAL) as u64, |mut p| unsafe { p.store_bytes(off, from, len, flags) })
+}
+
+extern "C" fn l3_csum_replace(ctx: u64, off: u64, from: u64, to: u64, flags: u64) -> u64 {
+    skb_packet(ctx).map_or((-EINVAL) as u64, |mut p| p.l3_csum_replace(off, from, to, flags))
+}
+
+extern "C" fn l4_csum_replace(ctx: u64, off: u64, from: u64, to: u64, flags: u64) -> u64 {
+    skb_packet(ctx).map_or((-EINVAL) as u64, |mut p| p.l4_csum_replace(off, from, to, flags))
+}
+
+extern "C" fn redirect(ifindex: u64, flags: u64) -> u64 {
+    tc::redirect(ifindex, flags)
+}
+
+extern "C" fn skb_pull_data(ctx: u64, len: u64) -> u64 {
+    skb_packet(ctx).map_or((-EINVAL) as u64, |p| p.pull_data(len))
+}
+
+extern "C" fn skb_change_tail(ctx: u64, new_len: u64, flags: u64) -> u64 {
+    let Some(mut p) = skb_packet(ctx) else { return (-EINVAL) as u64 };
+    match p.change_tail(new_len, flags) {
+        Ok(rc) => {
+            // Below 4 GiB: the frame is.
+            // SAFETY: the runtime's __sk_buff.
+            unsafe { ((ctx as usize + tc::SKB_DATA_END) as *mut u32).write_unaligned(p.data_end as u32) };
+            rc
+        }
+        Err(why) => {
+            // SAFETY: set by EnvGuard::set for the duration of the run.
+            if let Some(e) = unsafe { ENV.with(Cell::get).as_mut() } {
+                e.error = Some(why);
+            }
+            (-EINVAL) as u64
+        }
+    }
+}
+
 /// The address JIT code calls for helper `id`, if the runtime has it
-/// (the same set as the interpreter's, [`helpers::SUPPORTED`]).
+/// (the same set as the interpreter's, [`helpers::supported`]).
 pub fn address(id: i32) -> Option<u64> {
     Some(match id {
         MAP_LOOKUP_ELEM => map_lookup_elem as *const () as usize,
@@ -232,6 +289,13 @@ pub fn address(id: i32) -> Option<u64> {
         CSUM_DIFF => csum_diff as *const () as usize,
         XDP_ADJUST_HEAD => xdp_adjust_head as *const () as usize,
         XDP_ADJUST_TAIL => xdp_adjust_tail as *const () as usize,
+        SKB_LOAD_BYTES => skb_load_bytes as *const () as usize,
+        SKB_STORE_BYTES => skb_store_bytes as *const () as usize,
+        L3_CSUM_REPLACE => l3_csum_replace as *const () as usize,
+        L4_CSUM_REPLACE => l4_csum_replace as *const () as usize,
+        REDIRECT => redirect as *const () as usize,
+        SKB_PULL_DATA => skb_pull_data as *const () as usize,
+        SKB_CHANGE_TAIL => skb_change_tail as *const () as usize,
         _ => return None,
     } as u64)
 }

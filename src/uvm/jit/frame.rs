@@ -1,10 +1,13 @@
-//! XDP for JIT code: the frame and `struct xdp_md` in memory below 4 GiB,
-//! so the context's 32-bit `data`/`data_end` are the packet's real
-//! addresses and the program's loads of them need no rewriting.
+//! XDP and tc for JIT code: the frame and the context (`struct xdp_md`,
+//! `struct __sk_buff`) in memory below 4 GiB, so the context's 32-bit
+//! `data`/`data_end` are the packet's real addresses and the program's
+//! loads of them need no rewriting.
 
+use super::super::PacketOutcome;
 use super::super::helpers::Helpers;
 use super::super::maps::UserMaps;
-use super::super::xdp::{FRAME, HEADROOM, TAILROOM, XDP_MD_BYTES, XdpOutcome};
+use super::super::tc;
+use super::super::xdp::{FRAME, HEADROOM, TAILROOM, XDP_MD_BYTES};
 use super::JitProgram;
 use super::calls::{Env, EnvGuard, TailEntry, XdpMd};
 
@@ -40,19 +43,22 @@ impl Frame32 {
         Ok(Frame32 { base: p.cast() })
     }
 
-    /// Runs `prog` on `packet` as XDP, with the helpers reaching `helpers`
-    /// and `maps`, and tail calls `targets`.
+    /// Runs `prog` on `packet` with the helpers reaching `helpers` and
+    /// `maps`, and tail calls `targets`: as XDP, or as tc when `skb` is the
+    /// `__sk_buff` the kernel's test run gives for the packet.
     ///
     /// # Safety
-    /// `prog` must be a program the kernel's verifier accepted as XDP.
+    /// `prog` must be a program the kernel's verifier accepted, as XDP
+    /// (`skb` None) or tc.
     pub unsafe fn run(
         &mut self,
         prog: &mut JitProgram,
         packet: &[u8],
+        skb: Option<&[u8]>,
         helpers: &mut Helpers,
         maps: &mut UserMaps,
         targets: &Vec<(u32, TailEntry)>,
-    ) -> Result<XdpOutcome, String> {
+    ) -> Result<PacketOutcome, String> {
         if HEADROOM + packet.len() > FRAME - TAILROOM {
             return Err(format!("a {}-byte packet does not fit the page the kernel's test run uses", packet.len()));
         }
@@ -63,34 +69,46 @@ impl Frame32 {
         buf[HEADROOM..HEADROOM + packet.len()].copy_from_slice(packet);
         let ctx = frame + FRAME as u64;
         let data = (frame + HEADROOM as u64) as u32;
-        let md = XdpMd {
-            data,
-            data_end: data + packet.len() as u32,
-            data_meta: data,
-            ingress_ifindex: 0,
-            rx_queue_index: 0,
-            egress_ifindex: 0,
+        let data_end = data + packet.len() as u32;
+        // Where the context keeps data and data_end (32-bit addresses: the frame is below 4 GiB).
+        let (data_at, data_end_at) = match skb {
+            None => {
+                let md =
+                    XdpMd { data, data_end, data_meta: data, ingress_ifindex: 0, rx_queue_index: 0, egress_ifindex: 0 };
+                const _: () = assert!(std::mem::size_of::<XdpMd>() == XDP_MD_BYTES);
+                // SAFETY: the context page is ours and large enough.
+                unsafe { (ctx as *mut XdpMd).write(md) };
+                (0, 4)
+            }
+            Some(view) => {
+                if view.len() < tc::SKB_BYTES {
+                    return Err(format!("a __sk_buff of {} bytes, not {}", view.len(), tc::SKB_BYTES));
+                }
+                // SAFETY: the context page is ours (FRAME bytes); the fields lie inside the view.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(view.as_ptr(), ctx as *mut u8, tc::SKB_BYTES);
+                    for (at, v) in [(tc::SKB_DATA, data), (tc::SKB_DATA_END, data_end), (tc::SKB_DATA_META, data)] {
+                        ((ctx as usize + at) as *mut u32).write_unaligned(v);
+                    }
+                }
+                (tc::SKB_DATA, tc::SKB_DATA_END)
+            }
         };
-        const _: () = assert!(std::mem::size_of::<XdpMd>() == XDP_MD_BYTES);
-        // SAFETY: the context page is ours and large enough.
-        unsafe { (ctx as *mut XdpMd).write(md) };
         let mut env = Env::new(helpers, maps, frame, targets);
         let verdict = {
             // SAFETY: env outlives the guard; the runtime is borrowed mutably throughout.
             let _guard = unsafe { EnvGuard::set(&mut env) };
-            // SAFETY: the caller's contract; the context is what XDP expects.
+            // SAFETY: the caller's contract; the context is what the program's type expects.
             unsafe { prog.call(ctx) }
         };
         // SAFETY: as above; the helpers kept data..data_end inside the frame.
-        let md = unsafe { &*(ctx as *const XdpMd) };
-        let (start, end) = ((u64::from(md.data) - frame) as usize, (u64::from(md.data_end) - frame) as usize);
+        let field = |at: usize| u64::from(unsafe { ((ctx as usize + at) as *const u32).read_unaligned() });
+        let (start, end) = ((field(data_at) - frame) as usize, (field(data_end_at) - frame) as usize);
         maps.end_run();
-        if let Some(id) = env.missing {
-            return Err(format!(
-                "a tail call reached the program with kernel id {id}, which is not in the userspace runtime"
-            ));
+        if let Some(why) = env.error {
+            return Err(why);
         }
-        Ok(XdpOutcome { verdict: verdict as u32, packet: buf[start..end].to_vec() })
+        Ok(PacketOutcome { verdict: verdict as u32, packet: buf[start..end].to_vec() })
     }
 }
 

@@ -11,12 +11,13 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
+use super::user_context::give_contexts;
 use super::{DriverState, outputs_differ, write_variants};
 use crate::harness::BatchTiming;
 use crate::harness::timing::SharedRuntime;
 use crate::kernel::AttachType;
-use crate::kernel::prepared::PreparedCode;
 use crate::kernel::object::ProgKind;
+use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::kernel::test_run::{RunOutput, run_in};
 use crate::uvm::UserRuntime;
@@ -225,7 +226,9 @@ impl ChainTimer {
             if left == 0 {
                 if let Some((entry, code)) = &req.user {
                     // The chain alone still runs in userspace as in the kernel (to its limit).
-                    check_user_outputs(&mut UserRuntime::new(code, req.cpu)?, entry, &req)?;
+                    let mut rt = UserRuntime::new(code, req.cpu)?;
+                    give_contexts(&mut rt, req.kind, req.variants, req.ctx.as_deref())?;
+                    check_user_outputs(&mut rt, entry, &req)?;
                 }
                 return Ok(Err(NotInLoop(format!(
                     "it makes {limit} tail calls or more per packet with the loop's own (the kernel's limit per run): no loop can hold it"
@@ -258,6 +261,7 @@ impl ChainTimer {
                 }
                 code.merge(user_code.clone(), "user")?;
                 let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, req.cpu)?));
+                give_contexts(&mut rt.borrow_mut(), req.kind, req.variants, req.ctx.as_deref())?;
                 check_user_outputs(&mut rt.borrow_mut(), entry, &req)?;
                 Some(UserChain { rt, entry: entry.to_string(), variants: req.variants.to_vec() })
             }
@@ -300,7 +304,7 @@ impl ChainTimer {
         let name = if body { body_name } else { overhead_name };
         for _ in 0..runs {
             let out = match &self.user {
-                Some(u) => u.rt.borrow_mut().run_xdp(&name, &self.packet)?.into(),
+                Some(u) => u.rt.borrow_mut().run(&name, &self.packet)?.into(),
                 None => run_in(prog, &self.packet, self.ctx.as_deref())?,
             };
             if body {
@@ -359,7 +363,7 @@ impl ChainTimer {
         let u = self.user.as_ref().context("the chain runs in the kernel")?;
         let started_ns = crate::system::monotonic_ns();
         for i in 0..n as usize {
-            u.rt.borrow_mut().run_xdp(&u.entry, &u.variants[i % u.variants.len()])?;
+            u.rt.borrow_mut().run(&u.entry, &u.variants[i % u.variants.len()])?;
         }
         Ok(BatchTiming { started_ns, elapsed_ns: crate::system::monotonic_ns() - started_ns, iters: u64::from(n) })
     }
@@ -369,7 +373,7 @@ impl ChainTimer {
 /// kernel's output for each of the case's packets.
 fn check_user_outputs(rt: &mut UserRuntime, entry: &str, req: &ChainRequest<'_>) -> Result<()> {
     for (i, (packet, want)) in req.variants.iter().zip(&req.references).enumerate() {
-        let got: RunOutput = rt.run_xdp(entry, packet)?.into();
+        let got: RunOutput = rt.run(entry, packet)?.into();
         if let Some(diff) = outputs_differ(req.kind, want, &got) {
             bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
         }

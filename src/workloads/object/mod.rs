@@ -17,6 +17,7 @@ mod per_call;
 mod restore;
 mod splice;
 mod spliced;
+mod user_context;
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -251,9 +252,9 @@ impl Workload for ObjectBench {
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let name = &self.program.name;
         if runtime == Runtime::User {
-            if self.kind != ProgKind::Xdp {
+            if !matches!(self.kind, ProgKind::Xdp | ProgKind::Tc) {
                 bail!(
-                    "'{name}' is a {} program; the userspace runtime runs XDP programs only: use --runtime kernel",
+                    "'{name}' is a {} program; the userspace runtime runs XDP and tc programs only: use --runtime kernel",
                     self.program.type_name
                 );
             }
@@ -605,9 +606,11 @@ impl PreparedScenario for Prepared<'_> {
                 // The chain's own instructions: its entry run alone per packet, no loop around it.
                 crate::harness::count_instructions(&rt, iters, profile, |variant, n| match variant {
                     Variant::Body => c.run_entry(n),
-                    Variant::Overhead => {
-                        Ok(BatchTiming { started_ns: crate::system::monotonic_ns(), elapsed_ns: 0, iters: u64::from(n) })
-                    }
+                    Variant::Overhead => Ok(BatchTiming {
+                        started_ns: crate::system::monotonic_ns(),
+                        elapsed_ns: 0,
+                        iters: u64::from(n),
+                    }),
                 })
                 .map(Some)
             }

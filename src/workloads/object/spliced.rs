@@ -215,8 +215,9 @@ impl Spliced {
             code.maps.push((fd, id, name));
         }
         let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, self.cpu)?));
+        super::user_context::give_contexts(&mut rt.borrow_mut(), self.kind, variants, self.ctx.as_deref())?;
         for (i, (packet, want)) in variants.iter().zip(&self.references).enumerate() {
-            let got: RunOutput = rt.borrow_mut().run_xdp(user.name, packet)?.into();
+            let got: RunOutput = rt.borrow_mut().run(user.name, packet)?.into();
             if let Some(diff) = outputs_differ(self.kind, want, &got) {
                 bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
             }
