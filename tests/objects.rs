@@ -298,6 +298,18 @@ fn packets_that_differ_past_64_bytes_are_put_back_in_the_batch_loop() {
 }
 
 #[test]
+fn metadata_a_program_leaves_is_dropped_between_iterations() {
+    // xdp_meta aborts unless it starts without metadata, and leaves 4 bytes:
+    // timed in the loop only if the loop drops them after every iteration.
+    let meta = object("xdp_meta.bpf.o");
+    let (code, results, err) = run_json(&[meta.as_str(), "--expect", "XDP_PASS"]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert_eq!(r["timing"]["mode"], "in-bpf", "{r}");
+    assert!(r["checks"].to_string().contains("the last iteration of every checked batch matched"), "{r}");
+}
+
+#[test]
 fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
     // The same chains through the userspace runtime's tail calls: checked
     // against the kernel's outputs packet by packet, then timed in the same

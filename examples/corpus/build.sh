@@ -4,29 +4,33 @@
 # build compiles them (Debian's clang-19), and writes the map files that
 # are too large to keep (Katran's consistent-hash ring).
 #
-#   examples/corpus/build.sh --katran ~/src/katran --xdp-tools ~/src/xdp-tools
+#   examples/corpus/build.sh --katran ~/src/katran --xdp-tools ~/src/xdp-tools --cilium ~/src/cilium
 #   bpfbench run examples/corpus/katran-balancer.toml
 #
 # A project left out is skipped; its spec files then fail to find their
-# object. Tested with katran 19f08fec and xdp-tools f0b4ac2.
+# object. Tested with katran 19f08fec, xdp-tools f0b4ac2 and cilium
+# v1.18.4 (a checkout, or the module the Go proxy serves:
+# https://proxy.golang.org/github.com/cilium/cilium/@v/v1.18.4.zip).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=$here/build
 clang=${BPF_CLANG:-clang-19}
 katran=
 xdp_tools=
+cilium=
 while [ $# -gt 0 ]; do
     case "$1" in
         --katran) katran=$2; shift 2 ;;
         --xdp-tools) xdp_tools=$2; shift 2 ;;
+        --cilium) cilium=$2; shift 2 ;;
         *)
-            echo "build.sh: unknown argument '$1'; give --katran DIR and/or --xdp-tools DIR (checkouts of those projects)" >&2
+            echo "build.sh: unknown argument '$1'; give --katran DIR, --xdp-tools DIR and/or --cilium DIR (checkouts of those projects)" >&2
             exit 2
             ;;
     esac
 done
-if [ -z "$katran$xdp_tools" ]; then
-    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR]" >&2
+if [ -z "$katran$xdp_tools$cilium" ]; then
+    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR] [--cilium DIR]" >&2
     exit 2
 fi
 mkdir -p "$out"
@@ -57,4 +61,39 @@ if [ -n "$xdp_tools" ]; then
     cc "$xdp_tools/xdp-filter/xdpfilt_alw_all.c" xdpfilt_alw_all.bpf.o $flags
     # shellcheck disable=SC2086
     cc "$xdp_tools/xdp-forward/xdp_forward.bpf.c" xdp_forward.bpf.o $flags
+fi
+if [ -n "$cilium" ]; then
+    [ -f "$cilium/bpf/bpf_xdp.c" ] || { echo "build.sh: $cilium is not a cilium checkout (no bpf/bpf_xdp.c)" >&2; exit 1; }
+    # Cilium's objects are made for its own loader; two things keep libbpf
+    # from opening them, and both are mended here without touching the
+    # checkout. Its maps pin with Cilium's own values (CILIUM_PIN_REPLACE,
+    # 16, which libbpf refuses): a copy of bpf/ is built with a
+    # bpf/loader.h whose pinning values are 0 (a benchmark pins nothing).
+    # Its tail-call programs are static functions (libbpf loads no static
+    # program): their symbols are made global in the object. Their
+    # sections (xdp/entry, xdp/tail) are Cilium's too: the spec says
+    # program-type = "xdp".
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    cp -r "$cilium/bpf" "$tmp/bpf"
+    cat >"$tmp/bpf/include/bpf/loader.h" <<'SHIM'
+/* bpfbench's build of Cilium: bpf/loader.h with pinning values libbpf takes. */
+#pragma once
+#include <linux/types.h>
+#define __uint(name, val) int(*(name))[val]
+#define __type(name, val) typeof(val) *(name)
+#define __array(name, val) typeof(val) *(name)[]
+#define LIBBPF_PIN_BY_NAME 0
+#define CILIUM_PIN_REPLACE 0
+SHIM
+    # Cilium's Makefile.bpf flags; its XDP program with NodePort acceleration (the XDP load balancer).
+    echo "build.sh: cilium_xdp.bpf.o"
+    "$clang" -I"$tmp/bpf" -I"$tmp/bpf/include" -O2 -g --target=bpf -std=gnu89 -nostdinc \
+        -ftrap-function=__undefined_trap -Wno-address-of-packed-member -Wno-unknown-warning-option \
+        -Wno-gnu-variable-sized-type-not-at-end -mcpu=v3 \
+        -DENABLE_IPV4=1 -DENABLE_IPV6=1 -DENABLE_NODEPORT=1 -DENABLE_NODEPORT_ACCELERATION=1 \
+        -c "$tmp/bpf/bpf_xdp.c" -o "$tmp/cilium_xdp.o"
+    globalize=$(llvm-objdump-19 -t "$tmp/cilium_xdp.o" | awk '$NF != "" && ($0 ~ / xdp\/tail/ || $0 ~ / xdp\/entry/) {printf "--globalize-symbol=%s ", $NF}')
+    # shellcheck disable=SC2086
+    llvm-objcopy-19 $globalize "$tmp/cilium_xdp.o" "$out/cilium_xdp.bpf.o"
 fi

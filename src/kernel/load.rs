@@ -20,7 +20,7 @@ const BPF_LOG_STATS: u32 = 4;
 const LOG_TAIL: usize = 15;
 
 impl ProgKind {
-    fn prog_type(self) -> sys::bpf_prog_type {
+    pub(crate) fn prog_type(self) -> sys::bpf_prog_type {
         match self {
             ProgKind::Xdp => sys::BPF_PROG_TYPE_XDP,
             ProgKind::Tc => sys::BPF_PROG_TYPE_SCHED_CLS,

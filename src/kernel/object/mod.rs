@@ -247,6 +247,31 @@ impl ObjectFile {
             .with_context(|| format!("{} has no program '{name}'", self.path.display()))
     }
 
+    /// Gives every program whose section name libbpf does not know (its
+    /// type left unspecified) the type `kind`: objects built for their own
+    /// loader name sections their way (Cilium's `xdp/entry`, `xdp/tail`).
+    /// Returns how many programs it typed.
+    pub fn assume_type(&mut self, kind: ProgKind) -> Result<usize> {
+        let mut typed = 0;
+        for p in self.programs_raw() {
+            // SAFETY: a program of this object, before load.
+            if unsafe { sys::bpf_program__type(p) } != sys::BPF_PROG_TYPE_UNSPEC {
+                continue;
+            }
+            // SAFETY: as above.
+            let rc = unsafe { sys::bpf_program__set_type(p, kind.prog_type()) };
+            if rc != 0 {
+                bail!("setting the type of program '{}': {}", cstr(unsafe { sys::bpf_program__name(p) }), errno_error(rc));
+            }
+            if kind == ProgKind::Xdp {
+                // SAFETY: as above.
+                unsafe { sys::bpf_program__set_expected_attach_type(p, sys::BPF_XDP) };
+            }
+            typed += 1;
+        }
+        Ok(typed)
+    }
+
     /// Every program of the object, in file order.
     pub fn programs(&self) -> Vec<ProgramInfo> {
         self.programs_raw()

@@ -35,6 +35,7 @@ struct bench_driver_state {
 	__u32 priority0;
 	__u32 tc_index0;
 	__u32 tc_classid0;
+	__u64 meta1;	/* XDP: ctx->data_meta after an iteration, as a number */
 };
 
 struct {
@@ -55,6 +56,10 @@ struct {
  * keeps only the copy of the right size. */
 const volatile __u32 cfg_variants = 1;
 const volatile __u32 cfg_restore_bytes = 0;	/* a multiple of 8, at most BENCH_MAX_RESTORE */
+/* XDP: the program moves data_meta (bpf_xdp_adjust_meta), so the metadata
+ * it left is dropped after each iteration (the kernel's test run outputs
+ * it in front of the packet, and the next iteration would add to it). */
+const volatile __u32 cfg_xdp_meta = 0;
 
 /*
  * tc: the __sk_buff fields put back after each iteration, as bits. The host

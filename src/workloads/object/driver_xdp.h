@@ -19,6 +19,17 @@ static __always_inline int bench_xdp_reset(struct xdp_md *ctx, struct bench_driv
 	long head;
 	int tail;
 
+	if (cfg_xdp_meta) {
+		/* Through the map as plain numbers, as below: the verifier
+		 * subtracts no packet pointer from a metadata one. */
+		st->data1 = (__u64)(long)data;
+		st->meta1 = (__u64)(long)ctx->data_meta;
+		head = (long)(st->data1 - st->meta1);
+		if (head > 0 && bpf_xdp_adjust_meta(ctx, (int)head))
+			return -1;
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+	}
 	if ((__u32)(end - data) != st->len0) {
 		/* Which end moved is only known from where data now points:
 		 * both pointers go through the map as plain numbers. */

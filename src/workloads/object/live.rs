@@ -25,7 +25,7 @@ pub struct LiveObject {
 
 impl LiveObject {
     pub fn load(setup: &ObjectSetup) -> Result<LiveObject> {
-        let mut user = ObjectFile::open(&setup.object)?;
+        let mut user = setup.open(&setup.object)?;
         let (program, kind) = user.select(setup.program.as_deref())?;
         if kind != ProgKind::Xdp {
             bail!(

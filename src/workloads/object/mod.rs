@@ -119,7 +119,7 @@ impl ObjectBench {
     /// Checks the object, picks the program and resolves every case, so
     /// bad input is refused before anything reaches the kernel.
     pub fn new(mut setup: ObjectSetup) -> Result<ObjectBench> {
-        let object = ObjectFile::open(&setup.object)?;
+        let object = setup.open(&setup.object)?;
         let (program, kind) = object.select(setup.program.as_deref())?;
         drop(object);
         if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
@@ -264,7 +264,7 @@ impl Workload for ObjectBench {
                 );
             }
         }
-        let mut user = ObjectFile::open(&self.setup.object)?;
+        let mut user = self.setup.open(&self.setup.object)?;
         user.configure(name, &self.setup.pins)?;
         user.also_load(&own_slot_programs(&self.setup.tail_calls))?;
         user.prepare()?;
@@ -361,7 +361,7 @@ fn load_filled(
         notes.push(format!("map {map}: the map pinned at {}", path.display()));
     }
     let stats = user.load(program)?;
-    let others = fill_slots(user, &setup.tail_calls, &setup.maps, notes)?;
+    let others = fill_slots(user, setup, notes)?;
     for (map, file) in &setup.maps {
         if !own_maps.contains(map) && !others.iter().any(|o| o.map_names().contains(map)) {
             bail!(
@@ -383,14 +383,9 @@ fn own_slot_programs(fills: &[SlotFill]) -> Vec<String> {
 /// programs of other objects, which are returned to stay loaded as long as
 /// the slots are used; an other object's maps named in `maps` are filled
 /// from their files first. Each slot and map gets a note.
-fn fill_slots(
-    user: &ObjectFile,
-    fills: &[SlotFill],
-    maps: &[(String, PathBuf)],
-    notes: &mut Vec<String>,
-) -> Result<Vec<ObjectFile>> {
+fn fill_slots(user: &ObjectFile, setup: &ObjectSetup, notes: &mut Vec<String>) -> Result<Vec<ObjectFile>> {
     let mut others = Vec::new();
-    for f in fills {
+    for f in &setup.tail_calls {
         let what = format!("--tail-call {}:{}={}", f.map, f.slot, f.program);
         if f.left_empty() {
             user.empty_prog_array_slot(&f.map, f.slot).with_context(|| what.clone())?;
@@ -400,11 +395,11 @@ fn fill_slots(
         let (fd, from) = match &f.object {
             None => (user.prog_fd(&f.program).with_context(|| what.clone())?, String::new()),
             Some(path) => {
-                let mut other = ObjectFile::open(path).with_context(|| what.clone())?;
+                let mut other = setup.open(path).with_context(|| what.clone())?;
                 other.configure(&f.program, &[]).with_context(|| what.clone())?;
                 other.prepare().with_context(|| what.clone())?;
                 let theirs = other.map_names();
-                for (map, file) in maps.iter().filter(|(m, _)| theirs.contains(m)) {
+                for (map, file) in setup.maps.iter().filter(|(m, _)| theirs.contains(m)) {
                     let n = map_json::fill(&other, map, file)?;
                     notes.push(format!("map {map} of {}: {n} entries from {}", path.display(), file.display()));
                 }
@@ -422,7 +417,7 @@ fn fill_slots(
 
 /// Whether the program calls `bpf_tail_call` (helper 12).
 fn makes_tail_calls(insns: &[BpfInsn]) -> bool {
-    insns.iter().any(|i| i.code == 0x85 && i.src_reg() == 0 && i.imm == 12)
+    splice::calls_helper(insns, 12)
 }
 
 /// The user's object, loaded as its author's loader would.

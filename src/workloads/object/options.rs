@@ -11,6 +11,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use super::cases::CaseSpec;
+use crate::kernel::object::ProgKind;
 use crate::harness::timing::{BodyArgs, BodyChoice};
 
 // Options for a user's own object. A plain comment: a doc comment here
@@ -64,6 +65,18 @@ pub struct LoadArgs {
     /// Put program PROG (of this object, or of OBJECT) in slot SLOT of prog array MAP, for tail calls; PROG `none` leaves the slot empty on purpose (repeatable).
     #[arg(long = "tail-call", value_name = "MAP:SLOT=PROG[@OBJECT]")]
     pub tail_calls: Vec<String>,
+    /// The type of programs whose section names libbpf does not know (objects built for their own loader, such as Cilium's xdp/entry): xdp or tc.
+    #[arg(long = "program-type", value_name = "xdp|tc", value_parser = parse_program_type)]
+    pub program_type: Option<ProgKind>,
+}
+
+/// `--program-type`'s value.
+fn parse_program_type(s: &str) -> Result<ProgKind, String> {
+    match s {
+        "xdp" => Ok(ProgKind::Xdp),
+        "tc" | "sched_cls" => Ok(ProgKind::Tc),
+        other => Err(format!("'{other}': give xdp or tc")),
+    }
 }
 
 /// A prog array slot to fill: `MAP:SLOT=PROG[@OBJECT]`.
@@ -117,11 +130,25 @@ pub struct ObjectSetup {
     pub pins: Vec<(String, PathBuf)>,
     /// Prog array slots to fill before validation.
     pub tail_calls: Vec<SlotFill>,
+    /// The type of programs whose section libbpf does not know.
+    pub program_type: Option<ProgKind>,
     pub cases: Vec<CaseSpec>,
     pub record: Option<PathBuf>,
     pub per_call: bool,
     /// Inline, called, or inline where the verifier accepts it.
     pub body: BodyChoice,
+}
+
+impl ObjectSetup {
+    /// Opens `path` (the user's object, or one a --tail-call names), its
+    /// programs of unknown sections typed as --program-type says.
+    pub fn open(&self, path: &Path) -> Result<crate::kernel::object::ObjectFile> {
+        let mut object = crate::kernel::object::ObjectFile::open(path)?;
+        if let Some(kind) = self.program_type {
+            object.assume_type(kind)?;
+        }
+        Ok(object)
+    }
 }
 
 /// `NAME=VALUE` of option `flag`.
@@ -177,6 +204,7 @@ impl ObjectSetup {
                 .iter()
                 .map(|t| SlotFill::parse(t, Path::new("")))
                 .collect::<Result<_>>()?,
+            program_type: args.load.program_type,
             cases: vec![case],
             record: args.record.clone(),
             per_call: args.per_call,
@@ -196,6 +224,7 @@ impl ObjectSetup {
             ("--map", !args.load.maps.is_empty()),
             ("--map-pin", !args.load.pins.is_empty()),
             ("--tail-call", !args.load.tail_calls.is_empty()),
+            ("--program-type", args.load.program_type.is_some()),
             ("--skb", args.skb.is_some()),
         ]
         .iter()
@@ -247,6 +276,12 @@ impl ObjectSetup {
             maps: file.maps.iter().map(|(n, p)| (n.clone(), at(p))).collect(),
             pins: file.pinned.into_iter().collect(),
             tail_calls: file.tail_calls.iter().map(|t| SlotFill::parse(t, dir)).collect::<Result<_>>()?,
+            program_type: file
+                .program_type
+                .as_deref()
+                .map(parse_program_type)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("{}: program-type {e}", path.display()))?,
             cases,
             record: args.record.clone(),
             per_call: args.per_call || file.per_call.unwrap_or(false),
@@ -284,6 +319,8 @@ struct SpecFile {
     /// Prog array slots, as --tail-call: "MAP:SLOT=PROG[@OBJECT]".
     #[serde(default)]
     tail_calls: Vec<String>,
+    /// As --program-type: "xdp" or "tc".
+    program_type: Option<String>,
     per_call: Option<bool>,
     /// "auto", "inline" or "call", as --body.
     body: Option<BodyChoice>,

@@ -133,6 +133,11 @@ pub fn skb_fields_written(insns: &[BpfInsn]) -> u32 {
         .fold(0, |m, bit| m | bit)
 }
 
+/// Whether `insns` call helper `id`.
+pub fn calls_helper(insns: &[BpfInsn], id: i32) -> bool {
+    insns.iter().any(|i| i.code == CALL && i.src_reg() == 0 && i.imm == id)
+}
+
 /// The user's program as the body of the prepared `driver`'s timed entry,
 /// called from the loop or, with `inline` (what to zero after each copy),
 /// inline in it (an error of type [`NotInlined`] when it cannot be). `insns` and `funcs` are the user

@@ -15,6 +15,9 @@ use anyhow::{Context, Result, bail};
 
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ, write_variants};
+
+/// bpf_xdp_adjust_meta's helper id.
+const XDP_ADJUST_META: i32 = 54;
 use crate::harness::BatchTiming;
 use crate::harness::inline::Scrub;
 use crate::harness::timing::{BodyChoice, cannot_inline, place};
@@ -132,6 +135,7 @@ impl Spliced {
             cfg_variants: variants.len() as u32,
             cfg_restore_bytes: restore,
             cfg_skb_fields,
+            cfg_xdp_meta: (user.kind == ProgKind::Xdp && splice::calls_helper(user.insns, XDP_ADJUST_META)) as u32,
         })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
         // Only the bytes written back: thousands of packets then stay in cache.
