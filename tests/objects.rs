@@ -310,6 +310,19 @@ fn metadata_a_program_leaves_is_dropped_between_iterations() {
 }
 
 #[test]
+fn programs_in_sections_only_their_loader_knows_take_a_type_from_the_command_line() {
+    let own = object("xdp_own_section.bpf.o");
+    let o = bpfbench(&["run", &own, "--no-store"]);
+    let error = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{error}");
+    assert!(error.contains("(section xdp/entry)") && error.contains("--program-type xdp or tc"), "{error}");
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    let (code, results, err) = run_json(&[own.as_str(), "--program-type", "xdp", "--expect", "XDP_DROP"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(results[0]["timing"]["mode"], "in-bpf", "{}", results[0]);
+}
+
+#[test]
 fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
     // The same chains through the userspace runtime's tail calls: checked
     // against the kernel's outputs packet by packet, then timed in the same

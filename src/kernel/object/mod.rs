@@ -327,6 +327,11 @@ impl ObjectFile {
                 p.type_name,
                 p.section
             ),
+            None if p.type_name == "unspec" => bail!(
+                "program '{}' in {file} has no type libbpf knows (section {}); if the section is named for its own loader, give the type with --program-type xdp or tc",
+                p.name,
+                p.section
+            ),
             None => bail!(
                 "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector, sk_lookup and netfilter programs",
                 p.name,
