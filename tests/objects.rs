@@ -323,6 +323,62 @@ fn programs_in_sections_only_their_loader_knows_take_a_type_from_the_command_lin
 }
 
 #[test]
+fn raw_tracepoint_and_syscall_programs_take_their_context_and_are_timed() {
+    // Their test runs report no time. A raw tracepoint is entered from the
+    // chain loop (timed in BPF); a syscall program (sleepable: no prog
+    // array may hold it) is timed per call by the host, and says so.
+    let raw_tp = object("raw_tp_args.bpf.o");
+    let syscall = object("syscall_ctx.bpf.o");
+    for (program, tail_calls) in [("raw_tp_sum", 1), ("raw_tp_chain", 2)] {
+        let (code, results, err) =
+            run_json(&[raw_tp.as_str(), "--program", program, "--ctx", "[1, 2, 3]", "--expect", "6"]);
+        assert_eq!(code, Some(0), "{program}: {err}");
+        let t = &results[0]["timing"];
+        assert_eq!((t["mode"].as_str(), t["tail_calls"].as_u64()), (Some("chain"), Some(tail_calls)), "{t}");
+        assert!(results[0]["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", results[0]);
+    }
+    // A wrong expectation names the verdict the program gave.
+    let (code, results, _) =
+        run_json(&[raw_tp.as_str(), "--program", "raw_tp_sum", "--ctx", "[1, 2, 3]", "--expect", "7"]);
+    assert_eq!(code, Some(1));
+    assert!(results[0]["error"].as_str().unwrap_or_default().contains("verdict 6, expected 7"), "{}", results[0]);
+    // The syscall program's context comes back written (product 42), from a spec file too.
+    let dir = temp_dir("syscall-spec");
+    let spec = dir.join("syscall.toml");
+    std::fs::write(
+        &spec,
+        format!("object = \"{syscall}\"\n[[case]]\nname = \"six-by-seven\"\nctx = [6, 7, 0]\nexpect = \"13\"\n"),
+    )
+    .unwrap();
+    let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert_eq!(
+        (r["timing"]["mode"].as_str(), r["timing"]["host_timed"].as_bool()),
+        (Some("per-call"), Some(true)),
+        "{r}"
+    );
+    assert!(r["notes"].to_string().contains("timed by the host around its system call"), "{r}");
+    // Bad input: one line each.
+    let xdp = object("xdp_pass.bpf.o");
+    let ctx_for_xdp = ["run", xdp.as_str(), "--ctx", "[1]", "--no-store"];
+    let packet_for_raw_tp =
+        ["run", raw_tp.as_str(), "--program", "raw_tp_sum", "--packet", "eth/ipv4/udp", "--no-store"];
+    let thirteen = format!("[{}]", vec!["1"; 13].join(", "));
+    let too_many = ["run", raw_tp.as_str(), "--program", "raw_tp_sum", "--ctx", thirteen.as_str(), "--no-store"];
+    for (args, needle) in [
+        (&ctx_for_xdp[..], "--ctx is for raw tracepoint and syscall programs"),
+        (&packet_for_raw_tp[..], "takes a context and no packet: drop --packet/--pcap and give --ctx"),
+        (&too_many[..], "a raw tracepoint takes at most 12 arguments"),
+    ] {
+        let o = bpfbench(args);
+        let error = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {error}");
+        assert!(error.contains(needle) && error.trim().lines().count() == 1, "{args:?}: {error}");
+    }
+}
+
+#[test]
 fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
     // The same chains through the userspace runtime's tail calls: checked
     // against the kernel's outputs packet by packet, then timed in the same

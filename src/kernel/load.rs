@@ -29,6 +29,8 @@ impl ProgKind {
             ProgKind::FlowDissector => sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
             ProgKind::SkLookup => sys::BPF_PROG_TYPE_SK_LOOKUP,
             ProgKind::Netfilter => sys::BPF_PROG_TYPE_NETFILTER,
+            ProgKind::RawTracepoint => sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
+            ProgKind::Syscall => sys::BPF_PROG_TYPE_SYSCALL,
         }
     }
 }
@@ -52,6 +54,10 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[BpfInsn]) -> Result<OwnedFd> {
     opts.sz = size_of::<sys::bpf_prog_load_opts>() as _;
     opts.expected_attach_type = spec.attach;
     opts.prog_flags = spec.flags;
+    if spec.kind == ProgKind::Syscall {
+        // "Syscall programs can only be sleepable"; libbpf adds the flag for its own loads.
+        opts.prog_flags |= sys::BPF_F_SLEEPABLE;
+    }
     opts.log_level = BPF_LOG_STATS;
     opts.log_buf = log.as_mut_ptr().cast();
     opts.log_size = log.len() as u32;

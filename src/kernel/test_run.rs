@@ -31,6 +31,8 @@ pub fn run(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<RunOutput> {
 /// (sk_lookup), whose test run refuses packet buffers.
 pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result<RunOutput> {
     let mut out = if packet.is_empty() { Vec::new() } else { vec![0u8; packet.len() + HEADROOM_GROWTH] };
+    // The kernel writes a syscall program's context back into ctx_in: a copy.
+    let mut ctx_copy = ctx.map(<[u8]>::to_vec);
     // SAFETY: zero is a valid bit pattern for this plain C struct.
     let mut opts: libbpf_sys::bpf_test_run_opts = unsafe { std::mem::zeroed() };
     opts.sz = std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _;
@@ -40,15 +42,22 @@ pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result
         opts.data_out = out.as_mut_ptr().cast();
         opts.data_size_out = out.len() as u32;
     }
-    opts.repeat = 1;
-    if let Some(ctx) = ctx {
-        opts.ctx_in = ctx.as_ptr().cast();
+    // Raw tracepoint and syscall test runs (no packet) refuse any repeat;
+    // the others take 0 as 1.
+    opts.repeat = if packet.is_empty() { 0 } else { 1 };
+    if let Some(ctx) = ctx_copy.as_mut() {
+        opts.ctx_in = ctx.as_mut_ptr().cast();
         opts.ctx_size_in = ctx.len() as u32;
     }
     // SAFETY: the buffers outlive the call and their sizes are passed with them.
     let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
     if rc != 0 {
         let err = std::io::Error::last_os_error();
+        if ctx.is_some() && packet.is_empty() && err.raw_os_error() == Some(libc::EINVAL) {
+            bail!(
+                "BPF_PROG_TEST_RUN refused the context ({err}): it must hold every byte the program reads (a raw tracepoint's at most 12 u64 arguments)"
+            );
+        }
         if ctx.is_some() && err.raw_os_error() == Some(libc::EINVAL) {
             bail!(
                 "BPF_PROG_TEST_RUN refused the context ({err}): a test may set only some of its fields (of __sk_buff: mark, priority, ingress_ifindex, ifindex, cb, tstamp, wire_len, gso_segs, gso_size and hwtstamp)"
@@ -57,7 +66,13 @@ pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result
         bail!("BPF_PROG_TEST_RUN failed: {err}");
     }
     out.truncate(opts.data_size_out as usize);
-    Ok(RunOutput { retval: opts.retval, packet: out, duration_ns: opts.duration })
+    // Without a packet, the output is the context as the run left it (a
+    // syscall program's; the other types leave ctx_in as it was).
+    let packet = match ctx_copy {
+        Some(ctx) if packet.is_empty() => ctx,
+        _ => out,
+    };
+    Ok(RunOutput { retval: opts.retval, packet, duration_ns: opts.duration })
 }
 
 /// What one test run is given.

@@ -440,6 +440,11 @@ pub enum Timing {
     PerCall {
         /// Why the batch loop could not be used.
         reason: String,
+        /// Timed by the host around each test run's system call, because
+        /// the kernel reports no time for the program's type (raw
+        /// tracepoint, syscall): the system call is in the figure.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        host_timed: bool,
     },
     /// By tracing programs, fentry/fexit on a kernel function the operation
     /// runs (maps' `free`: bpf_map_free_deferred); no loop is involved.
@@ -488,6 +493,7 @@ impl Timing {
             Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "@bpf-loop",
             Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "@bounded",
             Timing::Chain { .. } => "@chain",
+            Timing::PerCall { host_timed: true, .. } => "@per-call-host",
             Timing::PerCall { .. } => "@per-call",
             // The same figure on any kernel that allows the probe.
             Timing::Traced { .. } => "",
@@ -502,6 +508,7 @@ impl Timing {
             Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "bpf_loop",
             Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "bounded loop",
             Timing::Chain { .. } => "in BPF, chain",
+            Timing::PerCall { host_timed: true, .. } => "per call, host-timed",
             Timing::PerCall { .. } => "per call",
             Timing::Traced { .. } => "fentry/fexit",
         }

@@ -151,10 +151,11 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
                     s.n, m.batch_iters
                 );
             }
-            Timing::PerCall { reason } => {
+            Timing::PerCall { reason, host_timed } => {
+                let who = if *host_timed { "host-timed" } else { "kernel-timed" };
                 let _ = writeln!(
                     out,
-                    "  Per-call timing (kernel-timed BPF_PROG_TEST_RUN per packet), because {reason}: {} samples",
+                    "  Per-call timing ({who} BPF_PROG_TEST_RUN per packet), because {reason}: {} samples",
                     s.n
                 );
             }
@@ -248,13 +249,18 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
             "(bpf_loop), (bounded loop): timed in BPF with the loop this kernel has instead of may_goto; loop p50 is that loop's own cost.\n",
         );
     }
-    if report.results.iter().any(|r| matches!(r.timing, Timing::PerCall { .. })) {
+    if report.results.iter().any(|r| matches!(r.timing, Timing::PerCall { host_timed: true, .. })) {
+        out.push_str(
+            "(per call, host-timed): the kernel reports no time for raw tracepoint and syscall test runs, so the host times each BPF_PROG_TEST_RUN around its system call; loop p50 is an empty program's, timed the same way. Not comparable with in-BPF or kernel-timed figures.\n",
+        );
+    }
+    if report.results.iter().any(|r| matches!(r.timing, Timing::PerCall { host_timed: false, .. })) {
         out.push_str(
             "(per call): one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",
         );
     }
     for r in &report.results {
-        if let Timing::PerCall { reason } = &r.timing {
+        if let Timing::PerCall { reason, .. } = &r.timing {
             let _ = writeln!(out, "{}: timed per call because {reason}", label(r));
         }
         if let Some(why) = &r.unavailable {

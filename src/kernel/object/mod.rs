@@ -43,6 +43,13 @@ pub enum ProgKind {
     /// A netfilter hook program (BPF_PROG_TYPE_NETFILTER, 6.4): NF_ACCEPT or
     /// NF_DROP; its test run takes the packet and the hook's state.
     Netfilter,
+    /// A raw tracepoint program (BPF_PROG_TYPE_RAW_TRACEPOINT): its test run
+    /// takes the tracepoint's arguments (up to 12 u64s) and reports no time.
+    RawTracepoint,
+    /// A syscall program (BPF_PROG_TYPE_SYSCALL, sleepable): its test run
+    /// takes a context of the program's own layout, gives it back as the
+    /// program left it, and reports no time.
+    Syscall,
 }
 
 impl ProgKind {
@@ -57,6 +64,7 @@ impl ProgKind {
             ProgKind::FlowDissector => 0, // BPF_OK
             ProgKind::SkLookup => 1,      // SK_PASS
             ProgKind::Netfilter => 1,     // NF_ACCEPT
+            ProgKind::RawTracepoint | ProgKind::Syscall => 0,
         }
     }
 
@@ -65,7 +73,12 @@ impl ProgKind {
         match self {
             ProgKind::Xdp => 1,
             ProgKind::Tc => 2,
-            ProgKind::SocketFilter | ProgKind::CgroupSkb | ProgKind::SkLookup | ProgKind::Netfilter => 0,
+            ProgKind::SocketFilter
+            | ProgKind::CgroupSkb
+            | ProgKind::SkLookup
+            | ProgKind::Netfilter
+            | ProgKind::RawTracepoint
+            | ProgKind::Syscall => 0,
             ProgKind::FlowDissector => 2, // BPF_DROP
         }
     }
@@ -83,12 +96,25 @@ impl ProgKind {
 
     /// Whether a test run takes a context and no packet.
     pub fn takes_no_packet(self) -> bool {
-        self == ProgKind::SkLookup
+        matches!(self, ProgKind::SkLookup | ProgKind::RawTracepoint | ProgKind::Syscall)
     }
 
-    /// Whether a test run hands back no packet (only a verdict).
+    /// Whether a test run hands back no packet (only a verdict; a syscall
+    /// program's its context).
     pub fn outputs_no_packet(self) -> bool {
-        matches!(self, ProgKind::SkLookup | ProgKind::Netfilter)
+        matches!(self, ProgKind::SkLookup | ProgKind::Netfilter | ProgKind::RawTracepoint | ProgKind::Syscall)
+    }
+
+    /// Whether the case gives the test run's context itself (`--ctx`):
+    /// the types whose context is no packet's nor an skb's.
+    pub fn takes_raw_context(self) -> bool {
+        matches!(self, ProgKind::RawTracepoint | ProgKind::Syscall)
+    }
+
+    /// Whether BPF_PROG_TEST_RUN times the program (it reports no duration
+    /// for raw tracepoint and syscall programs).
+    pub fn test_run_times(self) -> bool {
+        !self.takes_raw_context()
     }
 
     /// Whether a driver of this type loops over the program in BPF
@@ -261,7 +287,11 @@ impl ObjectFile {
             // SAFETY: as above.
             let rc = unsafe { sys::bpf_program__set_type(p, kind.prog_type()) };
             if rc != 0 {
-                bail!("setting the type of program '{}': {}", cstr(unsafe { sys::bpf_program__name(p) }), errno_error(rc));
+                bail!(
+                    "setting the type of program '{}': {}",
+                    cstr(unsafe { sys::bpf_program__name(p) }),
+                    errno_error(rc)
+                );
             }
             if kind == ProgKind::Xdp {
                 // SAFETY: as above.
@@ -293,6 +323,8 @@ impl ObjectFile {
                     sys::BPF_PROG_TYPE_FLOW_DISSECTOR => Some(ProgKind::FlowDissector),
                     sys::BPF_PROG_TYPE_SK_LOOKUP => Some(ProgKind::SkLookup),
                     sys::BPF_PROG_TYPE_NETFILTER => Some(ProgKind::Netfilter),
+                    sys::BPF_PROG_TYPE_RAW_TRACEPOINT => Some(ProgKind::RawTracepoint),
+                    sys::BPF_PROG_TYPE_SYSCALL => Some(ProgKind::Syscall),
                     _ => None,
                 };
                 // SAFETY: returns a static string or NULL.
@@ -333,7 +365,7 @@ impl ObjectFile {
                 p.section
             ),
             None => bail!(
-                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector, sk_lookup and netfilter programs",
+                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector, sk_lookup, netfilter, raw_tracepoint and syscall programs",
                 p.name,
                 p.type_name,
                 p.section

@@ -25,6 +25,9 @@ pub struct CaseSpec {
     pub expect_pcap: Option<PathBuf>,
     /// `__sk_buff` fields the test runs set (skb programs), as a JSON object.
     pub skb: Option<serde_json::Value>,
+    /// The context of a raw tracepoint or syscall program (`--ctx`): a JSON
+    /// array of integers (u64 each) or a string of hex bytes.
+    pub ctx: Option<serde_json::Value>,
 }
 
 /// An expected verdict: a kernel action name of one program kind, or a
@@ -104,6 +107,7 @@ pub fn verdict_name(kind: ProgKind, value: u32) -> String {
             1 => "SK_PASS".into(),
             v => format!("{v}"),
         },
+        ProgKind::RawTracepoint | ProgKind::Syscall => format!("{value}"),
         ProgKind::FlowDissector => FLOW_DISSECTOR_VERDICTS
             .iter()
             .find(|(_, v)| *v == value)
@@ -124,8 +128,35 @@ pub struct Case {
     /// The test runs' context, when the case sets fields.
     pub ctx: Option<SkbContext>,
     /// Each packet's own context, for the types whose context depends on
-    /// the packet ([`Case::use_lookups`], [`Case::use_hook_states`]).
+    /// the packet ([`Case::use_lookups`], [`Case::use_hook_states`]), or the
+    /// case's own ([`Case::use_raw_context`]).
     pub contexts: Option<PacketContexts>,
+    /// `--ctx` as bytes, for the types that take it.
+    pub raw_ctx: Option<Vec<u8>>,
+}
+
+/// Bytes a raw tracepoint's test run is given: its 12 possible u64
+/// arguments, whatever the case sets (zero beyond), so that no program of
+/// the chain reads past what the kernel copied in.
+const RAW_TP_ARGS_BYTES: usize = 12 * 8;
+
+/// `--ctx`'s bytes: integers as native u64s, or a hex string as it reads.
+fn raw_context(v: &serde_json::Value, what: &str) -> Result<Vec<u8>> {
+    match v {
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|i| {
+                i.as_u64()
+                    .or_else(|| i.as_i64().map(|n| n as u64))
+                    .map(|n| n.to_ne_bytes())
+                    .with_context(|| format!("{what}: {i} is not an integer; give integers (u64 each) or a hex string"))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(|words| words.concat()),
+        serde_json::Value::String(hex) => crate::packet::spec::hex_bytes(hex)
+            .with_context(|| format!("{what}: '{hex}' is not hex bytes; give integers (u64 each) or a hex string")),
+        other => bail!("{what}: {other} is neither a list of integers nor a hex string"),
+    }
 }
 
 /// A context per packet, and whether the packet goes along with it.
@@ -192,7 +223,17 @@ impl CaseSpec {
                 Ok(SkbContext { bytes, fields: fields.to_string() })
             })
             .transpose()?;
-        Ok(Case { name: self.name.clone(), source, packets, expect_verdict, expect_packets, ctx, contexts: None })
+        let raw_ctx = self.ctx.as_ref().map(|v| raw_context(v, &format!("case {}: ctx", self.name))).transpose()?;
+        Ok(Case {
+            name: self.name.clone(),
+            source,
+            packets,
+            expect_verdict,
+            expect_packets,
+            ctx,
+            contexts: None,
+            raw_ctx,
+        })
     }
 }
 
@@ -217,6 +258,25 @@ impl Case {
                 "local_port": t.local_port,
             }))
         })
+    }
+
+    /// Makes the case's `--ctx` (none: zeroes) the only input of a raw
+    /// tracepoint or syscall program, standing for its packet too.
+    pub fn use_raw_context(&mut self, kind: ProgKind) -> Result<()> {
+        let mut bytes = self.raw_ctx.clone().unwrap_or_default();
+        if kind == ProgKind::RawTracepoint {
+            ensure!(
+                bytes.len() <= RAW_TP_ARGS_BYTES,
+                "case {}: a raw tracepoint takes at most 12 arguments ({RAW_TP_ARGS_BYTES} bytes), not {} bytes",
+                self.name,
+                bytes.len()
+            );
+            bytes.resize(RAW_TP_ARGS_BYTES, 0);
+        }
+        self.source = format!("context of {} bytes", bytes.len());
+        self.packets = vec![bytes.clone()];
+        self.contexts = Some(PacketContexts { ctxs: vec![bytes], with_packet: false });
+        Ok(())
     }
 
     /// Gives each packet the state of the netfilter hook it passes: the

@@ -112,7 +112,11 @@ struct Driver {
 
 /// The names of the chain driver's programs of `kind`: the loop, its overhead.
 fn driver_names(kind: ProgKind) -> (String, String) {
-    let suffix = if kind == ProgKind::Xdp { "xdp" } else { "tc" };
+    let suffix = match kind {
+        ProgKind::Xdp => "xdp",
+        ProgKind::Tc => "tc",
+        _ => "raw_tp",
+    };
     (format!("bench_chain_driver_{suffix}"), format!("bench_chain_overhead_{suffix}"))
 }
 
@@ -126,6 +130,7 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     let suffix = match req.kind {
         ProgKind::Xdp => "_xdp",
         ProgKind::Tc => "_tc",
+        ProgKind::RawTracepoint => "_raw_tp",
         other => bail!("no chain loop for {other:?} programs"),
     };
     for mut p in open.open_object_mut().progs_mut() {
@@ -162,13 +167,21 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
             &p.bench_chain_empty_xdp,
             &m.bench_chain_xdp,
         ),
-        _ => (
+        ProgKind::Tc => (
             &p.bench_chain_driver_tc,
             &p.bench_chain_overhead_tc,
             &p.bench_chain_probe_tc,
             &p.bench_chain_probe_limit_tc,
             &p.bench_chain_empty_tc,
             &m.bench_chain_tc,
+        ),
+        _ => (
+            &p.bench_chain_driver_raw_tp,
+            &p.bench_chain_overhead_raw_tp,
+            &p.bench_chain_probe_raw_tp,
+            &p.bench_chain_probe_limit_raw_tp,
+            &p.bench_chain_empty_raw_tp,
+            &m.bench_chain_raw_tp,
         ),
     };
     let d = Driver {

@@ -12,9 +12,9 @@
  * (counted by the probe); a batch is many runs, each timed inside BPF and
  * summed into bench_chain_totals.
  *
- * The same programs exist for XDP (suffix _xdp) and tc (_tc), each kind
- * with its own prog array (an array takes programs of one type); the host
- * loads one kind.
+ * The same programs exist for XDP (suffix _xdp), tc (_tc) and raw
+ * tracepoints (_raw_tp), each kind with its own prog array (an array takes
+ * programs of one type); the host loads one kind.
  */
 #include "driver.h"
 #include "driver_xdp.h"
@@ -41,6 +41,7 @@ struct bench_chain_array {
 };
 struct bench_chain_array bench_chain_xdp SEC(".maps");
 struct bench_chain_array bench_chain_tc SEC(".maps");
+struct bench_chain_array bench_chain_raw_tp SEC(".maps");
 
 /* Summed over the runs of a batch; the host reads them before and after. */
 struct bench_chain_totals {
@@ -152,3 +153,20 @@ BENCH_CHAIN_PROGRAMS(xdp, "xdp", struct xdp_md, bench_chain_xdp, bench_xdp_start
 		     XDP_PASS)
 BENCH_CHAIN_PROGRAMS(tc, "tc", struct __sk_buff, bench_chain_tc, bench_tc_start, bench_tc_reset, TC_ACT_SHOT,
 		     TC_ACT_OK)
+
+/* Raw tracepoints: their test run takes the arguments and no packet, so
+ * there is nothing to put back between passes. (Their test runs report no
+ * time: this loop is what times them.) */
+static __always_inline struct bench_driver_state *bench_args_start(struct bpf_raw_tracepoint_args *ctx)
+{
+	return ctx ? bench_driver_state_get() : 0;
+}
+
+static __always_inline int bench_args_reset(struct bpf_raw_tracepoint_args *ctx, struct bench_driver_state *st,
+					    const struct bench_variant *only)
+{
+	return 0;
+}
+
+BENCH_CHAIN_PROGRAMS(raw_tp, "raw_tp", struct bpf_raw_tracepoint_args, bench_chain_raw_tp, bench_args_start,
+		     bench_args_reset, 0, 0)

@@ -125,6 +125,24 @@ impl ObjectBench {
         if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
             setup.cases[0].name = program.name.clone();
         }
+        for c in &setup.cases {
+            if kind.takes_raw_context() && (!c.packets.is_empty() || c.pcap.is_some()) {
+                bail!(
+                    "case {}: '{}' is a {} program, whose test run takes a context and no packet: drop --packet/--pcap and give --ctx",
+                    c.name,
+                    program.name,
+                    program.type_name
+                );
+            }
+            if c.ctx.is_some() && !kind.takes_raw_context() {
+                bail!(
+                    "case {}: --ctx is for raw tracepoint and syscall programs; '{}' is {} (tc and socket programs take --skb)",
+                    c.name,
+                    program.name,
+                    program.type_name
+                );
+            }
+        }
         let mut cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
         for c in &cases {
             if kind.outputs_no_packet() && c.expect_packets.is_some() {
@@ -166,6 +184,7 @@ impl ObjectBench {
             match kind {
                 ProgKind::SkLookup => c.use_lookups()?,
                 ProgKind::Netfilter => c.use_hook_states()?,
+                ProgKind::RawTracepoint | ProgKind::Syscall => c.use_raw_context(kind)?,
                 _ => {}
             }
         }
@@ -630,12 +649,16 @@ impl LoadedWorkload for Loaded<'_> {
         if let Some(ctx) = &case.ctx {
             notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
         }
-        notes.push(format!(
-            "packets: {} ({} packet(s) of {} bytes, cycled per iteration)",
-            case.source,
-            case.packets.len(),
-            case.packets[0].len()
-        ));
+        if kind.takes_raw_context() {
+            notes.push(format!("input: the {}, in every run", case.source));
+        } else {
+            notes.push(format!(
+                "packets: {} ({} packet(s) of {} bytes, cycled per iteration)",
+                case.source,
+                case.packets.len(),
+                case.packets[0].len()
+            ));
+        }
 
         let refs = self.references(case)?;
         checks.push(format!(
@@ -648,7 +671,11 @@ impl LoadedWorkload for Loaded<'_> {
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
         let plan = if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
             Restore::PerCall("asked for with --per-call".into())
-        } else if !kind.has_driver() {
+        } else if kind == ProgKind::Syscall {
+            Restore::PerCall(
+                "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)".into(),
+            )
+        } else if !kind.has_driver() && kind != ProgKind::RawTracepoint {
             Restore::PerCall(format!("no batch loop runs {} programs yet", bench.program.type_name))
         } else if self.construct.is_none() {
             Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
@@ -663,7 +690,8 @@ impl LoadedWorkload for Loaded<'_> {
                 )
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
-            Restore::Bytes(restore) if makes_tail_calls(&self.insns) => {
+            // A raw tracepoint is entered from the chain loop whether it makes tail calls or not.
+            Restore::Bytes(restore) if makes_tail_calls(&self.insns) || kind == ProgKind::RawTracepoint => {
                 self.chain(case, &refs, restore, &mut checks, &mut notes)?
             }
             Restore::Bytes(restore) => {
@@ -732,10 +760,15 @@ impl LoadedWorkload for Loaded<'_> {
                 }
             }
         };
-        if let Timing::PerCall { reason } = &timing {
-            notes.push(format!(
-                "timing: per call (one BPF_PROG_TEST_RUN per packet, timed by the kernel), because {reason}"
-            ));
+        if let Timing::PerCall { reason, host_timed } = &timing {
+            let by = match host_timed {
+                true => format!(
+                    "timed by the host around its system call: the kernel reports no time for {} test runs",
+                    bench.program.type_name
+                ),
+                false => "timed by the kernel".to_string(),
+            };
+            notes.push(format!("timing: per call (one BPF_PROG_TEST_RUN per packet, {by}), because {reason}"));
         }
         let mut verdicts: Vec<(u32, usize)> = Vec::new();
         for r in &refs {
@@ -780,15 +813,21 @@ impl Loaded<'_> {
             }
             Runtime::Kernel => None,
         };
+        // A raw tracepoint's runs take its arguments as their context and no packet.
+        let no_packet = [Vec::new()];
+        let (variants, ctx) = match self.bench.kind.takes_raw_context() {
+            true => (&no_packet[..], Some(case.packets[0].clone())),
+            false => (&case.packets[..], case.ctx_bytes().map(<[u8]>::to_vec)),
+        };
         let req = ChainRequest {
             kind: self.bench.kind,
             entry: self.user.prog_fd(name)?,
             user,
             load_attrs: self.user.load_attrs(name)?,
-            variants: &case.packets,
+            variants,
             restore,
             references: refs.to_vec(),
-            ctx: case.ctx_bytes().map(<[u8]>::to_vec),
+            ctx,
             cpu: self.cpu,
         };
         let timer = match ChainTimer::build(req) {
@@ -840,6 +879,7 @@ impl Loaded<'_> {
         let inputs = (0..case.packets.len()).map(|i| case.input(i)).collect();
         let timer = PerCall::new(prog, empty, inputs, refs, self.bench.kind);
         let key = format!("{:?} test run of an empty program", self.bench.kind);
-        (Timer::PerCall(timer), Timing::PerCall { reason }, key)
+        let host_timed = !self.bench.kind.test_run_times();
+        (Timer::PerCall(timer), Timing::PerCall { reason, host_timed }, key)
     }
 }

@@ -11,8 +11,8 @@ use clap::Args;
 use serde::Deserialize;
 
 use super::cases::CaseSpec;
-use crate::kernel::object::ProgKind;
 use crate::harness::timing::{BodyArgs, BodyChoice};
+use crate::kernel::object::ProgKind;
 
 // Options for a user's own object. A plain comment: a doc comment here
 // would become the help text of the `run` command it joins.
@@ -43,6 +43,9 @@ pub struct ObjectArgs {
     /// __sk_buff fields the test runs set, for tc, socket filter and cgroup_skb programs, as JSON: '{"mark": 7, "cb": [1, 2, 3, 4, 5]}'.
     #[arg(long = "skb", value_name = "JSON")]
     pub skb: Option<String>,
+    /// The context of a raw tracepoint or syscall program, as JSON: its arguments '[1, 2, 3]' (u64 each) or bytes '"0a0b0c0d"'.
+    #[arg(long = "ctx", value_name = "JSON")]
+    pub ctx: Option<String>,
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
@@ -191,6 +194,11 @@ impl ObjectSetup {
                 .as_deref()
                 .map(|s| serde_json::from_str(s).map_err(|e| anyhow::anyhow!("--skb {s}: not a JSON object ({e})")))
                 .transpose()?,
+            ctx: args
+                .ctx
+                .as_deref()
+                .map(|s| serde_json::from_str(s).map_err(|e| anyhow::anyhow!("--ctx {s}: not JSON ({e})")))
+                .transpose()?,
         };
         Ok(ObjectSetup {
             name: stem(object),
@@ -226,6 +234,7 @@ impl ObjectSetup {
             ("--tail-call", !args.load.tail_calls.is_empty()),
             ("--program-type", args.load.program_type.is_some()),
             ("--skb", args.skb.is_some()),
+            ("--ctx", args.ctx.is_some()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -259,7 +268,13 @@ impl ObjectSetup {
                 .map(serde_json::to_value)
                 .transpose()
                 .with_context(|| format!("{}: case '{}': skb", path.display(), c.name))?;
+            let ctx = c
+                .ctx
+                .map(serde_json::to_value)
+                .transpose()
+                .with_context(|| format!("{}: case '{}': ctx", path.display(), c.name))?;
             cases.push(CaseSpec {
+                ctx,
                 name: c.name,
                 packets: c.packet.into_vec(),
                 pcap: c.pcap.as_ref().map(at),
@@ -341,6 +356,9 @@ struct SpecCase {
     expect_pcap: Option<PathBuf>,
     /// `__sk_buff` fields, as `--skb` takes them: `skb = { mark = 7 }`.
     skb: Option<toml::Table>,
+    /// A raw tracepoint's or syscall program's context, as `--ctx`:
+    /// `ctx = [1, 2]` or `ctx = "0a0b"`.
+    ctx: Option<toml::Value>,
 }
 
 /// A string or a list of strings.
