@@ -56,7 +56,7 @@ fn rbpf_takes(insns: &[Insn]) -> Result<(), String> {
     let bytes = bytes_of(insns);
     let outcome = std::panic::catch_unwind(|| -> Result<(), String> {
         let mut vm = rbpf::EbpfVmRaw::new(Some(&bytes)).map_err(|e| format!("verifier: {e}"))?;
-        for &id in bpfbench::uvm::helpers::SUPPORTED {
+        for id in bpfbench::uvm::helpers::supported_ids() {
             vm.register_helper(id as u32, stand_in).map_err(|e| format!("registering helper {id}: {e}"))?;
         }
         vm.jit_compile().map_err(|e| format!("JIT: {e}"))
@@ -151,6 +151,9 @@ impl Env for NoEnv {
         Err(format!("map {fd}"))
     }
     fn context_load(&self, _: u64, _: usize) -> Option<u64> {
+        None
+    }
+    fn tail_slot(&mut self, _: u64, _: u64) -> Option<Option<u32>> {
         None
     }
 }

@@ -34,6 +34,11 @@ pub fn supported(id: i32) -> bool {
     COMMON.contains(&id) || super::tc::HELPERS.contains(&id)
 }
 
+/// Every helper the runtime has.
+pub fn supported_ids() -> impl Iterator<Item = i32> {
+    COMMON.iter().chain(super::tc::HELPERS).copied()
+}
+
 /// The helpers' state: the CPU a run claims to be on, prandom's, and the
 /// map operations done, by (map index, helper id).
 pub struct Helpers {
