@@ -7,7 +7,7 @@ use super::maps::{UserMap, UserMaps};
 use super::memory::{Memory, RegionKind};
 use super::uapi::{
     CSUM_DIFF, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM,
-    TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL,
+    TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL,
 };
 
 /// What `ld_imm64` of a map puts in a register: a tag the program cannot
@@ -26,6 +26,7 @@ const COMMON: &[i32] = &[
     CSUM_DIFF,
     XDP_ADJUST_HEAD,
     XDP_ADJUST_TAIL,
+    XDP_ADJUST_META,
     TAIL_CALL,
 ];
 

@@ -30,6 +30,7 @@ pub const SKB_CHANGE_TAIL: i32 = 38;
 pub const SKB_PULL_DATA: i32 = 39;
 pub const CSUM_DIFF: i32 = 28;
 pub const XDP_ADJUST_HEAD: i32 = 44;
+pub const XDP_ADJUST_META: i32 = 54;
 pub const XDP_ADJUST_TAIL: i32 = 65;
 
 /// Tail calls one run may make (MAX_TAIL_CALL_CNT since 5.17; 6.10+ count

@@ -10,7 +10,7 @@ use super::helpers::Helpers;
 use super::interp::{Counts, Env, Interpreter, VmError};
 use super::maps::UserMaps;
 use super::memory::{Memory, RegionKind};
-use super::uapi::{EINVAL, XDP_ADJUST_HEAD, XDP_ADJUST_TAIL};
+use super::uapi::{EINVAL, XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL};
 
 /// Bytes before the packet (XDP_PACKET_HEADROOM).
 pub const HEADROOM: usize = 256;
@@ -28,53 +28,97 @@ const DATA_END: u64 = 4;
 const DATA_META: u64 = 8;
 pub(super) const XDP_MD_BYTES: usize = 6 * 4;
 
+/// An XDP packet's bounds in its frame: [data_meta, data) is the metadata
+/// the program put in front (`bpf_xdp_adjust_meta`), [data, data_end) the
+/// packet. Both engines keep them through this, as the kernel does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XdpBounds {
+    pub buf_start: u64,
+    pub data_meta: u64,
+    pub data: u64,
+    pub data_end: u64,
+}
+
+/// Metadata bytes at most, in 4-byte steps (the kernel's xdp_metalen_invalid).
+const META_MAX: u64 = 32;
+const EACCES: i64 = 13;
+
+impl XdpBounds {
+    /// The packet [data, data + len) with no metadata.
+    pub fn new(buf_start: u64, data: u64, len: usize) -> XdpBounds {
+        XdpBounds { buf_start, data_meta: data, data, data_end: data + len as u64 }
+    }
+
+    /// bpf_xdp_adjust_head, _tail or _meta (`id`) by `delta`: the helper's
+    /// return value, the bounds changed where it succeeds. The head moves
+    /// the metadata with it; bytes the tail grows into are cleared; as in
+    /// the kernel.
+    pub fn adjust(&mut self, id: i32, delta: i64) -> u64 {
+        let lowest = self.buf_start + XDP_FRAME_BYTES as u64;
+        let highest = self.buf_start + (FRAME - TAILROOM) as u64;
+        let metalen = self.data - self.data_meta;
+        match id {
+            XDP_ADJUST_HEAD => {
+                let data = self.data.wrapping_add(delta as u64);
+                if data < lowest + metalen || data > self.data_end.wrapping_sub(ETH_HLEN) {
+                    return (-EINVAL) as u64;
+                }
+                let meta = self.data_meta.wrapping_add(delta as u64);
+                if metalen > 0 {
+                    // SAFETY: both ranges lie inside the frame (checked above).
+                    unsafe { std::ptr::copy(self.data_meta as *const u8, meta as *mut u8, metalen as usize) };
+                }
+                (self.data_meta, self.data) = (meta, data);
+            }
+            XDP_ADJUST_META => {
+                let meta = self.data_meta.wrapping_add(delta as u64);
+                if meta < lowest || meta > self.data {
+                    return (-EINVAL) as u64;
+                }
+                let len = self.data - meta;
+                if !len.is_multiple_of(4) || len > META_MAX {
+                    return (-EACCES) as u64;
+                }
+                self.data_meta = meta;
+            }
+            _ => {
+                let end = self.data_end.wrapping_add(delta as u64);
+                if end > highest || end < self.data + ETH_HLEN {
+                    return (-EINVAL) as u64;
+                }
+                if end > self.data_end {
+                    // SAFETY: [data_end, end) lies inside the frame.
+                    unsafe { std::ptr::write_bytes(self.data_end as *mut u8, 0, (end - self.data_end) as usize) };
+                }
+                self.data_end = end;
+            }
+        }
+        0
+    }
+
+    /// What the kernel's test run hands back: the metadata and the packet.
+    pub fn output(&self) -> std::ops::Range<usize> {
+        (self.data_meta - self.buf_start) as usize..(self.data_end - self.buf_start) as usize
+    }
+}
+
 /// The packet's bounds, and everything else a helper may reach.
 struct XdpEnv<'a> {
-    buf_start: u64,
-    data: u64,
-    data_end: u64,
+    bounds: XdpBounds,
     helpers: &'a mut Helpers,
     maps: Option<&'a mut UserMaps>,
-}
-
-impl XdpEnv<'_> {
-    fn adjust(&mut self, id: i32, delta: i64, mem: &mut Memory) -> u64 {
-        match adjusted(self.buf_start, self.data, self.data_end, id, delta) {
-            Some((data, end)) => {
-                (self.data, self.data_end) = (data, end);
-                mem.reset(RegionKind::Packet, data, end - data);
-                0
-            }
-            None => (-EINVAL) as u64,
-        }
-    }
-}
-
-/// bpf_xdp_adjust_head (`id` XDP_ADJUST_HEAD) or _tail by `delta` on the
-/// packet [data, data_end) of the frame at `buf_start`: the new bounds, or
-/// None where the kernel refuses (-EINVAL). Bytes the tail grows into are
-/// cleared, as the kernel clears them.
-pub(super) fn adjusted(buf_start: u64, data: u64, data_end: u64, id: i32, delta: i64) -> Option<(u64, u64)> {
-    let (new_data, end) = match id {
-        XDP_ADJUST_HEAD => (data.wrapping_add(delta as u64), data_end),
-        _ => (data, data_end.wrapping_add(delta as u64)),
-    };
-    let lowest = buf_start + XDP_FRAME_BYTES as u64;
-    let highest = buf_start + (FRAME - TAILROOM) as u64;
-    if new_data < lowest || end > highest || end < new_data + ETH_HLEN {
-        return None;
-    }
-    if id == XDP_ADJUST_TAIL && end > data_end {
-        // SAFETY: [data_end, end) lies inside the frame buffer.
-        unsafe { std::ptr::write_bytes(data_end as *mut u8, 0, (end - data_end) as usize) };
-    }
-    Some((new_data, end))
 }
 
 impl Env for XdpEnv<'_> {
     fn helper(&mut self, id: i32, args: [u64; 5], mem: &mut Memory) -> Result<u64, String> {
         match id {
-            XDP_ADJUST_HEAD | XDP_ADJUST_TAIL => Ok(self.adjust(id, args[1] as i32 as i64, mem)),
+            XDP_ADJUST_HEAD | XDP_ADJUST_TAIL | XDP_ADJUST_META => {
+                let rc = self.bounds.adjust(id, args[1] as i32 as i64);
+                let b = self.bounds;
+                // The metadata is the program's to read and write too.
+                mem.reset(RegionKind::Packet, b.data_meta, b.data_end - b.data_meta);
+                Ok(rc)
+            }
             _ => self.helpers.call(id, args, self.maps.as_deref_mut(), mem),
         }
     }
@@ -93,8 +137,9 @@ impl Env for XdpEnv<'_> {
 
     fn context_load(&self, off: u64, size: usize) -> Option<u64> {
         match (off, size) {
-            (DATA, 4) | (DATA_META, 4) => Some(self.data),
-            (DATA_END, 4) => Some(self.data_end),
+            (DATA, 4) => Some(self.bounds.data),
+            (DATA_META, 4) => Some(self.bounds.data_meta),
+            (DATA_END, 4) => Some(self.bounds.data_end),
             _ => None,
         }
     }
@@ -124,11 +169,11 @@ pub fn run(
     let mut mem = Memory::default();
     mem.add(ctx.as_ptr(), ctx.len(), false, RegionKind::Context);
     mem.add((buf_start + HEADROOM as u64) as *const u8, packet.len(), true, RegionKind::Packet);
-    let mut env = XdpEnv { buf_start, data, data_end: data + packet.len() as u64, helpers, maps: maps.as_deref_mut() };
+    let mut env = XdpEnv { bounds: XdpBounds::new(buf_start, data, packet.len()), helpers, maps: maps.as_deref_mut() };
     let verdict = interp.run(ctx.as_ptr() as u64, &mut env, &mut mem, counts);
-    let (start, end) = ((env.data - buf_start) as usize, (env.data_end - buf_start) as usize);
+    let out = env.bounds.output();
     if let Some(m) = maps {
         m.end_run();
     }
-    Ok(PacketOutcome { verdict: verdict? as u32, packet: buf[start..end].to_vec() })
+    Ok(PacketOutcome { verdict: verdict? as u32, packet: buf[out].to_vec() })
 }

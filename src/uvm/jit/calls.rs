@@ -202,14 +202,16 @@ fn adjust(ctx: u64, delta: u64, id: i32) -> u64 {
     let Some((_, _, frame)) = env() else { return (-EINVAL) as u64 };
     // SAFETY: r1 of an XDP program is the context the runtime handed it.
     let md = unsafe { &mut *(ctx as *mut XdpMd) };
-    match xdp::adjusted(frame, u64::from(md.data), u64::from(md.data_end), id, i64::from(delta as i32)) {
-        Some((data, end)) => {
-            // Below 4 GiB: the frame is.
-            (md.data, md.data_end, md.data_meta) = (data as u32, end as u32, data as u32);
-            0
-        }
-        None => (-EINVAL) as u64,
-    }
+    let mut b = xdp::XdpBounds {
+        buf_start: frame,
+        data_meta: u64::from(md.data_meta),
+        data: u64::from(md.data),
+        data_end: u64::from(md.data_end),
+    };
+    let rc = b.adjust(id, i64::from(delta as i32));
+    // Below 4 GiB: the frame is.
+    (md.data_meta, md.data, md.data_end) = (b.data_meta as u32, b.data as u32, b.data_end as u32);
+    rc
 }
 
 extern "C" fn xdp_adjust_head(ctx: u64, delta: u64) -> u64 {
@@ -218,6 +220,10 @@ extern "C" fn xdp_adjust_head(ctx: u64, delta: u64) -> u64 {
 
 extern "C" fn xdp_adjust_tail(ctx: u64, delta: u64) -> u64 {
     adjust(ctx, delta, XDP_ADJUST_TAIL)
+}
+
+extern "C" fn xdp_adjust_meta(ctx: u64, delta: u64) -> u64 {
+    adjust(ctx, delta, XDP_ADJUST_META)
 }
 
 /// The tc run's packet, from its `__sk_buff` (`ctx`: the runtime's, in
@@ -289,6 +295,7 @@ pub fn address(id: i32) -> Option<u64> {
         CSUM_DIFF => csum_diff as *const () as usize,
         XDP_ADJUST_HEAD => xdp_adjust_head as *const () as usize,
         XDP_ADJUST_TAIL => xdp_adjust_tail as *const () as usize,
+        XDP_ADJUST_META => xdp_adjust_meta as *const () as usize,
         SKB_LOAD_BYTES => skb_load_bytes as *const () as usize,
         SKB_STORE_BYTES => skb_store_bytes as *const () as usize,
         L3_CSUM_REPLACE => l3_csum_replace as *const () as usize,

@@ -70,15 +70,17 @@ impl Frame32 {
         let ctx = frame + FRAME as u64;
         let data = (frame + HEADROOM as u64) as u32;
         let data_end = data + packet.len() as u32;
-        // Where the context keeps data and data_end (32-bit addresses: the frame is below 4 GiB).
-        let (data_at, data_end_at) = match skb {
+        // Where the context keeps the output's start and end (32-bit
+        // addresses: the frame is below 4 GiB). XDP's output starts at its
+        // metadata, as the kernel's test run's does.
+        let (start_at, end_at) = match skb {
             None => {
                 let md =
                     XdpMd { data, data_end, data_meta: data, ingress_ifindex: 0, rx_queue_index: 0, egress_ifindex: 0 };
                 const _: () = assert!(std::mem::size_of::<XdpMd>() == XDP_MD_BYTES);
                 // SAFETY: the context page is ours and large enough.
                 unsafe { (ctx as *mut XdpMd).write(md) };
-                (0, 4)
+                (std::mem::offset_of!(XdpMd, data_meta), std::mem::offset_of!(XdpMd, data_end))
             }
             Some(view) => {
                 if view.len() < tc::SKB_BYTES {
@@ -103,7 +105,7 @@ impl Frame32 {
         };
         // SAFETY: as above; the helpers kept data..data_end inside the frame.
         let field = |at: usize| u64::from(unsafe { ((ctx as usize + at) as *const u32).read_unaligned() });
-        let (start, end) = ((field(data_at) - frame) as usize, (field(data_end_at) - frame) as usize);
+        let (start, end) = ((field(start_at) - frame) as usize, (field(end_at) - frame) as usize);
         maps.end_run();
         if let Some(why) = env.error {
             return Err(why);

@@ -147,10 +147,9 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     open.maps.bench_variants.set_value_size(req.restore.max(8))?;
     let rodata = open.maps.rodata_data.as_deref_mut().context("the chain driver has no .rodata")?;
     rodata.cfg_variants = n;
-    rodata.cfg_restore_bytes = req.restore;
+    // Any program of an XDP chain may leave metadata.
+    rodata.cfg_restore_bytes = req.restore | super::spliced::drop_meta(req.kind == ProgKind::Xdp);
     rodata.cfg_chain_iters = per_run;
-    // Any program of the chain may leave metadata (it costs a pass a few loads).
-    rodata.cfg_xdp_meta = (req.kind == ProgKind::Xdp) as u32;
     // The final instructions, for the userspace runtime, before loading takes them.
     let mut code = match req.user {
         Some(_) => Some(PreparedCode::capture(open.open_object_mut()).context("preparing the chain driver")?),

@@ -32,7 +32,7 @@ static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_dr
 		skb->tc_index = st->tc_index0;
 	if (fields & BENCH_SKB_TC_CLASSID)
 		skb->tc_classid = st->tc_classid0;
-	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, only);
+	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, only, cfg_restore_bytes);
 }
 
 static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buff *skb)
@@ -46,7 +46,8 @@ static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buf
 	st->priority0 = skb->priority;
 	st->tc_index0 = skb->tc_index;
 	st->tc_classid0 = skb->tc_classid;
-	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, bench_only_variant()))
+	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, bench_only_variant(),
+			       cfg_restore_bytes))
 		return 0;
 	return st;
 }

@@ -18,6 +18,11 @@ use super::{DriverState, Rodata, outputs_differ, write_variants};
 
 /// bpf_xdp_adjust_meta's helper id.
 const XDP_ADJUST_META: i32 = 54;
+
+/// driver.h's BENCH_RESTORE_DROP_META, beside the bytes written back.
+pub(super) fn drop_meta(drop: bool) -> u32 {
+    if drop { 1 << 31 } else { 0 }
+}
 use crate::harness::BatchTiming;
 use crate::harness::inline::Scrub;
 use crate::harness::timing::{BodyChoice, cannot_inline, place};
@@ -133,9 +138,9 @@ impl Spliced {
         };
         driver.set_rodata(&Rodata {
             cfg_variants: variants.len() as u32,
-            cfg_restore_bytes: restore,
+            cfg_restore_bytes: restore
+                | drop_meta(user.kind == ProgKind::Xdp && splice::calls_helper(user.insns, XDP_ADJUST_META)),
             cfg_skb_fields,
-            cfg_xdp_meta: (user.kind == ProgKind::Xdp && splice::calls_helper(user.insns, XDP_ADJUST_META)) as u32,
         })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
         // Only the bytes written back: thousands of packets then stay in cache.
