@@ -144,16 +144,10 @@ impl Env for NoEnv {
     fn helper(&mut self, id: i32, _: [u64; 5], _: &mut Memory) -> Result<u64, String> {
         Err(format!("helper {id}"))
     }
-    fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
-        Err(format!("map {fd}"))
-    }
-    fn map_value(&mut self, fd: i32, _: u32, _: &mut Memory) -> Result<u64, String> {
-        Err(format!("map {fd}"))
-    }
-    fn context_load(&self, _: u64, _: usize) -> Option<u64> {
+    fn reach(&mut self) -> Option<(&mut bpfbench::uvm::helpers::Helpers, Option<&mut bpfbench::uvm::maps::UserMaps>)> {
         None
     }
-    fn tail_slot(&mut self, _: u64, _: u64) -> Option<Option<u32>> {
+    fn context_load(&self, _: u64, _: usize) -> Option<u64> {
         None
     }
 }

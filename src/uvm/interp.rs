@@ -8,7 +8,9 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
+use super::helpers::Helpers;
 use super::insn::*;
+use super::maps::UserMaps;
 use super::memory::{Memory, RegionKind};
 use super::uapi::{MAX_TAIL_CALLS, TAIL_CALL};
 
@@ -24,17 +26,36 @@ const MAY_GOTO_BUDGET: u64 = 8 * 1024 * 1024;
 pub trait Env {
     /// Calls helper `id`; map values it returns go into `mem` as regions.
     fn helper(&mut self, id: i32, args: [u64; 5], mem: &mut Memory) -> Result<u64, String>;
-    /// What `ld_imm64` of map `fd` puts in a register.
-    fn map_handle(&mut self, fd: i32) -> Result<u64, String>;
-    /// The address of byte `off` of map `fd`'s value (global data), added to `mem`.
-    fn map_value(&mut self, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String>;
     /// A load of `size` bytes at `off` in the context, if it is a pointer
     /// field the runtime translates (XDP's 32-bit data and data_end).
     fn context_load(&self, off: u64, size: usize) -> Option<u64>;
+    /// The run's helper state and maps, through which the methods below
+    /// reach the maps; None: the run has none.
+    fn reach(&mut self) -> Option<(&mut Helpers, Option<&mut UserMaps>)>;
+
+    /// What `ld_imm64` of map `fd` puts in a register.
+    fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
+        match self.reach() {
+            Some((h, maps)) => h.map_handle(maps.as_deref(), fd),
+            None => Err(format!("names map fd {fd}, and the run has no maps")),
+        }
+    }
+
+    /// The address of byte `off` of map `fd`'s value (global data), added to `mem`.
+    fn map_value(&mut self, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String> {
+        match self.reach() {
+            Some((h, maps)) => h.map_value(maps, fd, off, mem),
+            None => Err(format!("names map fd {fd}, and the run has no maps")),
+        }
+    }
+
     /// Slot `index` of the prog array `map` (a handle), which `bpf_tail_call`
     /// reaches: the kernel id of its program, None where it is empty; None
     /// outside the array.
-    fn tail_slot(&mut self, map: u64, index: u64) -> Option<Option<u32>>;
+    fn tail_slot(&mut self, map: u64, index: u64) -> Option<Option<u32>> {
+        let (h, maps) = self.reach()?;
+        h.tail_slot(maps, map, index)
+    }
 }
 
 /// An error at one instruction.
@@ -481,11 +502,8 @@ mod tests {
             // Helper 1000 adds its first two arguments, for the call tests.
             if id == 1000 { Ok(args[0] + args[1]) } else { Err(format!("helper {id}")) }
         }
-        fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
-            Err(format!("map {fd}"))
-        }
-        fn map_value(&mut self, fd: i32, _off: u32, _mem: &mut Memory) -> Result<u64, String> {
-            Err(format!("map {fd}"))
+        fn reach(&mut self) -> Option<(&mut Helpers, Option<&mut UserMaps>)> {
+            None
         }
         fn context_load(&self, _off: u64, _size: usize) -> Option<u64> {
             None

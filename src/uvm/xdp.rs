@@ -123,16 +123,8 @@ impl Env for XdpEnv<'_> {
         }
     }
 
-    fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
-        self.helpers.map_handle(self.maps.as_deref(), fd)
-    }
-
-    fn map_value(&mut self, fd: i32, off: u32, mem: &mut Memory) -> Result<u64, String> {
-        self.helpers.map_value(self.maps.as_deref_mut(), fd, off, mem)
-    }
-
-    fn tail_slot(&mut self, map: u64, index: u64) -> Option<Option<u32>> {
-        self.helpers.tail_slot(self.maps.as_deref_mut(), map, index)
+    fn reach(&mut self) -> Option<(&mut Helpers, Option<&mut UserMaps>)> {
+        Some((&mut *self.helpers, self.maps.as_deref_mut()))
     }
 
     fn context_load(&self, off: u64, size: usize) -> Option<u64> {

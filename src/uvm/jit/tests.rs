@@ -3,8 +3,10 @@
 //! the frame, forward jumps only) must give the same r0 and stack in both.
 
 use super::super::fuzz::Rng;
+use super::super::helpers::Helpers;
 use super::super::insn::*;
 use super::super::interp::{Counts, Env, Interpreter};
+use super::super::maps::UserMaps;
 use super::super::memory::Memory;
 use super::*;
 
@@ -23,16 +25,10 @@ impl Env for NoMaps {
     fn helper(&mut self, id: i32, _args: [u64; 5], _mem: &mut Memory) -> Result<u64, String> {
         Err(format!("helper {id}"))
     }
-    fn map_handle(&mut self, fd: i32) -> Result<u64, String> {
-        Err(format!("map {fd}"))
-    }
-    fn map_value(&mut self, fd: i32, _off: u32, _mem: &mut Memory) -> Result<u64, String> {
-        Err(format!("map {fd}"))
-    }
-    fn context_load(&self, _off: u64, _size: usize) -> Option<u64> {
+    fn reach(&mut self) -> Option<(&mut Helpers, Option<&mut UserMaps>)> {
         None
     }
-    fn tail_slot(&mut self, _map: u64, _index: u64) -> Option<Option<u32>> {
+    fn context_load(&self, _off: u64, _size: usize) -> Option<u64> {
         None
     }
 }
