@@ -499,6 +499,10 @@ impl Loaded<'_> {
         let kind = self.bench.kind;
         // `first` is the expected packet, or the input when only a verdict was expected.
         let fail = |i: usize, what: String, first: &[u8], first_is: &str| -> anyhow::Error {
+            // A context is no packet: nothing to write a capture of.
+            if kind.takes_no_packet() {
+                return anyhow::anyhow!("case {}, input {i}: {what}", case.name);
+            }
             let path = failure_pcap(self.bench.name(), &case.name);
             let written = match pcap::write(&path, &[first, &refs[i].packet]) {
                 Ok(()) => format!("\n({first_is} and actual output packets written to {})", path.display()),
