@@ -185,6 +185,23 @@ fn a_stored_comparison_comes_back_as_printed() {
     );
     let table = stdout(&bpfbench(&["show", "--ab", "1", "--db", &db]));
     assert!(table.contains("rests on") && table.contains(" pairs, "), "{table}");
+    // As a pull request's Markdown table: a header, its separator, and a
+    // row per case with every column, the verdict among them.
+    let md = stdout(&bpfbench(&["show", "--ab", "1", "--db", &db, "--format", "markdown"]));
+    let rows: Vec<Vec<&str>> = md
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows[0], ["benchmark", "A ns/op", "B ns/op", "B/A", "95 % CI", "rests on", "verdict"], "{md}");
+    assert!(rows[1].iter().all(|c| c.starts_with("---") || c.ends_with("--:")), "{md}");
+    let case = rows.iter().find(|r| r[0].contains("xdp_swap")).unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(case.len(), 7, "{md}");
+    assert_eq!(case[6], format!("**{}**", printed["cases"][0]["verdict"].as_str().unwrap()), "{md}");
+    assert!(case[3].parse::<f64>().is_ok() && case[5].contains(" pairs, "), "{md}");
+    // A run has no Markdown form: one line, before anything runs.
+    let o = bpfbench(&["run", &a, "--format", "markdown", "--no-store"]);
+    assert!(stderr(&o).contains("--format markdown: a run is written as"), "{}", stderr(&o));
     let missing = bpfbench(&["show", "--ab", "9", "--db", &db]);
     assert!(stderr(&missing).contains("no paired comparison 9"), "{}", stderr(&missing));
 }

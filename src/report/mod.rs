@@ -42,6 +42,9 @@ pub enum Format {
     Gobench,
     /// Rows with summary statistics.
     Csv,
+    /// A Markdown table a pull request comment can hold, with the verdicts
+    /// and what they rest on.
+    Markdown,
 }
 
 impl Format {
@@ -83,10 +86,11 @@ pub fn render_as<R: Rendered>(record: &R, format: Format) -> Result<String> {
 
 impl Rendered for PairedRecord {
     const NAME: &'static str = "a paired comparison";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Bmf];
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Bmf, Format::Markdown];
     fn render_form(&self, format: Format) -> Result<String> {
         Ok(match format {
             Format::Csv => paired_table::csv(self)?,
+            Format::Markdown => paired_table::markdown(self),
             Format::Bmf => serde_json::to_string_pretty(&paired_table::bmf(self))? + "\n",
             _ => paired_table::table(self),
         })
@@ -145,8 +149,21 @@ impl Rendered for VerifierReport {
     }
 }
 
+/// Fails with one line unless a run can be written as `format`; `run` and
+/// `show` check before they start.
+pub fn check_run_format(format: Format) -> Result<()> {
+    if format == Format::Markdown {
+        bail!(
+            "--format markdown: a run is written as table, json, bmf, gobench or csv; markdown is for 'ab' (a pull request's table)"
+        );
+    }
+    Ok(())
+}
+
 pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> {
+    check_run_format(format)?;
     Ok(match format {
+        Format::Markdown => unreachable!("refused above"),
         Format::Table
             if run.results.iter().any(|r| r.instructions.is_some())
                 && run.results.iter().all(|r| r.measurement.is_none()) =>

@@ -82,6 +82,61 @@ pub fn table(rec: &PairedRecord) -> String {
     out
 }
 
+/// The comparison as a Markdown table a pull request comment can hold:
+/// what was compared, each case's medians, ratio, interval, what the
+/// verdict rests on and the verdict, and how the verdicts were reached.
+pub fn markdown(rec: &PairedRecord) -> String {
+    // A cell holds no `|` of its own.
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "**bpfbench ab**: A `{}` against B `{}` (noise threshold ±{:.1} %)\n",
+        cell(&rec.a),
+        cell(&rec.b),
+        rec.threshold * 100.0
+    );
+    if rec.emulated() {
+        let _ = writeln!(
+            out,
+            "> EMULATED: the guests ran under QEMU's TCG; ns/op are the emulator's, not the hardware's.\n"
+        );
+    }
+    let _ = writeln!(out, "| benchmark | A ns/op | B ns/op | B/A | 95 % CI | rests on | verdict |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---|---|---|");
+    for c in &rec.cases {
+        let stop = if c.stop == "decided" { String::new() } else { format!(" ({})", c.stop) };
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {:.2} | {:.4} | [{:.4}, {:.4}] | {} | **{}**{} |",
+            cell(&benchmark(c)),
+            c.median_a,
+            c.median_b,
+            c.ratio,
+            c.ratio_ci95.0,
+            c.ratio_ci95.1,
+            rests_on(c),
+            c.verdict.as_str(),
+            stop
+        );
+    }
+    if let Some(g) = rec.geomean_ratio {
+        let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | |", (g - 1.0) * 100.0);
+    }
+    let _ = writeln!(
+        out,
+        "\n{} slower, {} faster, {} same, {} uncertain. B/A of adjacent batches on one CPU (order ABBA), each round setting both up afresh; the geometric mean of the rounds' median ratios with its Student-t 95 % interval over rounds.",
+        rec.count(Verdict::Slower),
+        rec.count(Verdict::Faster),
+        rec.count(Verdict::Same),
+        rec.count(Verdict::Uncertain)
+    );
+    if rec.interrupted {
+        let _ = writeln!(out, "\nInterrupted: the cases above are all that was measured.");
+    }
+    out
+}
+
 pub fn csv(rec: &PairedRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([

@@ -72,8 +72,9 @@ impl Observer for Terminal<'_> {
 }
 
 pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
-    // A --metric the --runtime cannot count is refused before anything is built.
+    // A --metric the --runtime cannot count, or a form a run is not written in, is refused before anything is built.
     args.runtimes()?;
+    bpfbench::report::check_run_format(args.format)?;
     let mut workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
     workload.set_timing(args.timing_mode)?;
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;

@@ -29,6 +29,7 @@ pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCo
 }
 
 pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Path) -> Result<ExitCode> {
+    report::check_run_format(format)?;
     let (runs, _) = resolve_runs(run, db, 1)?;
     emit(&report::render(&runs[0], format, verbose)?, output)?;
     Ok(ExitCode::SUCCESS)
