@@ -67,17 +67,9 @@ pub fn table(rec: &PairedRecord) -> String {
     if let Some(g) = rec.geomean_ratio {
         let _ = writeln!(out, "{:<w$}  {:>10}  {:>10}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
     }
-    let _ = writeln!(
-        out,
-        "{} slower, {} faster, {} same, {} uncertain (B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; \
-         geometric mean of the rounds' median ratios, Student-t CI over rounds)",
-        rec.count(Verdict::Slower),
-        rec.count(Verdict::Faster),
-        rec.count(Verdict::Same),
-        rec.count(Verdict::Uncertain)
-    );
+    let _ = writeln!(out, "{} ({METHOD})", verdict_counts(rec));
     if rec.interrupted {
-        let _ = writeln!(out, "interrupted: the cases above are all that was measured");
+        let _ = writeln!(out, "interrupted: {INTERRUPTED}");
     }
     out
 }
@@ -123,18 +115,26 @@ pub fn markdown(rec: &PairedRecord) -> String {
     if let Some(g) = rec.geomean_ratio {
         let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | |", (g - 1.0) * 100.0);
     }
-    let _ = writeln!(
-        out,
-        "\n{} slower, {} faster, {} same, {} uncertain. B/A of adjacent batches on one CPU (order ABBA), each round setting both up afresh; the geometric mean of the rounds' median ratios with its Student-t 95 % interval over rounds.",
+    let _ = writeln!(out, "\n{}: {METHOD}.", verdict_counts(rec));
+    if rec.interrupted {
+        let _ = writeln!(out, "\nInterrupted: {INTERRUPTED}.");
+    }
+    out
+}
+
+/// How the verdicts were reached, for both forms.
+const METHOD: &str = "B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; geometric mean of the rounds' median ratios, Student-t CI over rounds";
+const INTERRUPTED: &str = "the cases above are all that was measured";
+
+/// "1 slower, 0 faster, 2 same, 0 uncertain".
+fn verdict_counts(rec: &PairedRecord) -> String {
+    format!(
+        "{} slower, {} faster, {} same, {} uncertain",
         rec.count(Verdict::Slower),
         rec.count(Verdict::Faster),
         rec.count(Verdict::Same),
         rec.count(Verdict::Uncertain)
-    );
-    if rec.interrupted {
-        let _ = writeln!(out, "\nInterrupted: the cases above are all that was measured.");
-    }
-    out
+    )
 }
 
 pub fn csv(rec: &PairedRecord) -> Result<String> {
