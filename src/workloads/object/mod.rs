@@ -29,7 +29,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::kernel::load::constant_program;
-use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
+use crate::kernel::object::{BatchLoop, ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
@@ -675,12 +675,8 @@ impl LoadedWorkload for Loaded<'_> {
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
         let plan = if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
             Restore::PerCall("asked for with --per-call".into())
-        } else if kind == ProgKind::Syscall {
-            Restore::PerCall(
-                "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)".into(),
-            )
-        } else if !kind.has_driver() && kind != ProgKind::RawTracepoint {
-            Restore::PerCall(format!("no batch loop runs {} programs yet", bench.program.type_name))
+        } else if let BatchLoop::None(why) = kind.batch_loop() {
+            Restore::PerCall(why.into())
         } else if self.construct.is_none() {
             Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
         } else {
@@ -694,8 +690,7 @@ impl LoadedWorkload for Loaded<'_> {
                 )
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
-            // A raw tracepoint is entered from the chain loop whether it makes tail calls or not.
-            Restore::Bytes(restore) if makes_tail_calls(&self.insns) || kind == ProgKind::RawTracepoint => {
+            Restore::Bytes(restore) if makes_tail_calls(&self.insns) || kind.batch_loop() == BatchLoop::Chain => {
                 self.chain(case, &refs, restore, &mut checks, &mut notes)?
             }
             Restore::Bytes(restore) => {
