@@ -110,29 +110,32 @@ struct Driver {
     code: Option<PreparedCode>,
 }
 
-/// The names of the chain driver's programs of `kind`: the loop, its overhead.
-fn driver_names(kind: ProgKind) -> (String, String) {
-    let suffix = match kind {
-        ProgKind::Xdp => "xdp",
-        ProgKind::Tc => "tc",
-        _ => "raw_tp",
-    };
-    (format!("bench_chain_driver_{suffix}"), format!("bench_chain_overhead_{suffix}"))
-}
-
-/// Loads the chain driver for `req` with `per_run` timed passes per run,
-/// its prog array holding the user's entry and the empty program.
-fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
-    let mut storage = std::mem::MaybeUninit::uninit();
-    let mut open = skel::DriverChainSkelBuilder::default().open(&mut storage).context("opening the chain driver")?;
-    let (attach, flags) = req.load_attrs;
-    // The programs of the user's kind only, loaded as the user's program is.
-    let suffix = match req.kind {
+/// The suffix of the chain driver's programs of `kind` (each kind has its
+/// own, and its own prog array: an array takes programs of one type).
+fn kind_suffix(kind: ProgKind) -> Result<&'static str> {
+    Ok(match kind {
         ProgKind::Xdp => "_xdp",
         ProgKind::Tc => "_tc",
         ProgKind::RawTracepoint => "_raw_tp",
         other => bail!("no chain loop for {other:?} programs"),
-    };
+    })
+}
+
+/// The names of the chain driver's programs of `kind`: the loop, its overhead.
+fn driver_names(kind: ProgKind) -> Result<(String, String)> {
+    let suffix = kind_suffix(kind)?;
+    Ok((format!("bench_chain_driver{suffix}"), format!("bench_chain_overhead{suffix}")))
+}
+
+/// Loads the chain driver for `req` with `per_run` timed passes per run,
+/// its prog array holding the user's entry and the empty program; `probing`:
+/// the probes' driver, which only the kernel runs.
+fn load_driver(req: &ChainRequest<'_>, per_run: u32, probing: bool) -> Result<Driver> {
+    let mut storage = std::mem::MaybeUninit::uninit();
+    let mut open = skel::DriverChainSkelBuilder::default().open(&mut storage).context("opening the chain driver")?;
+    let (attach, flags) = req.load_attrs;
+    // The programs of the user's kind only, loaded as the user's program is.
+    let suffix = kind_suffix(req.kind)?;
     for mut p in open.open_object_mut().progs_mut() {
         let ours = p.name().to_string_lossy().ends_with(suffix);
         p.set_autoload(ours);
@@ -151,9 +154,12 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32) -> Result<Driver> {
     rodata.cfg_restore_bytes = req.restore | super::spliced::drop_meta(req.kind == ProgKind::Xdp);
     rodata.cfg_chain_iters = per_run;
     // The final instructions, for the userspace runtime, before loading takes them.
+    // (Not for the probes' driver: it never runs in userspace.)
     let mut code = match req.user {
-        Some(_) => Some(PreparedCode::capture(open.open_object_mut()).context("preparing the chain driver")?),
-        None => None,
+        Some(_) if !probing => {
+            Some(PreparedCode::capture(open.open_object_mut()).context("preparing the chain driver")?)
+        }
+        _ => None,
     };
     let skel = skeleton::load(open, "the chain driver")?;
     let (p, m) = (&skel.progs, &skel.maps);
@@ -219,7 +225,7 @@ impl ChainTimer {
     /// `Ok(Err(_))`: the chain runs, but no loop can hold it.
     pub fn build(req: ChainRequest<'_>) -> Result<std::result::Result<ChainTimer, NotInLoop>> {
         // The probe: on every packet, the tail calls one pass leaves.
-        let d = load_driver(&req, 1)?;
+        let d = load_driver(&req, 1, true)?;
         // The kernel's limit per run (33 since 5.17, 32 before).
         let ctx = req.ctx.as_deref();
         run_in(d.probe_limit.as_fd(), &req.variants[0], ctx)?;
@@ -230,7 +236,7 @@ impl ChainTimer {
             // has the whole budget and the loop may hold any number.
             drop(d);
             let per_run = MAX_PASSES - 1;
-            let d = load_driver(&req, per_run)?;
+            let d = load_driver(&req, per_run, false)?;
             return ChainTimer::ready(d, req, 0, per_run).map(Ok);
         }
         let mut tail_calls = 0;
@@ -259,7 +265,7 @@ impl ChainTimer {
         }
         // cfg_chain_iters is read-only once loaded: load again with the count.
         drop(d);
-        let d = load_driver(&req, per_run)?;
+        let d = load_driver(&req, per_run, false)?;
         ChainTimer::ready(d, req, tail_calls, per_run).map(Ok)
     }
 
@@ -314,7 +320,7 @@ impl ChainTimer {
         let before = self.totals()?;
         let started_ns = crate::system::monotonic_ns();
         let prog = if body { self.body.as_fd() } else { self.overhead.as_fd() };
-        let (body_name, overhead_name) = driver_names(self.kind);
+        let (body_name, overhead_name) = driver_names(self.kind)?;
         let name = if body { body_name } else { overhead_name };
         for _ in 0..runs {
             let out = match &self.user {
