@@ -24,10 +24,12 @@ fi
 # fonts-dejavu-core has the font of live --plot's labels; bpftool generates the
 # skeletons of the selftests' bench (measurements/seed-bench/build.sh).
 # qemu-system-x86, kmod (depmod) and busybox-static boot the guests of other
-# kernels the tests run in (with virtme-ng, from PyPI, below).
+# kernels the tests run in (with virtme-ng, from PyPI, below); postgresql is
+# the server the shared-history tests start (each its own, in a temporary
+# directory: the package's own cluster is not used).
 packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core bpftool)
 if [ "$mode" = test ]; then
-  packages+=(qemu-system-x86 kmod busybox-static)
+  packages+=(qemu-system-x86 kmod busybox-static postgresql)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -397,12 +397,19 @@ fn paired_comparisons_are_stored_in_their_own_table_and_come_back_whole() {
 #[test]
 fn a_version_1_database_gains_the_paired_table_and_keeps_its_runs() {
     let (_dir, path) = temp_path("v1");
-    let run_id = History::open(&path).unwrap().store(&run(Some("main"), 1.0)).unwrap();
-    // Make it what bpfbench wrote before paired comparisons.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE paired; UPDATE meta SET value = '1' WHERE key = 'schema_version';").unwrap();
+    // What bpfbench wrote before paired comparisons.
+    let location = bpfbench::history::Location::from(&path);
+    let mut conn = bpfbench::history::sql::Connection::open(&location).unwrap();
+    bpfbench::history::schema::migrate_to(&mut conn, &location, 1).unwrap();
+    conn.execute(
+        "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES ('main', 1, 'abc', '6.18', 'cpu', $1)",
+        &[serde_json::to_string(&run(Some("main"), 1.0)).unwrap().into()],
+    )
+    .unwrap();
+    assert!(conn.execute("SELECT * FROM paired", &[]).is_err(), "no paired table at version 1");
     drop(conn);
     let mut h = History::open(&path).unwrap();
+    let run_id = h.list(None, 1).unwrap()[0].id;
     assert_eq!(h.load(run_id).unwrap().tag.as_deref(), Some("main"));
     h.store_paired(&paired_record()).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();

@@ -23,9 +23,13 @@ pub fn run_noise_from_history(h: &History, a: &RunRecord) -> anyhow::Result<RunN
     let mut out = RunNoise::new();
     for r in &a.results {
         let Some(p) = &r.program else { continue };
-        if let Some(n) =
-            h.run_to_run_noise(&r.benchmark_name(), &p.tag, &a.environment.kernel, &a.environment.cpu_model)?
-        {
+        if let Some(n) = h.run_to_run_noise(
+            &r.benchmark_name(),
+            &p.tag,
+            &a.environment.kernel,
+            &a.environment.cpu_model,
+            a.environment.testbed.as_ref().map(|t| t.id.as_str()),
+        )? {
             out.insert(r.benchmark_name(), n);
         }
     }

@@ -1,32 +1,42 @@
-//! The history store: every run in an embedded SQLite database.
+//! The history store: every run in a database, an embedded SQLite file by
+//! default or a PostgreSQL server that many machines share.
 //!
 //! A run is stored as its full JSON document (what `show` and `compare` read
 //! back) plus one row per benchmark with its median (what `history` lists),
 //! in one transaction: a run killed mid-write leaves nothing half-stored.
-//! WAL mode and a busy timeout let concurrent runs store side by side.
+//! Every row names the testbed (machine) it came from. SQLite runs in WAL
+//! mode with a busy timeout so that concurrent runs store side by side.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+pub mod location;
+pub mod schema;
+pub mod sql;
+
+use std::cell::RefCell;
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, parse_run};
+pub use location::{Location, default_path};
+pub use schema::DB_SCHEMA_VERSION;
+use schema::testbed_values;
+use sql::{Connection, Row, Value};
 
 /// Which history database (`--db`).
 #[derive(Debug, clap::Args, Clone, Default)]
 pub struct DbOption {
-    /// History database (default: $XDG_DATA_HOME/bpfbench/history.sqlite or ~/.local/share/...).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// History database: a file path (SQLite), or postgres://USER:PASSWORD@HOST:PORT/DATABASE to share one
+    /// history between machines [default: $XDG_DATA_HOME/bpfbench/history.sqlite or ~/.local/share/...].
+    #[arg(long, value_name = "PATH|URL", env = "BPFBENCH_DB")]
+    pub db: Option<String>,
 }
 
 impl DbOption {
     /// The database given, or the default one.
-    pub fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(default_path)
+    pub fn location(&self) -> Location {
+        self.db.as_deref().map_or_else(|| Location::Sqlite(default_path()), Location::parse)
     }
 }
 
@@ -51,14 +61,40 @@ pub struct TagRuns {
     pub tag_runs: u64,
 }
 
-/// Version of the tables below; a database from a newer bpfbench is refused.
-/// Version 2 added the `paired` table (paired comparisons, `bpfbench ab`),
-/// version 3 the `live` table (`bpfbench live`).
-pub const DB_SCHEMA_VERSION: i64 = 3;
+/// Which stored runs a listing reads: in a history many machines share,
+/// results compare only on the same testbed, kernel and CPU.
+#[derive(Debug, clap::Args, Clone, Default)]
+pub struct Selection {
+    /// Only runs from this testbed (its name or id; see $BPFBENCH_TESTBED).
+    #[arg(long, value_name = "NAME|ID")]
+    pub testbed: Option<String>,
+    /// Only runs on kernels of this release or series (6.1 takes 6.1.0-28-amd64, not 6.18).
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
+    /// Only runs on CPUs whose model name contains this.
+    #[arg(long, value_name = "TEXT")]
+    pub cpu_model: Option<String>,
+}
+
+impl Selection {
+    /// The condition on a runs table aliased `r`, with its parameters
+    /// numbered from `$first`.
+    fn condition(&self, first: usize) -> (String, Vec<Value>) {
+        let (t, k, c) = (first, first + 1, first + 2);
+        (
+            format!(
+                "(CAST(${t} AS TEXT) IS NULL OR r.testbed_id = ${t} OR r.testbed_name = ${t}) \
+                 AND (CAST(${k} AS TEXT) IS NULL OR r.kernel = ${k} OR r.kernel LIKE ${k} || '.%' OR r.kernel LIKE ${k} || '-%') \
+                 AND (CAST(${c} AS TEXT) IS NULL OR r.cpu_model LIKE '%' || ${c} || '%')"
+            ),
+            vec![self.testbed.clone().into(), self.kernel.clone().into(), self.cpu_model.clone().into()],
+        )
+    }
+}
 
 pub struct History {
-    conn: Connection,
-    path: PathBuf,
+    conn: RefCell<Connection>,
+    location: Location,
 }
 
 /// One stored run, as `history` lists it.
@@ -69,6 +105,8 @@ pub struct RunSummary {
     pub started_at: u64,
     pub git_commit: String,
     pub kernel: String,
+    /// The testbed's name (None for runs from before testbeds).
+    pub testbed: Option<String>,
     pub benchmarks: usize,
     /// The scenario asked for, if the run measured it: median, its 95% CI, samples.
     pub median_ns: Option<f64>,
@@ -76,229 +114,182 @@ pub struct RunSummary {
     pub samples: Option<usize>,
 }
 
-/// `$XDG_DATA_HOME/bpfbench/history.sqlite`, else `~/.local/share/...`.
-pub fn default_path() -> PathBuf {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("bpfbench").join("history.sqlite")
-}
-
-const TABLES: &str = "
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS runs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        tag TEXT,
-        started_at INTEGER NOT NULL,
-        git_commit TEXT NOT NULL,
-        kernel TEXT NOT NULL,
-        cpu_model TEXT NOT NULL,
-        report_json TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS results (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        benchmark TEXT NOT NULL,
-        median_ns REAL,
-        ci_low_ns REAL,
-        ci_high_ns REAL,
-        samples INTEGER,
-        -- kernel tag of the timed program: equal tags mean identical BPF code
-        program_tag TEXT,
-        PRIMARY KEY (run_id, benchmark)
-    );
-    CREATE INDEX IF NOT EXISTS runs_by_tag ON runs(tag);
-    CREATE TABLE IF NOT EXISTS paired (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        tag TEXT,
-        started_at INTEGER NOT NULL,
-        a TEXT NOT NULL,
-        b TEXT NOT NULL,
-        kernel TEXT NOT NULL,
-        cpu_model TEXT NOT NULL,
-        record_json TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS live (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        tag TEXT,
-        started_at INTEGER NOT NULL,
-        program TEXT NOT NULL,
-        kernel TEXT NOT NULL,
-        cpu_model TEXT NOT NULL,
-        record_json TEXT NOT NULL
-    );
-";
-
 impl History {
-    /// Opens (creating if needed) the database at `path`.
-    pub fn open(path: &Path) -> Result<History> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let conn =
-            Connection::open(path).with_context(|| format!("opening the history database {}", path.display()))?;
-        conn.busy_timeout(Duration::from_secs(30))?;
-        let not_db = |e: rusqlite::Error| {
-            anyhow::anyhow!("{} is not a bpfbench history database ({e}); choose another --db", path.display())
-        };
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(not_db)?;
-        let h = History { conn, path: path.to_path_buf() };
-        h.migrate()?;
-        Ok(h)
+    /// Opens the database (creating an SQLite file if needed) and brings
+    /// its tables to this bpfbench's version.
+    pub fn open(location: impl Into<Location>) -> Result<History> {
+        let location = location.into();
+        let mut conn = Connection::open(&location)?;
+        schema::migrate(&mut conn, &location)?;
+        Ok(History { conn: RefCell::new(conn), location })
     }
 
-    fn migrate(&self) -> Result<()> {
-        let found: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
-            .optional()
-            .or_else(|e| match e {
-                // A fresh database has no meta table yet.
-                rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.starts_with("no such table") => Ok(None),
-                e => Err(e),
-            })
-            .with_context(|| format!("reading the schema of {}", self.path.display()))?;
-        match found.map(|v| v.parse::<i64>()) {
-            Some(Ok(v)) if v > DB_SCHEMA_VERSION => bail!(
-                "{} was written by a newer bpfbench (history schema {v}, this one knows {DB_SCHEMA_VERSION}); upgrade bpfbench or use --db with another path",
-                self.path.display()
-            ),
-            Some(Ok(v)) if v < DB_SCHEMA_VERSION => {
-                // Every change so far only added tables.
-                self.conn.execute_batch(&format!(
-                    "BEGIN IMMEDIATE; {TABLES} UPDATE meta SET value = '{DB_SCHEMA_VERSION}' WHERE key = 'schema_version'; COMMIT;"
-                ))?;
-                Ok(())
-            }
-            Some(Ok(_)) => Ok(()),
-            Some(Err(_)) => {
-                bail!("{} has an unreadable schema version; use --db with another path", self.path.display())
-            }
-            None => {
-                self.conn.execute_batch(&format!(
-                    "BEGIN IMMEDIATE; {TABLES} INSERT OR IGNORE INTO meta VALUES ('schema_version', '{DB_SCHEMA_VERSION}'); COMMIT;"
-                ))?;
-                Ok(())
-            }
-        }
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>> {
+        self.conn.borrow_mut().query(sql, params)
     }
 
     /// Stores a run; returns its id.
     pub fn store(&mut self, report: &RunRecord) -> Result<i64> {
         let json = serde_json::to_string(report)?;
-        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                report.tag,
-                report.environment.started_at as i64,
-                report.environment.git_commit,
-                report.environment.kernel,
-                report.environment.cpu_model,
-                json
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut ins =
-                tx.prepare("INSERT OR REPLACE INTO results (run_id, benchmark, median_ns, ci_low_ns, ci_high_ns, samples, program_tag) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
-            for r in &report.results {
-                let s = r.measurement.as_ref().map(|m| &m.summary);
-                ins.execute(params![
-                    id,
-                    r.benchmark_name(),
-                    s.map(|s| s.median),
-                    s.map(|s| s.median_ci95.0),
-                    s.map(|s| s.median_ci95.1),
-                    s.map(|s| s.n as i64),
-                    r.program.as_ref().map(|p| p.tag.clone())
-                ])?;
-            }
-        }
-        tx.commit().with_context(|| format!("storing the run in {}", self.path.display()))?;
-        Ok(id)
+        let env = &report.environment;
+        let [testbed_id, testbed_name] = testbed_values(env.testbed.as_ref());
+        let location = &self.location;
+        self.conn
+            .get_mut()
+            .transaction(|c| {
+                let id = c
+                    .query(
+                        "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json, testbed_id, testbed_name)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                        &[
+                            report.tag.clone().into(),
+                            (env.started_at as i64).into(),
+                            (&env.git_commit).into(),
+                            (&env.kernel).into(),
+                            (&env.cpu_model).into(),
+                            json.into(),
+                            testbed_id,
+                            testbed_name,
+                        ],
+                    )?[0]
+                    .int(0)?;
+                for r in &report.results {
+                    let s = r.measurement.as_ref().map(|m| &m.summary);
+                    c.execute(
+                        "INSERT INTO results (run_id, benchmark, median_ns, ci_low_ns, ci_high_ns, samples, program_tag)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)
+                         ON CONFLICT (run_id, benchmark) DO UPDATE SET median_ns = excluded.median_ns,
+                             ci_low_ns = excluded.ci_low_ns, ci_high_ns = excluded.ci_high_ns,
+                             samples = excluded.samples, program_tag = excluded.program_tag",
+                        &[
+                            id.into(),
+                            r.benchmark_name().into(),
+                            s.map(|s| s.median).into(),
+                            s.map(|s| s.median_ci95.0).into(),
+                            s.map(|s| s.median_ci95.1).into(),
+                            s.map(|s| s.n as i64).into(),
+                            r.program.as_ref().map(|p| p.tag.clone()).into(),
+                        ],
+                    )?;
+                }
+                Ok(id)
+            })
+            .with_context(|| format!("storing the run in {location}"))
     }
 
     /// The run with this id.
     pub fn load(&self, id: i64) -> Result<RunRecord> {
-        let json: String = self
-            .conn
-            .query_row("SELECT report_json FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .optional()?
-            .with_context(|| format!("no run {id} in {}; see 'bpfbench history'", self.path.display()))?;
-        parse_run(&json).with_context(|| format!("run {id} in {}", self.path.display()))
+        let json = self
+            .query("SELECT report_json FROM runs WHERE id = $1", &[id.into()])?
+            .first()
+            .map(|r| r.text(0))
+            .transpose()?
+            .with_context(|| format!("no run {id} in {}; see 'bpfbench history'", self.location))?;
+        parse_run(&json).with_context(|| format!("run {id} in {}", self.location))
     }
 
     /// Up to `limit` runs with this tag, newest first.
     pub fn runs_with_tag(&self, tag: &str, limit: usize) -> Result<Vec<i64>> {
-        let mut q = self.conn.prepare("SELECT id FROM runs WHERE tag = ?1 ORDER BY id DESC LIMIT ?2")?;
-        let rows = q.query_map(params![tag, limit as i64], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.runs_with_tag_in(tag, limit, &Selection::default())
+    }
+
+    /// Up to `limit` runs with this tag among those `selection` admits, newest first.
+    pub fn runs_with_tag_in(&self, tag: &str, limit: usize, selection: &Selection) -> Result<Vec<i64>> {
+        let (cond, mut params) = selection.condition(3);
+        params.splice(0..0, [tag.into(), (limit as i64).into()]);
+        let sql = format!("SELECT r.id FROM runs r WHERE r.tag = $1 AND {cond} ORDER BY r.id DESC LIMIT $2");
+        self.query(&sql, &params)?.iter().map(|r| r.int(0)).collect()
     }
 
     /// Runs, newest first, with the median of `benchmark` where given.
     pub fn list(&self, benchmark: Option<&str>, limit: usize) -> Result<Vec<RunSummary>> {
-        let mut q = self.conn.prepare(
-            "SELECT r.id, r.tag, r.started_at, r.git_commit, r.kernel,
-                    (SELECT count(*) FROM results x WHERE x.run_id = r.id),
+        self.list_in(benchmark, limit, &Selection::default())
+    }
+
+    /// Runs `selection` admits, newest first, with the median of `benchmark` where given.
+    pub fn list_in(&self, benchmark: Option<&str>, limit: usize, selection: &Selection) -> Result<Vec<RunSummary>> {
+        let (cond, mut params) = selection.condition(3);
+        params.splice(0..0, [benchmark.unwrap_or("").into(), (limit as i64).into()]);
+        let sql = format!(
+            "SELECT r.id, r.tag, r.started_at, r.git_commit, r.kernel, r.testbed_name,
+                    (SELECT count(*) FROM results c WHERE c.run_id = r.id),
                     x.median_ns, x.ci_low_ns, x.ci_high_ns, x.samples
-             FROM runs r LEFT JOIN results x ON x.run_id = r.id AND x.benchmark = ?1
-             ORDER BY r.id DESC LIMIT ?2",
-        )?;
-        let rows = q.query_map(params![benchmark.unwrap_or(""), limit as i64], |r| {
-            Ok(RunSummary {
-                id: r.get(0)?,
-                tag: r.get(1)?,
-                started_at: r.get::<_, i64>(2)? as u64,
-                git_commit: r.get(3)?,
-                kernel: r.get(4)?,
-                benchmarks: r.get::<_, i64>(5)? as usize,
-                median_ns: r.get(6)?,
-                ci95_ns: match (r.get::<_, Option<f64>>(7)?, r.get::<_, Option<f64>>(8)?) {
-                    (Some(lo), Some(hi)) => Some((lo, hi)),
-                    _ => None,
-                },
-                samples: r.get::<_, Option<i64>>(9)?.map(|n| n as usize),
+             FROM runs r LEFT JOIN results x ON x.run_id = r.id AND x.benchmark = $1
+             WHERE {cond}
+             ORDER BY r.id DESC LIMIT $2"
+        );
+        self.query(&sql, &params)?
+            .iter()
+            .map(|r| {
+                Ok(RunSummary {
+                    id: r.int(0)?,
+                    tag: r.opt_text(1)?,
+                    started_at: r.int(2)? as u64,
+                    git_commit: r.text(3)?,
+                    kernel: r.text(4)?,
+                    testbed: r.opt_text(5)?,
+                    benchmarks: r.int(6)? as usize,
+                    median_ns: r.opt_real(7)?,
+                    ci95_ns: match (r.opt_real(8)?, r.opt_real(9)?) {
+                        (Some(lo), Some(hi)) => Some((lo, hi)),
+                        _ => None,
+                    },
+                    samples: r.opt_int(10)?.map(|n| n as usize),
+                })
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            .collect()
     }
 
     /// How much the median of `benchmark` varies between stored runs of
-    /// identical code (same program tag) on the same kernel and CPU model:
-    /// the noise a single run's own samples cannot show. Returns the
-    /// coefficient of variation of those medians and how many runs it rests on.
+    /// identical code (same program tag) on the same kernel and CPU model
+    /// (and testbed, where the run names one): the noise a single run's own
+    /// samples cannot show. Returns the coefficient of variation of those
+    /// medians and how many runs it rests on.
     pub fn run_to_run_noise(
         &self,
         benchmark: &str,
         program_tag: &str,
         kernel: &str,
         cpu_model: &str,
+        testbed_id: Option<&str>,
     ) -> Result<Option<(f64, usize)>> {
-        let mut q = self.conn.prepare(
-            "SELECT x.median_ns FROM results x JOIN runs r ON r.id = x.run_id
-             WHERE x.benchmark = ?1 AND x.program_tag = ?2 AND r.kernel = ?3 AND r.cpu_model = ?4 AND x.median_ns IS NOT NULL",
-        )?;
-        let medians: Vec<f64> = q
-            .query_map(params![benchmark, program_tag, kernel, cpu_model], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let medians: Vec<f64> = self
+            .query(
+                "SELECT x.median_ns FROM results x JOIN runs r ON r.id = x.run_id
+                 WHERE x.benchmark = $1 AND x.program_tag = $2 AND r.kernel = $3 AND r.cpu_model = $4
+                   AND (CAST($5 AS TEXT) IS NULL OR r.testbed_id = $5) AND x.median_ns IS NOT NULL",
+                &[benchmark.into(), program_tag.into(), kernel.into(), cpu_model.into(), testbed_id.into()],
+            )?
+            .iter()
+            .filter_map(|r| r.opt_real(0).transpose())
+            .collect::<Result<_>>()?;
         Ok(crate::stats::two_sample::spread_of_medians(&medians).map(|cv| (cv, medians.len())))
     }
 
     /// Stores a paired comparison; returns its id.
     pub fn store_paired(&mut self, rec: &PairedRecord) -> Result<i64> {
         let env = &rec.environment;
-        self.conn
-            .execute(
-                "INSERT INTO paired (tag, started_at, a, b, kernel, cpu_model, record_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![rec.tag, env.started_at as i64, rec.a, rec.b, env.kernel, env.cpu_model, serde_json::to_string(rec)?],
-            )
-            .with_context(|| format!("storing the comparison in {}", self.path.display()))?;
-        Ok(self.conn.last_insert_rowid())
+        let [testbed_id, testbed_name] = testbed_values(env.testbed.as_ref());
+        self.insert_returning_id(
+            "INSERT INTO paired (tag, started_at, a, b, kernel, cpu_model, record_json, testbed_id, testbed_name)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+            &[
+                rec.tag.clone().into(),
+                (env.started_at as i64).into(),
+                (&rec.a).into(),
+                (&rec.b).into(),
+                (&env.kernel).into(),
+                (&env.cpu_model).into(),
+                serde_json::to_string(rec)?.into(),
+                testbed_id,
+                testbed_name,
+            ],
+            "comparison",
+        )
     }
 
     /// The paired comparison with this id.
@@ -314,13 +305,22 @@ impl History {
     /// Stores a live run; returns its id.
     pub fn store_live(&mut self, rec: &LiveRecord) -> Result<i64> {
         let env = &rec.environment;
-        self.conn
-            .execute(
-                "INSERT INTO live (tag, started_at, program, kernel, cpu_model, record_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![rec.tag, env.started_at as i64, rec.program, env.kernel, env.cpu_model, serde_json::to_string(rec)?],
-            )
-            .with_context(|| format!("storing the live run in {}", self.path.display()))?;
-        Ok(self.conn.last_insert_rowid())
+        let [testbed_id, testbed_name] = testbed_values(env.testbed.as_ref());
+        self.insert_returning_id(
+            "INSERT INTO live (tag, started_at, program, kernel, cpu_model, record_json, testbed_id, testbed_name)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            &[
+                rec.tag.clone().into(),
+                (env.started_at as i64).into(),
+                (&rec.program).into(),
+                (&env.kernel).into(),
+                (&env.cpu_model).into(),
+                serde_json::to_string(rec)?.into(),
+                testbed_id,
+                testbed_name,
+            ],
+            "live run",
+        )
     }
 
     /// The live run with this id.
@@ -333,16 +333,25 @@ impl History {
         self.list_records("live", limit, "live run", parse_live)
     }
 
+    /// Runs an `INSERT … RETURNING id` of one record (a `what`).
+    fn insert_returning_id(&mut self, sql: &str, params: &[Value], what: &str) -> Result<i64> {
+        let location = &self.location;
+        let rows =
+            self.conn.get_mut().query(sql, params).with_context(|| format!("storing the {what} in {location}"))?;
+        rows[0].int(0)
+    }
+
     /// The record stored as JSON in row `id` of `table` (a `what`, which
     /// `bpfbench history FLAG` lists), read by `parse` (which reads older
     /// versions of its schema too).
     fn load_record<T>(&self, table: &str, id: i64, what: &str, flag: &str, parse: fn(&str) -> Result<T>) -> Result<T> {
-        let json: String = self
-            .conn
-            .query_row(&format!("SELECT record_json FROM {table} WHERE id = ?1"), [id], |r| r.get(0))
-            .optional()?
-            .with_context(|| format!("no {what} {id} in {}; see 'bpfbench history {flag}'", self.path.display()))?;
-        parse(&json).with_context(|| format!("{what} {id} in {}", self.path.display()))
+        let json = self
+            .query(&format!("SELECT record_json FROM {table} WHERE id = $1"), &[id.into()])?
+            .first()
+            .map(|r| r.text(0))
+            .transpose()?
+            .with_context(|| format!("no {what} {id} in {}; see 'bpfbench history {flag}'", self.location))?;
+        parse(&json).with_context(|| format!("{what} {id} in {}", self.location))
     }
 
     /// The newest `limit` records of `table`: (id, record).
@@ -353,28 +362,42 @@ impl History {
         what: &str,
         parse: fn(&str) -> Result<T>,
     ) -> Result<Vec<(i64, T)>> {
-        let mut q = self.conn.prepare(&format!("SELECT id, record_json FROM {table} ORDER BY id DESC LIMIT ?1"))?;
-        let rows = q.query_map([limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, json) = row?;
-            out.push((id, parse(&json).with_context(|| format!("{what} {id}"))?));
-        }
-        Ok(out)
+        let rows = self.query(
+            &format!("SELECT id, record_json FROM {table} ORDER BY id DESC LIMIT $1"),
+            &[(limit as i64).into()],
+        )?;
+        rows.iter()
+            .map(|r| {
+                let id = r.int(0)?;
+                Ok((id, parse(&r.text(1)?).with_context(|| format!("{what} {id}"))?))
+            })
+            .collect()
     }
 
-    /// Benchmark names that match `pattern` exactly or by scenario name.
+    /// Benchmark names that match `pattern` exactly or by scenario name
+    /// (with or without its timing mode's `@` suffix).
     pub fn benchmarks_named(&self, pattern: &str) -> Result<Vec<String>> {
-        let mut q = self.conn.prepare("SELECT DISTINCT benchmark FROM results WHERE benchmark = ?1 OR benchmark LIKE '%/' || ?1 ORDER BY benchmark")?;
-        let rows = q.query_map([pattern], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.query(
+            "SELECT DISTINCT benchmark FROM results
+             WHERE benchmark = $1 OR benchmark LIKE '%/' || $1 OR benchmark LIKE '%/' || $1 || '@%'
+             ORDER BY benchmark",
+            &[pattern.into()],
+        )?
+        .iter()
+        .map(|r| r.text(0))
+        .collect()
     }
 }
 
 /// Runs named on the command line, newest first, and how to call them: a
 /// JSON file or a run id (one run), or a tag (up to `tag_runs` of its
-/// newest runs) in the database at `db`.
-pub fn resolve_runs(spec: &str, db: &Path, tag_runs: usize) -> Result<(Vec<RunRecord>, String)> {
+/// newest runs that `selection` admits) in the database at `db`.
+pub fn resolve_runs(
+    spec: &str,
+    db: &Location,
+    tag_runs: usize,
+    selection: &Selection,
+) -> Result<(Vec<RunRecord>, String)> {
     let path = Path::new(spec);
     if path.is_file() {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {spec}"))?;
@@ -382,15 +405,15 @@ pub fn resolve_runs(spec: &str, db: &Path, tag_runs: usize) -> Result<(Vec<RunRe
         return Ok((vec![record], spec.to_string()));
     }
     if !db.exists() {
-        bail!("'{spec}' is not a file, and there is no history database at {} to look it up in", db.display());
+        bail!("'{spec}' is not a file, and there is no history database at {db} to look it up in");
     }
     let h = History::open(db)?;
     if let Ok(id) = spec.parse::<i64>() {
         return Ok((vec![h.load(id)?], format!("run {id}")));
     }
-    let ids = h.runs_with_tag(spec, tag_runs)?;
+    let ids = h.runs_with_tag_in(spec, tag_runs, selection)?;
     if ids.is_empty() {
-        bail!("'{spec}' is not a file, a run id or a tag in {}; see 'bpfbench history'", db.display());
+        bail!("'{spec}' is not a file, a run id or a tag in {db}; see 'bpfbench history'");
     }
     let label = match ids.as_slice() {
         [one] => format!("run {one} (tag {spec})"),

@@ -123,6 +123,21 @@ pub struct Environment {
     /// The guest `bpfbench vm` booted for this run; None on the host itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<Guest>,
+    /// The machine the run ran on (absent in runs from before testbeds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<Testbed>,
+}
+
+/// The machine a result came from, as a history that many machines share
+/// selects it: a stable id, and a name people read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Testbed {
+    /// Derived from $BPFBENCH_TESTBED where set (machines that share a name
+    /// are one testbed, e.g. a pool of identical CI runners), else from
+    /// /etc/machine-id; hashed, never the machine id itself.
+    pub id: String,
+    /// $BPFBENCH_TESTBED, else the host name.
+    pub name: String,
 }
 
 /// A guest kernel a run ran in (`bpfbench vm`).

@@ -11,8 +11,10 @@ use crate::stats::two_sample::Verdict;
 /// Stored runs, newest first; with `benchmark`, its median per run.
 pub fn runs(runs: &[RunSummary], benchmark: Option<&str>) -> String {
     let col = benchmark.map(|b| format!("{b}: p50 ns/op [95% CI] n")).unwrap_or_else(|| "benchmarks".into());
-    let mut out =
-        format!("{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {col}\n", "run", "started (UTC)", "tag", "commit", "kernel");
+    let mut out = format!(
+        "{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {:<16}  {col}\n",
+        "run", "started (UTC)", "tag", "commit", "kernel", "testbed"
+    );
     for r in runs {
         let value = match (benchmark, r.median_ns) {
             (Some(_), Some(m)) => match (r.ci95_ns, r.samples) {
@@ -24,12 +26,13 @@ pub fn runs(runs: &[RunSummary], benchmark: Option<&str>) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {value}",
+            "{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {:<16}  {value}",
             r.id,
             utc(r.started_at),
             r.tag.as_deref().unwrap_or("-"),
             r.git_commit,
-            r.kernel
+            r.kernel,
+            r.testbed.as_deref().unwrap_or("-")
         );
     }
     out

@@ -48,7 +48,7 @@ impl Reference {
     pub fn tagged(history: &History, tag: &str, count: usize) -> Result<Reference> {
         let ids = history.runs_with_tag(tag, count)?;
         if ids.is_empty() {
-            bail!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", history.path().display());
+            bail!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", history.location());
         }
         let label = format!("tag {tag} ({} run{})", ids.len(), if ids.len() == 1 { "" } else { "s" });
         Ok(Reference { label, runs: ids.iter().map(|&id| history.load(id)).collect::<Result<Vec<_>>>()? })

@@ -69,7 +69,7 @@ impl VmArgs {
         for what in guest::remove_leftovers() {
             eprintln!("bpfbench: removed {what}");
         }
-        let mut history = if self.store.no_store { None } else { Some(History::open(&self.store.db.path())?) };
+        let mut history = if self.store.no_store { None } else { Some(History::open(self.store.db.location())?) };
         let mut matrix = MatrixRecord { schema: MATRIX_SCHEMA.into(), columns: Vec::new(), interrupted: false };
         for (kernel, image) in self.kernels.iter().zip(&images) {
             if interrupt::interrupted() {
@@ -160,6 +160,8 @@ impl VmArgs {
         };
         let mut run = parse_run(&text).context("the guest's run record")?;
         run.environment.guest = Some(folder.guest(image, accel));
+        // The guest ran on this machine: its testbed, not the guest's host name.
+        run.environment.testbed = Some(crate::system::environment::testbed());
         Ok(run)
     }
 }

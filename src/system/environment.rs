@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::record::{Environment, JitSettings};
+use crate::record::{Environment, JitSettings, Testbed};
 
 fn read_int(path: &str) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -38,6 +38,29 @@ fn host_name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// This machine as a testbed: named by $BPFBENCH_TESTBED, else by its host
+/// name; its id is a hash of that name where one is given (so identical CI
+/// runners count as one testbed) or of /etc/machine-id (a host renamed keeps
+/// its history; machine-id(5) asks for the id to be hashed, not shown).
+pub fn testbed() -> Testbed {
+    let named = std::env::var("BPFBENCH_TESTBED").ok().map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+    let machine_id = std::fs::read_to_string("/etc/machine-id").ok().map(|m| m.trim().to_string());
+    let key = match (&named, machine_id) {
+        (Some(name), _) => format!("name:{name}"),
+        (None, Some(id)) if !id.is_empty() => format!("machine-id:{id}"),
+        (None, _) => format!("host:{}", host_name()),
+    };
+    Testbed {
+        id: format!("{:016x}", fnv1a64(&format!("bpfbench-testbed/{key}"))),
+        name: named.unwrap_or_else(host_name),
+    }
+}
+
+/// FNV-1a: a hash that stays the same across builds and Rust versions.
+fn fnv1a64(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// The environment of a run in progress; `finish` completes it.
 pub struct Capture {
     environment: Environment,
@@ -66,6 +89,7 @@ pub fn start(cpu: usize) -> Capture {
         features: crate::kernel::features::probe().map(|f| f.record()),
         // Set by `bpfbench vm` on the host, which knows how it booted the guest.
         guest: None,
+        testbed: Some(testbed()),
     };
     Capture { environment, jiffies_at_start: cpu_jiffies() }
 }

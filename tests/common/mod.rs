@@ -5,6 +5,7 @@
 
 pub mod guest;
 pub mod leftovers;
+pub mod pg_server;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

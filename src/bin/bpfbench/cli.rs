@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
-use bpfbench::history::{DbOption, TagRuns};
+use bpfbench::history::{DbOption, Selection, TagRuns};
 use bpfbench::report::Format;
 use bpfbench::session::{PairedArgs, RunArgs};
 use bpfbench::traffic::GenOptions;
@@ -48,6 +48,8 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["scenario", "ab"])]
         live: bool,
         #[command(flatten)]
+        select: Selection,
+        #[command(flatten)]
         db: DbOption,
     },
     /// Print a stored run again (by id or tag), in any output format.
@@ -78,7 +80,10 @@ pub enum Command {
         gate: Gate,
         #[command(flatten)]
         tags: TagRuns,
-        /// table, or json for machines.
+        /// Tags stand for runs of this testbed, kernel and CPU only.
+        #[command(flatten)]
+        select: Selection,
+        /// table, json for machines, or markdown for a pull request comment.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         #[command(flatten)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use bpfbench::history::History;
+use bpfbench::history::{History, Location};
 use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
@@ -93,9 +93,9 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         bar.finish_and_clear();
     }
     if !args.store.no_store && !record.interrupted && !record.steps.is_empty() {
-        let db = args.store.db.path();
+        let db = args.store.db.location();
         let id = History::open(&db)?.store_live(&record)?;
-        eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db.display());
+        eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db);
     }
     let text = render_as(&record, args.format)?;
     emit(&text, args.output.as_deref())?;
@@ -106,20 +106,20 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     Ok(if record.interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
 
-pub fn history(limit: usize, db: &Path) -> Result<ExitCode> {
+pub fn history(limit: usize, db: &Location) -> Result<ExitCode> {
     if !db.exists() {
-        bail!("no history yet at {}; 'bpfbench live' stores its runs there unless --no-store is given", db.display());
+        bail!("no history yet at {}; 'bpfbench live' stores its runs there unless --no-store is given", db);
     }
     print!("{}", history_table::live(&History::open(db)?.list_live(limit)?));
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(id: &str, format: Format, output: Option<&Path>, db: &Path) -> Result<ExitCode> {
+pub fn show(id: &str, format: Format, output: Option<&Path>, db: &Location) -> Result<ExitCode> {
     let Ok(id) = id.parse::<i64>() else {
         bail!("'{id}' is not a live run's id; 'bpfbench history --live' lists them")
     };
     if !db.exists() {
-        bail!("there is no history database at {}", db.display());
+        bail!("there is no history database at {}", db);
     }
     let record = History::open(db)?.load_live(id)?;
     let text = render_as(&record, format)?;

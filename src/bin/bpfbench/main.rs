@@ -86,22 +86,22 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
         Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
         Some(Command::Verifier { a, b, format }) => verifier(&a, b.as_deref(), format),
-        Some(Command::History { limit, live: true, db, .. }) => live::history(limit, &db.path()),
-        Some(Command::History { scenario, limit, ab: false, db, .. }) => {
-            stored::history(scenario.as_deref(), limit, &db.path())
+        Some(Command::History { limit, live: true, db, .. }) => live::history(limit, &db.location()),
+        Some(Command::History { scenario, limit, ab: false, select, db, .. }) => {
+            stored::history(scenario.as_deref(), limit, &select, &db.location())
         }
-        Some(Command::History { limit, ab: true, db, .. }) => stored::history_paired(limit, &db.path()),
+        Some(Command::History { limit, ab: true, db, .. }) => stored::history_paired(limit, &db.location()),
         Some(Command::Show { run, live: true, format, output, db, .. }) => {
-            live::show(&run, format, output.as_deref(), &db.path())
+            live::show(&run, format, output.as_deref(), &db.location())
         }
         Some(Command::Show { run, ab: false, format, output, verbose, db, .. }) => {
-            stored::show(&run, format, output.as_deref(), verbose, &db.path())
+            stored::show(&run, format, output.as_deref(), verbose, &db.location())
         }
         Some(Command::Show { run, ab: true, format, output, db, .. }) => {
-            stored::show_paired(&run, format, output.as_deref(), &db.path())
+            stored::show_paired(&run, format, output.as_deref(), &db.location())
         }
-        Some(Command::Compare { a, b, gate, tags, format, db }) => {
-            stored::compare(&a, &b, &gate, tags.tag_runs as usize, format, &db.path())
+        Some(Command::Compare { a, b, gate, tags, select, format, db }) => {
+            stored::compare(&a, &b, &gate, tags.tag_runs as usize, &select, format, &db.location())
         }
         Some(Command::Ab(args)) => paired::ab(&args, workload_matches.as_ref().expect("ab has matches")),
         Some(Command::AbWorker { run_args }) => ab_worker(run_args),

@@ -73,7 +73,7 @@ pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         let cmp = request.count(&builds)?;
         return print_comparison(&cmp, args.format, &args.gate);
     }
-    let mut history = if args.store.no_store { None } else { Some(History::open(&args.store.db.path())?) };
+    let mut history = if args.store.no_store { None } else { Some(History::open(args.store.db.location())?) };
     let record = request.compare(&builds, &mut Terminal { progress: std::io::stderr().is_terminal() })?;
     finish(args, &record, history.as_mut())
 }
@@ -93,7 +93,7 @@ fn finish(args: &PairedArgs, record: &PairedRecord, history: Option<&mut History
     }
     if let Some(h) = history {
         let id = h.store_paired(record)?;
-        eprintln!("bpfbench: stored as paired comparison {id} in {} ('bpfbench show --ab {id}')", h.path().display());
+        eprintln!("bpfbench: stored as paired comparison {id} in {} ('bpfbench show --ab {id}')", h.location());
     }
     Ok(gate(record, &args.gate))
 }

@@ -53,7 +53,7 @@ impl Observer for Terminal<'_> {
     }
 
     fn stored(&mut self, id: i64, history: &History) {
-        eprintln!("bpfbench: stored as run {id} in {}", history.path().display());
+        eprintln!("bpfbench: stored as run {id} in {}", history.location());
     }
 
     fn measured(&mut self, run: &RunRecord) -> Result<()> {
@@ -80,7 +80,7 @@ pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;
     system::check_privileges()?;
     // Open the history and find the reference before spending minutes measuring.
-    let mut history = if args.needs_history() { Some(History::open(&args.store.db.path())?) } else { None };
+    let mut history = if args.needs_history() { Some(History::open(args.store.db.location())?) } else { None };
     let progress = std::io::stderr().is_terminal();
     let plan = args.plan(workload.as_ref(), scenarios, history.as_mut(), progress)?;
     let outcome = session::run(plan, &mut Terminal { args, progress })?;

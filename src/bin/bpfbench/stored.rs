@@ -6,14 +6,14 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
-use bpfbench::history::{History, resolve_runs};
+use bpfbench::history::{History, Location, Selection, resolve_runs};
 use bpfbench::report::{self, Format, history_table};
 
 use crate::output::{emit, print_comparison};
 
-pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCode> {
+pub fn history(scenario: Option<&str>, limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
     if !db.exists() {
-        bail!("no history yet at {}; runs are stored there unless --no-store is given", db.display());
+        bail!("no history yet at {}; runs are stored there unless --no-store is given", db);
     }
     let h = History::open(db)?;
     let benchmark = match scenario {
@@ -24,44 +24,49 @@ pub fn history(scenario: Option<&str>, limit: usize, db: &Path) -> Result<ExitCo
             many => bail!("'{s}' matches several benchmarks ({}); give the full name", many.join(", ")),
         },
     };
-    print!("{}", history_table::runs(&h.list(benchmark.as_deref(), limit)?, benchmark.as_deref()));
+    print!("{}", history_table::runs(&h.list_in(benchmark.as_deref(), limit, select)?, benchmark.as_deref()));
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Path) -> Result<ExitCode> {
+pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Location) -> Result<ExitCode> {
     report::check_run_format(format)?;
-    let (runs, _) = resolve_runs(run, db, 1)?;
+    let (runs, _) = resolve_runs(run, db, 1, &Selection::default())?;
     emit(&report::render(&runs[0], format, verbose)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn history_paired(limit: usize, db: &Path) -> Result<ExitCode> {
+pub fn history_paired(limit: usize, db: &Location) -> Result<ExitCode> {
     if !db.exists() {
-        bail!(
-            "no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given",
-            db.display()
-        );
+        bail!("no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given", db);
     }
     print!("{}", history_table::paired(&History::open(db)?.list_paired(limit)?));
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show_paired(id: &str, format: Format, output: Option<&Path>, db: &Path) -> Result<ExitCode> {
+pub fn show_paired(id: &str, format: Format, output: Option<&Path>, db: &Location) -> Result<ExitCode> {
     let Ok(id) = id.parse::<i64>() else {
         bail!("'{id}' is not a paired comparison's id; 'bpfbench history --ab' lists them")
     };
     if !db.exists() {
-        bail!("there is no history database at {}", db.display());
+        bail!("there is no history database at {}", db);
     }
     let record = History::open(db)?.load_paired(id)?;
     emit(&bpfbench::report::render_as(&record, format)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn compare(a: &str, b: &str, gate: &Gate, tag_runs: usize, format: Format, db: &Path) -> Result<ExitCode> {
+pub fn compare(
+    a: &str,
+    b: &str,
+    gate: &Gate,
+    tag_runs: usize,
+    select: &Selection,
+    format: Format,
+    db: &Location,
+) -> Result<ExitCode> {
     bpfbench::report::check_format::<bpfbench::record::ComparisonRecord>(format)?;
-    let (ra, la) = resolve_runs(a, db, tag_runs)?;
-    let (rb, lb) = resolve_runs(b, db, tag_runs)?;
+    let (ra, la) = resolve_runs(a, db, tag_runs, select)?;
+    let (rb, lb) = resolve_runs(b, db, tag_runs, select)?;
     let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { RunNoise::new() };
     let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold(), &noise);
     // Runs timed in different modes (two kernels) still show what changed.

@@ -1,0 +1,239 @@
+//! The history on a real PostgreSQL server the test starts itself, beside
+//! the same checks on SQLite: storing and reading back, testbeds and
+//! selections, migrating an older schema, many writers at once, a writer
+//! killed mid-transaction, and the one-line errors of bad URLs, unreachable
+//! servers, wrong credentials and newer databases.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bpfbench::history::schema::migrate_to;
+use bpfbench::history::sql::Connection;
+use bpfbench::history::{DB_SCHEMA_VERSION, History, Location, Selection};
+use bpfbench::record::{RunRecord, Testbed};
+use common::pg_server::{PASSWORD, Postgres, USER};
+use common::{assert_one_line_error, bpfbench, run, stderr, temp_dir};
+
+fn on_testbed(mut r: RunRecord, name: &str) -> RunRecord {
+    r.environment.testbed = Some(Testbed { id: format!("id-{name}"), name: name.into() });
+    r
+}
+
+fn json(r: &RunRecord) -> serde_json::Value {
+    serde_json::to_value(r).unwrap()
+}
+
+/// A fresh SQLite file and a fresh database on `pg`, for checks both must pass.
+fn both(pg: &Postgres, dir: &std::path::Path, name: &str) -> [Location; 2] {
+    [Location::Sqlite(dir.join(format!("{name}.sqlite"))), Location::parse(&pg.database(name))]
+}
+
+#[test]
+fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
+    let pg = Postgres::start();
+    let dir = temp_dir("shared-store");
+    for db in both(&pg, &dir, "store") {
+        let mut h = History::open(&db).unwrap();
+        let mut lab = on_testbed(run(Some("main"), 1.0), "lab-1");
+        lab.environment.cpu_model = "AMD EPYC 7B13".into();
+        let a = h.store(&lab).unwrap();
+        let mut ci = on_testbed(run(Some("main"), 1.1), "ci-runner");
+        ci.environment.kernel = "6.1.0-28-amd64".into();
+        let b = h.store(&ci).unwrap();
+        assert_eq!(json(&h.load(a).unwrap()), json(&lab), "{db}");
+        assert_eq!(json(&h.load(b).unwrap()), json(&ci), "{db}");
+        let select = |testbed: Option<&str>, kernel: Option<&str>, cpu: Option<&str>| Selection {
+            testbed: testbed.map(Into::into),
+            kernel: kernel.map(Into::into),
+            cpu_model: cpu.map(Into::into),
+        };
+        let ids = |s: &Selection| h.list_in(None, 10, s).unwrap().iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(&Selection::default()), vec![b, a], "{db}");
+        assert_eq!(ids(&select(Some("lab-1"), None, None)), vec![a], "{db}: by name");
+        assert_eq!(ids(&select(Some("id-ci-runner"), None, None)), vec![b], "{db}: by id");
+        assert_eq!(ids(&select(None, Some("6.1"), None)), vec![b], "{db}: by kernel prefix");
+        assert_eq!(ids(&select(None, None, Some("EPYC"))), vec![a], "{db}: by CPU model");
+        assert!(ids(&select(Some("lab-1"), Some("6.1"), None)).is_empty(), "{db}");
+        assert_eq!(h.runs_with_tag_in("main", 10, &select(Some("ci-runner"), None, None)).unwrap(), vec![b]);
+        let listed = h.list_in(Some("xdp-lb/tcp-v4-lru-hit"), 10, &Selection::default()).unwrap();
+        assert_eq!(listed[0].testbed.as_deref(), Some("ci-runner"));
+        assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap(), "{db}");
+        assert_eq!(h.benchmarks_named("tcp-v4-lru-hit").unwrap(), vec!["xdp-lb/tcp-v4-lru-hit".to_string()]);
+        // Reopening finds the current schema and changes nothing.
+        drop(h);
+        assert_eq!(History::open(&db).unwrap().list(None, 10).unwrap().len(), 2);
+    }
+}
+
+#[test]
+fn an_older_schema_is_migrated_and_keeps_its_runs() {
+    let pg = Postgres::start();
+    let dir = temp_dir("shared-migrate");
+    for db in both(&pg, &dir, "migrate") {
+        // What bpfbench wrote at history schema 1: runs with no testbed columns.
+        let mut conn = Connection::open(&db).unwrap();
+        migrate_to(&mut conn, &db, 1).unwrap();
+        let old = run(Some("old"), 1.0);
+        conn.execute(
+            "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES ('old', 1, 'abc', '6.18', 'cpu', $1)",
+            &[serde_json::to_string(&old).unwrap().into()],
+        )
+        .unwrap();
+        drop(conn);
+        let mut h = History::open(&db).unwrap();
+        let runs = h.list(None, 10).unwrap();
+        assert_eq!(runs.len(), 1, "{db}");
+        assert_eq!(runs[0].testbed, None, "{db}: a run from before testbeds has none");
+        assert_eq!(json(&h.load(runs[0].id).unwrap()), json(&old), "{db}");
+        // The tables of versions 2 to 4 are there and take records.
+        h.store(&on_testbed(run(Some("new"), 1.0), "lab-1")).unwrap();
+        let mut conn = Connection::open(&db).unwrap();
+        let version =
+            conn.query("SELECT value FROM meta WHERE key = 'schema_version'", &[]).unwrap()[0].text(0).unwrap();
+        assert_eq!(version, DB_SCHEMA_VERSION.to_string(), "{db}");
+        assert_eq!(conn.query("SELECT count(*) FROM live", &[]).unwrap()[0].int(0).unwrap(), 0);
+    }
+}
+
+/// 8 writers, each with its own connection as separate machines have,
+/// store 50 runs each into one database at once.
+fn eight_writers(db: &Location) -> Duration {
+    History::open(db).unwrap();
+    let start = Instant::now();
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut h = History::open(&db).unwrap();
+                for i in 0..50 {
+                    h.store(&on_testbed(run(Some(&format!("w{w}-r{i}")), 1.0), &format!("bed-{w}"))).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    start.elapsed()
+}
+
+#[test]
+fn eight_concurrent_writers_store_every_run_once() {
+    let pg = Postgres::start();
+    let dir = temp_dir("shared-writers");
+    for db in both(&pg, &dir, "writers") {
+        let took = eight_writers(&db);
+        let mut conn = Connection::open(&db).unwrap();
+        let mut count = |sql: &str| conn.query(sql, &[]).unwrap()[0].int(0).unwrap();
+        assert_eq!(count("SELECT count(*) FROM runs"), 400, "{db}");
+        assert_eq!(count("SELECT count(DISTINCT tag) FROM runs"), 400, "{db}: a run stored twice");
+        assert_eq!(count("SELECT count(*) FROM results"), 800, "{db}: every run's two results");
+        assert_eq!(count("SELECT count(DISTINCT testbed_id) FROM runs"), 8, "{db}");
+        eprintln!("{db}: 8 writers x 50 runs stored in {:.2} s", took.as_secs_f64());
+    }
+}
+
+/// Set in the child process of the test below: the database to write into.
+const WRITER_ENV: &str = "BPFBENCH_TEST_PG_WRITER_DB";
+
+#[test]
+fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
+    if let Ok(url) = std::env::var(WRITER_ENV) {
+        // Child: store one run; the parent holds the results table, so
+        // this waits inside the transaction, its run row written.
+        History::open(Location::parse(&url)).unwrap().store(&run(Some("half"), 1.0)).unwrap();
+        return;
+    }
+    let pg = Postgres::start();
+    let db = Location::parse(&pg.database("killed"));
+    let Location::Postgres(url) = &db else { unreachable!() };
+    History::open(&db).unwrap().store(&run(Some("before"), 1.0)).unwrap();
+    let mut blocker = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut lock = blocker.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE results IN EXCLUSIVE MODE").unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_writer_killed_mid_transaction_leaves_nothing_half_stored", "--nocapture"])
+        .env(WRITER_ENV, url)
+        .spawn()
+        .unwrap();
+    let mut watch = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let waiting = "SELECT pid FROM pg_stat_activity WHERE application_name = 'bpfbench' AND wait_event_type = 'Lock'";
+    let start = Instant::now();
+    let backend: i32 = loop {
+        if let Some(row) = watch.query(waiting, &[]).unwrap().first() {
+            break row.get(0);
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "the writer never reached the results table");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its run row is written (a row lock of its own transaction is held).
+    child.kill().unwrap(); // SIGKILL mid-transaction
+    child.wait().unwrap();
+    lock.rollback().unwrap();
+    // The server ends the dead client's session and rolls its transaction back.
+    let start = Instant::now();
+    while !watch.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", &[&backend]).unwrap().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the killed writer's session lingers");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut h = History::open(&db).unwrap();
+    let runs = h.list(None, 10).unwrap();
+    assert_eq!(runs.iter().map(|r| r.tag.as_deref()).collect::<Vec<_>>(), vec![Some("before")]);
+    let orphans = watch.query("SELECT count(*) FROM results WHERE run_id NOT IN (SELECT id FROM runs)", &[]).unwrap();
+    assert_eq!(orphans[0].get::<_, i64>(0), 0);
+    h.store(&run(Some("after"), 1.0)).unwrap();
+}
+
+#[test]
+fn bad_urls_unreachable_servers_wrong_credentials_and_newer_databases_are_one_line_errors() {
+    let pg = Postgres::start();
+    let good = pg.database("errors");
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cases = [
+        ("postgres://bpfbench@127.0.0.1:notaport/x".to_string(), "is not a PostgreSQL URL"),
+        (format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{closed_port}/x"), "cannot open the history database"),
+        (format!("postgres://{USER}:wrong@127.0.0.1:{}/errors", pg.port), "password authentication failed"),
+        (format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{}/nosuchdb", pg.port), "does not exist"),
+        (format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{}/errors?sslmode=require", pg.port), "TLS"),
+    ];
+    for (url, needle) in &cases {
+        assert_one_line_error(&["history", "--db", url], needle);
+        // The password never reaches the message.
+        let err = stderr(&bpfbench(&["history", "--db", url]));
+        assert!(!err.contains(PASSWORD) && !err.contains(":wrong@"), "{err}");
+    }
+    History::open(Location::parse(&good)).unwrap();
+    let mut c = postgres::Client::connect(&good, postgres::NoTls).unwrap();
+    c.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'", &[&(DB_SCHEMA_VERSION + 1).to_string()])
+        .unwrap();
+    assert_one_line_error(&["history", "--db", &good], "written by a newer bpfbench");
+}
+
+#[test]
+fn a_real_run_stores_into_postgres_named_by_the_environment() {
+    let pg = Postgres::start();
+    let url = pg.database("cli");
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["run", "--scenario", "pass-non-ip", "--samples", "4", "--batch-ms", "2", "--tag", "pg-cli"])
+        .env("BPFBENCH_DB", &url)
+        .env("BPFBENCH_TESTBED", "bpfbench-test-bed")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(&format!("stored as run 1 in postgres://{USER}:***@")), "{err}");
+    let listed = bpfbench(&["history", "--db", &url, "--testbed", "bpfbench-test-bed", "-s", "pass-non-ip"]);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success() && table.contains("pg-cli") && table.contains("bpfbench-test-bed"),
+        "{table}{}",
+        stderr(&listed)
+    );
+    let other = bpfbench(&["history", "--db", &url, "--testbed", "another-bed"]);
+    assert_eq!(String::from_utf8_lossy(&other.stdout).lines().count(), 1, "only the header: no run of that testbed");
+    let shown = bpfbench(&["show", "pg-cli", "--db", &url, "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(doc["environment"]["testbed"]["name"], "bpfbench-test-bed");
+}
