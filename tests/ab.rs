@@ -188,11 +188,7 @@ fn a_stored_comparison_comes_back_as_printed() {
     // As a pull request's Markdown table: a header, its separator, and a
     // row per case with every column, the verdict among them.
     let md = stdout(&bpfbench(&["show", "--ab", "1", "--db", &db, "--format", "markdown"]));
-    let rows: Vec<Vec<&str>> = md
-        .lines()
-        .filter(|l| l.starts_with('|'))
-        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
-        .collect();
+    let rows = common::markdown_rows(&md);
     assert_eq!(rows[0], ["benchmark", "A ns/op", "B ns/op", "B/A", "95 % CI", "rests on", "verdict"], "{md}");
     assert!(rows[1].iter().all(|c| c.starts_with("---") || c.ends_with("--:")), "{md}");
     let case = rows.iter().find(|r| r[0].contains("xdp_swap")).unwrap_or_else(|| panic!("{md}"));

@@ -289,6 +289,20 @@ fn compare_cli_reads_files_gates_regressions_and_names_bad_input() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // As a pull request's Markdown table: every benchmark with its verdict,
+    // what it rests on and the noise allowed for, and the reason under it.
+    let o = bpfbench(&["compare".as_ref(), a.as_os_str(), b.as_os_str(), "--format".as_ref(), "markdown".as_ref()]);
+    let md = String::from_utf8_lossy(&o.stdout);
+    let rows = common::markdown_rows(&md);
+    let header = ["benchmark", "A ns/op", "B ns/op", "B/A", "95 % CI", "p (Holm)", "rests on", "run noise", "verdict"];
+    assert_eq!(rows[0], header, "{md}");
+    assert!(rows[1].iter().all(|c| c.starts_with("---") || c.ends_with("--:")), "{md}");
+    let hit = rows.iter().find(|r| r[0] == "xdp-lb/tcp-v4-lru-hit").unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(hit.len(), header.len(), "{md}");
+    assert_eq!(hit[8], "**slower**", "{md}");
+    assert!((hit[3].parse::<f64>().unwrap() - 2.0).abs() < 0.05 && hit[6] == "200v200 samples", "{md}");
+    assert!(rows.iter().any(|r| r[0] == "geomean") && md.contains("2 slower, 0 faster"), "{md}");
+    assert!(md.contains("> run noise ~14.6%: assumed"), "{md}");
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"schema\": \"bpfbench.run/2\", ").unwrap();
     let o = bpfbench(&["compare".as_ref(), bad.as_os_str(), a.as_os_str()]);

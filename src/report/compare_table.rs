@@ -103,37 +103,123 @@ fn times(cmp: &ComparisonRecord, out: &mut String) {
             r.ratio_ci95.0,
             r.ratio_ci95.1,
             r.p_adjusted,
-            format!("{}v{} {}", b.n_a, b.n_b, b.method.as_str()),
-            match (b.method, r.run_noise_cv) {
-                (Method::Runs, _) => "in data".to_string(),
-                (_, Some(cv)) if r.run_noise_assumed => format!("~{:.1}%", cv * 100.0),
-                (_, Some(cv)) => format!("{:.1}%", cv * 100.0),
-                (_, None) => "?".to_string(),
-            },
+            rests_on(b),
+            run_noise(b),
             r.verdict.as_str()
         );
     }
     if let Some(g) = cmp.geomean_ratio {
         let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
     }
-    let _ = writeln!(
-        out,
-        "{} slower, {} faster, {} same, {} uncertain (medians of in-BPF ns/op samples; Mann-Whitney U, Holm-corrected, bootstrap CI of the ratio)",
+    let _ = writeln!(out, "{} ({METHOD})", verdict_counts(cmp));
+    if let Some(note) = assumed_noise_note(cmp) {
+        let _ = writeln!(out, "{note}");
+    }
+}
+
+/// How the verdicts were reached, for both forms.
+const METHOD: &str = "medians of in-BPF ns/op samples; Mann-Whitney U, Holm-corrected, bootstrap CI of the ratio";
+
+/// "1 slower, 0 faster, 2 same, 0 uncertain".
+fn verdict_counts(cmp: &ComparisonRecord) -> String {
+    format!(
+        "{} slower, {} faster, {} same, {} uncertain",
         cmp.count(Verdict::Slower),
         cmp.count(Verdict::Faster),
         cmp.count(Verdict::Same),
         cmp.count(Verdict::Uncertain)
-    );
+    )
+}
+
+/// What a verdict rests on: "5v5 runs", "200v200 samples".
+fn rests_on(b: &BenchmarkComparison) -> String {
+    format!("{}v{} {}", b.n_a, b.n_b, b.method.as_str())
+}
+
+/// The run-to-run noise a verdict allowed for.
+fn run_noise(b: &BenchmarkComparison) -> String {
+    let r = &b.result;
+    match (b.method, r.run_noise_cv) {
+        (Method::Runs, _) => "in data".to_string(),
+        (_, Some(cv)) if r.run_noise_assumed => format!("~{:.1}%", cv * 100.0),
+        (_, Some(cv)) => format!("{:.1}%", cv * 100.0),
+        (_, None) => "?".to_string(),
+    }
+}
+
+/// Why verdicts resting on assumed noise call only large changes.
+fn assumed_noise_note(cmp: &ComparisonRecord) -> Option<String> {
     let assumed = cmp.benchmarks.iter().filter(|b| b.result.run_noise_assumed).count();
-    if assumed > 0 {
-        let _ = writeln!(
-            out,
+    (assumed > 0).then(|| {
+        format!(
             "run noise ~{:.1}%: assumed for {assumed} benchmark(s) compared one run a side with no stored runs of A's code: \
              their samples cannot tell a code change from the machine changing speed between the runs, so only changes beyond about 1.5x are called. \
              Compare {MIN_RUNS_PER_SIDE}+ runs a side (--repeat {MIN_RUNS_PER_SIDE}), store {MIN_RUNS_FOR_NOISE}+ runs of A's code under one tag, or use 'bpfbench ab'.",
             ASSUMED_RUN_CV * 100.0
-        );
+        )
+    })
+}
+
+/// The comparison as Markdown a pull request comment can hold: the timed
+/// benchmarks with their verdicts and what each rests on, the instruction
+/// counts, and what else differs between A and B.
+pub fn markdown(cmp: &ComparisonRecord) -> String {
+    let cell = super::markdown_cell;
+    let mut out = format!(
+        "**bpfbench compare**: A `{}` against B `{}` (noise threshold ±{:.1} %)\n\n",
+        cell(&cmp.a),
+        cell(&cmp.b),
+        cmp.threshold * 100.0
+    );
+    if !cmp.benchmarks.is_empty() {
+        out += "| benchmark | A ns/op | B ns/op | B/A | 95 % CI | p (Holm) | rests on | run noise | verdict |\n";
+        out += "|---|---:|---:|---:|---|---:|---|---|---|\n";
+        for b in &cmp.benchmarks {
+            let r = &b.result;
+            let _ = writeln!(
+                out,
+                "| {} | {:.2} | {:.2} | {:.4} | [{:.4}, {:.4}] | {:.4} | {} | {} | **{}** |",
+                cell(&b.benchmark),
+                r.median_a,
+                r.median_b,
+                r.ratio,
+                r.ratio_ci95.0,
+                r.ratio_ci95.1,
+                r.p_adjusted,
+                rests_on(b),
+                run_noise(b),
+                r.verdict.as_str()
+            );
+        }
+        if let Some(g) = cmp.geomean_ratio {
+            let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | | | |", (g - 1.0) * 100.0);
+        }
+        let _ = writeln!(out, "\n{}: {METHOD}.", verdict_counts(cmp));
+        if let Some(note) = assumed_noise_note(cmp) {
+            let _ = writeln!(out, "\n> {note}");
+        }
     }
+    if !cmp.instructions.is_empty() {
+        out += "\n| benchmark | A insns/pkt | B insns/pkt | delta | B/A |\n|---|---:|---:|---:|---:|\n";
+        for d in &cmp.instructions {
+            let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
+            let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
+            let _ =
+                writeln!(out, "| {} | {} | {} | {delta} | {:.4} |", cell(&d.benchmark), num(d.a), num(d.b), d.ratio());
+        }
+        out += "\nBPF instructions per packet, counted by the userspace runtime: exact, no noise.\n";
+    }
+    let others: Vec<String> = (cmp.only_in_a.iter().map(|n| format!("only in A: `{}`", cell(n))))
+        .chain(cmp.only_in_b.iter().map(|n| format!("only in B: `{}`", cell(n))))
+        .chain(cmp.environment_changes.iter().map(|c| format!("changed: {}", cell(c))))
+        .collect();
+    if !others.is_empty() {
+        out += "\n";
+        for line in others {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
+    out
 }
 
 /// The line the gate prints for a confirmed regression.

@@ -97,11 +97,19 @@ impl Rendered for PairedRecord {
     }
 }
 
+/// Text for a Markdown table cell: a cell holds no `|` or line break of its own.
+pub(crate) fn markdown_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
 impl Rendered for ComparisonRecord {
     const NAME: &'static str = "a run-against-run comparison";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json];
-    fn render_form(&self, _: Format) -> Result<String> {
-        Ok(compare_table::render(self))
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Markdown];
+    fn render_form(&self, format: Format) -> Result<String> {
+        Ok(match format {
+            Format::Markdown => compare_table::markdown(self),
+            _ => compare_table::render(self),
+        })
     }
 }
 

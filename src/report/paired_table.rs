@@ -78,8 +78,7 @@ pub fn table(rec: &PairedRecord) -> String {
 /// what was compared, each case's medians, ratio, interval, what the
 /// verdict rests on and the verdict, and how the verdicts were reached.
 pub fn markdown(rec: &PairedRecord) -> String {
-    // A cell holds no `|` of its own.
-    let cell = |s: &str| s.replace('|', "\\|");
+    let cell = super::markdown_cell;
     let mut out = String::new();
     let _ = writeln!(
         out,

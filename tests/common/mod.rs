@@ -267,3 +267,12 @@ pub fn with_sys_bpffs<T: Send>(state: SysBpffs, f: impl FnOnce() -> T + Send) ->
         thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
+
+/// The rows of the Markdown tables in `md` (header and separator rows
+/// included), each split into its trimmed cells.
+pub fn markdown_rows(md: &str) -> Vec<Vec<String>> {
+    md.lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
+        .collect()
+}
