@@ -431,3 +431,72 @@ fn a_version_1_database_gains_the_paired_table_and_keeps_its_runs() {
         conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
     assert_eq!(version, DB_SCHEMA_VERSION.to_string());
 }
+
+/// 24 runs, one a minute: tcp-v4-lru-hit 8 % slower from run 13 on (a new
+/// commit), pass-non-ip unchanged; each run's medians jitter by about 1 %.
+fn history_with_a_step(path: &std::path::Path) {
+    let mut h = History::open(path).unwrap();
+    for i in 0..24u64 {
+        let jitter = 1.0 + ((i * 7919 % 13) as f64 - 6.0) / 600.0;
+        let step = if i >= 12 { 1.08 } else { 1.0 };
+        let mut r = run_of(&[("tcp-v4-lru-hit", 150.0 * jitter * step), ("pass-non-ip", 20.0 / jitter)]);
+        r.environment.started_at = 1_800_000_000 + i * 60;
+        r.environment.git_commit = if i >= 12 { "c2".into() } else { "c1".into() };
+        h.store(&r).unwrap();
+        if i == 11 {
+            // A paired comparison of the two commits, made between the runs.
+            let mut p = paired_record();
+            p.environment.started_at = 1_800_000_000 + i * 60 + 30;
+            h.store_paired(&p).unwrap();
+        }
+    }
+}
+
+#[test]
+fn changes_finds_the_step_where_it_is_and_nothing_where_there_is_none() {
+    let (dir, path) = temp_path("changes");
+    history_with_a_step(&path);
+    let db = path.to_str().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["changes", "--db", db, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2, "{doc}");
+    let hit = series.iter().find(|s| s["benchmark"].as_str().unwrap().contains("tcp-v4-lru-hit")).unwrap();
+    let quiet = series.iter().find(|s| s["benchmark"].as_str().unwrap().contains("pass-non-ip")).unwrap();
+    assert_eq!(quiet["changes"].as_array().unwrap().len(), 0, "{quiet}");
+    let changes = hit["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{hit}");
+    let c = &changes[0];
+    assert_eq!((c["before"]["run"].as_i64(), c["after"]["run"].as_i64()), (Some(12), Some(13)), "{c}");
+    assert!((c["ratio"].as_f64().unwrap() - 1.08).abs() < 0.01, "{c}");
+    assert!(c["p_value"].as_f64().unwrap() <= 0.01, "{c}");
+    assert!(c["environment_changes"].as_array().unwrap().iter().any(|e| e == "bpfbench commit: c1 -> c2"), "{c}");
+    assert_eq!(c["paired"][0]["verdict"], "slower", "{c}");
+    // The pull request's form: one row for the one change.
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["changes", "--db", db, "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    let rows = common::markdown_rows(&md);
+    assert_eq!(rows.len(), 3, "{md}");
+    assert_eq!(rows[0][0], "benchmark");
+    assert!(rows[2][0].contains("tcp-v4-lru-hit") && rows[2][6] == "**+8.0 %**" && rows[2][8] == "12 / 12", "{md}");
+    assert!(md.contains("1 change(s) in 2 series; 1 series without a change"), "{md}");
+    // Selections and bad input.
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["changes", "--db", db, "-s", "pass-non-ip"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("pass-non-ip") && !text.contains("tcp-v4-lru-hit") && text.contains("no change"), "{text}");
+    common::assert_one_line_error(&["changes", "--db", db, "--alpha", "2"], "is not a significance level");
+    common::assert_one_line_error(&["changes", "--db", db, "-s", "nope"], "no stored run measured 'nope'");
+    common::assert_one_line_error(&["changes", "--db", db, "--testbed", "elsewhere"], "no stored run in");
+    let missing = dir.join("none.sqlite");
+    common::assert_one_line_error(&["changes", "--db", missing.to_str().unwrap()], "no history yet");
+}

@@ -3,6 +3,7 @@
 //! differences that could explain a change besides the code. The [`gate`]
 //! turns a comparison into a pass or a fail.
 
+pub mod changes;
 pub mod gate;
 
 use std::collections::HashMap;
@@ -36,6 +37,7 @@ pub fn run_noise_from_history(h: &History, a: &RunRecord) -> anyhow::Result<RunN
     Ok(out)
 }
 
+/// What differs between two runs' environments and programs, one line each.
 fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     let (ea, eb) = (&a.environment, &b.environment);
     let mut out = Vec::new();

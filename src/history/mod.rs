@@ -16,6 +16,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use crate::record::changes::Point;
 use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, parse_run};
@@ -370,6 +371,40 @@ impl History {
             .map(|r| {
                 let id = r.int(0)?;
                 Ok((id, parse(&r.text(1)?).with_context(|| format!("{what} {id}"))?))
+            })
+            .collect()
+    }
+
+    /// Every stored median of the runs `selection` admits, oldest run
+    /// first: (testbed id, testbed name, benchmark, point); runs from before
+    /// testbeds have "" and "-".
+    pub fn series_points(&self, selection: &Selection) -> Result<Vec<(String, String, String, Point)>> {
+        let (cond, params) = selection.condition(1);
+        let sql = format!(
+            "SELECT r.testbed_id, r.testbed_name, x.benchmark, r.id, r.started_at, r.git_commit, r.tag, r.kernel,
+                    x.median_ns, x.ci_low_ns, x.ci_high_ns
+             FROM results x JOIN runs r ON r.id = x.run_id
+             WHERE x.median_ns IS NOT NULL AND {cond}
+             ORDER BY r.started_at, r.id"
+        );
+        self.query(&sql, &params)?
+            .iter()
+            .map(|r| {
+                let point = Point {
+                    run: r.int(3)?,
+                    started_at: r.int(4)? as u64,
+                    git_commit: r.text(5)?,
+                    tag: r.opt_text(6)?,
+                    kernel: r.text(7)?,
+                    median_ns: r.opt_real(8)?.unwrap_or(f64::NAN),
+                    ci95_ns: r.opt_real(9)?.zip(r.opt_real(10)?),
+                };
+                Ok((
+                    r.opt_text(0)?.unwrap_or_default(),
+                    r.opt_text(1)?.unwrap_or_else(|| "-".into()),
+                    r.text(2)?,
+                    point,
+                ))
             })
             .collect()
     }

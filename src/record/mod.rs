@@ -2,6 +2,7 @@
 //! reports, the history and comparisons read it. Serialised as JSON under a
 //! versioned schema (see `schema`).
 
+pub mod changes;
 pub mod comparison;
 mod facts;
 pub mod live;

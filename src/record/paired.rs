@@ -30,6 +30,13 @@ pub struct PairedRecord {
     pub guests: Vec<crate::record::Guest>,
 }
 
+impl PairedCase {
+    /// "workload/case@mode", as a run's results name the same benchmark.
+    pub fn benchmark_name(&self) -> String {
+        format!("{}/{}{}", self.workload, self.name, self.timing.suffix())
+    }
+}
+
 impl PairedRecord {
     /// Whether its times come from guests under emulation.
     pub fn emulated(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Rendering records for people (tables) and machines (JSON, exports).
 //! Everything here reads records; nothing measures or loads.
 
+pub mod changes_table;
 pub mod compare_table;
 pub mod export;
 pub mod features_table;
@@ -21,6 +22,7 @@ pub mod verifier_table;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+use crate::record::changes::ChangesRecord;
 use crate::record::live::LiveRecord;
 use crate::record::matrix::MatrixRecord;
 use crate::record::paired::PairedRecord;
@@ -100,6 +102,17 @@ impl Rendered for PairedRecord {
 /// Text for a Markdown table cell: a cell holds no `|` or line break of its own.
 pub(crate) fn markdown_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
+}
+
+impl Rendered for ChangesRecord {
+    const NAME: &'static str = "a list of change points";
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Markdown];
+    fn render_form(&self, format: Format) -> Result<String> {
+        Ok(match format {
+            Format::Markdown => changes_table::markdown(self),
+            _ => changes_table::render(self),
+        })
+    }
 }
 
 impl Rendered for ComparisonRecord {

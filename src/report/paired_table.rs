@@ -10,11 +10,6 @@ use super::export::BmfMeasure;
 use crate::record::paired::{PairedCase, PairedRecord};
 use crate::stats::two_sample::Verdict;
 
-/// As a run names the benchmark: a mode other than may_goto is part of the name.
-fn benchmark(c: &PairedCase) -> String {
-    format!("{}/{}{}", c.workload, c.name, c.timing.suffix())
-}
-
 /// "40 loads x 16 pairs, 3.2 s": rounds (each a fresh load of both builds),
 /// pairs per round, time taken.
 fn rests_on(c: &PairedCase) -> String {
@@ -26,7 +21,7 @@ fn rests_on(c: &PairedCase) -> String {
 /// the verdict, and what it rests on.
 pub fn table(rec: &PairedRecord) -> String {
     let mut out = String::new();
-    let w = rec.cases.iter().map(|c| benchmark(c).len()).max().unwrap_or(9).max(9);
+    let w = rec.cases.iter().map(|c| c.benchmark_name().len()).max().unwrap_or(9).max(9);
     let _ = writeln!(out, "A: {}\nB: {}", rec.a, rec.b);
     for (side, g) in ["A", "B"].iter().zip(&rec.guests) {
         let _ =
@@ -53,7 +48,7 @@ pub fn table(rec: &PairedRecord) -> String {
         let _ = writeln!(
             out,
             "{:<w$}  {:>10.2}  {:>10.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>24}  {}{}",
-            benchmark(c),
+            c.benchmark_name(),
             c.median_a,
             c.median_b,
             c.ratio,
@@ -100,7 +95,7 @@ pub fn markdown(rec: &PairedRecord) -> String {
         let _ = writeln!(
             out,
             "| {} | {:.2} | {:.2} | {:.4} | [{:.4}, {:.4}] | {} | **{}**{} |",
-            cell(&benchmark(c)),
+            cell(&c.benchmark_name()),
             c.median_a,
             c.median_b,
             c.ratio,
@@ -154,7 +149,7 @@ pub fn csv(rec: &PairedRecord) -> Result<String> {
     ])?;
     for c in &rec.cases {
         w.write_record([
-            benchmark(c),
+            c.benchmark_name(),
             format!("{:.3}", c.median_a),
             format!("{:.3}", c.median_b),
             format!("{:.5}", c.ratio),
@@ -185,7 +180,7 @@ pub fn bmf(rec: &PairedRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>>
                 "ratio".to_string(),
                 BmfMeasure { value: c.ratio, lower_value: c.ratio_ci95.0, upper_value: c.ratio_ci95.1 },
             );
-            (benchmark(c), measures)
+            (c.benchmark_name(), measures)
         })
         .collect()
 }
@@ -194,7 +189,7 @@ pub fn bmf(rec: &PairedRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>>
 pub fn regression_line(c: &PairedCase, limit_pct: f64) -> String {
     format!(
         "regression: {} is {:+.1}% slower in B (95% CI [{:+.1}%, {:+.1}%], over the {:.1}% limit; {} loads)",
-        benchmark(c),
+        c.benchmark_name(),
         (c.ratio - 1.0) * 100.0,
         (c.ratio_ci95.0 - 1.0) * 100.0,
         (c.ratio_ci95.1 - 1.0) * 100.0,

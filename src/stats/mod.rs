@@ -5,6 +5,7 @@
 //! distribution-free: it comes from the binomial distribution of how many
 //! samples fall below the true median.
 
+pub mod change_points;
 mod histogram;
 pub mod linearity;
 pub mod paired;

@@ -52,6 +52,32 @@ pub enum Command {
         #[command(flatten)]
         db: DbOption,
     },
+    /// Change points in the stored history: where each benchmark's per-run
+    /// medians shifted on each testbed (E-divisive means with a permutation
+    /// test), with the medians before and after, the runs and commits at
+    /// that point, what else changed there, and the paired comparisons
+    /// ('bpfbench ab') that measured the step.
+    Changes {
+        /// Only this benchmark ("xdp-lb/tcp-v4-lru-hit" or just the scenario name).
+        #[arg(long, short = 's')]
+        scenario: Option<String>,
+        #[command(flatten)]
+        select: Selection,
+        /// Significance of each change: in a series of identical code, the chance a change is reported.
+        #[arg(long, default_value_t = 0.01, value_name = "P")]
+        alpha: f64,
+        /// The fewest runs on each side of a change.
+        #[arg(long, default_value_t = 4, value_name = "N")]
+        min_runs: usize,
+        /// table, json for machines, or markdown for a pull request comment.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write the output to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbOption,
+    },
     /// Print a stored run again (by id or tag), in any output format.
     Show {
         /// Run id or tag (the newest run with that tag); with --ab, a paired comparison's id.

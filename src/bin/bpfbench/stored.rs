@@ -5,9 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
+use bpfbench::compare::changes::find_changes;
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
 use bpfbench::history::{History, Location, Selection, resolve_runs};
+use bpfbench::record::changes::ChangesRecord;
 use bpfbench::report::{self, Format, history_table};
+use bpfbench::stats::change_points;
 
 use crate::output::{emit, print_comparison};
 
@@ -25,6 +28,47 @@ pub fn history(scenario: Option<&str>, limit: usize, select: &Selection, db: &Lo
         },
     };
     print!("{}", history_table::runs(&h.list_in(benchmark.as_deref(), limit, select)?, benchmark.as_deref()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The history at `db`, which must hold runs already.
+fn open_existing(db: &Location) -> Result<History> {
+    if !db.exists() {
+        bail!("no history yet at {db}; runs are stored there unless --no-store is given");
+    }
+    History::open(db)
+}
+
+pub fn changes(
+    scenario: Option<&str>,
+    select: &Selection,
+    alpha: f64,
+    min_runs: usize,
+    format: Format,
+    output: Option<&Path>,
+    db: &Location,
+) -> Result<ExitCode> {
+    report::check_format::<ChangesRecord>(format)?;
+    if !(alpha > 0.0 && alpha <= 0.5) {
+        bail!("--alpha {alpha} is not a significance level: give a probability above 0 and at most 0.5 (e.g. 0.01)");
+    }
+    if min_runs < 2 {
+        bail!("--min-runs {min_runs} is too few: a side of a change needs at least 2 runs to have a spread");
+    }
+    let h = open_existing(db)?;
+    let benchmarks = match scenario {
+        None => None,
+        Some(s) => match h.benchmarks_named(s)? {
+            names if names.is_empty() => bail!("no stored run measured '{s}'; 'bpfbench history' lists the runs"),
+            names => Some(names),
+        },
+    };
+    let options = change_points::Options { alpha, min_segment: min_runs, ..Default::default() };
+    let record = find_changes(&h, benchmarks.as_deref(), select, &options)?;
+    if record.series.is_empty() {
+        bail!("no stored run in {db} is selected ({}); 'bpfbench history' lists the runs", record.selection);
+    }
+    emit(&report::render_as(&record, format)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 

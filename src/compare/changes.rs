@@ -1,0 +1,104 @@
+//! Change points in stored history (`bpfbench changes`): each benchmark's
+//! per-run medians on each testbed, in the order the runs were made, split
+//! where they shifted (stats::change_points), each change told with the
+//! medians on either side, the runs and commits at that point, what else
+//! changed there, and the paired comparisons that measured the step.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use crate::history::{History, Selection};
+use crate::record::changes::{CHANGES_SCHEMA, Change, ChangesRecord, PairedEvidence, Point, Series};
+use crate::stats::change_points::{Options, e_divisive};
+
+/// The change points of every series `selection` admits (of the
+/// benchmarks named, where given).
+pub fn find_changes(
+    history: &History,
+    benchmarks: Option<&[String]>,
+    selection: &Selection,
+    options: &Options,
+) -> Result<ChangesRecord> {
+    let mut by_series: BTreeMap<(String, String), (String, Vec<Point>)> = BTreeMap::new();
+    for (testbed_id, testbed_name, benchmark, point) in history.series_points(selection)? {
+        if benchmarks.is_some_and(|b| !b.contains(&benchmark)) {
+            continue;
+        }
+        let entry = by_series.entry((benchmark, testbed_id)).or_insert_with(|| (testbed_name, Vec::new()));
+        entry.1.push(point);
+    }
+    let paired = history.list_paired(usize::MAX >> 1)?;
+    let mut series = Vec::new();
+    for ((benchmark, _), (testbed, points)) in by_series {
+        let medians: Vec<f64> = points.iter().map(|p| p.median_ns).collect();
+        let found = e_divisive(&medians, options);
+        let bounds: Vec<usize> =
+            std::iter::once(0).chain(found.iter().map(|c| c.index)).chain([points.len()]).collect();
+        let mut changes = Vec::new();
+        for (k, c) in found.iter().enumerate() {
+            let (before, after) = (&points[c.index - 1], &points[c.index]);
+            let median_before = median(&medians[bounds[k]..bounds[k + 1]]);
+            let median_after = median(&medians[bounds[k + 1]..bounds[k + 2]]);
+            let environment_changes = match (history.load(before.run), history.load(after.run)) {
+                (Ok(a), Ok(b)) => super::environment_changes(&a, &b),
+                _ => Vec::new(),
+            };
+            let evidence = paired
+                .iter()
+                .filter(|(_, r)| (before.started_at..=after.started_at).contains(&r.environment.started_at))
+                .flat_map(|(id, r)| {
+                    r.cases.iter().filter(|c| c.benchmark_name() == benchmark).map(move |c| PairedEvidence {
+                        id: *id,
+                        a: r.a.clone(),
+                        b: r.b.clone(),
+                        ratio: c.ratio,
+                        ratio_ci95: c.ratio_ci95,
+                        verdict: c.verdict.as_str().to_string(),
+                    })
+                })
+                .collect();
+            changes.push(Change {
+                index: c.index,
+                before: before.clone(),
+                after: after.clone(),
+                median_before,
+                median_after,
+                runs_before: bounds[k + 1] - bounds[k],
+                runs_after: bounds[k + 2] - bounds[k + 1],
+                ratio: median_after / median_before,
+                p_value: c.p_value,
+                environment_changes,
+                paired: evidence,
+            });
+        }
+        series.push(Series { benchmark, testbed, points, changes });
+    }
+    Ok(ChangesRecord {
+        schema: CHANGES_SCHEMA.into(),
+        selection: describe(selection),
+        method: format!(
+            "E-divisive means on the logarithms of per-run medians, oldest first, per benchmark and testbed; \
+             permutation test ({} permutations), significance {}, at least {} runs on each side",
+            options.permutations, options.alpha, options.min_segment
+        ),
+        alpha: options.alpha,
+        min_segment: options.min_segment,
+        series,
+    })
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    crate::stats::percentile_sorted(&s, 50.0)
+}
+
+/// "testbed ci-large, kernel 6.1", or "all runs".
+fn describe(s: &Selection) -> String {
+    let parts: Vec<String> = [("testbed", &s.testbed), ("kernel", &s.kernel), ("CPU model containing", &s.cpu_model)]
+        .iter()
+        .filter_map(|(what, v)| v.as_ref().map(|v| format!("{what} {v}")))
+        .collect();
+    if parts.is_empty() { "all runs".into() } else { parts.join(", ") }
+}
