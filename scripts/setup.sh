@@ -26,10 +26,11 @@ fi
 # qemu-system-x86, kmod (depmod) and busybox-static boot the guests of other
 # kernels the tests run in (with virtme-ng, from PyPI, below); postgresql is
 # the server the shared-history tests start (each its own, in a temporary
-# directory: the package's own cluster is not used).
+# directory: the package's own cluster is not used); chromium opens the HTML
+# report in the report's test (headless).
 packages=(clang-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core bpftool)
 if [ "$mode" = test ]; then
-  packages+=(qemu-system-x86 kmod busybox-static postgresql)
+  packages+=(qemu-system-x86 kmod busybox-static postgresql chromium)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -8,12 +8,11 @@ use std::process::Command;
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs};
 use bpfbench::history::{DB_SCHEMA_VERSION, History};
-use bpfbench::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
 use bpfbench::record::{Layout, ProgramRecord, RunRecord, Unit, parse_run};
 use bpfbench::report::compare_table;
 use bpfbench::report::export::{BmfMeasure, bmf};
 use bpfbench::stats::two_sample::Verdict;
-use common::{run, run_of, samples};
+use common::{paired_record, run, run_of, samples};
 
 /// A database path in a directory that lives as long as the returned guard.
 fn temp_path(name: &str) -> (common::TempDir, PathBuf) {
@@ -362,38 +361,6 @@ fn the_gate_confirms_suspects_by_re_measuring_them() {
 }
 
 /// A paired comparison as `bpfbench ab` stores it.
-fn paired_record() -> PairedRecord {
-    let case = PairedCase {
-        workload: "xdp-lb".into(),
-        name: "tcp-v4-lru-hit".into(),
-        timing: Default::default(),
-        batch_iters: 5000,
-        median_a: 150.0,
-        median_b: 153.0,
-        median_a_ci95: (149.0, 151.0),
-        median_b_ci95: (152.0, 154.0),
-        ratio: 1.02,
-        ratio_ci95: (1.012, 1.028),
-        verdict: Verdict::Slower,
-        stop: "decided".into(),
-        elapsed_s: 4.2,
-        round_ratios: vec![1.01, 1.03],
-        ratios: vec![1.0, 1.02, 1.03, 1.04],
-    };
-    PairedRecord {
-        schema: PAIRED_SCHEMA.into(),
-        a: "a.bpf.o".into(),
-        b: "b.bpf.o".into(),
-        tag: Some("pr-1".into()),
-        environment: run(None, 1.0).environment,
-        threshold: 0.01,
-        geomean_ratio: Some(1.02),
-        cases: vec![case],
-        interrupted: false,
-        guests: Vec::new(),
-    }
-}
-
 #[test]
 fn paired_comparisons_are_stored_in_their_own_table_and_come_back_whole() {
     let (_dir, path) = temp_path("paired");

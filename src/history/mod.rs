@@ -78,6 +78,20 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Whether a record made in `env` is among the runs selected (for
+    /// records read whole rather than by a query).
+    pub fn admits(&self, env: &crate::record::Environment) -> bool {
+        let testbed = self
+            .testbed
+            .as_deref()
+            .is_none_or(|want| env.testbed.as_ref().is_some_and(|t| t.id == want || t.name == want));
+        let kernel = self.kernel.as_deref().is_none_or(|k| {
+            env.kernel == k || env.kernel.starts_with(&format!("{k}.")) || env.kernel.starts_with(&format!("{k}-"))
+        });
+        let cpu = self.cpu_model.as_deref().is_none_or(|c| env.cpu_model.contains(c));
+        testbed && kernel && cpu
+    }
+
     /// The condition on a runs table aliased `r`, with its parameters
     /// numbered from `$first`.
     fn condition(&self, first: usize) -> (String, Vec<Value>) {

@@ -15,8 +15,9 @@ const FONT_FILES: &[&str] = &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 const WIDTH: u32 = 900;
 const PANEL_HEIGHT: u32 = 320;
 
-/// Makes the labels' font known to the plotting library (once).
-fn register_font() -> Result<()> {
+/// Makes the labels' font known to the plotting library (once): it
+/// measures text with it, also for SVG.
+pub(crate) fn register_font() -> Result<()> {
     static DONE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
         let path = FONT_FILES
@@ -163,6 +164,20 @@ where
     }
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
+}
+
+/// `rec` drawn as SVG text (the HTML report holds it inline).
+pub fn svg(rec: &LiveRecord) -> Result<String> {
+    ensure!(rec.sweep.is_some() && !rec.steps.is_empty(), "a plot needs a sweep with steps");
+    register_font()?;
+    let panels = panels(rec);
+    let mut out = String::new();
+    draw(
+        SVGBackend::with_string(&mut out, (WIDTH, PANEL_HEIGHT * panels.len() as u32)).into_drawing_area(),
+        rec,
+        &panels,
+    )?;
+    Ok(out)
 }
 
 /// Draws `rec` to `path`, SVG or PNG by its extension.

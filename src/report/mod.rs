@@ -8,6 +8,7 @@ pub mod features_table;
 pub mod fuzz_table;
 pub mod gen_table;
 pub mod history_table;
+pub mod html;
 pub mod insns_table;
 pub mod live_plot;
 pub mod live_table;

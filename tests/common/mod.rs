@@ -14,10 +14,12 @@ use std::sync::atomic::AtomicBool;
 use bpfbench::harness::runner::Runner;
 use bpfbench::harness::{ScenarioInfo, Workload};
 use bpfbench::kernel::libbpf_log;
+use bpfbench::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
 use bpfbench::record::{
     Calibration, Environment, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema,
 };
 use bpfbench::stats::Summary;
+use bpfbench::stats::two_sample::Verdict;
 use bpfbench::system::{self, cpu};
 
 /// Pins this thread as a run would and returns its CPU.
@@ -275,4 +277,37 @@ pub fn markdown_rows(md: &str) -> Vec<Vec<String>> {
         .filter(|l| l.starts_with('|'))
         .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
         .collect()
+}
+
+/// A stored-looking paired comparison: one xdp-lb case, B 2 % slower.
+pub fn paired_record() -> PairedRecord {
+    let case = PairedCase {
+        workload: "xdp-lb".into(),
+        name: "tcp-v4-lru-hit".into(),
+        timing: Default::default(),
+        batch_iters: 5000,
+        median_a: 150.0,
+        median_b: 153.0,
+        median_a_ci95: (149.0, 151.0),
+        median_b_ci95: (152.0, 154.0),
+        ratio: 1.02,
+        ratio_ci95: (1.012, 1.028),
+        verdict: Verdict::Slower,
+        stop: "decided".into(),
+        elapsed_s: 4.2,
+        round_ratios: vec![1.01, 1.03],
+        ratios: vec![1.0, 1.02, 1.03, 1.04],
+    };
+    PairedRecord {
+        schema: PAIRED_SCHEMA.into(),
+        a: "a.bpf.o".into(),
+        b: "b.bpf.o".into(),
+        tag: Some("pr-1".into()),
+        environment: run(None, 1.0).environment,
+        threshold: 0.01,
+        geomean_ratio: Some(1.02),
+        cases: vec![case],
+        interrupted: false,
+        guests: Vec::new(),
+    }
 }

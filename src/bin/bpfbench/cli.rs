@@ -78,6 +78,20 @@ pub enum Command {
         #[command(flatten)]
         db: DbOption,
     },
+    /// The stored history as one self-contained HTML file: the latest run
+    /// with its intervals, kernel against userspace, a kernel matrix, paired
+    /// comparisons, live sweeps, and each benchmark's trend with its change
+    /// points (inline SVG; nothing loaded from anywhere; readable on a phone
+    /// and in print).
+    Report {
+        /// The HTML file to write (written whole or not at all).
+        #[arg(long, short, value_name = "FILE.html")]
+        output: PathBuf,
+        #[command(flatten)]
+        select: Selection,
+        #[command(flatten)]
+        db: DbOption,
+    },
     /// Print a stored run again (by id or tag), in any output format.
     Show {
         /// Run id or tag (the newest run with that tag); with --ab, a paired comparison's id.

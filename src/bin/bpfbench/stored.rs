@@ -72,6 +72,17 @@ pub fn changes(
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn report(output: &Path, select: &Selection, db: &Location) -> Result<ExitCode> {
+    let h = open_existing(db)?;
+    let contents = report::html::gather(&h, select)?;
+    if contents.latest.is_none() && contents.paired.is_empty() && contents.live.is_empty() {
+        bail!("no stored result in {db} is selected ({}); 'bpfbench history' lists the runs", contents.selection);
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    emit(&report::html::render(&contents, now)?, Some(output))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Location) -> Result<ExitCode> {
     report::check_run_format(format)?;
     let (runs, _) = resolve_runs(run, db, 1, &Selection::default())?;
