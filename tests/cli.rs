@@ -290,3 +290,49 @@ fn a_form_a_record_lacks_is_refused_before_anything_runs() {
         common::assert_one_line_error(&args, needle);
     }
 }
+
+/// The words of a shell command line (quotes and backslash-newlines only:
+/// what the workflow example uses).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
+
+#[test]
+fn every_bpfbench_command_of_the_ci_workflow_example_parses() {
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ci/bpf-bench.yml")).unwrap();
+    // Continuation lines joined, GitHub's expressions given a value.
+    let mut text = yaml.replace("\\\n", " ");
+    while let Some(start) = text.find("${{") {
+        let end = text[start..].find("}}").map(|e| start + e + 2).unwrap();
+        text.replace_range(start..end, "1");
+    }
+    let mut checked = 0;
+    for line in text.lines() {
+        let words = shell_words(line.split(" # ").next().unwrap());
+        let Some(at) = words.iter().position(|w| w == "bpfbench") else { continue };
+        let args: Vec<&str> = words[at + 1..].iter().map(String::as_str).collect();
+        // Parsing stops at the first unknown option or bad value, before --help.
+        let o = bpfbench(&[&args[..], &["--help"]].concat());
+        assert!(o.status.success(), "bpfbench {}: {}", args.join(" "), stderr(&o));
+        checked += 1;
+    }
+    assert!(checked >= 1, "no bpfbench command found in the workflow");
+    // A misspelt option is caught the same way.
+    assert!(!bpfbench(&["ab", "a.o", "b.o", "--fail-on-regresion", "2", "--help"]).status.success());
+}

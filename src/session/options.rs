@@ -196,8 +196,9 @@ pub struct PairedArgs {
     /// Run on this CPU (default: the last CPU this process may use).
     #[arg(long)]
     pub cpu: Option<usize>,
-    /// table, json, csv, or bmf (B's latency and the B/A ratio with its
-    /// interval); with --metric insns or --whole-runs, table or json.
+    /// table, json, csv, bmf (B's latency and the B/A ratio with its
+    /// interval), or markdown for a pull request comment; with --metric
+    /// insns or --whole-runs, table or json.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the output to this file instead of standard output.

@@ -92,7 +92,10 @@ const GUEST_BOUND: std::time::Duration = std::time::Duration::from_secs(600);
 /// Whether `p` is one of the user's programs: a BPF object or a spec file
 /// (else, for `ab`, an executable).
 pub fn is_own_program(p: &Path) -> bool {
-    crate::kernel::object::is_bpf_elf(p) || p.extension().is_some_and(|e| e == "toml")
+    // A missing `.o` is meant as an object too: its options then parse, and
+    // the run says the file is missing (not that `--packet` is unknown).
+    let missing_object = !p.exists() && p.extension().is_some_and(|e| e == "o");
+    crate::kernel::object::is_bpf_elf(p) || p.extension().is_some_and(|e| e == "toml") || missing_object
 }
 
 impl PairedRequest<'_> {
