@@ -61,6 +61,16 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
         assert_eq!(listed[0].testbed.as_deref(), Some("ci-runner"));
         assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap(), "{db}");
         assert_eq!(h.benchmarks_named("tcp-v4-lru-hit").unwrap(), vec!["xdp-lb/tcp-v4-lru-hit".to_string()]);
+        // Paired comparisons and live runs select by where they were made too.
+        for bed in ["lab-1", "ci-runner"] {
+            let mut p = common::paired_record();
+            p.environment.testbed = Some(Testbed { id: format!("id-{bed}"), name: bed.into() });
+            h.store_paired(&p).unwrap();
+        }
+        let paired = h.list_paired_in(10, &select(Some("ci-runner"), None, None)).unwrap();
+        assert_eq!(paired.len(), 1, "{db}");
+        assert_eq!(paired[0].1.environment.testbed.as_ref().unwrap().name, "ci-runner");
+        assert_eq!(h.list_paired_in(10, &Selection::default()).unwrap().len(), 2);
         // Reopening finds the current schema and changes nothing.
         drop(h);
         assert_eq!(History::open(&db).unwrap().list(None, 10).unwrap().len(), 2);
@@ -236,4 +246,24 @@ fn a_real_run_stores_into_postgres_named_by_the_environment() {
     let shown = bpfbench(&["show", "pg-cli", "--db", &url, "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(doc["environment"]["testbed"]["name"], "bpfbench-test-bed");
+}
+
+#[test]
+fn the_gate_compares_against_its_own_testbeds_runs_only() {
+    use bpfbench::session::Reference;
+    let dir = temp_dir("shared-gate");
+    let db = Location::Sqlite(dir.join("gate.sqlite"));
+    let mut h = History::open(&db).unwrap();
+    // Another machine's run of the tag is no reference for this one.
+    h.store(&on_testbed(run(Some("main"), 1.0), "elsewhere")).unwrap();
+    let err = format!("{:#}", Reference::tagged(&h, "main", 10).err().expect("refused"));
+    assert!(err.contains("no stored run has tag 'main' on this testbed"), "{err}");
+    let mut here = run(Some("main"), 1.0);
+    here.environment.testbed = Some(bpfbench::system::environment::testbed());
+    let id = h.store(&here).unwrap();
+    // A run from before testbeds was made here.
+    let legacy = h.store(&run(Some("main"), 1.0)).unwrap();
+    let reference = Reference::tagged(&h, "main", 10).unwrap();
+    assert_eq!(reference.runs.len(), 2, "{}", reference.label);
+    assert!(legacy > id);
 }

@@ -220,6 +220,18 @@ impl History {
         self.query(&sql, &params)?.iter().map(|r| r.int(0)).collect()
     }
 
+    /// Up to `limit` runs with this tag made on testbed `testbed_id` (or
+    /// stored before testbeds: on this machine, then), newest first.
+    pub fn runs_with_tag_on_testbed(&self, tag: &str, limit: usize, testbed_id: &str) -> Result<Vec<i64>> {
+        self.query(
+            "SELECT id FROM runs WHERE tag = $1 AND (testbed_id IS NULL OR testbed_id = $3) ORDER BY id DESC LIMIT $2",
+            &[tag.into(), (limit as i64).into(), testbed_id.into()],
+        )?
+        .iter()
+        .map(|r| r.int(0))
+        .collect()
+    }
+
     /// Runs, newest first, with the median of `benchmark` where given.
     pub fn list(&self, benchmark: Option<&str>, limit: usize) -> Result<Vec<RunSummary>> {
         self.list_in(benchmark, limit, &Selection::default())
@@ -317,6 +329,12 @@ impl History {
         self.list_records("paired", limit, "paired comparison", |t| Ok(serde_json::from_str(t)?))
     }
 
+    /// The newest `limit` paired comparisons made where `selection` admits.
+    pub fn list_paired_in(&self, limit: usize, selection: &Selection) -> Result<Vec<(i64, PairedRecord)>> {
+        let all = self.list_paired(usize::MAX >> 1)?;
+        Ok(all.into_iter().filter(|(_, r)| selection.admits(&r.environment)).take(limit).collect())
+    }
+
     /// Stores a live run; returns its id.
     pub fn store_live(&mut self, rec: &LiveRecord) -> Result<i64> {
         let env = &rec.environment;
@@ -346,6 +364,12 @@ impl History {
     /// Live runs, newest first: (id, record).
     pub fn list_live(&self, limit: usize) -> Result<Vec<(i64, LiveRecord)>> {
         self.list_records("live", limit, "live run", parse_live)
+    }
+
+    /// The newest `limit` live runs made where `selection` admits.
+    pub fn list_live_in(&self, limit: usize, selection: &Selection) -> Result<Vec<(i64, LiveRecord)>> {
+        let all = self.list_live(usize::MAX >> 1)?;
+        Ok(all.into_iter().filter(|(_, r)| selection.admits(&r.environment)).take(limit).collect())
     }
 
     /// Runs an `INSERT … RETURNING id` of one record (a `what`).

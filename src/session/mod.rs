@@ -44,11 +44,18 @@ pub struct Reference {
 }
 
 impl Reference {
-    /// The newest `count` runs stored with `tag`.
+    /// The newest `count` runs stored with `tag` on this machine's testbed
+    /// (a shared history holds other machines' runs of the tag too, which
+    /// are no reference for this one's speed), or before testbeds.
     pub fn tagged(history: &History, tag: &str, count: usize) -> Result<Reference> {
-        let ids = history.runs_with_tag(tag, count)?;
+        let testbed = environment::testbed();
+        let ids = history.runs_with_tag_on_testbed(tag, count, &testbed.id)?;
         if ids.is_empty() {
-            bail!("no stored run has tag '{tag}' in {}; run once with --tag {tag} first", history.location());
+            bail!(
+                "no stored run has tag '{tag}' on this testbed ({}) in {}; run once here with --tag {tag} first",
+                testbed.name,
+                history.location()
+            );
         }
         let label = format!("tag {tag} ({} run{})", ids.len(), if ids.len() == 1 { "" } else { "s" });
         Ok(Reference { label, runs: ids.iter().map(|&id| history.load(id)).collect::<Result<Vec<_>>>()? })

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use bpfbench::history::{History, Location};
+use bpfbench::history::{History, Location, Selection};
 use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
@@ -106,11 +106,11 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     Ok(if record.interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
 
-pub fn history(limit: usize, db: &Location) -> Result<ExitCode> {
+pub fn history(limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
     if !db.exists() {
         bail!("no history yet at {}; 'bpfbench live' stores its runs there unless --no-store is given", db);
     }
-    print!("{}", history_table::live(&History::open(db)?.list_live(limit)?));
+    print!("{}", history_table::live(&History::open(db)?.list_live_in(limit, select)?));
     Ok(ExitCode::SUCCESS)
 }
 

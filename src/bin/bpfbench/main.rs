@@ -86,11 +86,13 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
         Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
         Some(Command::Verifier { a, b, format }) => verifier(&a, b.as_deref(), format),
-        Some(Command::History { limit, live: true, db, .. }) => live::history(limit, &db.location()),
+        Some(Command::History { limit, live: true, select, db, .. }) => live::history(limit, &select, &db.location()),
         Some(Command::History { scenario, limit, ab: false, select, db, .. }) => {
             stored::history(scenario.as_deref(), limit, &select, &db.location())
         }
-        Some(Command::History { limit, ab: true, db, .. }) => stored::history_paired(limit, &db.location()),
+        Some(Command::History { limit, ab: true, select, db, .. }) => {
+            stored::history_paired(limit, &select, &db.location())
+        }
         Some(Command::Show { run, live: true, format, output, db, .. }) => {
             live::show(&run, format, output.as_deref(), &db.location())
         }

@@ -90,11 +90,11 @@ pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db:
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn history_paired(limit: usize, db: &Location) -> Result<ExitCode> {
+pub fn history_paired(limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
     if !db.exists() {
         bail!("no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given", db);
     }
-    print!("{}", history_table::paired(&History::open(db)?.list_paired(limit)?));
+    print!("{}", history_table::paired(&History::open(db)?.list_paired_in(limit, select)?));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -51,16 +51,11 @@ pub fn gather(history: &History, selection: &Selection) -> Result<Contents> {
         }
     }
     let kernels = newest_per_kernel.iter().map(|&id| Ok((id, history.load(id)?))).collect::<Result<Vec<_>>>()?;
-    let paired = history
-        .list_paired(usize::MAX >> 1)?
-        .into_iter()
-        .filter(|(_, r)| selection.admits(&r.environment))
-        .take(NEWEST)
-        .collect();
+    let paired = history.list_paired_in(NEWEST, selection)?;
     let live = history
-        .list_live(usize::MAX >> 1)?
+        .list_live_in(usize::MAX >> 1, selection)?
         .into_iter()
-        .filter(|(_, r)| selection.admits(&r.environment) && r.sweep.is_some() && !r.steps.is_empty())
+        .filter(|(_, r)| r.sweep.is_some() && !r.steps.is_empty())
         .take(NEWEST)
         .collect();
     let changes = find_changes(history, None, selection, &Options::default())?;
