@@ -30,8 +30,8 @@ fn main() -> Result<()> {
     let shift: f64 = args.get(3).map_or(Ok(0.05), |s| s.parse())?;
     let history = History::open(Location::parse(db))?;
     let mut series: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-    for (_, _, benchmark, point) in history.series_points(&Selection::default())? {
-        series.entry(benchmark).or_default().push(point.median_ns);
+    for (key, point) in history.series_points(&Selection::default())? {
+        series.entry(key.benchmark).or_default().push(point.median_ns);
     }
     let options = Options::default();
     println!(

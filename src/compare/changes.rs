@@ -1,5 +1,6 @@
 //! Change points in stored history (`bpfbench changes`): each benchmark's
-//! per-run medians on each testbed, in the order the runs were made, split
+//! per-run medians on each testbed (host and each guest apart: an emulated
+//! guest's times are not the hardware's), in the order the runs were made, split
 //! where they shifted (stats::change_points), each change told with the
 //! medians on either side, the runs and commits at that point, what else
 //! changed there, and the paired comparisons that measured the step.
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::history::{History, Selection};
+use crate::history::{History, Selection, SeriesKey};
 use crate::record::changes::{CHANGES_SCHEMA, Change, ChangesRecord, PairedEvidence, Point, Series};
 use crate::stats::change_points::{Options, e_divisive};
 
@@ -20,17 +21,16 @@ pub fn find_changes(
     selection: &Selection,
     options: &Options,
 ) -> Result<ChangesRecord> {
-    let mut by_series: BTreeMap<(String, String), (String, Vec<Point>)> = BTreeMap::new();
-    for (testbed_id, testbed_name, benchmark, point) in history.series_points(selection)? {
-        if benchmarks.is_some_and(|b| !b.contains(&benchmark)) {
+    let mut by_series: BTreeMap<SeriesKey, Vec<Point>> = BTreeMap::new();
+    for (key, point) in history.series_points(selection)? {
+        if benchmarks.is_some_and(|b| !b.contains(&key.benchmark)) {
             continue;
         }
-        let entry = by_series.entry((benchmark, testbed_id)).or_insert_with(|| (testbed_name, Vec::new()));
-        entry.1.push(point);
+        by_series.entry(key).or_default().push(point);
     }
     let paired = history.list_paired(usize::MAX >> 1)?;
     let mut series = Vec::new();
-    for ((benchmark, _), (testbed, points)) in by_series {
+    for (SeriesKey { benchmark, testbed_name: testbed, guest, .. }, points) in by_series {
         let medians: Vec<f64> = points.iter().map(|p| p.median_ns).collect();
         let found = e_divisive(&medians, options);
         let bounds: Vec<usize> =
@@ -72,7 +72,7 @@ pub fn find_changes(
                 paired: evidence,
             });
         }
-        series.push(Series { benchmark, testbed, points, changes });
+        series.push(Series { benchmark, testbed, guest, points, changes });
     }
     Ok(ChangesRecord {
         schema: CHANGES_SCHEMA.into(),

@@ -107,6 +107,17 @@ impl Selection {
     }
 }
 
+/// What one series of medians shares: the benchmark, the testbed (id ""
+/// and name "-" for runs from before testbeds) and the guest it ran in
+/// (None: the host).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub benchmark: String,
+    pub testbed_id: String,
+    pub testbed_name: String,
+    pub guest: Option<String>,
+}
+
 pub struct History {
     conn: RefCell<Connection>,
     location: Location,
@@ -158,8 +169,8 @@ impl History {
             .transaction(|c| {
                 let id = c
                     .query(
-                        "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json, testbed_id, testbed_name)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                        "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json, testbed_id, testbed_name, guest)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
                         &[
                             report.tag.clone().into(),
                             (env.started_at as i64).into(),
@@ -169,6 +180,7 @@ impl History {
                             json.into(),
                             testbed_id,
                             testbed_name,
+                            env.guest.as_ref().map(guest_label).into(),
                         ],
                     )?[0]
                     .int(0)?;
@@ -414,13 +426,12 @@ impl History {
     }
 
     /// Every stored median of the runs `selection` admits, oldest run
-    /// first: (testbed id, testbed name, benchmark, point); runs from before
-    /// testbeds have "" and "-".
-    pub fn series_points(&self, selection: &Selection) -> Result<Vec<(String, String, String, Point)>> {
+    /// first, with where it was measured.
+    pub fn series_points(&self, selection: &Selection) -> Result<Vec<(SeriesKey, Point)>> {
         let (cond, params) = selection.condition(1);
         let sql = format!(
             "SELECT r.testbed_id, r.testbed_name, x.benchmark, r.id, r.started_at, r.git_commit, r.tag, r.kernel,
-                    x.median_ns, x.ci_low_ns, x.ci_high_ns
+                    x.median_ns, x.ci_low_ns, x.ci_high_ns, r.guest
              FROM results x JOIN runs r ON r.id = x.run_id
              WHERE x.median_ns IS NOT NULL AND {cond}
              ORDER BY r.started_at, r.id"
@@ -437,12 +448,13 @@ impl History {
                     median_ns: r.opt_real(8)?.unwrap_or(f64::NAN),
                     ci95_ns: r.opt_real(9)?.zip(r.opt_real(10)?),
                 };
-                Ok((
-                    r.opt_text(0)?.unwrap_or_default(),
-                    r.opt_text(1)?.unwrap_or_else(|| "-".into()),
-                    r.text(2)?,
-                    point,
-                ))
+                let key = SeriesKey {
+                    benchmark: r.text(2)?,
+                    testbed_id: r.opt_text(0)?.unwrap_or_default(),
+                    testbed_name: r.opt_text(1)?.unwrap_or_else(|| "-".into()),
+                    guest: r.opt_text(11)?,
+                };
+                Ok((key, point))
             })
             .collect()
     }
@@ -460,6 +472,12 @@ impl History {
         .map(|r| r.text(0))
         .collect()
     }
+}
+
+/// How a run's guest is named in its series: "an emulated (TCG) guest of
+/// IMAGE" or "a KVM guest of IMAGE".
+pub fn guest_label(g: &crate::record::Guest) -> String {
+    if g.emulated() { format!("an emulated (TCG) guest of {}", g.image) } else { format!("a KVM guest of {}", g.image) }
 }
 
 /// Runs named on the command line, newest first, and how to call them: a

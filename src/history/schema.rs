@@ -57,9 +57,12 @@ pub const MIGRATIONS: [&str; DB_SCHEMA_VERSION as usize] = [
         cpu_model TEXT NOT NULL,
         record_json TEXT NOT NULL
     );",
-    // 4: the machine each result came from, for histories many machines share.
+    // 4: the machine each result came from, for histories many machines
+    // share, and the guest a run ran in (`bpfbench vm`), whose times are
+    // another series than the host's.
     "ALTER TABLE runs ADD COLUMN testbed_id TEXT;
     ALTER TABLE runs ADD COLUMN testbed_name TEXT;
+    ALTER TABLE runs ADD COLUMN guest TEXT;
     ALTER TABLE paired ADD COLUMN testbed_id TEXT;
     ALTER TABLE paired ADD COLUMN testbed_name TEXT;
     ALTER TABLE live ADD COLUMN testbed_id TEXT;

@@ -25,6 +25,9 @@ pub struct Series {
     pub benchmark: String,
     /// The testbed's name ("-" for runs stored before testbeds).
     pub testbed: String,
+    /// The guest the runs ran in (`bpfbench vm`); None: on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<String>,
     pub points: Vec<Point>,
     pub changes: Vec<Change>,
 }
@@ -77,6 +80,16 @@ pub struct PairedEvidence {
     pub ratio: f64,
     pub ratio_ci95: (f64, f64),
     pub verdict: String,
+}
+
+impl Series {
+    /// "lab-1", or "lab-1, in an emulated (TCG) guest of IMAGE".
+    pub fn place(&self) -> String {
+        match &self.guest {
+            Some(g) => format!("{}, in {g}", self.testbed),
+            None => self.testbed.clone(),
+        }
+    }
 }
 
 impl ChangesRecord {

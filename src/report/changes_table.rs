@@ -35,7 +35,7 @@ pub fn render(rec: &ChangesRecord) -> String {
             out,
             "\n{} on {}: {} runs, {}",
             s.benchmark,
-            s.testbed,
+            s.place(),
             s.points.len(),
             match s.changes.len() {
                 0 => "no change".to_string(),
@@ -87,7 +87,7 @@ pub fn markdown(rec: &ChangesRecord) -> String {
                     out,
                     "| {} | {} | {} | {} | {:.2} | {:.2} | **{}** | {:.3} | {} / {} | {} |",
                     cell(&s.benchmark),
-                    cell(&s.testbed),
+                    cell(&s.place()),
                     cell(&run_label(&c.before)),
                     cell(&run_label(&c.after)),
                     c.median_before,

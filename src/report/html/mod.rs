@@ -311,10 +311,13 @@ fn trends(c: &Contents, out: &mut String) -> Result<()> {
         "<p class=\"note\">Per-run medians with their 95 % intervals, oldest run first; red dashes: change points, green: each segment's median ({}).</p>",
         esc(&c.changes.method)
     );
+    let mut series: Vec<_> = c.changes.series.iter().filter(|s| s.points.len() >= 2).collect();
+    // Series that changed first, the host's before guests' (each group in name order).
+    series.sort_by_key(|s| (s.changes.is_empty(), s.guest.is_some()));
     let mut shown = 0;
-    for s in c.changes.series.iter().filter(|s| s.points.len() >= 2) {
+    for s in series {
         shown += 1;
-        let _ = write!(out, "<h3>{} on {}: {} runs", esc(&s.benchmark), esc(&s.testbed), s.points.len());
+        let _ = write!(out, "<h3>{} on {}: {} runs", esc(&s.benchmark), esc(&s.place()), s.points.len());
         for ch in &s.changes {
             let _ = write!(
                 out,

@@ -46,8 +46,11 @@ const LABELS: (&str, u32) = ("sans-serif", 16);
 /// that a 5 ns benchmark's interval shows beside a 300 ns one's.
 pub fn intervals(rows: &[Interval], x_label: &str, reference: Option<f64>) -> Result<String> {
     crate::report::live_plot::register_font()?;
-    let lo = rows.iter().map(|r| r.ci.map_or(r.value, |c| c.0)).chain(reference).fold(f64::MAX, f64::min);
-    let hi = rows.iter().map(|r| r.ci.map_or(r.value, |c| c.1)).chain(reference).fold(f64::MIN, f64::max);
+    // Every value and both ends of every interval are in range (a value
+    // need not lie in its interval: a userspace row may carry the kernel's).
+    let ends = |r: &Interval| [r.value, r.ci.map_or(r.value, |c| c.0), r.ci.map_or(r.value, |c| c.1)];
+    let lo = rows.iter().flat_map(ends).chain(reference).fold(f64::MAX, f64::min);
+    let hi = rows.iter().flat_map(ends).chain(reference).fold(f64::MIN, f64::max);
     let log = lo > 0.0 && hi / lo > 10.0;
     let to_x = |v: f64| if log { v.ln() } else { v };
     let (lo, hi) = (to_x(lo), to_x(hi));
@@ -121,8 +124,9 @@ pub struct TrendPoint {
 /// median as a flat line.
 pub fn trend(points: &[TrendPoint], changes: &[usize], segment_medians: &[f64]) -> Result<String> {
     crate::report::live_plot::register_font()?;
-    let lo = points.iter().map(|p| p.ci.map_or(p.median, |c| c.0)).fold(f64::MAX, f64::min);
-    let hi = points.iter().map(|p| p.ci.map_or(p.median, |c| c.1)).fold(f64::MIN, f64::max);
+    let ends = |p: &TrendPoint| [p.median, p.ci.map_or(p.median, |c| c.0), p.ci.map_or(p.median, |c| c.1)];
+    let lo = points.iter().flat_map(ends).fold(f64::MAX, f64::min);
+    let hi = points.iter().flat_map(ends).fold(f64::MIN, f64::max);
     let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.01).max(1e-9);
     let mut svg = String::new();
     {
