@@ -246,6 +246,15 @@ fn a_real_run_stores_into_postgres_named_by_the_environment() {
     let shown = bpfbench(&["show", "pg-cli", "--db", &url, "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(doc["environment"]["testbed"]["name"], "bpfbench-test-bed");
+    // The readers of a history read it from the server too.
+    let changes = bpfbench(&["changes", "--db", &url, "--format", "json"]);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&changes.stdout).unwrap_or_else(|_| panic!("{}", stderr(&changes)));
+    assert_eq!(doc["series"][0]["testbed"], "bpfbench-test-bed", "{doc}");
+    let dir = temp_dir("shared-report");
+    let html = dir.join("r.html");
+    let o = bpfbench(&["report", "--db", &url, "-o", html.to_str().unwrap()]);
+    assert!(o.status.success() && std::fs::read_to_string(&html).unwrap().contains("pg-cli"), "{}", stderr(&o));
 }
 
 #[test]
