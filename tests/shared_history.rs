@@ -206,6 +206,7 @@ fn bad_urls_unreachable_servers_wrong_credentials_and_newer_databases_are_one_li
         (format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{closed_port}/x"), "cannot open the history database"),
         (format!("postgres://{USER}:wrong@127.0.0.1:{}/errors", pg.port), "password authentication failed"),
         (format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{}/nosuchdb", pg.port), "does not exist"),
+        // This server has no TLS; the URL wants it.
         (format!("postgres://{USER}:{PASSWORD}@127.0.0.1:{}/errors?sslmode=require", pg.port), "TLS"),
     ];
     for (url, needle) in &cases {
@@ -275,4 +276,43 @@ fn the_gate_compares_against_its_own_testbeds_runs_only() {
     let reference = Reference::tagged(&h, "main", 10).unwrap();
     assert_eq!(reference.runs.len(), 2, "{}", reference.label);
     assert!(legacy > id);
+}
+
+#[test]
+fn tls_is_used_where_the_url_asks_and_the_servers_certificate_is_checked() {
+    let pg = Postgres::start_tls();
+    let url = format!("{}?sslmode=require", pg.database("tls"));
+    let history = |ca: Option<&std::path::Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpfbench"));
+        cmd.args(["history", "--db", &url]).env_remove("BPFBENCH_DB_CA");
+        if let Some(ca) = ca {
+            cmd.env("BPFBENCH_DB_CA", ca);
+        }
+        cmd.output().unwrap()
+    };
+    // With the CA the server's certificate chains to: connected, over TLS.
+    let o = history(Some(&pg.ca()));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = pg.log();
+    assert!(
+        log.lines().any(|l| l.contains("connection authorized")
+            && l.contains("application_name=bpfbench")
+            && l.contains("SSL enabled")),
+        "{log}"
+    );
+    // Without it the certificate is not trusted: refused, in one line.
+    let o = history(None);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("cannot open the history database") && err.contains("certificate"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // A CA file that holds no certificate.
+    let dir = temp_dir("shared-tls");
+    let not_pem = dir.join("ca.pem");
+    std::fs::write(&not_pem, "not a certificate\n").unwrap();
+    let o = history(Some(&not_pem));
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.contains("BPFBENCH_DB_CA") && err.trim_end().lines().count() == 1, "{err}");
 }

@@ -116,11 +116,20 @@ impl Connection {
                     config.connect_timeout(WAIT);
                 }
                 config.application_name("bpfbench");
-                // No TLS: a history server on a lab network or a CI service
-                // container; an sslmode=require URL is refused in one line.
-                let client = config.connect(postgres::NoTls).map_err(|e| {
-                    anyhow!("cannot open the history database {location}: {}; check the URL, the server and the credentials", one_line(&e))
-                })?;
+                let cannot = |e: postgres::Error| {
+                    anyhow!(
+                        "cannot open the history database {location}: {}; check the URL, the server and the credentials",
+                        one_line(&e)
+                    )
+                };
+                // TLS where the URL asks for it (sslmode=require), with the
+                // server's certificate verified; else none, as libpq's
+                // default (prefer) also settles for without checking.
+                let client = if matches!(config.get_ssl_mode(), postgres::config::SslMode::Require) {
+                    config.connect(tls_connector()?).map_err(cannot)?
+                } else {
+                    config.connect(postgres::NoTls).map_err(cannot)?
+                };
                 Ok(Connection::Postgres(Box::new(client)))
             }
         }
@@ -189,6 +198,43 @@ impl Connection {
             }
         }
     }
+}
+
+/// Where a CA certificate the server's certificate chains to may be given
+/// (PEM), beside the system's roots: a lab's own CA, a managed database's.
+pub const CA_ENV: &str = "BPFBENCH_DB_CA";
+
+/// A TLS connector that trusts the system's root certificates and those in
+/// $BPFBENCH_DB_CA, and checks the server's name (rustls, with ring).
+fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    // A system without a bundle still connects with $BPFBENCH_DB_CA alone.
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    if let Some(path) = std::env::var_os(CA_ENV) {
+        let shown = std::path::Path::new(&path).display().to_string();
+        let certs = CertificateDer::pem_file_iter(&path)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| anyhow!("${CA_ENV}={shown} is not a PEM file of certificates ({e}); give the CA the server's certificate chains to"))?;
+        if certs.is_empty() {
+            return Err(anyhow!(
+                "${CA_ENV}={shown} holds no certificate; give the CA the server's certificate chains to"
+            ));
+        }
+        for cert in certs {
+            roots.add(cert).map_err(|e| anyhow!("${CA_ENV}={shown}: {e}"))?;
+        }
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| anyhow!("TLS: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 /// `$3` → `?3`: SQLite's numbered parameters (no statement here has a `$`

@@ -59,8 +59,67 @@ fn remove_leftovers() {
     }
 }
 
+/// Makes a CA and a certificate for 127.0.0.1 that it signed (openssl), in `dir`.
+fn make_certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let o = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
+        assert!(o.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    openssl(
+        &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2"]
+            .into_iter()
+            .chain(["-subj", "/CN=bpfbench test CA"])
+            .collect::<Vec<_>>(),
+    );
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext",
+    ]);
+}
+
 impl Postgres {
     pub fn start() -> Postgres {
+        Postgres::start_with(false)
+    }
+
+    /// A server that offers TLS with a certificate for 127.0.0.1 signed by
+    /// the CA at [`Postgres::ca`], and logs each connection (with its TLS).
+    pub fn start_tls() -> Postgres {
+        Postgres::start_with(true)
+    }
+
+    /// The CA certificate (PEM) of a [`Postgres::start_tls`] server.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    fn start_with(tls: bool) -> Postgres {
         remove_leftovers();
         static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -86,14 +145,25 @@ impl Postgres {
         std::os::unix::fs::chown(dir.join("server.log"), Some(uid), Some(gid)).unwrap();
         let port = free_port();
         let mut cmd = Command::new(bin.join("postgres"));
-        cmd.args(["-D", "data", "-p", &port.to_string(), "-k"])
-            .arg(&dir)
-            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=40"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .uid(uid)
-            .gid(gid);
+        cmd.args(["-D", "data", "-p", &port.to_string(), "-k"]).arg(&dir).args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "max_connections=40",
+        ]);
+        if tls {
+            make_certificates(&dir);
+            for f in ["server.key", "server.pem"] {
+                std::os::unix::fs::chown(dir.join(f), Some(uid), Some(gid)).unwrap();
+            }
+            std::fs::set_permissions(dir.join("server.key"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            cmd.args(["-c", "ssl=on", "-c", "ssl_cert_file=../server.pem", "-c", "ssl_key_file=../server.key"])
+                .args(["-c", "log_connections=on"]);
+        }
+        cmd.current_dir(&dir).stdout(Stdio::null()).stderr(log).uid(uid).gid(gid);
         // Set after the uid change (which clears it): the server dies with us.
         unsafe {
             cmd.pre_exec(|| {
