@@ -227,6 +227,15 @@ fn a_two_hundred_run_report_opens_whole_in_a_real_browser() {
         }
     }
 
+    // Trends of one benchmark: its own only.
+    let one = dir.join("one.html");
+    let o = bpfbench(&["report", "--db", db.to_str().unwrap(), "-o", one.to_str().unwrap(), "-s", "drop-ttl"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page_one = std::fs::read_to_string(&one).unwrap();
+    let trends = &page_one[page_one.find("<section id=\"trends\">").unwrap()..];
+    assert_eq!(trends.matches("<h3>").count(), 2, "drop-ttl on the host and in the guest");
+    assert!(trends.contains("xdp-lb/drop-ttl on lab-1: 197 runs") && !trends.contains("tcp-v4-lru-hit"));
+
     // The check above sees a page that loads something: the same page with
     // one outside image is refused by its own policy, and the log says so.
     let leaky = dir.join("leaky.html");
@@ -243,6 +252,7 @@ fn an_empty_selection_and_a_missing_history_are_one_line_errors() {
     h.store(&run_of(&[("tcp-v4-lru-hit", 100.0)])).unwrap();
     let out = dir.join("r.html");
     let (db, out) = (db.to_str().unwrap(), out.to_str().unwrap());
+    common::assert_one_line_error(&["report", "--db", db, "-o", out, "-s", "nope"], "no stored run measured 'nope'");
     common::assert_one_line_error(&["report", "--db", db, "-o", out, "--testbed", "nowhere"], "is selected");
     let missing = dir.join("none.sqlite");
     common::assert_one_line_error(&["report", "--db", missing.to_str().unwrap(), "-o", out], "no history yet");

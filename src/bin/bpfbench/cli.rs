@@ -87,6 +87,9 @@ pub enum Command {
         /// The HTML file to write (written whole or not at all).
         #[arg(long, short, value_name = "FILE.html")]
         output: PathBuf,
+        /// Trends of this benchmark only ("xdp-lb/tcp-v4-lru-hit" or just the scenario name).
+        #[arg(long, short = 's')]
+        scenario: Option<String>,
         #[command(flatten)]
         select: Selection,
         #[command(flatten)]

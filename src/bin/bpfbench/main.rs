@@ -105,7 +105,9 @@ fn main() -> ExitCode {
         Some(Command::Changes { scenario, select, alpha, min_runs, format, output, db }) => {
             stored::changes(scenario.as_deref(), &select, alpha, min_runs, format, output.as_deref(), &db.location())
         }
-        Some(Command::Report { output, select, db }) => stored::report(&output, &select, &db.location()),
+        Some(Command::Report { output, scenario, select, db }) => {
+            stored::report(&output, scenario.as_deref(), &select, &db.location())
+        }
         Some(Command::Compare { a, b, gate, tags, select, format, db }) => {
             stored::compare(&a, &b, &gate, tags.tag_runs as usize, &select, format, &db.location())
         }

@@ -31,6 +31,15 @@ pub fn history(scenario: Option<&str>, limit: usize, select: &Selection, db: &Lo
     Ok(ExitCode::SUCCESS)
 }
 
+/// The stored benchmarks `scenario` names (all: None).
+fn benchmarks_named(h: &History, scenario: Option<&str>) -> Result<Option<Vec<String>>> {
+    let Some(s) = scenario else { return Ok(None) };
+    match h.benchmarks_named(s)? {
+        names if names.is_empty() => bail!("no stored run measured '{s}'; 'bpfbench history' lists the runs"),
+        names => Ok(Some(names)),
+    }
+}
+
 /// The history at `db`, which must hold runs already.
 fn open_existing(db: &Location) -> Result<History> {
     if !db.exists() {
@@ -56,13 +65,7 @@ pub fn changes(
         bail!("--min-runs {min_runs} is too few: a side of a change needs at least 2 runs to have a spread");
     }
     let h = open_existing(db)?;
-    let benchmarks = match scenario {
-        None => None,
-        Some(s) => match h.benchmarks_named(s)? {
-            names if names.is_empty() => bail!("no stored run measured '{s}'; 'bpfbench history' lists the runs"),
-            names => Some(names),
-        },
-    };
+    let benchmarks = benchmarks_named(&h, scenario)?;
     let options = change_points::Options { alpha, min_segment: min_runs, ..Default::default() };
     let record = find_changes(&h, benchmarks.as_deref(), select, &options)?;
     if record.series.is_empty() {
@@ -72,9 +75,10 @@ pub fn changes(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn report(output: &Path, select: &Selection, db: &Location) -> Result<ExitCode> {
+pub fn report(output: &Path, scenario: Option<&str>, select: &Selection, db: &Location) -> Result<ExitCode> {
     let h = open_existing(db)?;
-    let contents = report::html::gather(&h, select)?;
+    let benchmarks = benchmarks_named(&h, scenario)?;
+    let contents = report::html::gather(&h, benchmarks.as_deref(), select)?;
     if contents.latest.is_none() && contents.paired.is_empty() && contents.live.is_empty() {
         bail!("no stored result in {db} is selected ({}); 'bpfbench history' lists the runs", contents.selection);
     }

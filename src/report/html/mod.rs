@@ -39,8 +39,9 @@ pub struct Contents {
 /// How many of the newest paired comparisons and live sweeps are shown.
 const NEWEST: usize = 5;
 
-/// Reads what the report shows from `history`, of the runs `selection` admits.
-pub fn gather(history: &History, selection: &Selection) -> Result<Contents> {
+/// Reads what the report shows from `history`, of the runs `selection`
+/// admits (trends: of the benchmarks named, where given).
+pub fn gather(history: &History, benchmarks: Option<&[String]>, selection: &Selection) -> Result<Contents> {
     let runs = history.list_in(None, usize::MAX >> 1, selection)?;
     let latest = runs.first().map(|r| Ok::<_, anyhow::Error>((r.id, history.load(r.id)?))).transpose()?;
     let mut newest_per_kernel: Vec<i64> = Vec::new();
@@ -58,7 +59,7 @@ pub fn gather(history: &History, selection: &Selection) -> Result<Contents> {
         .filter(|(_, r)| r.sweep.is_some() && !r.steps.is_empty())
         .take(NEWEST)
         .collect();
-    let changes = find_changes(history, None, selection, &Options::default())?;
+    let changes = find_changes(history, benchmarks, selection, &Options::default())?;
     Ok(Contents {
         source: history.location().to_string(),
         selection: changes.selection.clone(),
