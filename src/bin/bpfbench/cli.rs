@@ -52,11 +52,13 @@ pub enum Command {
         #[command(flatten)]
         db: DbOption,
     },
-    /// Change points in the stored history: where each benchmark's per-run
-    /// medians shifted on each testbed (E-divisive means with a permutation
-    /// test), with the medians before and after, the runs and commits at
-    /// that point, what else changed there, and the paired comparisons
-    /// ('bpfbench ab') that measured the step.
+    /// Change points in the stored history: where each benchmark shifted, per testbed.
+    ///
+    /// Each benchmark's per-run medians on each testbed, oldest first, split
+    /// where they shifted (E-divisive means with a permutation test), with the
+    /// medians before and after, the runs and commits at that point, what else
+    /// changed there, and the paired comparisons ('bpfbench ab') that measured
+    /// the step.
     Changes {
         /// Only this benchmark ("xdp-lb/tcp-v4-lru-hit" or just the scenario name).
         #[arg(long, short = 's')]
@@ -78,11 +80,12 @@ pub enum Command {
         #[command(flatten)]
         db: DbOption,
     },
-    /// The stored history as one self-contained HTML file: the latest run
-    /// with its intervals, kernel against userspace, a kernel matrix, paired
-    /// comparisons, live sweeps, and each benchmark's trend with its change
-    /// points (inline SVG; nothing loaded from anywhere; readable on a phone
-    /// and in print).
+    /// The stored history as one self-contained HTML page.
+    ///
+    /// The latest run with its intervals, kernel against userspace, a kernel
+    /// matrix, paired comparisons, live sweeps, and each benchmark's trend with
+    /// its change points (inline SVG; nothing loaded from anywhere; readable on
+    /// a phone and in print).
     Report {
         /// The HTML file to write (written whole or not at all).
         #[arg(long, short, value_name = "FILE.html")]
