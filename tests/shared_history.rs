@@ -316,3 +316,31 @@ fn tls_is_used_where_the_url_asks_and_the_servers_certificate_is_checked() {
     let err = stderr(&o);
     assert!(!o.status.success() && err.contains("BPFBENCH_DB_CA") && err.trim_end().lines().count() == 1, "{err}");
 }
+
+#[test]
+fn eight_openers_of_an_empty_database_migrate_it_once() {
+    let pg = Postgres::start();
+    let dir = temp_dir("shared-openers");
+    for db in both(&pg, &dir, "openers") {
+        // No one has opened it yet: all eight find it empty at once.
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let openers: Vec<_> = (0..8)
+            .map(|i| {
+                let (db, barrier) = (db.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mut h = History::open(&db).unwrap();
+                    h.store(&run(Some(&format!("o{i}")), 1.0)).unwrap();
+                })
+            })
+            .collect();
+        for o in openers {
+            o.join().unwrap();
+        }
+        let mut conn = Connection::open(&db).unwrap();
+        let rows = conn.query("SELECT value FROM meta WHERE key = 'schema_version'", &[]).unwrap();
+        assert_eq!(rows.len(), 1, "{db}: one version row");
+        assert_eq!(rows[0].text(0).unwrap(), DB_SCHEMA_VERSION.to_string());
+        assert_eq!(conn.query("SELECT count(*) FROM runs", &[]).unwrap()[0].int(0).unwrap(), 8, "{db}");
+    }
+}
