@@ -344,3 +344,48 @@ fn eight_openers_of_an_empty_database_migrate_it_once() {
         assert_eq!(conn.query("SELECT count(*) FROM runs", &[]).unwrap()[0].int(0).unwrap(), 8, "{db}");
     }
 }
+
+#[test]
+fn a_machines_history_is_imported_into_the_shared_one_once() {
+    let pg = Postgres::start();
+    let dir = temp_dir("shared-import");
+    let local = dir.join("local.sqlite");
+    let mut h = History::open(&local).unwrap();
+    for i in 0..3 {
+        let mut r = run(Some("main"), 1.0 + i as f64 / 100.0);
+        r.environment.started_at = 1_800_000_000 + i * 60;
+        h.store(&r).unwrap();
+    }
+    h.store(&on_testbed(run(Some("lab"), 1.0), "lab-1")).unwrap();
+    h.store_paired(&common::paired_record()).unwrap();
+    drop(h);
+    let url = pg.database("import");
+    let import = || bpfbench(&["import", local.to_str().unwrap(), "--db", &url]);
+    let o = import();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("imported 4 run(s), 1 paired comparison(s) and 0 live run(s)")
+            && err.contains("0 were there already"),
+        "{err}"
+    );
+    // Twice: nothing twice.
+    let err = stderr(&import());
+    assert!(err.contains("imported 0 run(s), 0 paired comparison(s)") && err.contains("5 were there already"), "{err}");
+    let shared = History::open(Location::parse(&url)).unwrap();
+    let runs = shared.list(None, 10).unwrap();
+    assert_eq!(runs.len(), 4);
+    // Oldest first, each with its own time and testbed (none from before testbeds).
+    assert_eq!(runs[3].started_at, 1_800_000_000);
+    assert_eq!(runs[0].testbed.as_deref(), Some("lab-1"));
+    assert_eq!(runs[1].testbed, None);
+    assert_eq!(
+        json(&shared.load(runs[3].id).unwrap())["results"],
+        json(&History::open(&local).unwrap().load(1).unwrap())["results"]
+    );
+    common::assert_one_line_error(&["import", &url, "--db", &url], "is the history to import into too");
+    common::assert_one_line_error(
+        &["import", dir.join("none.sqlite").to_str().unwrap(), "--db", &url],
+        "no history yet",
+    );
+}

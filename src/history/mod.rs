@@ -123,6 +123,15 @@ pub struct History {
     location: Location,
 }
 
+/// What `import_from` copied, and what the history held already.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub runs: usize,
+    pub paired: usize,
+    pub live: usize,
+    pub already: usize,
+}
+
 /// One stored run, as `history` lists it.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
@@ -457,6 +466,48 @@ impl History {
                 Ok((key, point))
             })
             .collect()
+    }
+
+    /// Copies into this history every run, paired comparison and live run
+    /// of `source` that it does not hold yet (the same record stored at the
+    /// same time), oldest first so that ids keep the order the records
+    /// were made in. Records keep the testbed they were made on (none for
+    /// those from before testbeds).
+    pub fn import_from(&mut self, source: &History) -> Result<Imported> {
+        let mut done = Imported::default();
+        let runs = source.query("SELECT id FROM runs ORDER BY id", &[])?;
+        for row in runs {
+            let run = source.load(row.int(0)?)?;
+            if self.holds("runs", "report_json", run.environment.started_at, &serde_json::to_string(&run)?)? {
+                done.already += 1;
+            } else {
+                self.store(&run)?;
+                done.runs += 1;
+            }
+        }
+        for (_, rec) in source.list_paired(usize::MAX >> 1)?.into_iter().rev() {
+            if self.holds("paired", "record_json", rec.environment.started_at, &serde_json::to_string(&rec)?)? {
+                done.already += 1;
+            } else {
+                self.store_paired(&rec)?;
+                done.paired += 1;
+            }
+        }
+        for (_, rec) in source.list_live(usize::MAX >> 1)?.into_iter().rev() {
+            if self.holds("live", "record_json", rec.environment.started_at, &serde_json::to_string(&rec)?)? {
+                done.already += 1;
+            } else {
+                self.store_live(&rec)?;
+                done.live += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Whether `table` holds a record stored at `started_at` as `json`.
+    fn holds(&self, table: &str, column: &str, started_at: u64, json: &str) -> Result<bool> {
+        let sql = format!("SELECT count(*) FROM {table} WHERE started_at = $1 AND {column} = $2");
+        Ok(self.query(&sql, &[(started_at as i64).into(), json.into()])?[0].int(0)? > 0)
     }
 
     /// Benchmark names that match `pattern` exactly or by scenario name

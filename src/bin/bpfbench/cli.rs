@@ -98,6 +98,18 @@ pub enum Command {
         #[command(flatten)]
         db: DbOption,
     },
+    /// Copy another history's runs, paired comparisons and live runs into this one.
+    ///
+    /// E.g. a machine's own SQLite history into the PostgreSQL history a team
+    /// shares. Records keep their times and testbeds; those the target holds
+    /// already are skipped, so importing twice copies nothing twice.
+    Import {
+        /// The history to copy from: an SQLite file or a postgres:// URL.
+        #[arg(value_name = "PATH|URL")]
+        source: String,
+        #[command(flatten)]
+        db: DbOption,
+    },
     /// Print a stored run again (by id or tag), in any output format.
     Show {
         /// Run id or tag (the newest run with that tag); with --ab, a paired comparison's id.

@@ -105,6 +105,9 @@ fn main() -> ExitCode {
         Some(Command::Changes { scenario, select, alpha, min_runs, format, output, db }) => {
             stored::changes(scenario.as_deref(), &select, alpha, min_runs, format, output.as_deref(), &db.location())
         }
+        Some(Command::Import { source, db }) => {
+            stored::import(&bpfbench::history::Location::parse(&source), &db.location())
+        }
         Some(Command::Report { output, scenario, select, db }) => {
             stored::report(&output, scenario.as_deref(), &select, &db.location())
         }

@@ -75,6 +75,19 @@ pub fn changes(
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn import(source: &Location, db: &Location) -> Result<ExitCode> {
+    if source == db {
+        bail!("{source} is the history to import into too; give another --db (or $BPFBENCH_DB)");
+    }
+    let from = open_existing(source)?;
+    let done = History::open(db)?.import_from(&from)?;
+    eprintln!(
+        "bpfbench: imported {} run(s), {} paired comparison(s) and {} live run(s) from {source} into {db}; {} were there already",
+        done.runs, done.paired, done.live, done.already
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn report(output: &Path, scenario: Option<&str>, select: &Selection, db: &Location) -> Result<ExitCode> {
     let h = open_existing(db)?;
     let benchmarks = benchmarks_named(&h, scenario)?;
