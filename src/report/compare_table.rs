@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::compare::MIN_RUNS_PER_SIDE;
 use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
-use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, Verdict};
+use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE};
 
 pub fn render(cmp: &ComparisonRecord) -> String {
     let mut out = String::new();
@@ -111,7 +111,7 @@ fn times(cmp: &ComparisonRecord, out: &mut String) {
     if let Some(g) = cmp.geomean_ratio {
         let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
     }
-    let _ = writeln!(out, "{} ({METHOD})", verdict_counts(cmp));
+    let _ = writeln!(out, "{} ({METHOD})", super::verdict_counts(|v| cmp.count(v)));
     if let Some(note) = assumed_noise_note(cmp) {
         let _ = writeln!(out, "{note}");
     }
@@ -119,17 +119,6 @@ fn times(cmp: &ComparisonRecord, out: &mut String) {
 
 /// How the verdicts were reached, for both forms.
 const METHOD: &str = "medians of in-BPF ns/op samples; Mann-Whitney U, Holm-corrected, bootstrap CI of the ratio";
-
-/// "1 slower, 0 faster, 2 same, 0 uncertain".
-fn verdict_counts(cmp: &ComparisonRecord) -> String {
-    format!(
-        "{} slower, {} faster, {} same, {} uncertain",
-        cmp.count(Verdict::Slower),
-        cmp.count(Verdict::Faster),
-        cmp.count(Verdict::Same),
-        cmp.count(Verdict::Uncertain)
-    )
-}
 
 /// What a verdict rests on: "5v5 runs", "200v200 samples".
 fn rests_on(b: &BenchmarkComparison) -> String {
@@ -194,7 +183,7 @@ pub fn markdown(cmp: &ComparisonRecord) -> String {
         if let Some(g) = cmp.geomean_ratio {
             let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | | | |", (g - 1.0) * 100.0);
         }
-        let _ = writeln!(out, "\n{}: {METHOD}.", verdict_counts(cmp));
+        let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| cmp.count(v)));
         if let Some(note) = assumed_noise_note(cmp) {
             let _ = writeln!(out, "\n> {note}");
         }

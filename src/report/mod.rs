@@ -30,6 +30,7 @@ use crate::record::paired::PairedRecord;
 use crate::record::traffic::GenRecord;
 use crate::record::verifier::VerifierReport;
 use crate::record::{ComparisonRecord, Layout, RunRecord};
+use crate::stats::two_sample::Verdict;
 
 /// Every form bpfbench writes its records in; each record says which of
 /// them it has ([`Rendered::FORMATS`]).
@@ -98,6 +99,17 @@ impl Rendered for PairedRecord {
             _ => paired_table::table(self),
         })
     }
+}
+
+/// "1 slower, 0 faster, 2 same, 0 uncertain", from a record's count of each verdict.
+pub(crate) fn verdict_counts(count: impl Fn(Verdict) -> usize) -> String {
+    format!(
+        "{} slower, {} faster, {} same, {} uncertain",
+        count(Verdict::Slower),
+        count(Verdict::Faster),
+        count(Verdict::Same),
+        count(Verdict::Uncertain)
+    )
 }
 
 /// Text for a Markdown table cell: a cell holds no `|` or line break of its own.

@@ -8,7 +8,6 @@ use anyhow::Result;
 
 use super::export::BmfMeasure;
 use crate::record::paired::{PairedCase, PairedRecord};
-use crate::stats::two_sample::Verdict;
 
 /// "40 loads x 16 pairs, 3.2 s": rounds (each a fresh load of both builds),
 /// pairs per round, time taken.
@@ -56,13 +55,13 @@ pub fn table(rec: &PairedRecord) -> String {
             c.ratio_ci95.1,
             rests_on(c),
             c.verdict.as_str(),
-            if c.stop == "decided" { String::new() } else { format!(" ({})", c.stop) }
+            stopped(c)
         );
     }
     if let Some(g) = rec.geomean_ratio {
         let _ = writeln!(out, "{:<w$}  {:>10}  {:>10}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
     }
-    let _ = writeln!(out, "{} ({METHOD})", verdict_counts(rec));
+    let _ = writeln!(out, "{} ({METHOD})", super::verdict_counts(|v| rec.count(v)));
     if rec.interrupted {
         let _ = writeln!(out, "interrupted: {INTERRUPTED}");
     }
@@ -91,7 +90,6 @@ pub fn markdown(rec: &PairedRecord) -> String {
     let _ = writeln!(out, "| benchmark | A ns/op | B ns/op | B/A | 95 % CI | rests on | verdict |");
     let _ = writeln!(out, "|---|---:|---:|---:|---|---|---|");
     for c in &rec.cases {
-        let stop = if c.stop == "decided" { String::new() } else { format!(" ({})", c.stop) };
         let _ = writeln!(
             out,
             "| {} | {:.2} | {:.2} | {:.4} | [{:.4}, {:.4}] | {} | **{}**{} |",
@@ -103,33 +101,27 @@ pub fn markdown(rec: &PairedRecord) -> String {
             c.ratio_ci95.1,
             rests_on(c),
             c.verdict.as_str(),
-            stop
+            stopped(c)
         );
     }
     if let Some(g) = rec.geomean_ratio {
         let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | |", (g - 1.0) * 100.0);
     }
-    let _ = writeln!(out, "\n{}: {METHOD}.", verdict_counts(rec));
+    let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| rec.count(v)));
     if rec.interrupted {
         let _ = writeln!(out, "\nInterrupted: {INTERRUPTED}.");
     }
     out
 }
 
+/// " (time cap)" where sampling stopped before a decision.
+fn stopped(c: &PairedCase) -> String {
+    if c.stop == "decided" { String::new() } else { format!(" ({})", c.stop) }
+}
+
 /// How the verdicts were reached, for both forms.
 const METHOD: &str = "B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; geometric mean of the rounds' median ratios, Student-t CI over rounds";
 const INTERRUPTED: &str = "the cases above are all that was measured";
-
-/// "1 slower, 0 faster, 2 same, 0 uncertain".
-fn verdict_counts(rec: &PairedRecord) -> String {
-    format!(
-        "{} slower, {} faster, {} same, {} uncertain",
-        rec.count(Verdict::Slower),
-        rec.count(Verdict::Faster),
-        rec.count(Verdict::Same),
-        rec.count(Verdict::Uncertain)
-    )
-}
 
 pub fn csv(rec: &PairedRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
