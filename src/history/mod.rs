@@ -475,33 +475,58 @@ impl History {
     /// those from before testbeds).
     pub fn import_from(&mut self, source: &History) -> Result<Imported> {
         let mut done = Imported::default();
-        let runs = source.query("SELECT id FROM runs ORDER BY id", &[])?;
-        for row in runs {
-            let run = source.load(row.int(0)?)?;
-            if self.holds("runs", "report_json", run.environment.started_at, &serde_json::to_string(&run)?)? {
-                done.already += 1;
-            } else {
-                self.store(&run)?;
-                done.runs += 1;
-            }
-        }
-        for (_, rec) in source.list_paired(usize::MAX >> 1)?.into_iter().rev() {
-            if self.holds("paired", "record_json", rec.environment.started_at, &serde_json::to_string(&rec)?)? {
-                done.already += 1;
-            } else {
-                self.store_paired(&rec)?;
-                done.paired += 1;
-            }
-        }
-        for (_, rec) in source.list_live(usize::MAX >> 1)?.into_iter().rev() {
-            if self.holds("live", "record_json", rec.environment.started_at, &serde_json::to_string(&rec)?)? {
-                done.already += 1;
-            } else {
-                self.store_live(&rec)?;
-                done.live += 1;
-            }
-        }
+        let run_ids = source.query("SELECT id FROM runs ORDER BY id", &[])?;
+        let runs = run_ids.iter().map(|r| source.load(r.int(0)?)).collect::<Result<Vec<_>>>()?;
+        done.runs = self.import_records(
+            runs,
+            "runs",
+            "report_json",
+            |r| r.environment.started_at,
+            Self::store,
+            &mut done.already,
+        )?;
+        let paired = source.list_paired(usize::MAX >> 1)?.into_iter().rev().map(|(_, r)| r).collect();
+        done.paired = self.import_records(
+            paired,
+            "paired",
+            "record_json",
+            |r| r.environment.started_at,
+            Self::store_paired,
+            &mut done.already,
+        )?;
+        let live = source.list_live(usize::MAX >> 1)?.into_iter().rev().map(|(_, r)| r).collect();
+        done.live = self.import_records(
+            live,
+            "live",
+            "record_json",
+            |r| r.environment.started_at,
+            Self::store_live,
+            &mut done.already,
+        )?;
         Ok(done)
+    }
+
+    /// Stores each of `records` (oldest first) that `table` does not hold
+    /// yet; returns how many, and counts the others in `already`.
+    fn import_records<T: serde::Serialize>(
+        &mut self,
+        records: Vec<T>,
+        table: &str,
+        json_column: &str,
+        started_at: fn(&T) -> u64,
+        store: fn(&mut History, &T) -> Result<i64>,
+        already: &mut usize,
+    ) -> Result<usize> {
+        let mut stored = 0;
+        for rec in &records {
+            if self.holds(table, json_column, started_at(rec), &serde_json::to_string(rec)?)? {
+                *already += 1;
+            } else {
+                store(self, rec)?;
+                stored += 1;
+            }
+        }
+        Ok(stored)
     }
 
     /// Whether `table` holds a record stored at `started_at` as `json`.
