@@ -193,7 +193,9 @@ fn a_two_hundred_run_report_opens_whole_in_a_real_browser() {
         "the guest's series"
     );
     assert!(
-        dom.contains("xdp-lb/tcp-v4-lru-hit on lab-1: 197 runs; change at run 151 (+6.0 %, c1 → c2)"),
+        dom.contains(
+            "xdp-lb/tcp-v4-lru-hit on lab-1: 197 runs; change at run 151 (+6.0 %, p = 0.002, 147 | 50 runs, c1 → c2)"
+        ),
         "the change point (the host's runs): {:?}",
         dom.lines().filter(|l| l.contains("tcp-v4-lru-hit on")).collect::<Vec<_>>()
     );
@@ -202,6 +204,7 @@ fn a_two_hundred_run_report_opens_whole_in_a_real_browser() {
         "the kernel matrix, its emulated column marked"
     );
     assert_eq!(dom.matches("<td>0.800</td>").count(), 2, "kernel against userspace: two scenarios, 0.8x each");
+    assert!(dom.contains("[21.10, 21.40] n=200</td>"), "each median with its interval and samples");
     let matrix = &dom[dom.find("<section id=\"kernels\">").unwrap()..];
     let matrix = &matrix[..matrix.find("</section>").unwrap()];
     assert_eq!(
@@ -210,7 +213,7 @@ fn a_two_hundred_run_report_opens_whole_in_a_real_browser() {
         "the matrix keeps kernel and userspace rows apart: {matrix}"
     );
     assert!(dom.contains("a.bpf.o") && dom.contains("<b>slower</b>"), "the paired comparison");
-    assert!(dom.contains("live ") && dom.contains("xdp-lb"), "the live sweep");
+    assert!(dom.contains("<h3>live 1: xdp-lb (native XDP)"), "the live sweep");
 
     // At a phone's width, and on paper.
     let shot = dir.join("phone.png");

@@ -17,6 +17,7 @@ use crate::record::changes::ChangesRecord;
 use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
 use crate::record::{RunRecord, Runtime};
+use crate::stats::Summary;
 use crate::stats::change_points::Options;
 use plots::{Interval, TrendPoint};
 
@@ -178,7 +179,7 @@ fn latest(c: &Contents, out: &mut String) -> Result<()> {
 
 fn runtimes(c: &Contents, out: &mut String) {
     section(out, "runtimes", "Kernel and userspace");
-    let pairs: Vec<(String, f64, f64)> = c
+    let pairs: Vec<(String, &Summary, &Summary)> = c
         .latest
         .iter()
         .flat_map(|(_, run)| {
@@ -191,8 +192,8 @@ fn runtimes(c: &Contents, out: &mut String) {
                 })?;
                 Some((
                     format!("{}/{}", u.workload, u.name),
-                    k.measurement.as_ref()?.summary.median,
-                    u.measurement.as_ref()?.summary.median,
+                    &k.measurement.as_ref()?.summary,
+                    &u.measurement.as_ref()?.summary,
                 ))
             })
         })
@@ -200,9 +201,18 @@ fn runtimes(c: &Contents, out: &mut String) {
     if pairs.is_empty() {
         out.push_str("<p>The latest run timed no scenario in both runtimes (<code>--runtime both</code> does).</p>");
     } else {
-        out.push_str("<div class=\"scroll\"><table><tr><th>scenario</th><th>kernel ns/op</th><th>userspace ns/op</th><th>user/kernel</th></tr>");
+        out.push_str("<div class=\"scroll\"><table><tr><th>scenario</th><th>kernel p50 ns/op [95 % CI] n</th><th>userspace p50 ns/op [95 % CI] n</th><th>user/kernel</th><th>bounds from the CIs</th></tr>");
         for (name, k, u) in pairs {
-            let _ = write!(out, "<tr><td>{}</td><td>{k:.2}</td><td>{u:.2}</td><td>{:.3}</td></tr>", esc(&name), u / k);
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>[{:.3}, {:.3}]</td></tr>",
+                esc(&name),
+                median_cell(k),
+                median_cell(u),
+                u.median / k.median,
+                u.median_ci95.0 / k.median_ci95.1,
+                u.median_ci95.1 / k.median_ci95.0
+            );
         }
         out.push_str("</table></div>");
     }
@@ -215,17 +225,17 @@ fn kernels(c: &Contents, out: &mut String) {
         out.push_str("<p>The selection's runs are all on one kernel (<code>bpfbench vm --kernel</code> runs others).</p></section>\n");
         return;
     }
-    let mut medians: BTreeMap<String, BTreeMap<usize, f64>> = BTreeMap::new();
+    let mut medians: BTreeMap<String, BTreeMap<usize, &Summary>> = BTreeMap::new();
     for (col, (_, run)) in c.kernels.iter().enumerate() {
         for r in &run.results {
             if let Some(m) = &r.measurement {
                 // Not by benchmark name: that carries the timing mode, which differs by kernel.
                 let key = format!("{}/{}{}", r.workload, r.name, r.runtime.suffix());
-                medians.entry(key).or_default().insert(col, m.summary.median);
+                medians.entry(key).or_default().insert(col, &m.summary);
             }
         }
     }
-    out.push_str("<p>The newest run on each kernel: p50 ns/op (its timing mode may differ by kernel).</p><div class=\"scroll\"><table><tr><th>scenario</th>");
+    out.push_str("<p>The newest run on each kernel: p50 ns/op [95 % CI] and samples (its timing mode may differ by kernel).</p><div class=\"scroll\"><table><tr><th>scenario</th>");
     for (id, run) in &c.kernels {
         let mark = if run.environment.emulated() { " (TCG)" } else { "" };
         let _ = write!(out, "<th>{}{mark}<br>run {id}</th>", esc(&run.environment.kernel));
@@ -234,7 +244,7 @@ fn kernels(c: &Contents, out: &mut String) {
     for (name, cols) in &medians {
         let _ = write!(out, "<tr><td>{}</td>", esc(name));
         for col in 0..c.kernels.len() {
-            let _ = write!(out, "<td>{}</td>", cols.get(&col).map_or("-".into(), |m| format!("{m:.2}")));
+            let _ = write!(out, "<td>{}</td>", cols.get(&col).map_or("-".into(), |m| median_cell(m)));
         }
         out.push_str("</tr>");
     }
@@ -322,9 +332,12 @@ fn trends(c: &Contents, out: &mut String) -> Result<()> {
         for ch in &s.changes {
             let _ = write!(
                 out,
-                "; change at run {} ({:+.1} %, {} &rarr; {})",
+                "; change at run {} ({:+.1} %, p = {:.3}, {} | {} runs, {} &rarr; {})",
                 ch.after.run,
                 (ch.ratio - 1.0) * 100.0,
+                ch.p_value,
+                ch.runs_before,
+                ch.runs_after,
                 esc(&ch.before.git_commit),
                 esc(&ch.after.git_commit)
             );
@@ -342,6 +355,11 @@ fn trends(c: &Contents, out: &mut String) -> Result<()> {
     }
     out.push_str("</section>\n");
     Ok(())
+}
+
+/// A median with its interval and sample count: "21.26 [21.10, 21.40] n=200".
+fn median_cell(s: &Summary) -> String {
+    format!("{:.2} [{:.2}, {:.2}] n={}", s.median, s.median_ci95.0, s.median_ci95.1, s.n)
 }
 
 fn median(points: &[TrendPoint]) -> f64 {
