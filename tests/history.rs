@@ -440,9 +440,15 @@ fn changes_finds_the_step_where_it_is_and_nothing_where_there_is_none() {
     let c = &changes[0];
     assert_eq!((c["before"]["run"].as_i64(), c["after"]["run"].as_i64()), (Some(12), Some(13)), "{c}");
     assert!((c["ratio"].as_f64().unwrap() - 1.08).abs() < 0.01, "{c}");
+    // The runs jitter by about 1 % either side of the step.
+    for side in ["spread_before", "spread_after"] {
+        let spread = c[side].as_f64().unwrap();
+        assert!(spread > 0.002 && spread < 0.02, "{side} {spread}: {c}");
+    }
     assert!(c["p_value"].as_f64().unwrap() <= 0.01, "{c}");
     assert!(c["environment_changes"].as_array().unwrap().iter().any(|e| e == "bpfbench commit: c1 -> c2"), "{c}");
     assert_eq!(c["paired"][0]["verdict"], "slower", "{c}");
+    assert_eq!((c["paired"][0]["rounds"].as_u64(), c["paired"][0]["pairs"].as_u64()), (Some(2), Some(4)), "{c}");
     // The pull request's form: one row for the one change.
     let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
         .args(["changes", "--db", db, "--format", "markdown"])

@@ -12,6 +12,7 @@ use anyhow::Result;
 use crate::history::{History, Selection, SeriesKey};
 use crate::record::changes::{CHANGES_SCHEMA, Change, ChangesRecord, PairedEvidence, Point, Series};
 use crate::stats::change_points::{Options, e_divisive};
+use crate::stats::two_sample::spread_of_medians;
 
 /// The change points of every series `selection` admits (of the
 /// benchmarks named, where given).
@@ -38,8 +39,8 @@ pub fn find_changes(
         let mut changes = Vec::new();
         for (k, c) in found.iter().enumerate() {
             let (before, after) = (&points[c.index - 1], &points[c.index]);
-            let median_before = median(&medians[bounds[k]..bounds[k + 1]]);
-            let median_after = median(&medians[bounds[k + 1]..bounds[k + 2]]);
+            let (seg_before, seg_after) = (&medians[bounds[k]..bounds[k + 1]], &medians[bounds[k + 1]..bounds[k + 2]]);
+            let (median_before, median_after) = (median(seg_before), median(seg_after));
             let environment_changes = match (history.load(before.run), history.load(after.run)) {
                 (Ok(a), Ok(b)) => super::environment_changes(&a, &b),
                 _ => Vec::new(),
@@ -54,6 +55,8 @@ pub fn find_changes(
                         b: r.b.clone(),
                         ratio: c.ratio,
                         ratio_ci95: c.ratio_ci95,
+                        rounds: c.round_ratios.len(),
+                        pairs: c.ratios.len(),
                         verdict: c.verdict.as_str().to_string(),
                     })
                 })
@@ -66,6 +69,8 @@ pub fn find_changes(
                 median_after,
                 runs_before: bounds[k + 1] - bounds[k],
                 runs_after: bounds[k + 2] - bounds[k + 1],
+                spread_before: spread_of_medians(seg_before),
+                spread_after: spread_of_medians(seg_after),
                 ratio: median_after / median_before,
                 p_value: c.p_value,
                 environment_changes,

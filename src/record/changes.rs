@@ -60,6 +60,12 @@ pub struct Change {
     /// Runs in those segments.
     pub runs_before: usize,
     pub runs_after: usize,
+    /// How much the runs' medians spread within each segment: the standard
+    /// deviation of their logarithms (about the CV); None under 3 runs.
+    #[serde(default)]
+    pub spread_before: Option<f64>,
+    #[serde(default)]
+    pub spread_after: Option<f64>,
     /// median_after / median_before.
     pub ratio: f64,
     /// The permutation test's p-value for the split.
@@ -79,6 +85,9 @@ pub struct PairedEvidence {
     pub b: String,
     pub ratio: f64,
     pub ratio_ci95: (f64, f64),
+    /// What the interval rests on: fresh loads of both builds, and pairs of batches in all.
+    pub rounds: usize,
+    pub pairs: usize,
     pub verdict: String,
 }
 

@@ -12,6 +12,14 @@ fn run_label(p: &Point) -> String {
     }
 }
 
+/// A segment's median of run medians with its runs' spread: "108.20 (±2.8 %)".
+fn segment(median: f64, spread: Option<f64>) -> String {
+    match spread {
+        Some(s) => format!("{median:.2} (±{:.1} %)", s * 100.0),
+        None => format!("{median:.2}"),
+    }
+}
+
 fn size(c: &Change) -> String {
     format!("{:+.1} %", (c.ratio - 1.0) * 100.0)
 }
@@ -21,8 +29,8 @@ fn paired_line(c: &Change) -> Vec<String> {
         .iter()
         .map(|e| {
             format!(
-                "ab {}: {} vs {}, B/A {:.4} [{:.4}, {:.4}] {}",
-                e.id, e.a, e.b, e.ratio, e.ratio_ci95.0, e.ratio_ci95.1, e.verdict
+                "ab {}: {} vs {}, B/A {:.4} [{:.4}, {:.4}] over {} loads, {} pairs: {}",
+                e.id, e.a, e.b, e.ratio, e.ratio_ci95.0, e.ratio_ci95.1, e.rounds, e.pairs, e.verdict
             )
         })
         .collect()
@@ -46,11 +54,11 @@ pub fn render(rec: &ChangesRecord) -> String {
         for c in &s.changes {
             let _ = writeln!(
                 out,
-                "  {} -> {}: {:.2} -> {:.2} ns/op ({}), p = {:.3}, {} | {} runs",
+                "  {} -> {}: {} -> {} ns/op ({}), p = {:.3}, {} | {} runs",
                 run_label(&c.before),
                 run_label(&c.after),
-                c.median_before,
-                c.median_after,
+                segment(c.median_before, c.spread_before),
+                segment(c.median_after, c.spread_after),
                 size(c),
                 c.p_value,
                 c.runs_before,
@@ -85,13 +93,13 @@ pub fn markdown(rec: &ChangesRecord) -> String {
                     c.environment_changes.iter().cloned().chain(paired_line(c)).map(|l| cell(&l)).collect();
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {:.2} | {:.2} | **{}** | {:.3} | {} / {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | **{}** | {:.3} | {} / {} | {} |",
                     cell(&s.benchmark),
                     cell(&s.place()),
                     cell(&run_label(&c.before)),
                     cell(&run_label(&c.after)),
-                    c.median_before,
-                    c.median_after,
+                    segment(c.median_before, c.spread_before),
+                    segment(c.median_after, c.spread_after),
                     size(c),
                     c.p_value,
                     c.runs_before,
