@@ -78,22 +78,9 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// Whether a record made in `env` is among the runs selected (for
-    /// records read whole rather than by a query).
-    pub fn admits(&self, env: &crate::record::Environment) -> bool {
-        let testbed = self
-            .testbed
-            .as_deref()
-            .is_none_or(|want| env.testbed.as_ref().is_some_and(|t| t.id == want || t.name == want));
-        let kernel = self.kernel.as_deref().is_none_or(|k| {
-            env.kernel == k || env.kernel.starts_with(&format!("{k}.")) || env.kernel.starts_with(&format!("{k}-"))
-        });
-        let cpu = self.cpu_model.as_deref().is_none_or(|c| env.cpu_model.contains(c));
-        testbed && kernel && cpu
-    }
-
-    /// The condition on a runs table aliased `r`, with its parameters
-    /// numbered from `$first`.
+    /// The condition on a table aliased `r` (runs, paired or live: each has
+    /// the testbed, kernel and CPU columns), with its parameters numbered
+    /// from `$first`.
     fn condition(&self, first: usize) -> (String, Vec<Value>) {
         let (t, k, c) = (first, first + 1, first + 2);
         (
@@ -347,13 +334,12 @@ impl History {
 
     /// Paired comparisons, newest first: (id, record).
     pub fn list_paired(&self, limit: usize) -> Result<Vec<(i64, PairedRecord)>> {
-        self.list_records("paired", limit, "paired comparison", |t| Ok(serde_json::from_str(t)?))
+        self.list_paired_in(limit, &Selection::default())
     }
 
     /// The newest `limit` paired comparisons made where `selection` admits.
     pub fn list_paired_in(&self, limit: usize, selection: &Selection) -> Result<Vec<(i64, PairedRecord)>> {
-        let all = self.list_paired(usize::MAX >> 1)?;
-        Ok(all.into_iter().filter(|(_, r)| selection.admits(&r.environment)).take(limit).collect())
+        self.list_records("paired", limit, selection, "paired comparison", |t| Ok(serde_json::from_str(t)?))
     }
 
     /// Stores a live run; returns its id.
@@ -384,13 +370,12 @@ impl History {
 
     /// Live runs, newest first: (id, record).
     pub fn list_live(&self, limit: usize) -> Result<Vec<(i64, LiveRecord)>> {
-        self.list_records("live", limit, "live run", parse_live)
+        self.list_live_in(limit, &Selection::default())
     }
 
     /// The newest `limit` live runs made where `selection` admits.
     pub fn list_live_in(&self, limit: usize, selection: &Selection) -> Result<Vec<(i64, LiveRecord)>> {
-        let all = self.list_live(usize::MAX >> 1)?;
-        Ok(all.into_iter().filter(|(_, r)| selection.admits(&r.environment)).take(limit).collect())
+        self.list_records("live", limit, selection, "live run", parse_live)
     }
 
     /// Runs an `INSERT … RETURNING id` of one record (a `what`).
@@ -414,18 +399,19 @@ impl History {
         parse(&json).with_context(|| format!("{what} {id} in {}", self.location))
     }
 
-    /// The newest `limit` records of `table`: (id, record).
+    /// The newest `limit` records of `table` that `selection` admits: (id, record).
     fn list_records<T>(
         &self,
         table: &str,
         limit: usize,
+        selection: &Selection,
         what: &str,
         parse: fn(&str) -> Result<T>,
     ) -> Result<Vec<(i64, T)>> {
-        let rows = self.query(
-            &format!("SELECT id, record_json FROM {table} ORDER BY id DESC LIMIT $1"),
-            &[(limit as i64).into()],
-        )?;
+        let (cond, mut params) = selection.condition(2);
+        params.insert(0, (limit as i64).into());
+        let sql = format!("SELECT r.id, r.record_json FROM {table} r WHERE {cond} ORDER BY r.id DESC LIMIT $1");
+        let rows = self.query(&sql, &params)?;
         rows.iter()
             .map(|r| {
                 let id = r.int(0)?;

@@ -12,9 +12,9 @@
 //! segments of `min_segment` runs. Values are taken as logarithms so that a
 //! 5 % shift counts the same at 10 ns and at 1000 ns.
 
+use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
-use rand::SeedableRng;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
