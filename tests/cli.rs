@@ -336,3 +336,52 @@ fn every_bpfbench_command_of_the_ci_workflow_example_parses() {
     // A misspelt option is caught the same way.
     assert!(!bpfbench(&["ab", "a.o", "b.o", "--fail-on-regresion", "2", "--help"]).status.success());
 }
+
+/// Messages that name the real problem: each of these once blamed
+/// something else, or said nothing.
+#[test]
+fn messages_name_what_is_wrong() {
+    let dir = temp_dir("cli-messages");
+    // An empty BPFBENCH_DB (a CI secret that is not set) keeps the run in
+    // the default history, not in a temporary database SQLite forgets.
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["run", "-s", "pass-non-ip", "--samples", "4", "--batch-ms", "1", "--sweeps", "1"])
+        .env("BPFBENCH_DB", "")
+        .env("XDG_DATA_HOME", &*dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = dir.join("bpfbench/history.sqlite");
+    assert!(stderr(&o).contains(&format!("stored as run 1 in {}", db.display())), "{}", stderr(&o));
+    assert_eq!(History::open(&db).unwrap().list(None, 10).unwrap().len(), 1);
+
+    // A tag whose runs the selection leaves out is not "not a tag".
+    let db = dir.join("h.sqlite");
+    let dbs = db.to_str().unwrap();
+    store_reference(dbs, "main", 50.0);
+    store_reference(dbs, "main", 51.0);
+    store_reference(dbs, "pr", 52.0);
+    let o = bpfbench(&["compare", "main", "pr", "--kernel", "5.4", "--db", dbs]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("tag 'main' has runs in") && stderr(&o).contains("but none with kernel 5.4"),
+        "{}",
+        stderr(&o)
+    );
+    // One of the tag's own runs against the tag: said.
+    let o = bpfbench(&["compare", "main", "2", "--db", dbs]);
+    assert!(stderr(&o).contains("share 1 run"), "{}", stderr(&o));
+
+    // A file that cannot be written names the file asked for and why.
+    let o = bpfbench(&["report", "-o", "/nonexistent-bpfbench/x.html", "--db", dbs]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("the folder /nonexistent-bpfbench does not exist"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(".partial"), "{}", stderr(&o));
+
+    // Numbers out of range are the numbers' fault, not the shell's.
+    for (value, needle) in [("-1", "must be a positive number, got '-1'"), ("1e9", "must be at most 1000")] {
+        let o = bpfbench(&["run", "--batch-ms", value]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(needle) && !stderr(&o).contains("-- -1"), "{}", stderr(&o));
+    }
+}

@@ -793,8 +793,8 @@ fn packets_of_different_lengths_are_timed_per_call_and_labelled_so() {
     ]);
     let out = stdout(&o);
     assert!(
-        out.contains("xdp_swap (per call)")
-            && out.contains("timed per call because the case's packets differ in length"),
+        out.contains("timed per call (BPF_PROG_TEST_RUN, by the kernel)")
+            && out.contains("xdp_swap: timed per call because the case's packets differ in length"),
         "{out}"
     );
     let o = bpfbench(&["run", &swap, "--per-call", "--samples", "3", "--no-store", "--format", "gobench"]);

@@ -47,6 +47,9 @@ const OVERHEAD_NS: f64 = 5.0;
 
 struct Fake {
     cost: Cost,
+    /// Body batches of every fake scenario so far: the machine's phases
+    /// are the machine's, not one scenario's.
+    machine_batches: &'static Cell<u32>,
     overhead_key: &'static str,
     stop: &'static AtomicBool,
     body_batches: u32,
@@ -66,8 +69,9 @@ impl PreparedScenario for Fake {
                 if self.cost.stop_after == Some(self.body_batches) {
                     self.stop.store(true, Ordering::SeqCst);
                 }
+                self.machine_batches.set(self.machine_batches.get() + 1);
                 let phase = match self.cost.phase_every {
-                    Some(n) if (self.body_batches / n) % 2 == 1 => 1.5,
+                    Some(n) if (self.machine_batches.get() / n) % 2 == 1 => 1.5,
                     _ => 1.0,
                 };
                 let growth = (iters as f64 / 1000.0).powf(self.cost.exponent - 1.0);
@@ -91,6 +95,7 @@ impl PreparedScenario for Fake {
 /// A loaded fake workload: scenario "bad" fails validation, "na" is unavailable.
 struct FakeWorkload {
     cost: Cost,
+    machine_batches: &'static Cell<u32>,
     stop: &'static AtomicBool,
     overhead_batches: &'static Cell<u32>,
 }
@@ -108,6 +113,7 @@ impl LoadedWorkload for FakeWorkload {
         let v = Validation { verdict: "XDP_PASS".into(), checks: vec!["fake check".into()], ..Default::default() };
         let fake = Fake {
             cost: self.cost,
+            machine_batches: self.machine_batches,
             overhead_key: key,
             stop: self.stop,
             body_batches: 0,
@@ -128,12 +134,12 @@ fn leak<T>(v: T) -> &'static T {
 /// A runner and a fake workload sharing a fresh stop flag.
 fn setup(cost: Cost, sampling: Sampling) -> (Runner, FakeWorkload) {
     let stop = leak(AtomicBool::new(false));
-    let w = FakeWorkload { cost, stop, overhead_batches: leak(Cell::new(0)) };
+    let w = FakeWorkload { cost, stop, overhead_batches: leak(Cell::new(0)), machine_batches: leak(Cell::new(0)) };
     (Runner::new(sampling, false, stop), w)
 }
 
 fn sampling(samples: u64) -> Sampling {
-    Sampling { samples, batch_ms: 1.0, warmup_s: 0.0, max_scenario_s: 10.0 }
+    Sampling { samples, batch_ms: 1.0, warmup_s: 0.0, max_scenario_s: 10.0, sweeps: 1 }
 }
 
 #[test]
@@ -224,11 +230,22 @@ fn outliers_are_flagged_and_kept() {
     assert_eq!(m.summary.outliers_high, spikes, "each spike is an outlier, and none is dropped");
     assert_eq!(m.samples_ns.len(), 50);
     assert!(
-        m.warnings.iter().any(|w| w == &format!("{spikes} of 50 samples are outliers (Tukey fences)")),
+        m.observations.iter().any(|w| w == &format!("{spikes} of 50 samples are outliers (Tukey fences)")),
         "{:?}",
-        m.warnings
+        m.observations
     );
-    assert!(m.warnings.iter().any(|w| w.starts_with("noisy: CV")), "{:?}", m.warnings);
+    // The empty loop did not spike: the row was noisier than the machine.
+    let noise = m.noise.expect("judged");
+    assert!(noise.noisier && noise.machine_cv < 0.01, "{noise:?}");
+    assert!(m.warnings.is_empty(), "spikes are no failure of the measurement: {:?}", m.warnings);
+}
+
+#[test]
+fn a_row_as_steady_as_the_loop_is_not_noisy() {
+    let (mut runner, mut w) = setup(EXACT, sampling(50));
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    assert!(!m.noise.expect("judged").noisier, "{:?}", m.noise);
+    assert!(m.observations.is_empty(), "{:?}", m.observations);
 }
 
 #[test]
@@ -261,4 +278,32 @@ fn failed_validation_and_unavailable_scenarios_are_recorded_untimed() {
     let na = runner.run_scenario("fake", &mut w, &scenario("na")).unwrap();
     assert_eq!(na.unavailable.as_deref(), Some("no such kernel feature"));
     assert!(na.measurement.is_none() && !na.failed(), "N/A is not a failure");
+}
+
+#[test]
+fn sweeps_interleave_scenarios_and_each_gets_all_its_samples() {
+    // The machine is 1.5x slower from its 150th body batch to its 300th:
+    // sampled in one stretch, "a" would see only the fast phase; in
+    // sweeps, both scenarios see both phases.
+    let cost = Cost { phase_every: Some(150), ..EXACT };
+    let (mut runner, mut w) = setup(cost, Sampling { sweeps: 10, ..sampling(100) });
+    let mut pending = [None, None];
+    for sweep in 0..10 {
+        for (i, name) in ["a", "b"].into_iter().enumerate() {
+            let s = scenario(name);
+            assert!(runner.sweep("fake", bpfbench::record::Runtime::Kernel, &mut w, &s, sweep, &mut pending[i]));
+        }
+    }
+    let [a, b] = pending.map(|p| runner.conclude(p.expect("visited")));
+    let (ma, mb) = (a.measurement.expect("measured"), b.measurement.expect("measured"));
+    assert_eq!((ma.summary.n, mb.summary.n), (100, 100), "each scenario has all its samples");
+    for m in [&ma, &mb] {
+        assert!(m.summary.max / m.summary.min > 1.4, "both saw the slow phase: {:?}", m.summary);
+    }
+    assert_eq!(ma.overhead.summary.n, mb.overhead.summary.n, "one overhead measurement, shared");
+
+    // The same in one stretch each: "a" never meets the slow phase.
+    let (mut runner, mut w) = setup(cost, Sampling { sweeps: 1, ..sampling(100) });
+    let a = runner.run_scenario("fake", &mut w, &scenario("a")).unwrap().measurement.unwrap();
+    assert!(a.summary.max / a.summary.min < 1.1, "{:?}", a.summary);
 }

@@ -122,6 +122,20 @@ pub trait LoadedWorkload {
     /// code, output packet and the counters proving the code path. An error
     /// is a validation failure; the scenario is then not timed.
     fn validate(&mut self, scenario: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)>;
+    /// Configures `scenario` again after other scenarios ran, for another
+    /// sweep of samples: it validated before, so a workload that can put
+    /// its state back (its maps as the scenario left them) need not check
+    /// it again. Validates again unless the workload says otherwise.
+    fn resume(&mut self, scenario: &ScenarioInfo) -> Result<Box<dyn PreparedScenario + '_>> {
+        self.validate(scenario).map(|(_, prepared)| prepared)
+    }
+    /// A new sweep begins: a workload that keeps its timed programs loaded
+    /// across scenarios loads them again, so that each sweep times another
+    /// placement of their code in memory (a workload whose resume loads
+    /// its programs anyway has nothing to do).
+    fn new_sweep(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A validated scenario, ready to be timed.

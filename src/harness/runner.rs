@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant};
 use crate::kernel::prog_info;
-use crate::record::{Calibration, Measurement, Metric, Overhead, Runtime, Sampling, ScenarioRecord};
+use crate::record::{Calibration, Measurement, Metric, Noise, Overhead, Runtime, Sampling, ScenarioRecord};
 use crate::stats::Summary;
 use crate::stats::linearity::{self, Linearity};
 
@@ -23,9 +23,7 @@ const PROPORTIONALITY_TOLERANCE: f64 = 0.05;
 /// Pairs of an N and a 2N batch the proportionality check takes: with
 /// nine, the median's 95 % interval runs from the second to the eighth.
 const PROPORTIONALITY_PAIRS: usize = 9;
-/// A CV above this makes a noise warning.
-const NOISY_CV: f64 = 0.05;
-/// More outliers than this share of samples makes a warning.
+/// More outliers than this share of samples is said under `-v`.
 const OUTLIER_SHARE: f64 = 0.05;
 /// Iterations of the first calibration batch.
 const FIRST_CALIBRATION_BATCH: u32 = 1_000;
@@ -57,7 +55,34 @@ pub struct Runner {
     sampling: Sampling,
     progress: bool,
     stop: &'static AtomicBool,
-    overheads: HashMap<String, Overhead>,
+    overheads: HashMap<String, OverheadSamples>,
+}
+
+/// The empty loop's samples for one overhead key, gathered over the sweeps.
+struct OverheadSamples {
+    batch_iters: u32,
+    samples: Vec<f64>,
+    /// Sweeps that took their share.
+    sweeps_done: u32,
+}
+
+/// A scenario's samples gathered over the sweeps so far.
+#[derive(Default)]
+struct Sampled {
+    /// Calibrated on the first visit (0 before).
+    batch_iters: u32,
+    estimate: f64,
+    linearity: Option<Linearity>,
+    samples: Vec<f64>,
+    /// Time spent sampling, against the scenario's cap.
+    sampling_time: Duration,
+    overhead_key: String,
+}
+
+/// Sweep `sweep`'s share of `total` over `sweeps` sweeps (the first ones take the remainder).
+fn share(total: usize, sweep: u32, sweeps: u32) -> usize {
+    let (sweep, sweeps) = (sweep as usize, sweeps as usize);
+    total / sweeps + usize::from(sweep < total % sweeps)
 }
 
 /// Runs one batch of `iters`, returning (ns/op, elapsed ns, iterations run).
@@ -168,12 +193,13 @@ impl Runner {
         variant: Variant,
         iters: u32,
         count: usize,
+        limit: Duration,
         label: &str,
     ) -> Result<Vec<f64>> {
         let pb = self.progress_bar(label, count);
         let start = Instant::now();
         let mut out = Vec::with_capacity(count);
-        while out.len() < count && start.elapsed() < self.sampling.max_scenario_time() {
+        while out.len() < count && start.elapsed() < limit {
             let (ns, _, _) = self.batch(p, variant, iters)?;
             out.push(ns);
             pb.inc(1);
@@ -193,33 +219,82 @@ impl Runner {
         }
     }
 
-    /// The overhead for `p`'s key, measured on first use in this run.
-    fn overhead(&mut self, p: &mut dyn PreparedScenario) -> Result<Overhead> {
+    /// Takes this sweep's share of the overhead samples for `p`'s key, the
+    /// first time a scenario of that key is visited in the sweep
+    /// (calibrating and warming up the first time in the run).
+    fn overhead_turn(&mut self, p: &mut dyn PreparedScenario, sweep: u32) -> Result<()> {
         let key = p.overhead_key();
-        if let Some(o) = self.overheads.get(&key) {
-            return Ok(o.clone());
+        let known = self.overheads.get(&key).map(|o| (o.batch_iters, o.sweeps_done));
+        if known.is_some_and(|(_, done)| done > sweep) {
+            return Ok(());
         }
-        let (iters, _) = self.calibrate(p, Variant::Overhead)?;
-        self.warm_up(p, Variant::Overhead, iters, self.sampling.warmup())?;
-        let samples = self.sample(p, Variant::Overhead, iters, self.sampling.overhead_samples(), "  loop overhead")?;
-        let summary = Summary::of(&samples).context("no overhead samples collected")?;
-        let o = Overhead { key: key.clone(), batch_iters: iters, samples_ns: samples, summary };
-        self.overheads.insert(key, o.clone());
-        Ok(o)
+        let iters = match known {
+            Some((iters, _)) => {
+                self.warm_up(p, Variant::Overhead, iters, self.rewarm())?;
+                iters
+            }
+            None => {
+                let (iters, _) = self.calibrate(p, Variant::Overhead)?;
+                self.warm_up(p, Variant::Overhead, iters, self.sampling.warmup())?;
+                iters
+            }
+        };
+        let count = share(self.sampling.overhead_samples(), sweep, self.sampling.sweeps.max(1));
+        let samples = self.sample(p, Variant::Overhead, iters, count, Duration::MAX, "  loop overhead")?;
+        let o = self.overheads.entry(key).or_insert(OverheadSamples {
+            batch_iters: iters,
+            samples: Vec::new(),
+            sweeps_done: 0,
+        });
+        o.samples.extend(samples);
+        o.sweeps_done = sweep + 1;
+        Ok(())
     }
 
-    /// Calibrates, checks proportionality, warms up and samples a validated scenario.
-    pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
-        let (iters, estimate) = self.calibrate(p, Variant::Body)?;
-        let checking = Instant::now();
-        let linearity = self.proportionality(p, iters)?;
-        // The check's batches warmed the body as warm-up would: only the rest of its time is left.
-        self.warm_up(p, Variant::Body, iters, self.sampling.warmup().saturating_sub(checking.elapsed()))?;
-        let wanted = self.sampling.samples as usize;
-        let samples = self.sample(p, Variant::Body, iters, wanted, label)?;
-        let summary = Summary::of(&samples).context("no samples collected")?;
-        let overhead = self.overhead(p)?;
+    /// The overhead measured so far for `key`.
+    fn overhead(&self, key: &str) -> Result<Overhead> {
+        let o = self.overheads.get(key).context("no overhead measured")?;
+        let summary = Summary::of(&o.samples).context("no overhead samples collected")?;
+        Ok(Overhead { key: key.to_string(), batch_iters: o.batch_iters, samples_ns: o.samples.clone(), summary })
+    }
 
+    /// The warm-up of a scenario visited again: its sweep's share of the
+    /// warm-up, and at least one batch (other scenarios ran meanwhile).
+    fn rewarm(&self) -> Duration {
+        self.sampling.warmup().div_f64(f64::from(self.sampling.sweeps.max(1)))
+    }
+
+    /// One visit of sweep `sweep` to a validated scenario: calibrates and
+    /// checks proportionality on the first, warms up and takes this
+    /// sweep's share of the samples, then the overhead's share.
+    fn visit(&mut self, p: &mut dyn PreparedScenario, label: &str, sweep: u32, m: &mut Sampled) -> Result<()> {
+        let sweeps = self.sampling.sweeps.max(1);
+        let checking = Instant::now();
+        if m.batch_iters == 0 {
+            let (iters, estimate) = self.calibrate(p, Variant::Body)?;
+            m.linearity = Some(self.proportionality(p, iters)?);
+            (m.batch_iters, m.estimate) = (iters, estimate);
+            // The check's batches warmed the body as warm-up would: only the rest of its time is left.
+            self.warm_up(p, Variant::Body, iters, self.sampling.warmup().saturating_sub(checking.elapsed()))?;
+        } else {
+            self.warm_up(p, Variant::Body, m.batch_iters, self.rewarm())?;
+        }
+        let wanted = share(self.sampling.samples as usize, sweep, sweeps);
+        let left = self.sampling.max_scenario_time().saturating_sub(m.sampling_time);
+        let started = Instant::now();
+        let samples = self.sample(p, Variant::Body, m.batch_iters, wanted, left, label)?;
+        m.sampling_time += started.elapsed();
+        m.samples.extend(samples);
+        m.overhead_key = p.overhead_key();
+        self.overhead_turn(p, sweep)
+    }
+
+    /// The measurement of a scenario whose sweeps are done.
+    fn finish(&self, m: Sampled) -> Result<Measurement> {
+        let summary = Summary::of(&m.samples).context("no samples collected")?;
+        let overhead = self.overhead(&m.overhead_key)?;
+        let linearity = m.linearity.context("no proportionality check")?;
+        let wanted = self.sampling.samples as usize;
         let mut warnings = Vec::new();
         if !linearity.linear {
             warnings.push(format!(
@@ -231,42 +306,50 @@ impl Runner {
                 PROPORTIONALITY_TOLERANCE * 100.0
             ));
         }
-        if samples.len() < wanted {
+        if m.samples.len() < wanted {
             warnings.push(format!(
                 "only {} of {wanted} samples within the {} s cap",
-                samples.len(),
+                m.samples.len(),
                 self.sampling.max_scenario_s
             ));
         }
-        if summary.cv > NOISY_CV {
-            warnings.push(format!(
-                "noisy: CV {:.1}% (is the machine idle? try --cpu on an isolated core)",
-                summary.cv * 100.0
-            ));
-        }
+        let noise = Noise::judge(summary.cv, overhead.summary.cv);
+        let mut observations = Vec::new();
         let outliers = summary.outliers_low + summary.outliers_high;
         if outliers as f64 > OUTLIER_SHARE * summary.n as f64 {
-            warnings.push(format!("{outliers} of {} samples are outliers (Tukey fences)", summary.n));
+            observations.push(format!("{outliers} of {} samples are outliers (Tukey fences)", summary.n));
         }
         Ok(Measurement {
-            batch_iters: iters,
+            batch_iters: m.batch_iters,
             calibration: Calibration {
-                estimate_ns_per_op: estimate,
+                estimate_ns_per_op: m.estimate,
                 proportionality_ratio: linearity.ratio,
                 proportionality_ci: Some(linearity.ci),
                 proportionality_pairs: linearity.pairs as u32,
                 proportional: linearity.linear,
             },
-            samples_ns: samples,
+            samples_ns: m.samples,
             summary,
             overhead,
             warnings,
+            noise: Some(noise),
+            observations,
         })
     }
 
-    /// Validates, then (if valid) measures one scenario of `workload`.
-    /// Errors are recorded, so the suite can go on with the other scenarios;
-    /// None when the stop flag cut the scenario short.
+    /// Calibrates, checks proportionality, warms up and samples one
+    /// validated scenario, all its sweeps in a row.
+    pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
+        let mut m = Sampled::default();
+        for sweep in 0..self.sampling.sweeps.max(1) {
+            self.visit(p, label, sweep, &mut m)?;
+        }
+        self.finish(m)
+    }
+
+    /// Validates, then (if valid) measures one scenario of `workload`, all
+    /// its sweeps in a row. Errors are recorded, so the suite can go on
+    /// with the other scenarios; None when the stop flag cut the scenario short.
     pub fn run_scenario(
         &mut self,
         workload: &str,
@@ -284,6 +367,86 @@ impl Runner {
         w: &mut dyn LoadedWorkload,
         s: &ScenarioInfo,
     ) -> Option<ScenarioRecord> {
+        let (mut rec, prepared) = self.begin(workload, runtime, w, s);
+        if let Some(mut prepared) = prepared {
+            match self.measure(prepared.as_mut(), &s.name) {
+                Ok(m) => rec.measurement = Some(m),
+                Err(e) if e.is::<Interrupted>() => return None,
+                Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
+            }
+        }
+        Some(rec)
+    }
+
+    /// Visits `s` in sweep `sweep` of a run: validates it (again after the
+    /// first sweep, since a workload is configured for one scenario at a
+    /// time) and takes the sweep's share of its samples. `pending` holds
+    /// the scenario between sweeps. Returns false when the stop flag cut
+    /// the visit short.
+    pub fn sweep(
+        &mut self,
+        workload: &str,
+        runtime: Runtime,
+        w: &mut dyn LoadedWorkload,
+        s: &ScenarioInfo,
+        sweep: u32,
+        pending: &mut Option<Pending>,
+    ) -> bool {
+        let visited = match pending {
+            None => {
+                let (rec, prepared) = self.begin(workload, runtime, w, s);
+                let p = pending.insert(Pending { rec, sampled: None });
+                prepared.map(|mut prepared| {
+                    let mut sampled = Sampled::default();
+                    let r = self.visit(prepared.as_mut(), &s.name, sweep, &mut sampled);
+                    p.sampled = Some(sampled);
+                    r
+                })
+            }
+            Some(p) if p.sampled.is_some() => match w.resume(s) {
+                Ok(mut prepared) => {
+                    let sampled = p.sampled.as_mut().expect("checked");
+                    Some(self.visit(prepared.as_mut(), &s.name, sweep, sampled))
+                }
+                Err(e) => Some(Err(e.context(format!("setting the scenario up again for sweep {}", sweep + 1)))),
+            },
+            Some(_) => None,
+        };
+        match visited {
+            Some(Err(e)) if e.is::<Interrupted>() => false,
+            Some(Err(e)) => {
+                let p = pending.as_mut().expect("inserted above");
+                p.rec.error = Some(format!("measurement failed: {e:#}"));
+                p.sampled = None;
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// The record of a scenario whose sweeps are done (or cut short by the
+    /// stop flag: then with the samples taken so far).
+    pub fn conclude(&self, pending: Pending) -> ScenarioRecord {
+        let Pending { mut rec, sampled } = pending;
+        if let Some(sampled) = sampled.filter(|s| !s.samples.is_empty()) {
+            match self.finish(sampled) {
+                Ok(m) => rec.measurement = Some(m),
+                Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
+            }
+        }
+        rec
+    }
+
+    /// The record of `s` up to its validation (or why it is not timed),
+    /// and the prepared scenario when it is to be timed; with the
+    /// instruction metric, the count is taken here.
+    fn begin<'w>(
+        &mut self,
+        workload: &str,
+        runtime: Runtime,
+        w: &'w mut dyn LoadedWorkload,
+        s: &ScenarioInfo,
+    ) -> (ScenarioRecord, Option<Box<dyn PreparedScenario + 'w>>) {
         let mut rec = ScenarioRecord {
             workload: workload.to_string(),
             name: s.name.to_string(),
@@ -304,7 +467,7 @@ impl Runner {
         };
         if let Some(why) = w.unavailable(s) {
             rec.unavailable = Some(why);
-            return Some(rec);
+            return (rec, None);
         }
         let mut prepared = match w.validate(s) {
             Ok((v, prepared)) => {
@@ -317,7 +480,7 @@ impl Runner {
             }
             Err(e) => {
                 rec.error = Some(format!("validation failed: {e:#}"));
-                return Some(rec);
+                return (rec, None);
             }
         };
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
@@ -331,13 +494,24 @@ impl Runner {
                 }
                 Err(e) => rec.error = Some(format!("counting instructions failed: {e:#}")),
             }
-            return Some(rec);
+            return (rec, None);
         }
-        match self.measure(prepared.as_mut(), &s.name) {
-            Ok(m) => rec.measurement = Some(m),
-            Err(e) if e.is::<Interrupted>() => return None,
-            Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
+        (rec, Some(prepared))
+    }
+}
+
+/// A scenario between the sweeps of a run: its record so far and the
+/// samples taken (None once it will not be timed).
+pub struct Pending {
+    rec: ScenarioRecord,
+    sampled: Option<Sampled>,
+}
+
+impl Pending {
+    /// The scenario is timed no further: its measurement failed, `why`.
+    pub fn fail(&mut self, why: &str) {
+        if self.sampled.take().is_some() {
+            self.rec.error = Some(format!("measurement failed: {why}"));
         }
-        Some(rec)
     }
 }

@@ -84,6 +84,12 @@ impl TimedProgram {
         Ok(p)
     }
 
+    /// Times `prog` from now on: a fresh load of the same instructions
+    /// (same object, same maps), so a new JIT image at a new address.
+    pub fn replace_program(&mut self, prog: OwnedFd) {
+        self.prog = prog;
+    }
+
     /// Runs this program in the userspace runtime from now on (its
     /// instructions as prepared for the kernel, under the same name).
     pub fn run_in_user(&mut self, runtime: SharedRuntime, name: &str) -> Result<()> {

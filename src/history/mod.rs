@@ -35,9 +35,15 @@ pub struct DbOption {
 }
 
 impl DbOption {
-    /// The database given, or the default one.
+    /// The database given, or the default one. An empty value counts as
+    /// none: a CI job that sets `BPFBENCH_DB` from a secret it lacks keeps
+    /// its results in the default history (SQLite would otherwise open a
+    /// temporary database for an empty path and keep nothing).
     pub fn location(&self) -> Location {
-        self.db.as_deref().map_or_else(|| Location::Sqlite(default_path()), Location::parse)
+        self.db
+            .as_deref()
+            .filter(|db| !db.trim().is_empty())
+            .map_or_else(|| Location::Sqlite(default_path()), Location::parse)
     }
 }
 
@@ -78,6 +84,21 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// What the selection admits, in words: "on testbed X with kernel 6.12".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(t) = &self.testbed {
+            parts.push(format!("on testbed {t}"));
+        }
+        if let Some(k) = &self.kernel {
+            parts.push(format!("with kernel {k}"));
+        }
+        if let Some(c) = &self.cpu_model {
+            parts.push(format!("on a CPU named like '{c}'"));
+        }
+        if parts.is_empty() { "at all".into() } else { parts.join(" ") }
+    }
+
     /// The condition on a table aliased `r` (runs, paired or live: each has
     /// the testbed, kernel and CPU columns), with its parameters numbered
     /// from `$first`.
@@ -566,6 +587,12 @@ pub fn resolve_runs(
     }
     let ids = h.runs_with_tag_in(spec, tag_runs, selection)?;
     if ids.is_empty() {
+        if !h.runs_with_tag_in(spec, 1, &Selection::default())?.is_empty() {
+            bail!(
+                "tag '{spec}' has runs in {db}, but none {}; see 'bpfbench history --tag {spec}'",
+                selection.describe()
+            );
+        }
         bail!("'{spec}' is not a file, a run id or a tag in {db}; see 'bpfbench history'");
     }
     let label = match ids.as_slice() {

@@ -51,6 +51,36 @@ pub struct PreparedCode {
 }
 
 impl PreparedCode {
+    /// Points every instruction that loads map `old` (its descriptor, or
+    /// the address of its value) at map `new` instead, in every program;
+    /// returns how many were changed. A variant loaded after this uses
+    /// `new` where the object's programs use `old`.
+    pub fn replace_map(&mut self, old: i32, new: i32, new_id: u32) -> usize {
+        let ld_imm64 = (sys::BPF_LD | sys::BPF_IMM | sys::BPF_DW) as u8;
+        let pseudo = [sys::BPF_PSEUDO_MAP_FD as u8, sys::BPF_PSEUDO_MAP_VALUE as u8];
+        let mut changed = 0;
+        for insns in self.programs.values_mut() {
+            let mut i = 0;
+            while i < insns.len() {
+                let insn = &mut insns[i];
+                if insn.code == ld_imm64 {
+                    if pseudo.contains(&insn.src_reg()) && insn.imm == old {
+                        insn.imm = new;
+                        changed += 1;
+                    }
+                    i += 1; // the second half of the wide instruction
+                }
+                i += 1;
+            }
+        }
+        for (fd, id, _) in &mut self.maps {
+            if *fd == old {
+                (*fd, *id) = (new, new_id);
+            }
+        }
+        changed
+    }
+
     /// Prepares `open` and takes its programs' instructions and maps.
     pub fn capture(open: &mut libbpf_rs::OpenObject) -> Result<PreparedCode> {
         prepare(open)?;

@@ -27,7 +27,7 @@ pub fn read(path: &Path) -> Result<Vec<Vec<u8>>> {
     if magic == PCAPNG_MAGIC {
         let mut r = PcapNgReader::new(file).map_err(|e| anyhow::anyhow!("{name} is not a pcapng file ({e})"))?;
         while let Some(block) = r.next_block() {
-            let block = block.map_err(|e| anyhow::anyhow!("{name}: packet {}: {e}", out.len() + 1))?.into_owned();
+            let block = block.map_err(|e| read_error(&name, out.len() + 1, e))?.into_owned();
             let (data, orig_len) = match block {
                 Block::EnhancedPacket(p) => {
                     let link = r.packet_interface(&p).map(|i| i.linktype);
@@ -51,7 +51,7 @@ pub fn read(path: &Path) -> Result<Vec<Vec<u8>>> {
             bail!("{name} captures link type {link:?}, not Ethernet; XDP and tc programs see Ethernet frames");
         }
         while let Some(p) = r.next_packet() {
-            let p = p.map_err(|e| anyhow::anyhow!("{name}: packet {}: {e}", out.len() + 1))?;
+            let p = p.map_err(|e| read_error(&name, out.len() + 1, e))?;
             out.push(whole(&name, out.len() + 1, p.data.into_owned(), p.orig_len)?);
         }
     }
@@ -59,6 +59,26 @@ pub fn read(path: &Path) -> Result<Vec<Vec<u8>>> {
         bail!("{name} holds no packets");
     }
     Ok(out)
+}
+
+/// What went wrong reading packet `n`, in words: the crate's own
+/// messages ("Error reading bytes") do not say that a file ends early.
+fn read_error(name: &std::path::Display<'_>, n: usize, e: pcap_file::PcapError) -> anyhow::Error {
+    use pcap_file::PcapError;
+    match e {
+        PcapError::IncompleteBuffer => {
+            anyhow::anyhow!(
+                "{name}: the file ends inside packet {n} (a truncated copy, or a capture still being written?)"
+            )
+        }
+        PcapError::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            anyhow::anyhow!(
+                "{name}: the file ends inside packet {n} (a truncated copy, or a capture still being written?)"
+            )
+        }
+        PcapError::IoError(io) => anyhow::anyhow!("{name}: reading packet {n}: {io}"),
+        other => anyhow::anyhow!("{name}: packet {n}: {other}"),
+    }
 }
 
 /// A packet captured whole, or an error saying it was cut.
@@ -90,6 +110,20 @@ pub fn write(path: &Path, packets: &[&[u8]]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_cut_inside_a_packet_says_so() {
+        let dir = std::env::temp_dir().join(format!("bpfbench-pcap-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cut.pcap");
+        write(&path, &[&[7u8; 60], &[8u8; 60]]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.contains("the file ends inside packet 2"), "{e}");
+        assert!(!e.contains("Error reading bytes"), "{e}");
+    }
 
     #[test]
     fn written_packets_read_back_in_order() {

@@ -45,15 +45,29 @@ pub struct Sampling {
     /// Samples (timed batches) per scenario.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub samples: u64,
-    /// Target duration of one batch, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = positive)]
+    /// Target duration of one batch, in milliseconds (at most 1000).
+    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = batch_ms, allow_negative_numbers = true)]
     pub batch_ms: f64,
     /// Warm-up per scenario, in seconds.
-    #[arg(long = "warmup", value_name = "S", default_value_t = 0.1, value_parser = non_negative)]
+    #[arg(long = "warmup", value_name = "S", default_value_t = 0.1, value_parser = non_negative, allow_negative_numbers = true)]
     pub warmup_s: f64,
     /// Stop sampling a scenario after this many seconds.
-    #[arg(long = "max-time", value_name = "S", default_value_t = 10.0, value_parser = positive)]
+    #[arg(long = "max-time", value_name = "S", default_value_t = 10.0, value_parser = positive, allow_negative_numbers = true)]
     pub max_scenario_s: f64,
+    /// Sweeps over the selected scenarios: each scenario's samples are
+    /// taken in this many turns, interleaved with the other scenarios', so
+    /// that a slow phase of the machine falls on every scenario alike.
+    #[arg(long, default_value_t = DEFAULT_SWEEPS, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[serde(default = "one_sweep")]
+    pub sweeps: u32,
+}
+
+/// Sweeps of a run unless told (see `measurements/reproducibility-targets.sh`).
+pub const DEFAULT_SWEEPS: u32 = 10;
+
+/// Runs stored before sweeps were recorded took each scenario's samples in one stretch.
+fn one_sweep() -> u32 {
+    1
 }
 
 /// A command-line value that must be a positive number.
@@ -61,6 +75,17 @@ pub fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("must be a positive number, got '{s}'")),
+    }
+}
+
+/// The longest batch `--batch-ms` takes: one batch is one test run, with
+/// the CPU held by the timing loop for its whole length.
+pub const MAX_BATCH_MS: f64 = 1000.0;
+
+fn batch_ms(s: &str) -> Result<f64, String> {
+    match positive(s)? {
+        v if v <= MAX_BATCH_MS => Ok(v),
+        _ => Err(format!("must be at most {MAX_BATCH_MS} (one batch holds the CPU for its whole length), got '{s}'")),
     }
 }
 
@@ -73,7 +98,7 @@ fn non_negative(s: &str) -> Result<f64, String> {
 
 impl Default for Sampling {
     fn default() -> Self {
-        Sampling { samples: 200, batch_ms: 10.0, warmup_s: 0.1, max_scenario_s: 10.0 }
+        Sampling { samples: 200, batch_ms: 10.0, warmup_s: 0.1, max_scenario_s: 10.0, sweeps: DEFAULT_SWEEPS }
     }
 }
 
@@ -443,7 +468,8 @@ pub enum Timing {
     /// Inside BPF, for a program that makes tail calls: the batch loop
     /// enters the chain by a tail call each iteration and gets its verdict
     /// back when its last program exits; a test run holds `per_run` timed
-    /// iterations, as the kernel allows 33 tail calls per run.
+    /// iterations, within the tail calls the kernel allows a run (33 since
+    /// 5.17, 32 before).
     Chain {
         /// Tail calls one pass makes, the loop's own included (0: not
         /// counted, the kernel counting per call of the loop's subprogram).
@@ -597,7 +623,41 @@ pub struct Measurement {
     pub summary: Summary,
     /// The timing loop's own cost, measured in the same run; never subtracted.
     pub overhead: Overhead,
+    /// What went wrong in measuring it (a failed proportionality check, a
+    /// time cap reached): shown under every table.
     pub warnings: Vec<String>,
+    /// How much its samples spread against the machine's own noise at the
+    /// time (runs stored before it was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Noise>,
+    /// Facts about the samples that `-v` shows (outliers, flagged and kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<String>,
+}
+
+/// A row's spread against the machine's: the machine's is the spread of
+/// the run's empty timing loop, sampled in the same sweeps on the same CPU,
+/// so whatever disturbed the row would have disturbed it too.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// The row's coefficient of variation.
+    pub cv: f64,
+    /// The empty loop's, in the same run.
+    pub machine_cv: f64,
+    /// The row spread more than [`Noise::FACTOR`] times the machine's, and
+    /// by more than [`Noise::FLOOR`].
+    pub noisier: bool,
+}
+
+impl Noise {
+    /// How many times the machine's CV a row's may reach before it is called noisier.
+    pub const FACTOR: f64 = 2.0;
+    /// Spreads below this CV are never called noisy, whatever the loop's.
+    pub const FLOOR: f64 = 0.05;
+
+    pub fn judge(cv: f64, machine_cv: f64) -> Noise {
+        Noise { cv, machine_cv, noisier: cv > Self::FLOOR && cv > Self::FACTOR * machine_cv }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::grid::{self, Grid};
 use crate::compare::MIN_RUNS_PER_SIDE;
 use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
 use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE};
@@ -35,37 +36,7 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
     if cmp.instructions.is_empty() {
         return;
     }
-    let w = cmp.instructions.iter().map(|d| d.benchmark.len()).max().unwrap_or(9).max(9);
-    let _ = writeln!(
-        out,
-        "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8}",
-        "benchmark", "A insns/pkt", "B insns/pkt", "delta", "B/A"
-    );
-    for d in &cmp.instructions {
-        let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
-        let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
-        let _ =
-            writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>10}  {:>8.4}", d.benchmark, num(d.a), num(d.b), delta, d.ratio());
-        for (what, (a, b)) in &d.changed {
-            let _ = writeln!(out, "{:<w$}    {what}: {} -> {} per packet", "", num(*a), num(*b));
-        }
-        // The source lines whose instructions changed, largest change first.
-        let mut lines: Vec<(&String, &(f64, f64))> = d.lines.iter().collect();
-        lines.sort_by(|x, y| (y.1.1 - y.1.0).abs().total_cmp(&(x.1.1 - x.1.0).abs()).then(x.0.cmp(y.0)));
-        for (line, (a, b)) in lines.iter().take(CHANGED_LINES) {
-            let change = b - a;
-            let sign = if change > 0.0 { "+" } else { "" };
-            let _ = writeln!(out, "{:<w$}    {sign}{} insns/packet at {line}", "", num(change));
-        }
-        if lines.len() > CHANGED_LINES {
-            let _ = writeln!(
-                out,
-                "{:<w$}    ... {} more lines changed (--format json lists them)",
-                "",
-                lines.len() - CHANGED_LINES
-            );
-        }
-    }
+    out.push_str(&instruction_grid(cmp, true).plain());
     let more = cmp.instructions.iter().filter(|d| d.b > d.a).count();
     let fewer = cmp.instructions.iter().filter(|d| d.b < d.a).count();
     let _ = writeln!(
@@ -75,43 +46,91 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
     );
 }
 
-/// The timed benchmarks, with their statistics.
-fn times(cmp: &ComparisonRecord, out: &mut String) {
-    let w = cmp.benchmarks.iter().map(|b| b.benchmark.len()).max().unwrap_or(9).max(9);
-    let _ = writeln!(
-        out,
-        "{:<w$}  {:>12}  {:>12}  {:>8}  {:>17}  {:>7}  {:>16}  {:>9}  verdict (noise threshold ±{:.1}%)",
-        "benchmark",
-        "A ns/op",
-        "B ns/op",
-        "B/A",
-        "95% CI",
-        "p(Holm)",
-        "rests on",
-        "run noise",
-        cmp.threshold * 100.0
-    );
+/// Instruction counts per benchmark; `detail` adds what changed in helper
+/// calls, map operations and source lines under each row.
+fn instruction_grid(cmp: &ComparisonRecord, detail: bool) -> Grid {
+    let mut g = Grid::new(vec![
+        grid::left("benchmark"),
+        grid::right("A insns/pkt"),
+        grid::right("B insns/pkt"),
+        grid::right("delta"),
+        grid::right("B/A"),
+    ]);
+    let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
+    for d in &cmp.instructions {
+        let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
+        g.row(vec![d.benchmark.clone(), num(d.a), num(d.b), delta, format!("{:.4}", d.ratio())]);
+        if !detail {
+            continue;
+        }
+        for (what, (a, b)) in &d.changed {
+            g.note(format!("    {what}: {} -> {} per packet", num(*a), num(*b)));
+        }
+        // The source lines whose instructions changed, largest change first.
+        let mut lines: Vec<(&String, &(f64, f64))> = d.lines.iter().collect();
+        lines.sort_by(|x, y| (y.1.1 - y.1.0).abs().total_cmp(&(x.1.1 - x.1.0).abs()).then(x.0.cmp(y.0)));
+        for (line, (a, b)) in lines.iter().take(CHANGED_LINES) {
+            let change = b - a;
+            let sign = if change > 0.0 { "+" } else { "" };
+            g.note(format!("    {sign}{} insns/packet at {line}", num(change)));
+        }
+        if lines.len() > CHANGED_LINES {
+            g.note(format!("    ... {} more lines changed (--format json lists them)", lines.len() - CHANGED_LINES));
+        }
+    }
+    g
+}
+
+/// The timed benchmarks with their statistics, for both forms (the
+/// verdict bold in Markdown).
+fn time_grid(cmp: &ComparisonRecord, markdown: bool) -> Grid {
+    let mut g = Grid::new(vec![
+        grid::left("benchmark"),
+        grid::right("A ns/op"),
+        grid::right("B ns/op"),
+        grid::right("B/A"),
+        grid::left("95% CI"),
+        grid::right("p(Holm)"),
+        grid::left("rests on"),
+        grid::right("run noise"),
+        grid::left("verdict"),
+    ]);
     for b in &cmp.benchmarks {
         let r = &b.result;
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>12.2}  {:>12.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>7.4}  {:>16}  {:>9}  {}",
-            b.benchmark,
-            r.median_a,
-            r.median_b,
-            r.ratio,
-            r.ratio_ci95.0,
-            r.ratio_ci95.1,
-            r.p_adjusted,
+        let verdict = if markdown { format!("**{}**", r.verdict.as_str()) } else { r.verdict.as_str().to_string() };
+        g.row(vec![
+            b.benchmark.clone(),
+            format!("{:.2}", r.median_a),
+            format!("{:.2}", r.median_b),
+            format!("{:.4}", r.ratio),
+            format!("[{:.4}, {:.4}]", r.ratio_ci95.0, r.ratio_ci95.1),
+            format!("{:.4}", r.p_adjusted),
             rests_on(b),
             run_noise(b),
-            r.verdict.as_str()
-        );
+            verdict,
+        ]);
     }
-    if let Some(g) = cmp.geomean_ratio {
-        let _ = writeln!(out, "{:<w$}  {:>12}  {:>12}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
+    if let Some(gm) = cmp.geomean_ratio {
+        g.row(vec![
+            "geomean".into(),
+            String::new(),
+            String::new(),
+            format!("{gm:.4}"),
+            format!("({:+.2}%)", (gm - 1.0) * 100.0),
+        ]);
     }
-    let _ = writeln!(out, "{} ({METHOD})", super::verdict_counts(|v| cmp.count(v)));
+    g
+}
+
+/// The timed benchmarks, with their statistics.
+fn times(cmp: &ComparisonRecord, out: &mut String) {
+    out.push_str(&time_grid(cmp, false).plain());
+    let _ = writeln!(
+        out,
+        "{} ({METHOD}; noise threshold ±{:.1}%)",
+        super::verdict_counts(|v| cmp.count(v)),
+        cmp.threshold * 100.0
+    );
     if let Some(note) = assumed_noise_note(cmp) {
         let _ = writeln!(out, "{note}");
     }
@@ -161,41 +180,15 @@ pub fn markdown(cmp: &ComparisonRecord) -> String {
         cmp.threshold * 100.0
     );
     if !cmp.benchmarks.is_empty() {
-        out += "| benchmark | A ns/op | B ns/op | B/A | 95 % CI | p (Holm) | rests on | run noise | verdict |\n";
-        out += "|---|---:|---:|---:|---|---:|---|---|---|\n";
-        for b in &cmp.benchmarks {
-            let r = &b.result;
-            let _ = writeln!(
-                out,
-                "| {} | {:.2} | {:.2} | {:.4} | [{:.4}, {:.4}] | {:.4} | {} | {} | **{}** |",
-                cell(&b.benchmark),
-                r.median_a,
-                r.median_b,
-                r.ratio,
-                r.ratio_ci95.0,
-                r.ratio_ci95.1,
-                r.p_adjusted,
-                rests_on(b),
-                run_noise(b),
-                r.verdict.as_str()
-            );
-        }
-        if let Some(g) = cmp.geomean_ratio {
-            let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | | | |", (g - 1.0) * 100.0);
-        }
+        out += &time_grid(cmp, true).markdown();
         let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| cmp.count(v)));
         if let Some(note) = assumed_noise_note(cmp) {
             let _ = writeln!(out, "\n> {note}");
         }
     }
     if !cmp.instructions.is_empty() {
-        out += "\n| benchmark | A insns/pkt | B insns/pkt | delta | B/A |\n|---|---:|---:|---:|---:|\n";
-        for d in &cmp.instructions {
-            let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
-            let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
-            let _ =
-                writeln!(out, "| {} | {} | {} | {delta} | {:.4} |", cell(&d.benchmark), num(d.a), num(d.b), d.ratio());
-        }
+        out += "\n";
+        out += &instruction_grid(cmp, false).markdown();
         out += "\nBPF instructions per packet, counted by the userspace runtime: exact, no noise.\n";
     }
     let others: Vec<String> = (cmp.only_in_a.iter().map(|n| format!("only in A: `{}`", cell(n))))

@@ -59,6 +59,11 @@ pub fn start_line(interface: &str, threads: usize, flows: u64, frame_bytes: &[us
     )
 }
 
+/// How close the rate came to the one asked for: "reached 99.94% of it".
+fn rate_line(asked: f64, pps: f64) -> String {
+    format!("asked {} pps: reached {:.2}% of it", grouped(asked.round() as u64), pps / asked * 100.0)
+}
+
 /// The summary after the run.
 pub fn summary(r: &GenRecord) -> String {
     let mut out = String::new();
@@ -72,12 +77,7 @@ pub fn summary(r: &GenRecord) -> String {
         r.stopped_by.as_str()
     );
     if let Some(asked) = r.rate_asked_pps {
-        let _ = writeln!(
-            out,
-            "asked {} pps: reached {:+.2}% of it",
-            grouped(asked.round() as u64),
-            (r.pps / asked - 1.0) * 100.0
-        );
+        let _ = writeln!(out, "{}", rate_line(asked, r.pps));
     }
     let cpus = r.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
     let _ = writeln!(
@@ -176,5 +176,11 @@ mod tests {
         assert_eq!(grouped(999), "999");
         assert_eq!(grouped(1000), "1,000");
         assert_eq!(grouped(6_012_345), "6,012,345");
+    }
+
+    #[test]
+    fn a_rate_reached_is_a_share_of_the_one_asked() {
+        assert_eq!(rate_line(1_000_000.0, 999_400.0), "asked 1,000,000 pps: reached 99.94% of it");
+        assert_eq!(rate_line(1_000.0, 1_000.0), "asked 1,000 pps: reached 100.00% of it");
     }
 }

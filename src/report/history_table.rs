@@ -1,8 +1,7 @@
 //! The listings of stored results: `history` (runs, one benchmark's
 //! medians), `history --ab` (paired comparisons) and `history --live`.
 
-use std::fmt::Write;
-
+use super::grid::{self, Grid};
 use crate::history::RunSummary;
 use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
@@ -11,10 +10,15 @@ use crate::stats::two_sample::Verdict;
 /// Stored runs, newest first; with `benchmark`, its median per run.
 pub fn runs(runs: &[RunSummary], benchmark: Option<&str>) -> String {
     let col = benchmark.map(|b| format!("{b}: p50 ns/op [95% CI] n")).unwrap_or_else(|| "benchmarks".into());
-    let mut out = format!(
-        "{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {:<16}  {col}\n",
-        "run", "started (UTC)", "tag", "commit", "kernel", "testbed"
-    );
+    let mut g = Grid::new(vec![
+        grid::right("run"),
+        grid::left("started (UTC)"),
+        grid::left("tag"),
+        grid::left("commit"),
+        grid::left("kernel"),
+        grid::left("testbed"),
+        grid::left(col),
+    ]);
     for r in runs {
         let value = match (benchmark, r.median_ns) {
             (Some(_), Some(m)) => match (r.ci95_ns, r.samples) {
@@ -24,62 +28,70 @@ pub fn runs(runs: &[RunSummary], benchmark: Option<&str>) -> String {
             (Some(_), None) => "-".into(),
             (None, _) => r.benchmarks.to_string(),
         };
-        let _ = writeln!(
-            out,
-            "{:>5}  {:<20}  {:<16}  {:<14}  {:<24}  {:<16}  {value}",
-            r.id,
+        g.row(vec![
+            r.id.to_string(),
             utc(r.started_at),
-            r.tag.as_deref().unwrap_or("-"),
-            r.git_commit,
-            r.kernel,
-            r.testbed.as_deref().unwrap_or("-")
-        );
+            r.tag.clone().unwrap_or_else(|| "-".into()),
+            r.git_commit.clone(),
+            r.kernel.clone(),
+            r.testbed.clone().unwrap_or_else(|| "-".into()),
+            value,
+        ]);
     }
-    out
+    g.plain()
 }
 
 /// Stored paired comparisons, newest first, with their geometric-mean ratio.
 pub fn paired(rows: &[(i64, PairedRecord)]) -> String {
-    let mut out = format!(
-        "{:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  geomean B/A\n",
-        "ab", "started (UTC)", "tag", "cases", "A", "B"
-    );
+    let mut g = Grid::new(vec![
+        grid::right("ab"),
+        grid::left("started (UTC)"),
+        grid::left("tag"),
+        grid::right("cases"),
+        grid::left("A"),
+        grid::left("B"),
+        grid::left("geomean B/A"),
+    ]);
     for (id, r) in rows {
         let geomean = r.geomean_ratio.map_or("-".into(), |g| {
             format!("{g:.4} ({} slower, {} faster)", r.count(Verdict::Slower), r.count(Verdict::Faster))
         });
-        let _ = writeln!(
-            out,
-            "{id:>5}  {:<20}  {:<16}  {:>5}  {:<32}  {:<32}  {geomean}",
+        g.row(vec![
+            id.to_string(),
             utc(r.environment.started_at),
-            r.tag.as_deref().unwrap_or("-"),
-            r.cases.len(),
-            r.a,
-            r.b,
-        );
+            r.tag.clone().unwrap_or_else(|| "-".into()),
+            r.cases.len().to_string(),
+            r.a.clone(),
+            r.b.clone(),
+            geomean,
+        ]);
     }
-    out
+    g.plain()
 }
 
 /// Stored live runs, newest first, with the first step's received rate.
 pub fn live(rows: &[(i64, LiveRecord)]) -> String {
-    let mut out = format!(
-        "{:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  Mpps (first step)\n",
-        "live", "started (UTC)", "tag", "program", "sweep", "steps"
-    );
+    let mut g = Grid::new(vec![
+        grid::right("live"),
+        grid::left("started (UTC)"),
+        grid::left("tag"),
+        grid::left("program"),
+        grid::left("sweep"),
+        grid::right("steps"),
+        grid::right("Mpps (first step)"),
+    ]);
     for (id, r) in rows {
-        let _ = writeln!(
-            out,
-            "{id:>5}  {:<20}  {:<16}  {:<32}  {:<10}  {:>5}  {}",
+        g.row(vec![
+            id.to_string(),
             utc(r.environment.started_at),
-            r.tag.as_deref().unwrap_or("-"),
-            r.program,
-            r.sweep.map_or("-", |v| v.name()),
-            r.steps.len(),
-            r.steps.first().map_or("-".into(), |s| format!("{:.3}", s.received_pps / 1e6))
-        );
+            r.tag.clone().unwrap_or_else(|| "-".into()),
+            r.program.clone(),
+            r.sweep.map_or("-", |v| v.name()).to_string(),
+            r.steps.len().to_string(),
+            r.steps.first().map_or("-".into(), |s| format!("{:.3}", s.received_pps / 1e6)),
+        ]);
     }
-    out
+    g.plain()
 }
 
 /// "YYYY-MM-DD HH:MM:SS" from Unix seconds (civil-from-days, UTC).

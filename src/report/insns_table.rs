@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::grid::{self, Grid};
 use crate::record::{InstructionCount, LineCount, RunRecord, ScenarioRecord};
 
 /// A count per packet, whole numbers without decimals (most paths).
@@ -16,20 +17,19 @@ fn insns(c: &InstructionCount) -> String {
     per_packet(c.body_insns as f64 - c.loop_insns as f64, c.packets)
 }
 
-fn row(out: &mut String, r: &ScenarioRecord) {
+/// A scenario's row of counts, or the reason it has none.
+fn row(g: &mut Grid, r: &ScenarioRecord) {
     match &r.instructions {
         Some(c) => {
             let helpers: i64 = c.helpers.values().sum();
             let ops: i64 = c.map_ops.values().sum();
-            let _ = writeln!(
-                out,
-                "  {:<30} {:>8} {:>14} {:>14} {:>14}",
-                r.name,
-                c.packets,
+            g.row(vec![
+                r.name.clone(),
+                c.packets.to_string(),
                 insns(c),
                 per_packet(helpers as f64, c.packets),
-                per_packet(ops as f64, c.packets)
-            );
+                per_packet(ops as f64, c.packets),
+            ]);
         }
         None => {
             let why = match (&r.unavailable, &r.error) {
@@ -37,7 +37,7 @@ fn row(out: &mut String, r: &ScenarioRecord) {
                 (None, Some(e)) => e.clone(),
                 (None, None) => "not counted".into(),
             };
-            let _ = writeln!(out, "  {:<30} {why}", r.name);
+            g.spanning(r.name.clone(), why);
         }
     }
 }
@@ -122,24 +122,30 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
             groups.push(&r.group);
         }
     }
+    let mut grid = Grid::new(vec![
+        grid::left("scenario"),
+        grid::right("packets"),
+        grid::right("insns/packet"),
+        grid::right("helpers/packet"),
+        grid::right("map ops/packet"),
+    ]);
     for g in groups {
-        let _ = writeln!(
-            out,
-            "\n{g}\n  {:<30} {:>8} {:>14} {:>14} {:>14}",
-            "scenario", "packets", "insns/packet", "helpers/packet", "map ops/packet"
-        );
+        grid.section(g);
         for r in run.results.iter().filter(|r| r.group == g) {
-            row(&mut out, r);
+            row(&mut grid, r);
             if let Some(c) = &r.instructions {
+                let mut detail = String::new();
                 if verbose || !c.lines.is_empty() {
                     for (name, n) in c.helpers.iter().chain(&c.map_ops) {
-                        let _ = writeln!(out, "      {name:<40} {:>10} /packet", per_packet(*n as f64, c.packets));
+                        let _ = writeln!(detail, "      {name:<40} {:>10} /packet", per_packet(*n as f64, c.packets));
                     }
                 }
-                profile(&mut out, c, verbose);
+                profile(&mut detail, c, verbose);
+                detail.lines().for_each(|l| grid.note(l));
             }
         }
     }
+    out.push_str(&grid.plain());
     if run.results.iter().any(|r| r.instructions.as_ref().is_some_and(|c| !c.lines.is_empty())) {
         out.push_str("\nline: the body's instructions per packet on that source line less the empty loop's (lines of the batch loop mostly cancel out); share: of insns/packet.\n");
         out.push_str("time: the share of the sampling profiler's samples (every 97 us, in the body's timed batches in the JIT) in that line's code or in helpers it called; ns/packet: that share of the batches' median ns/packet, the loop's own cost included.\n");

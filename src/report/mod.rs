@@ -7,6 +7,7 @@ pub mod export;
 pub mod features_table;
 pub mod fuzz_table;
 pub mod gen_table;
+pub mod grid;
 pub mod history_table;
 pub mod html;
 pub mod insns_table;

@@ -34,7 +34,7 @@ fn duration(ns: f64) -> (f64, &'static str) {
 /// counted in the scenario's unit (whole maps for `drain`, whose samples
 /// are per deleted key).
 fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
-    let label = format!("{:>label_w$}", super::table::label(r));
+    let label = format!("{:>label_w$}", super::table::label_with_timing(r));
     if let Some(why) = &r.unavailable {
         return format!("{label}: N/A ({why})\n");
     }
@@ -70,20 +70,15 @@ fn cell(r: Option<&&ScenarioRecord>) -> String {
 }
 
 fn grid(out: &mut String, title: &str, rows: &[String], cols: &[String], get: impl Fn(&str, &str) -> String) {
-    let w0 = rows.iter().map(String::len).chain([title.len()]).max().unwrap_or(8) + 2;
-    let cw = cols.iter().map(String::len).max().unwrap_or(8).max(9) + 2;
-    let _ = write!(out, "{title:<w0$}");
-    for c in cols {
-        let _ = write!(out, "{c:>cw$}");
-    }
-    out.push('\n');
+    let mut columns = vec![super::grid::left(title)];
+    columns.extend(cols.iter().map(|c| super::grid::right(c.as_str())));
+    let mut g = super::grid::Grid::new(columns);
     for r in rows {
-        let _ = write!(out, "{r:<w0$}");
-        for c in cols {
-            let _ = write!(out, "{:>cw$}", get(r, c));
-        }
-        out.push('\n');
+        let mut cells = vec![r.clone()];
+        cells.extend(cols.iter().map(|c| get(r, c)));
+        g.row(cells);
     }
+    out.push_str(&g.plain());
 }
 
 /// Distinct values of `field` over the map scenarios, in first-seen order.
@@ -150,7 +145,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     );
     out.push_str(&super::table::emulation_note(&report.environment));
     let rs: Vec<&ScenarioRecord> = report.results.iter().collect();
-    let label_w = rs.iter().map(|r| super::table::label(r).len()).max().unwrap_or(9).max(9);
+    let label_w = rs.iter().map(|r| super::table::label_with_timing(r).len()).max().unwrap_or(9).max(9);
     for r in &rs {
         out.push_str(&seed_line(r, label_w));
     }
@@ -172,7 +167,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     }
     out.push_str(&super::runtime_table::render(report));
     for r in &rs {
-        let label = super::table::label(r);
+        let label = super::table::label_with_timing(r);
         if let (Some(e), None) = (&r.error, &r.unavailable) {
             let _ = writeln!(out, "{label}: {e}");
         }
@@ -180,6 +175,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
             let _ = writeln!(out, "warning: {label}: {w}");
         }
     }
+    out.push_str(&super::table::noise_summary(&report.results, report.environment.cpu, verbose));
     if report.interrupted {
         out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
     }

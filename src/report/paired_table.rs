@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::export::BmfMeasure;
+use super::grid::{self, Grid};
 use crate::record::paired::{PairedCase, PairedRecord};
 
 /// "40 loads x 16 pairs, 3.2 s": rounds (each a fresh load of both builds),
@@ -16,11 +17,46 @@ fn rests_on(c: &PairedCase) -> String {
     format!("{} loads x {per} pairs, {:.1} s", c.round_ratios.len(), c.elapsed_s)
 }
 
+/// The cases as one grid, for both forms: both medians, the median ratio
+/// with its interval, what it rests on and the verdict (bold in Markdown).
+fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
+    let mut g = Grid::new(vec![
+        grid::left("benchmark"),
+        grid::right("A ns/op"),
+        grid::right("B ns/op"),
+        grid::right("B/A"),
+        grid::left("95% CI"),
+        grid::left("rests on"),
+        grid::left("verdict"),
+    ]);
+    for c in &rec.cases {
+        let verdict = if markdown { format!("**{}**", c.verdict.as_str()) } else { c.verdict.as_str().to_string() };
+        g.row(vec![
+            c.benchmark_name(),
+            format!("{:.2}", c.median_a),
+            format!("{:.2}", c.median_b),
+            format!("{:.4}", c.ratio),
+            format!("[{:.4}, {:.4}]", c.ratio_ci95.0, c.ratio_ci95.1),
+            rests_on(c),
+            verdict + &stopped(c),
+        ]);
+    }
+    if let Some(gm) = rec.geomean_ratio {
+        g.row(vec![
+            "geomean".into(),
+            String::new(),
+            String::new(),
+            format!("{gm:.4}"),
+            format!("({:+.2}%)", (gm - 1.0) * 100.0),
+        ]);
+    }
+    g
+}
+
 /// One line per case: both medians, the median ratio with its interval,
 /// the verdict, and what it rests on.
 pub fn table(rec: &PairedRecord) -> String {
     let mut out = String::new();
-    let w = rec.cases.iter().map(|c| c.benchmark_name().len()).max().unwrap_or(9).max(9);
     let _ = writeln!(out, "A: {}\nB: {}", rec.a, rec.b);
     for (side, g) in ["A", "B"].iter().zip(&rec.guests) {
         let _ =
@@ -32,36 +68,13 @@ pub fn table(rec: &PairedRecord) -> String {
             "EMULATED: the guests ran under QEMU's TCG; ns/op are the emulator's, not the hardware's (the ratios compare the kernels under emulation)"
         );
     }
+    out.push_str(&cases(rec, false).plain());
     let _ = writeln!(
         out,
-        "{:<w$}  {:>10}  {:>10}  {:>8}  {:>17}  {:>24}  verdict (noise threshold ±{:.1}%)",
-        "benchmark",
-        "A ns/op",
-        "B ns/op",
-        "B/A",
-        "95% CI",
-        "rests on",
+        "{} ({METHOD}; noise threshold ±{:.1}%)",
+        super::verdict_counts(|v| rec.count(v)),
         rec.threshold * 100.0
     );
-    for c in &rec.cases {
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>10.2}  {:>10.2}  {:>8.4}  [{:>6.4}, {:>6.4}]  {:>24}  {}{}",
-            c.benchmark_name(),
-            c.median_a,
-            c.median_b,
-            c.ratio,
-            c.ratio_ci95.0,
-            c.ratio_ci95.1,
-            rests_on(c),
-            c.verdict.as_str(),
-            stopped(c)
-        );
-    }
-    if let Some(g) = rec.geomean_ratio {
-        let _ = writeln!(out, "{:<w$}  {:>10}  {:>10}  {:>8.4}  ({:+.2}%)", "geomean", "", "", g, (g - 1.0) * 100.0);
-    }
-    let _ = writeln!(out, "{} ({METHOD})", super::verdict_counts(|v| rec.count(v)));
     if rec.interrupted {
         let _ = writeln!(out, "interrupted: {INTERRUPTED}");
     }
@@ -87,26 +100,7 @@ pub fn markdown(rec: &PairedRecord) -> String {
             "> EMULATED: the guests ran under QEMU's TCG; ns/op are the emulator's, not the hardware's.\n"
         );
     }
-    let _ = writeln!(out, "| benchmark | A ns/op | B ns/op | B/A | 95 % CI | rests on | verdict |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---|---|---|");
-    for c in &rec.cases {
-        let _ = writeln!(
-            out,
-            "| {} | {:.2} | {:.2} | {:.4} | [{:.4}, {:.4}] | {} | **{}**{} |",
-            cell(&c.benchmark_name()),
-            c.median_a,
-            c.median_b,
-            c.ratio,
-            c.ratio_ci95.0,
-            c.ratio_ci95.1,
-            rests_on(c),
-            c.verdict.as_str(),
-            stopped(c)
-        );
-    }
-    if let Some(g) = rec.geomean_ratio {
-        let _ = writeln!(out, "| geomean | | | {g:.4} ({:+.2} %) | | | |", (g - 1.0) * 100.0);
-    }
+    out.push_str(&cases(rec, true).markdown());
     let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| rec.count(v)));
     if rec.interrupted {
         let _ = writeln!(out, "\nInterrupted: {INTERRUPTED}.");

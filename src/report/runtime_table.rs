@@ -1,8 +1,7 @@
 //! Kernel and userspace side by side (`run --runtime both`): each
 //! scenario's median in both runtimes and their ratio, from one run.
 
-use std::fmt::Write as _;
-
+use super::grid::{self, Grid};
 use crate::record::{RunRecord, Runtime, ScenarioRecord};
 
 fn median(r: &ScenarioRecord) -> Option<f64> {
@@ -36,13 +35,19 @@ pub fn render(run: &RunRecord) -> String {
     let mut out = String::from(
         "\nKernel vs userspace runtime (median ns/op of this run (CV, samples), loop included in both):\n",
     );
-    let _ = writeln!(out, "  {:<30} {:>26} {:>26} {:>12}", "scenario", "kernel", "userspace", "user/kernel");
+    let mut g = Grid::new(vec![
+        grid::left("scenario"),
+        grid::right("kernel"),
+        grid::right("userspace"),
+        grid::right("user/kernel"),
+    ]);
     for (k, u) in pairs {
         let ratio = match (median(k), median(u)) {
             (Some(k), Some(u)) if k > 0.0 => format!("{:.2}x", u / k),
             _ => "-".into(),
         };
-        let _ = writeln!(out, "  {:<30} {:>26} {:>26} {:>12}", k.name, cell(k), cell(u), ratio);
+        g.row(vec![k.name.clone(), cell(k), cell(u), ratio]);
     }
+    out.push_str(&g.plain());
     out
 }

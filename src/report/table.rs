@@ -4,38 +4,12 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{LoopConstruct, RunRecord, Runtime, ScenarioRecord, Timing};
+use super::grid::{self, Grid};
+use crate::record::{LoopConstruct, Noise, RunRecord, Runtime, ScenarioRecord, Timing};
 use crate::stats::render_histogram;
 
-const NAME_W: usize = 34;
-const COLS: [(&str, usize); 9] = [
-    ("n", 6),
-    ("p50", 10),
-    ("stddev", 9),
-    ("CV", 8),
-    ("min", 10),
-    ("p90", 10),
-    ("p99", 10),
-    ("max", 10),
-    ("loop p50", 10),
-];
-
-fn rule() -> String {
-    let mut s = format!("+{}", "-".repeat(NAME_W));
-    for (_, w) in COLS {
-        s.push('+');
-        s.push_str(&"-".repeat(w));
-    }
-    s + "+\n"
-}
-
-fn row(name: &str, cells: &[String]) -> String {
-    let mut s = format!("| {:<w$} ", name, w = NAME_W - 2);
-    for ((_, w), c) in COLS.iter().zip(cells) {
-        let _ = write!(s, "| {:>w$} ", c, w = w - 2);
-    }
-    s + "|\n"
-}
+/// The figures' columns after the name (and the timing column, where rows differ in it).
+const FIGURES: [&str; 9] = ["n", "p50", "stddev", "CV", "min", "p90", "p99", "max", "loop p50"];
 
 /// The line that says a run's times are an emulator's (a guest under TCG),
 /// or nothing.
@@ -49,38 +23,81 @@ pub(super) fn emulation_note(env: &crate::record::Environment) -> String {
     }
 }
 
-/// A row's label: the scenario, marked when it was timed per call or ran
-/// in the userspace runtime.
+/// A row's label: the scenario, marked when it ran in the userspace runtime.
 pub(super) fn label(r: &ScenarioRecord) -> String {
-    let name = match r.runtime {
+    match r.runtime {
         Runtime::Kernel => r.name.clone(),
         Runtime::User => format!("{} (user)", r.name),
-    };
-    match r.timing {
-        Timing::MAY_GOTO => name,
-        ref other => format!("{name} ({})", other.label()),
     }
 }
 
-fn scenario_row(r: &ScenarioRecord) -> String {
+/// The label with the timing mode where it is not the may_goto loop
+/// (lines that are not in a table with a timing column).
+pub(super) fn label_with_timing(r: &ScenarioRecord) -> String {
+    match r.timing {
+        Timing::MAY_GOTO => label(r),
+        ref other => format!("{} ({})", label(r), other.label()),
+    }
+}
+
+/// The timing most rows share: described once in the heading, and a
+/// column only when some row differs.
+fn common_timing(results: &[ScenarioRecord]) -> Option<&Timing> {
+    let mut counts: Vec<(&Timing, usize)> = Vec::new();
+    for r in results.iter().filter(|r| r.validated) {
+        match counts.iter_mut().find(|(t, _)| t.label() == r.timing.label()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&r.timing, 1)),
+        }
+    }
+    // The first of the most common, so ties go to the first row's.
+    let most = counts.iter().map(|(_, n)| *n).max()?;
+    counts.iter().find(|(_, n)| *n == most).map(|(t, _)| *t)
+}
+
+/// How the heading says a run was timed.
+fn describe(t: &Timing) -> String {
+    match t {
+        Timing::InBpf { construct, body, .. } => {
+            let looped = match construct {
+                LoopConstruct::MayGoto => "may_goto loop",
+                LoopConstruct::BpfLoop => "bpf_loop helper",
+                LoopConstruct::Bounded => "bounded loop",
+            };
+            let body = match body {
+                crate::record::Body::Call => "body called",
+                crate::record::Body::Inline => "body inline",
+            };
+            format!("timed inside BPF ({looped}, {body})")
+        }
+        Timing::Chain { .. } => "timed inside BPF (a tail-call chain entered from a bounded loop)".into(),
+        Timing::PerCall { host_timed: true, .. } => "timed per call (BPF_PROG_TEST_RUN, by the host)".into(),
+        Timing::PerCall { .. } => "timed per call (BPF_PROG_TEST_RUN, by the kernel)".into(),
+        Timing::Traced { function } => format!("timed by fentry/fexit on {function}"),
+    }
+}
+
+fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, timing_column: bool) {
+    let mut cells = vec![label(r)];
+    if timing_column {
+        cells.push(if r.validated { r.timing.label().to_string() } else { "-".into() });
+    }
     match &r.measurement {
         Some(m) => {
             let s = &m.summary;
             let f = |v: f64| format!("{v:.2}");
-            row(
-                &label(r),
-                &[
-                    s.n.to_string(),
-                    f(s.p50),
-                    f(s.stddev),
-                    format!("{:.2}%", s.cv * 100.0),
-                    f(s.min),
-                    f(s.p90),
-                    f(s.p99),
-                    f(s.max),
-                    f(m.overhead.summary.p50),
-                ],
-            )
+            cells.extend([
+                s.n.to_string(),
+                f(s.p50),
+                f(s.stddev),
+                format!("{:.2}%", s.cv * 100.0),
+                f(s.min),
+                f(s.p90),
+                f(s.p99),
+                f(s.max),
+                f(m.overhead.summary.p50),
+            ]);
+            grid.row(cells);
         }
         None => {
             let why = match &r.unavailable {
@@ -88,12 +105,26 @@ fn scenario_row(r: &ScenarioRecord) -> String {
                 None if r.validated => "MEASUREMENT FAILED",
                 None => "VALIDATION FAILED",
             };
-            let mut s = format!("| {:<w$} ", label(r), w = NAME_W - 2);
-            let width: usize = COLS.iter().map(|(_, w)| w + 1).sum::<usize>() - 1;
-            let _ = write!(s, "| {:<w$} ", why, w = width - 2);
-            s + "|\n"
+            grid.spanning(cells.remove(0), why);
         }
     }
+}
+
+/// The rows of the run as one grid, a section per scenario group.
+fn run_grid(report: &RunRecord, groups: &[&str], timing_column: bool) -> Grid {
+    let mut columns = vec![grid::left("scenario")];
+    if timing_column {
+        columns.push(grid::left("timing"));
+    }
+    columns.extend(FIGURES.iter().map(|h| grid::right(*h)));
+    let mut g = Grid::new(columns);
+    for group in groups {
+        g.section(*group);
+        for r in report.results.iter().filter(|r| r.group == *group) {
+            scenario_row(&mut g, r, timing_column);
+        }
+    }
+    g
 }
 
 pub(crate) fn details(r: &ScenarioRecord) -> String {
@@ -182,6 +213,18 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
         if s.outliers_low + s.outliers_high > 0 {
             let _ = writeln!(out, "    outliers (kept): {} low, {} high", s.outliers_low, s.outliers_high);
         }
+        if let Some(n) = &m.noise {
+            let _ = writeln!(
+                out,
+                "    spread: CV {:.2}% against the empty loop's {:.2}% in the same sweeps ({})",
+                n.cv * 100.0,
+                n.machine_cv * 100.0,
+                if n.noisier { "noisier than the machine" } else { "within the machine's noise" }
+            );
+        }
+        for o in &m.observations {
+            let _ = writeln!(out, "    {o}");
+        }
         if let Some(note) = s.skew_note() {
             let _ = writeln!(out, "    NOTE: {note}");
         }
@@ -201,6 +244,42 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
     out
 }
 
+/// One line on the rows that spread more than the machine did (the run's
+/// empty loop), naming the first few; with `verbose`, a line per row.
+pub(super) fn noise_summary(results: &[ScenarioRecord], cpu: usize, verbose: bool) -> String {
+    let judged: Vec<(&ScenarioRecord, Noise)> =
+        results.iter().filter_map(|r| r.measurement.as_ref()?.noise.map(|n| (r, n))).collect();
+    let noisy: Vec<&(&ScenarioRecord, Noise)> = judged.iter().filter(|(_, n)| n.noisier).collect();
+    if noisy.is_empty() {
+        return String::new();
+    }
+    let pct = |v: f64| format!("{:.1}%", v * 100.0);
+    let mut out = String::new();
+    if verbose {
+        for (r, n) in &noisy {
+            let _ =
+                writeln!(out, "noisy: {}: CV {} against the empty loop's {}", label(r), pct(n.cv), pct(n.machine_cv));
+        }
+    }
+    const NAMED: usize = 3;
+    let mut named: Vec<String> =
+        noisy.iter().take(NAMED).map(|(r, n)| format!("{} ({})", label(r), pct(n.cv))).collect();
+    if noisy.len() > NAMED {
+        named.push(format!("{} more", noisy.len() - NAMED));
+    }
+    let _ = writeln!(
+        out,
+        "warning: {} of {} rows spread more than this run's empty loop did (CV over {}x the loop's and over {}): {}; was something else running on CPU {cpu}?{}",
+        noisy.len(),
+        judged.len(),
+        Noise::FACTOR,
+        pct(Noise::FLOOR),
+        named.join(", "),
+        if verbose { "" } else { " (-v: each row)" }
+    );
+    out
+}
+
 /// The whole run as text.
 pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     let mut out = String::new();
@@ -216,28 +295,24 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         }
         out.push('\n');
     }
-    let other_modes = report.results.iter().any(|r| r.timing != Timing::MAY_GOTO);
+    let common = common_timing(&report.results);
+    let timing_column =
+        report.results.iter().any(|r| r.validated && Some(r.timing.label()) != common.map(Timing::label));
+    let how = match common {
+        Some(t) if timing_column => format!(", {}, except where the timing column says otherwise", describe(t)),
+        Some(t) => format!(", {}", describe(t)),
+        None => String::new(),
+    };
     let _ = writeln!(
         out,
-        "bpfbench {} on {} (kernel {}), CPU {}; ns/op measured inside BPF{}",
+        "bpfbench {} on {} (kernel {}), CPU {}; ns/op{how}",
         report.environment.bpfbench_version,
         report.environment.cpu_model,
         report.environment.kernel,
         report.environment.cpu,
-        if other_modes { " (may_goto loop), except rows marked with their mode" } else { "" }
     );
     out.push_str(&emulation_note(&report.environment));
-    for g in &groups {
-        out.push_str(&rule());
-        out.push_str(&row(g, &COLS.map(|(n, _)| n.to_string())));
-        out.push_str(&rule());
-        for r in report.results.iter().filter(|r| r.group == *g) {
-            out.push_str(&scenario_row(r));
-        }
-    }
-    if !groups.is_empty() {
-        out.push_str(&rule());
-    }
+    out.push_str(&run_grid(report, &groups, timing_column).boxed());
     out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
     out.push_str(&super::runtime_table::render(report));
     if report
@@ -246,17 +321,17 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         .any(|r| matches!(r.timing.construct(), Some(LoopConstruct::BpfLoop | LoopConstruct::Bounded)))
     {
         out.push_str(
-            "(bpf_loop), (bounded loop): timed in BPF with the loop this kernel has instead of may_goto; loop p50 is that loop's own cost.\n",
+            "bpf_loop, bounded loop: timed in BPF with the loop this kernel has instead of may_goto; loop p50 is that loop's own cost.\n",
         );
     }
     if report.results.iter().any(|r| matches!(r.timing, Timing::PerCall { host_timed: true, .. })) {
         out.push_str(
-            "(per call, host-timed): the kernel reports no time for raw tracepoint and syscall test runs, so the host times each BPF_PROG_TEST_RUN around its system call; loop p50 is an empty program's, timed the same way. Not comparable with in-BPF or kernel-timed figures.\n",
+            "per call, host-timed: the kernel reports no time for raw tracepoint and syscall test runs, so the host times each BPF_PROG_TEST_RUN around its system call; loop p50 is an empty program's, timed the same way. Not comparable with in-BPF or kernel-timed figures.\n",
         );
     }
     if report.results.iter().any(|r| matches!(r.timing, Timing::PerCall { host_timed: false, .. })) {
         out.push_str(
-            "(per call): one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",
+            "per call: one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",
         );
     }
     for r in &report.results {
@@ -275,6 +350,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
             }
         }
     }
+    out.push_str(&noise_summary(&report.results, report.environment.cpu, verbose));
     if report.interrupted {
         out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
     }

@@ -14,7 +14,7 @@ pub mod worker;
 use anyhow::{Result, bail};
 
 use crate::compare::{Gate, GateDecision, RunNoise, compare_runs, run_noise_from_history};
-use crate::harness::runner::Runner;
+use crate::harness::runner::{Pending, Runner};
 use crate::harness::{LoadedWorkload, ScenarioInfo, Workload, groups};
 use crate::history::History;
 use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime, Sampling, ScenarioRecord, schema};
@@ -26,6 +26,8 @@ pub use options::{PairedArgs, RunArgs, RuntimeChoice};
 pub trait Observer {
     fn round_started(&mut self, _round: u32, _rounds: u32) {}
     fn scenario_started(&mut self, _index: usize, _count: usize, _name: &str) {}
+    /// Sweep `sweep` (from 0) of `sweeps` over the scenarios begins.
+    fn sweep_started(&mut self, _sweep: u32, _sweeps: u32) {}
     fn stored(&mut self, _id: i64, _history: &History) {}
     /// The last round is measured (shown before the gate re-measures).
     fn measured(&mut self, _run: &RunRecord) -> Result<()> {
@@ -190,7 +192,10 @@ struct Measurer<'w> {
 }
 
 impl Measurer<'_> {
-    /// Validates and times each scenario once; what Ctrl-C cut short is left out.
+    /// Validates and times each scenario once, in sweeps: each sweep
+    /// visits every scenario in turn and takes its share of the samples,
+    /// so a slow phase of the machine falls on all of them alike. What
+    /// Ctrl-C cut short keeps the samples taken so far.
     fn round(
         &mut self,
         scenarios: &[ScenarioInfo],
@@ -199,15 +204,39 @@ impl Measurer<'_> {
         observer: &mut dyn Observer,
     ) -> RunRecord {
         let capture = environment::start(self.cpu);
-        let mut results: Vec<ScenarioRecord> = Vec::new();
-        for (i, s) in scenarios.iter().enumerate() {
-            if interrupt::interrupted() {
-                break;
+        let sweeps = sampling.sweeps.max(1);
+        let mut pending: Vec<Vec<Option<Pending>>> =
+            self.sides.iter().map(|_| scenarios.iter().map(|_| None).collect()).collect();
+        'sweeps: for sweep in 0..sweeps {
+            observer.sweep_started(sweep, sweeps);
+            if sweep > 0 {
+                for (side, slots) in self.sides.iter_mut().zip(&mut pending) {
+                    if let Err(e) = side.loaded.new_sweep() {
+                        let why = format!("loading the timed programs again for sweep {}: {e:#}", sweep + 1);
+                        slots.iter_mut().flatten().for_each(|p| p.fail(&why));
+                    }
+                }
             }
-            observer.scenario_started(i, scenarios.len(), &s.name);
-            for side in &mut self.sides {
-                if let Some(rec) = side.runner.run_scenario_in(self.name, side.runtime, side.loaded.as_mut(), s) {
-                    results.push(rec);
+            for (i, s) in scenarios.iter().enumerate() {
+                if interrupt::interrupted() {
+                    break 'sweeps;
+                }
+                if sweep == 0 {
+                    observer.scenario_started(i, scenarios.len(), &s.name);
+                }
+                for (side, slots) in self.sides.iter_mut().zip(&mut pending) {
+                    let w = side.loaded.as_mut();
+                    if !side.runner.sweep(self.name, side.runtime, w, s, sweep, &mut slots[i]) {
+                        break 'sweeps;
+                    }
+                }
+            }
+        }
+        let mut results: Vec<ScenarioRecord> = Vec::new();
+        for i in 0..scenarios.len() {
+            for (side, slots) in self.sides.iter().zip(&mut pending) {
+                if let Some(p) = slots[i].take() {
+                    results.push(side.runner.conclude(p));
                 }
             }
         }

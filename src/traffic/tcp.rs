@@ -57,8 +57,6 @@ pub struct TcpConnection {
     ctl: MapHandle,
     pub local: SocketAddr,
     pub peer: SocketAddr,
-    /// The first sequence number of the stream (our ISN + 1).
-    first_seq: u32,
     /// One frame: Ethernet to payload, varying words zero.
     pub template: Vec<u8>,
     /// Where the TCP header starts in the template.
@@ -67,6 +65,20 @@ pub struct TcpConnection {
     pub mss: u32,
     pub window_scale: Option<u8>,
     pub timestamps: bool,
+    /// The highest ACK seen (at first the stream's first sequence number,
+    /// our ISN + 1) and the stream bytes acknowledged up to it:
+    /// sequence numbers wrap every 4 GiB, which a veth carries in ~3 s, so
+    /// each read adds how far the ACK moved since the one before (reads
+    /// come many times a second, far more often than every 2 GiB).
+    acked: std::sync::Mutex<(u32, u64)>,
+}
+
+/// The acknowledged total after an ACK of `una`, from the last ACK
+/// `last` and its total: a move of less than half the sequence space is
+/// progress (across a wrap too); a larger one is an older ACK seen late.
+fn advance((last, total): (u32, u64), una: u32) -> (u32, u64) {
+    let moved = una.wrapping_sub(last);
+    if moved < 1 << 31 { (una, total + u64::from(moved)) } else { (last, total) }
 }
 
 /// The byte at position `i` of every segment's payload: a stream read in
@@ -198,13 +210,13 @@ impl TcpConnection {
             ctl,
             local,
             peer,
-            first_seq,
             template,
             tcp_offset,
             payload,
             mss: info.snd_mss,
             window_scale,
             timestamps,
+            acked: std::sync::Mutex::new((first_seq, 0)),
         })
     }
 
@@ -243,8 +255,13 @@ impl TcpConnection {
     fn progress_of(&self, c: &Conn) -> TcpProgress {
         // The FIN takes one sequence number past the last segment's data.
         let finished = c.fin_set != 0 && seq_after(c.snd_una, c.fin_at.wrapping_add(self.payload as u32));
-        let acked = c.snd_una.wrapping_sub(self.first_seq).wrapping_sub(u32::from(finished));
-        TcpProgress { bytes_acked: u64::from(acked), finished, reset: c.peer_rst != 0 }
+        let total = {
+            let mut acked = self.acked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *acked = advance(*acked, c.snd_una);
+            acked.1
+        };
+        let bytes_acked = total.saturating_sub(u64::from(finished));
+        TcpProgress { bytes_acked, finished, reset: c.peer_rst != 0 }
     }
 
     /// What the connection did, for a run of `elapsed_s` seconds.
@@ -357,4 +374,22 @@ fn build_template(
     let mut frame = Vec::with_capacity(builder.size(payload));
     builder.write(&mut frame, &body).context("building the TCP template")?;
     Ok(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advance;
+
+    #[test]
+    fn acknowledged_bytes_count_on_past_the_sequence_space() {
+        // A stream starting 1000 below the wrap, acknowledged in 1 GiB steps: 5 GiB in all.
+        let first = u32::MAX - 999;
+        let mut at = (first, 0u64);
+        for step in 1..=5u64 {
+            at = advance(at, first.wrapping_add((step << 30) as u32));
+        }
+        assert_eq!(at.1, 5 << 30);
+        // An older ACK seen late moves nothing.
+        assert_eq!(advance(at, at.0.wrapping_sub(10)), at);
+    }
 }

@@ -39,7 +39,7 @@ pub fn scenario(w: &dyn Workload, name: &str) -> ScenarioInfo {
 /// A runner with few, short samples, that no Ctrl-C stops.
 pub fn quick_runner(samples: u64, batch_ms: f64) -> Runner {
     static NEVER: AtomicBool = AtomicBool::new(false);
-    Runner::new(Sampling { samples, batch_ms, warmup_s: 0.02, max_scenario_s: 5.0 }, false, &NEVER)
+    Runner::new(Sampling { samples, batch_ms, warmup_s: 0.02, max_scenario_s: 5.0, sweeps: 1 }, false, &NEVER)
 }
 
 /// A fresh directory for one test's files, removed when dropped (also
@@ -135,6 +135,8 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
             samples_ns: samples,
             summary,
             warnings: vec![],
+            noise: None,
+            observations: vec![],
         }),
         runtime: Default::default(),
         instructions: None,
@@ -309,5 +311,66 @@ pub fn paired_record() -> PairedRecord {
         cases: vec![case],
         interrupted: false,
         guests: Vec::new(),
+    }
+}
+
+/// Cells of a plain table line: (start, end) of each run of text between
+/// gaps of two or more spaces.
+fn plain_cells(line: &str) -> Vec<(usize, usize)> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut cells = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == ' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && !(chars[i] == ' ' && chars.get(i + 1).is_none_or(|c| *c == ' ')) {
+            i += 1;
+        }
+        cells.push((start, i));
+    }
+    cells
+}
+
+/// Fails unless every line of the plain table `block` (its first line the
+/// heading) puts each cell where a column of the heading starts (a
+/// left-aligned column) or ends (a right-aligned one), in the heading's
+/// order: a row pushed right by a wide cell fails.
+pub fn assert_plain_aligned(block: &str) {
+    let mut lines = block.lines().filter(|l| !l.trim().is_empty());
+    let head = plain_cells(lines.next().expect("a heading"));
+    for line in lines {
+        let mut column = 0;
+        for (start, end) in plain_cells(line) {
+            let found = (column..head.len()).find(|&j| head[j].0 == start || head[j].1 == end);
+            let Some(j) = found else {
+                panic!("a cell at {start}..{end} of {line:?} is in no column of the heading:\n{block}");
+            };
+            column = j + 1;
+        }
+    }
+}
+
+/// Fails unless every row of the boxed table `text` has its bars where
+/// the rules have their corners (a spanning row: its first, second and
+/// last bar).
+pub fn assert_boxed_aligned(text: &str) {
+    let marks = |l: &str, c: char| l.chars().enumerate().filter(|(_, x)| *x == c).map(|(i, _)| i).collect::<Vec<_>>();
+    let rule = text.lines().find(|l| l.starts_with("+-")).expect("a rule");
+    let corners = marks(rule, '+');
+    for l in text.lines() {
+        if l.starts_with('+') {
+            assert_eq!(marks(l, '+'), corners, "{l:?} in\n{text}");
+        } else if l.starts_with('|') {
+            let bars = marks(l, '|');
+            if bars.len() == corners.len() {
+                assert_eq!(bars, corners, "{l:?} in\n{text}");
+            } else {
+                let ends = [bars[0], bars[1], *bars.last().unwrap()];
+                assert_eq!(ends, [corners[0], corners[1], *corners.last().unwrap()], "{l:?} in\n{text}");
+            }
+        }
     }
 }

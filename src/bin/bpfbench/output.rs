@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Result, bail};
 
 use bpfbench::compare::{Gate, GateDecision};
 use bpfbench::record::ComparisonRecord;
@@ -18,9 +18,22 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
             Ok(())
         }
         Some(p) => {
+            // Written beside the target and renamed over it, so a reader
+            // never sees half a file; errors name the file asked for.
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                bail!(
+                    "cannot write {}: the folder {} does not exist; create it or give another path",
+                    p.display(),
+                    dir.display()
+                );
+            }
             let tmp = p.with_extension("partial");
-            std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+            let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, p));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                bail!("cannot write {}: {e}", p.display());
+            }
             eprintln!("bpfbench: wrote {}", p.display());
             Ok(())
         }

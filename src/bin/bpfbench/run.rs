@@ -52,6 +52,12 @@ impl Observer for Terminal<'_> {
         }
     }
 
+    fn sweep_started(&mut self, sweep: u32, sweeps: u32) {
+        if self.progress && sweep > 0 {
+            eprintln!("sweep {} of {sweeps}", sweep + 1);
+        }
+    }
+
     fn stored(&mut self, id: i64, history: &History) {
         eprintln!("bpfbench: stored as run {id} in {}", history.location());
     }

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use bpfbench::compare::changes::find_changes;
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
 use bpfbench::history::{History, Location, Selection, resolve_runs};
+use bpfbench::record::RunRecord;
 use bpfbench::record::changes::ChangesRecord;
 use bpfbench::report::{self, Format, history_table};
 use bpfbench::stats::change_points;
@@ -139,6 +140,15 @@ pub fn compare(
     bpfbench::report::check_format::<bpfbench::record::ComparisonRecord>(format)?;
     let (ra, la) = resolve_runs(a, db, tag_runs, select)?;
     let (rb, lb) = resolve_runs(b, db, tag_runs, select)?;
+    // The same record on both sides: a tag and one of its own runs, say.
+    let same = |x: &RunRecord, y: &RunRecord| serde_json::to_value(x).ok() == serde_json::to_value(y).ok();
+    let shared = ra.iter().filter(|x| rb.iter().any(|y| same(x, y))).count();
+    if shared > 0 {
+        eprintln!(
+            "bpfbench: warning: {la} and {lb} share {shared} run{}: a run compared with itself differs in nothing",
+            if shared == 1 { "" } else { "s" }
+        );
+    }
     let noise = if db.exists() { run_noise_from_history(&History::open(db)?, &ra[0])? } else { RunNoise::new() };
     let cmp = compare_runs(&ra, &la, &rb, &lb, gate.threshold(), &noise);
     // Runs timed in different modes (two kernels) still show what changed.

@@ -89,8 +89,11 @@ mod tests {
         crate::system::cpu::pin_to_cpu(cpu).unwrap();
         let workload = (REGISTRATION.build)("xdp-pass", &clap::ArgMatches::default()).unwrap();
         static NEVER: AtomicBool = AtomicBool::new(false);
-        let mut runner =
-            Runner::new(Sampling { samples: 5, batch_ms: 1.0, warmup_s: 0.01, max_scenario_s: 5.0 }, false, &NEVER);
+        let mut runner = Runner::new(
+            Sampling { samples: 5, batch_ms: 1.0, warmup_s: 0.01, max_scenario_s: 5.0, sweeps: 1 },
+            false,
+            &NEVER,
+        );
         let mut loaded = workload.setup(cpu).unwrap();
         let result = runner.run_scenario("xdp-pass", loaded.as_mut(), &SCENARIOS[0]).unwrap();
         assert!(result.validated, "{result:?}");

@@ -62,6 +62,9 @@ pub struct ChainTimer {
     pub tail_calls: u32,
     /// Timed passes per test run.
     pub per_run: u32,
+    /// Tail calls the kernel allows one run, as probed (33 since 5.17, 32
+    /// before; 0 where it counts per call of the loop's subprogram).
+    pub limit: u32,
 }
 
 /// The chain driver and the user's programs in the userspace runtime: the
@@ -237,7 +240,7 @@ impl ChainTimer {
             drop(d);
             let per_run = MAX_PASSES - 1;
             let d = load_driver(&req, per_run, false)?;
-            return ChainTimer::ready(d, req, 0, per_run).map(Ok);
+            return ChainTimer::ready(d, req, 0, per_run, 0).map(Ok);
         }
         let mut tail_calls = 0;
         for p in req.variants {
@@ -266,12 +269,12 @@ impl ChainTimer {
         // cfg_chain_iters is read-only once loaded: load again with the count.
         drop(d);
         let d = load_driver(&req, per_run, false)?;
-        ChainTimer::ready(d, req, tail_calls, per_run).map(Ok)
+        ChainTimer::ready(d, req, tail_calls, per_run, limit).map(Ok)
     }
 
     /// The timer over the driver `d`, loaded with `per_run` passes per
     /// run, a few runs checked before any is timed.
-    fn ready(mut d: Driver, req: ChainRequest<'_>, tail_calls: u32, per_run: u32) -> Result<ChainTimer> {
+    fn ready(mut d: Driver, req: ChainRequest<'_>, tail_calls: u32, per_run: u32, limit: u32) -> Result<ChainTimer> {
         let user = match (d.code.take(), &req.user) {
             (Some(mut code), Some((entry, user_code))) => {
                 if tail_calls == 0 {
@@ -302,6 +305,7 @@ impl ChainTimer {
             user,
             tail_calls,
             per_run,
+            limit,
         };
         timer.run_batch(true, per_run * (req.variants.len() as u32 + 1))?;
         Ok(timer)

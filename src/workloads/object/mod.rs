@@ -850,13 +850,16 @@ impl Loaded<'_> {
         };
         if timer.user().is_some() {
             checks.push(format!("in the userspace runtime, the chain alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
-            notes.push("runtime: userspace, the chain driver and the chain's programs as the kernel verified them, compiled by bpfbench's JIT, tail calls through copies of the prog arrays (33 per run), with copies of the maps".into());
+            notes.push("runtime: userspace, the chain driver and the chain's programs as the kernel verified them, compiled by bpfbench's JIT, tail calls through copies of the prog arrays (33 per run, as kernels since 5.17 allow), with copies of the maps".into());
         }
         checks.push("entered from the batch loop by a tail call, the chain's checked pass of every run matched the program's own output".into());
         let budget = match timer.tail_calls {
             0 => "this kernel counts tail calls per call of the loop's subprogram, so each pass has the whole budget"
                 .to_string(),
-            n => format!("{n} tail calls per packet, the loop's included, and the kernel allows 33 per run"),
+            n => format!(
+                "{n} tail calls per packet, the loop's included, and this kernel allows {} per run",
+                timer.limit
+            ),
         };
         notes.push(format!(
             "timing: in BPF, the chain entered by a tail call from the batch loop ({} timed passes per test run: {budget}); {restore} bytes written back per pass",

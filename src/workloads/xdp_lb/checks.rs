@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use anyhow::{Context, Result, bail, ensure};
 
 use super::addressing::{self, Pool, Vip, real_at, reals};
-use super::datapath::{Counter, FlowGen, FlowGenOffset, LoadedLb, RING_SIZE};
+use super::datapath::{Counter, FlowGen, FlowGenOffset, Limit, LoadedLb, RING_SIZE};
 use super::jhash;
 use super::packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use super::scenarios::{Flows, LbScenario, Path, flow_source};
@@ -106,7 +106,7 @@ fn notes(s: &LbScenario) -> Vec<String> {
 }
 
 /// Byte offsets the flow generator needs in a client packet.
-fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> {
+pub(super) fn flowgen_for(p: &ClientPacket, bytes: &[u8], flows: Flows) -> Result<FlowGen> {
     let Some((mask, repeat)) = flows.generator() else {
         return Ok(FlowGen::default());
     };
@@ -177,7 +177,8 @@ fn flow_hash(p: &ClientPacket) -> u32 {
         IpAddr::V6(a) => {
             let o = a.octets();
             let w = |i: usize| jhash::word([o[i], o[i + 1], o[i + 2], o[i + 3]]);
-            let h = jhash::jhash_16bytes([w(0), w(4), w(8), w(12)], 16);
+            // LB_HASH_SEED_V6 in xdp_lb.bpf.c: LB_MAX_VIPS, read from the object's BTF.
+            let h = jhash::jhash_16bytes([w(0), w(4), w(8), w(12)], Limit::LB_MAX_VIPS.0);
             jhash::jhash_2words(h, ports, RING_SIZE)
         }
     }

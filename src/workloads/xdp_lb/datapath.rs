@@ -123,6 +123,12 @@ pub struct LoadedLb {
     reals: MapHandle,
     ch_rings: MapHandle,
     lru_mapping: MapHandle,
+    /// The loaded object: its map descriptors are the ones `code`'s
+    /// instructions name, so [`LoadedLb::place_again`] can load them again.
+    object: Option<libbpf_rs::Object>,
+    /// The per-CPU connection tables `lru_mapping` holds now (kept so that a
+    /// scenario can have its own back, see [`LoadedLb::lru_tables`]).
+    lru_tables: Vec<MapHandle>,
     fallback_lru: MapHandle,
     ctl_array: MapHandle,
     vip_stats: MapHandle,
@@ -201,6 +207,8 @@ impl LoadedLb {
             reals: map("reals", u32s, size_of::<lb_real>())?,
             ch_rings: map("ch_rings", u32s, u32s)?,
             lru_mapping: map("lru_mapping", u32s, u32s)?,
+            lru_tables: Vec::new(),
+            object: None,
             fallback_lru: map("fallback_lru", size_of::<lb_flow_key>(), size_of::<lb_real_pos_lru>())?,
             ctl_array: map("ctl_array", u32s, size_of::<lb_ctl>())?,
             vip_stats: map("vip_stats", u32s, size_of::<lb_stat>())?,
@@ -209,6 +217,7 @@ impl LoadedLb {
             flowgen: map("flowgen", u32s, size_of::<FlowGen>())?,
             flow_words: map("flow_words", u32s, size_of::<lb_flow_table>())?,
         };
+        lb.object = Some(obj);
         lb.configure()?;
         Ok(lb)
     }
@@ -314,25 +323,90 @@ impl LoadedLb {
     }
 
     /// Gives every CPU a fresh, empty connection table of the suite's size.
-    pub fn reset_lru(&self) -> Result<()> {
+    pub fn reset_lru(&mut self) -> Result<()> {
         self.reset_lru_sized(Limit::LB_LRU_SIZE.0)
     }
 
     /// Gives every CPU a fresh, empty connection table of `entries`
     /// (an LRU hash in a map-of-maps may have any size).
-    pub fn reset_lru_sized(&self, entries: u32) -> Result<()> {
-        for cpu in 0..possible_cpus()?.min(Limit::LB_MAX_CPUS.0 as usize) {
+    pub fn reset_lru_sized(&mut self, entries: u32) -> Result<()> {
+        let mut tables = Vec::new();
+        for _ in 0..possible_cpus()?.min(Limit::LB_MAX_CPUS.0 as usize) {
             // Like the fallback table, whose types are the inner template's.
             let lru = crate::kernel::maps::create_like(&self.fallback_lru, "lb_lru", entries)
                 .context("creating a per-CPU LRU")?;
-            let fd = lru.as_fd().as_raw_fd() as u32;
-            self.lru_mapping.update(&key(cpu as u32), &fd.to_ne_bytes(), MapFlags::ANY)?;
+            tables.push(lru);
         }
+        self.use_lru_tables(tables)?;
         let keys: Vec<Vec<u8>> = self.fallback_lru.keys().collect();
         for k in keys {
             let _ = self.fallback_lru.delete(&k);
         }
         self.sync(&["lru_mapping", "fallback_lru"])
+    }
+
+    /// Loads the timed programs again where they are inline (loaded by
+    /// hand; a called body is the object's own program and stays), with a
+    /// new VIP table of the same contents. Each load is one draw of what
+    /// the kernel randomises, and a short path's time follows the draw:
+    /// the JIT image lands at a random offset (the early exits read 4.2
+    /// or 4.6 ns/op, load to load), and a hash map seeds its buckets at
+    /// random, so a lookup that misses costs what its bucket holds
+    /// (pass-v6-no-vip: 25.6 to 28.3 ns/op, run to run). A run draws
+    /// afresh each sweep, so its figures cover several draws, not one.
+    pub fn place_again(&mut self) -> Result<()> {
+        if self.placement != crate::record::Body::Inline || self.user.is_some() {
+            return Ok(());
+        }
+        let vips = crate::kernel::maps::create_like(&self.vip_map, "vip_map", self.vip_map.max_entries())?;
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = self
+            .vip_map
+            .keys()
+            .filter_map(|k| self.vip_map.lookup(&k, MapFlags::ANY).ok().flatten().map(|v| (k, v)))
+            .collect();
+        for (k, v) in &entries {
+            vips.update(k, v, MapFlags::ANY).context("copying the VIP table")?;
+        }
+        let old = self.code.maps.iter().find(|(_, _, name)| name == "vip_map").map(|(fd, _, _)| *fd);
+        let old = old.context("the prepared code names no vip_map")?;
+        let id = vips.info().context("reading the new VIP table's id")?.info.id;
+        self.code.replace_map(old, vips.as_fd().as_raw_fd(), id);
+        let (body, overhead) = load_inline(&self.code)?;
+        self.body.replace_program(body);
+        self.overhead.replace_program(overhead);
+        // The new table's descriptor is the one the code names now: kept open with it.
+        self.vip_map = vips;
+        Ok(())
+    }
+
+    /// CPU `cpu`'s connection table, as a new handle, when it holds any
+    /// connection: a scenario resumed later gets it back with
+    /// [`LoadedLb::use_lru_table`], with the connections it left in it.
+    pub fn lru_table_in_use(&self, cpu: usize) -> Result<Option<MapHandle>> {
+        match self.lru_tables.get(cpu) {
+            Some(table) if table.keys().next().is_some() => Ok(Some(MapHandle::try_from(table)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Puts `table` in place as CPU `cpu`'s connection table (one update of
+    /// the map of maps: the kernel waits for an RCU grace period on each,
+    /// ~10 ms here, so a resume swaps only the CPU it runs on).
+    pub fn use_lru_table(&mut self, cpu: usize, table: MapHandle) -> Result<()> {
+        let fd = table.as_fd().as_raw_fd() as u32;
+        self.lru_mapping.update(&key(cpu as u32), &fd.to_ne_bytes(), MapFlags::ANY)?;
+        self.lru_tables[cpu] = table;
+        Ok(())
+    }
+
+    /// Puts `tables` (one per CPU) in place as the connection tables.
+    fn use_lru_tables(&mut self, tables: Vec<MapHandle>) -> Result<()> {
+        for (cpu, table) in tables.iter().enumerate() {
+            let fd = table.as_fd().as_raw_fd() as u32;
+            self.lru_mapping.update(&key(cpu as u32), &fd.to_ne_bytes(), MapFlags::ANY)?;
+        }
+        self.lru_tables = tables;
+        Ok(())
     }
 
     /// Zeroes every per-CPU counter.

@@ -15,9 +15,11 @@ mod maglev;
 mod packets;
 mod scenarios;
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail, ensure};
+use libbpf_rs::MapHandle;
 
 use crate::harness::timing::{BodyArgs, BodyChoice, RestoreMode, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
@@ -98,7 +100,7 @@ impl Workload for XdpLb {
         if runtime == Runtime::User {
             lb.run_in_user(cpu)?;
         }
-        Ok(Box::new(Loaded { lb, cpu, config: self }))
+        Ok(Box::new(Loaded { lb, cpu, config: self, tables: HashMap::new() }))
     }
 }
 
@@ -106,6 +108,11 @@ struct Loaded<'a> {
     lb: LoadedLb,
     cpu: usize,
     config: &'a XdpLb,
+    /// Each validated scenario's connection table on the CPU it runs on,
+    /// as it left it (None: its path uses none): a scenario resumed for
+    /// another sweep gets its own back, so its LRU holds what it would
+    /// have held had it been sampled in one stretch.
+    tables: HashMap<String, Option<MapHandle>>,
 }
 
 impl LoadedWorkload for Loaded<'_> {
@@ -117,7 +124,37 @@ impl LoadedWorkload for Loaded<'_> {
         validation.timing =
             Timing::InBpf { construct: lb.construct, body: lb.placement, why_called: lb.why_called.clone() };
         let verdict = checks::expected_verdict(s);
+        // In the userspace runtime the tables live in the runtime: a resume validates again.
+        if lb.user().is_none() {
+            self.tables.insert(info.name.to_string(), lb.lru_table_in_use(self.cpu)?);
+        }
         Ok((validation, Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict })))
+    }
+
+    fn new_sweep(&mut self) -> Result<()> {
+        self.lb.place_again()
+    }
+
+    /// Puts back the scenario's configuration and its own connection
+    /// tables; the checks of its validation still hold for that state.
+    fn resume(&mut self, info: &ScenarioInfo) -> Result<Box<dyn PreparedScenario + '_>> {
+        let Some(table) = self.tables.remove(info.name.as_ref()) else {
+            return self.validate(info).map(|(_, prepared)| prepared);
+        };
+        let s = scenarios::find(&info.name).with_context(|| format!("unknown xdp-lb scenario {}", info.name))?;
+        let lb = &mut self.lb;
+        lb.set_udp_timeout(self.config.udp_timeout_ns.unwrap_or(addressing::UDP_LRU_TIMEOUT_NS))?;
+        let packet = packets::build_client_packet(&s.packet)?;
+        lb.set_flowgen(checks::flowgen_for(&s.packet, &packet, s.flows)?)?;
+        if let Some(table) = table {
+            let kept = MapHandle::try_from(&table)?;
+            lb.use_lru_table(self.cpu, table)?;
+            self.tables.insert(info.name.to_string(), Some(kept));
+        } else {
+            self.tables.insert(info.name.to_string(), None);
+        }
+        let verdict = checks::expected_verdict(s);
+        Ok(Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict }))
     }
 }
 
