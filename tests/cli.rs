@@ -385,3 +385,32 @@ fn messages_name_what_is_wrong() {
         assert!(stderr(&o).contains(needle) && !stderr(&o).contains("-- -1"), "{}", stderr(&o));
     }
 }
+
+/// A busy loop on one CPU, killed when dropped (also when a test fails).
+struct Hog(std::process::Child);
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A run that shares its CPU with another task says so; the same run on
+/// the idle CPU does not.
+#[test]
+fn a_run_sharing_its_cpu_with_a_busy_task_is_warned_of() {
+    let cpu = bpfbench::system::cpu::default_cpu().unwrap().to_string();
+    let args = ["run", "-g", "TCP flags", "--samples", "60", "--no-store", "--cpu", &cpu];
+    let idle = bpfbench(&[&args[..], &["--format", "json"]].concat());
+    assert!(idle.status.success(), "{}", stderr(&idle));
+    let doc: serde_json::Value = serde_json::from_slice(&idle.stdout).unwrap();
+    let others = doc["environment"]["others_percent"].as_f64();
+    assert!(others.is_some_and(|p| p < 10.0), "nothing else runs during the tests: {}", doc["environment"]);
+    let hog = Hog(Command::new("taskset").args(["-c", &cpu, "sh", "-c", "while :; do :; done"]).spawn().unwrap());
+    let shared = bpfbench(&args);
+    drop(hog);
+    assert!(shared.status.success(), "{}", stderr(&shared));
+    let text = stdout(&shared);
+    assert!(text.contains(&format!("% of CPU {cpu}'s time during the run")), "{text}");
+}

@@ -143,6 +143,11 @@ pub struct Environment {
     /// Share of CPU time stolen by the hypervisor while the run went on
     /// (None where /proc/stat has no steal column).
     pub steal_percent: Option<f64>,
+    /// Share of the run's CPU's time that other tasks used while the run
+    /// went on: its busy time less bpfbench's own (None in runs from
+    /// before it was kept, or where too little time passed to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_percent: Option<f64>,
     /// What the kernel accepted when probed (absent in runs from before probing).
     #[serde(default)]
     pub features: Option<KernelFeatures>,
@@ -644,8 +649,11 @@ pub struct Noise {
     pub cv: f64,
     /// The empty loop's, in the same run.
     pub machine_cv: f64,
-    /// The row spread more than [`Noise::FACTOR`] times the machine's, and
-    /// by more than [`Noise::FLOOR`].
+    /// Half the width of the median's 95 % interval, over the median.
+    pub median_uncertainty: f64,
+    /// The row spread more than [`Noise::FACTOR`] times the machine did
+    /// and more than [`Noise::FLOOR`], so that its median is uncertain by
+    /// more than [`Noise::UNCERTAIN`]: a figure not to trust as it is.
     pub noisier: bool,
 }
 
@@ -654,9 +662,16 @@ impl Noise {
     pub const FACTOR: f64 = 2.0;
     /// Spreads below this CV are never called noisy, whatever the loop's.
     pub const FLOOR: f64 = 0.05;
+    /// A median known to within this (half its 95 % interval) is figure
+    /// enough, however its samples spread: on an idle machine here, rows
+    /// spread 2-4 times the empty loop in every run (their code's
+    /// placement and hash seeds vary by design), yet their medians
+    /// reproduced within 2 % run to run.
+    pub const UNCERTAIN: f64 = 0.01;
 
-    pub fn judge(cv: f64, machine_cv: f64) -> Noise {
-        Noise { cv, machine_cv, noisier: cv > Self::FLOOR && cv > Self::FACTOR * machine_cv }
+    pub fn judge(cv: f64, machine_cv: f64, median_uncertainty: f64) -> Noise {
+        let noisier = cv > Self::FLOOR && cv > Self::FACTOR * machine_cv && median_uncertainty > Self::UNCERTAIN;
+        Noise { cv, machine_cv, median_uncertainty, noisier }
     }
 }
 

@@ -176,6 +176,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         }
     }
     out.push_str(&super::table::noise_summary(&report.results, report.environment.cpu, verbose));
+    out.push_str(&super::table::shared_cpu_warning(&report.environment));
     if report.interrupted {
         out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
     }

@@ -216,10 +216,11 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
         if let Some(n) = &m.noise {
             let _ = writeln!(
                 out,
-                "    spread: CV {:.2}% against the empty loop's {:.2}% in the same sweeps ({})",
+                "    spread: CV {:.2}% against the empty loop's {:.2}% in the same sweeps; median uncertain by ±{:.2}% ({})",
                 n.cv * 100.0,
                 n.machine_cv * 100.0,
-                if n.noisier { "noisier than the machine" } else { "within the machine's noise" }
+                n.median_uncertainty * 100.0,
+                if n.noisier { "noisier than the machine" } else { "within what this machine does" }
             );
         }
         for o in &m.observations {
@@ -257,27 +258,50 @@ pub(super) fn noise_summary(results: &[ScenarioRecord], cpu: usize, verbose: boo
     let mut out = String::new();
     if verbose {
         for (r, n) in &noisy {
-            let _ =
-                writeln!(out, "noisy: {}: CV {} against the empty loop's {}", label(r), pct(n.cv), pct(n.machine_cv));
+            let _ = writeln!(
+                out,
+                "noisy: {}: CV {} against the empty loop's {}; median uncertain by ±{}",
+                label(r),
+                pct(n.cv),
+                pct(n.machine_cv),
+                pct(n.median_uncertainty)
+            );
         }
     }
     const NAMED: usize = 3;
     let mut named: Vec<String> =
-        noisy.iter().take(NAMED).map(|(r, n)| format!("{} ({})", label(r), pct(n.cv))).collect();
+        noisy.iter().take(NAMED).map(|(r, n)| format!("{} (±{})", label(r), pct(n.median_uncertainty))).collect();
     if noisy.len() > NAMED {
         named.push(format!("{} more", noisy.len() - NAMED));
     }
     let _ = writeln!(
         out,
-        "warning: {} of {} rows spread more than this run's empty loop did (CV over {}x the loop's and over {}): {}; was something else running on CPU {cpu}?{}",
+        "warning: {} of {} rows spread more than this run's empty loop did (CV over {}x the loop's and over {}), their medians uncertain by more than ±{}: {}; was something else running on CPU {cpu}?{}",
         noisy.len(),
         judged.len(),
         Noise::FACTOR,
         pct(Noise::FLOOR),
+        pct(Noise::UNCERTAIN),
         named.join(", "),
         if verbose { "" } else { " (-v: each row)" }
     );
     out
+}
+
+/// Other tasks' share of the run's CPU above which a run says so.
+const SHARED_CPU_PERCENT: f64 = 10.0;
+
+/// A line when other tasks used the run's CPU for much of the run. The
+/// batches run with preemption off, so they are seldom cut into, but such
+/// a task shares caches, branch predictors and the clock's speed with them.
+pub(super) fn shared_cpu_warning(env: &crate::record::Environment) -> String {
+    match env.others_percent {
+        Some(p) if p > SHARED_CPU_PERCENT => format!(
+            "warning: other tasks used {p:.0}% of CPU {}'s time during the run: the figures shared the CPU with them; measure on an idle CPU (--cpu)\n",
+            env.cpu
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The whole run as text.
@@ -351,6 +375,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         }
     }
     out.push_str(&noise_summary(&report.results, report.environment.cpu, verbose));
+    out.push_str(&shared_cpu_warning(&report.environment));
     if report.interrupted {
         out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
     }

@@ -65,6 +65,41 @@ fn fnv1a64(text: &str) -> u64 {
 pub struct Capture {
     environment: Environment,
     jiffies_at_start: Option<(u64, u64)>,
+    /// The run's CPU's (busy, total) ticks and this process's own ticks.
+    cpu_at_start: Option<((u64, u64), u64)>,
+}
+
+/// (busy, total) ticks of CPU `cpu` in /proc/stat: busy is user, nice,
+/// system, irq and softirq time (not idle, iowait or steal).
+fn one_cpu_ticks(cpu: usize) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let name = format!("cpu{cpu}");
+    let line = text.lines().find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+    let f: Vec<u64> = line.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?;
+    Some((busy, f.iter().take(8).sum()))
+}
+
+/// This process's user and system ticks (/proc/self/stat, as /proc/stat counts them).
+fn own_ticks() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name may hold spaces: fields are counted after its ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn cpu_and_own_ticks(cpu: usize) -> Option<((u64, u64), u64)> {
+    Some((one_cpu_ticks(cpu)?, own_ticks()?))
+}
+
+/// The share of CPU time, in percent, that others used between two
+/// readings of [`cpu_and_own_ticks`]; None over less than a second.
+fn others_percent(start: ((u64, u64), u64), end: ((u64, u64), u64)) -> Option<f64> {
+    let (((b0, t0), o0), ((b1, t1), o1)) = (start, end);
+    let total = t1.checked_sub(t0).filter(|&t| t >= 100)?;
+    let others = (b1.saturating_sub(b0)).saturating_sub(o1.saturating_sub(o0));
+    Some(others as f64 * 100.0 / total as f64)
 }
 
 /// Starts capturing the environment of a run on `cpu`.
@@ -86,12 +121,13 @@ pub fn start(cpu: usize) -> Capture {
         started_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         loadavg: loadavg(),
         steal_percent: None,
+        others_percent: None,
         features: crate::kernel::features::probe().map(|f| f.record()),
         // Set by `bpfbench vm` on the host, which knows how it booted the guest.
         guest: None,
         testbed: Some(testbed()),
     };
-    Capture { environment, jiffies_at_start: cpu_jiffies() }
+    Capture { environment, jiffies_at_start: cpu_jiffies(), cpu_at_start: cpu_and_own_ticks(cpu) }
 }
 
 impl Capture {
@@ -104,6 +140,29 @@ impl Capture {
             (Some((t0, s0)), Some((t1, s1))) if t1 > t0 => Some((s1 - s0) as f64 * 100.0 / (t1 - t0) as f64),
             _ => None,
         };
+        env.others_percent = match (self.cpu_at_start, cpu_and_own_ticks(env.cpu)) {
+            (Some(a), Some(b)) => others_percent(a, b),
+            _ => None,
+        };
         env
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn others_are_the_cpus_busy_time_less_our_own() {
+        // 200 ticks passed; the CPU was busy for 180 of them, 90 of them ours.
+        assert_eq!(others_percent(((1000, 5000), 40), ((1180, 5200), 130)), Some(45.0));
+        // Less than a second is too little to tell.
+        assert_eq!(others_percent(((0, 0), 0), ((50, 50), 50)), None);
+    }
+
+    #[test]
+    fn this_cpu_and_this_process_have_ticks() {
+        assert!(one_cpu_ticks(0).is_some_and(|(busy, total)| busy <= total && total > 0));
+        assert!(own_ticks().is_some());
     }
 }

@@ -379,14 +379,12 @@ impl LoadedLb {
         Ok(())
     }
 
-    /// CPU `cpu`'s connection table, as a new handle, when it holds any
-    /// connection: a scenario resumed later gets it back with
-    /// [`LoadedLb::use_lru_table`], with the connections it left in it.
-    pub fn lru_table_in_use(&self, cpu: usize) -> Result<Option<MapHandle>> {
-        match self.lru_tables.get(cpu) {
-            Some(table) if table.keys().next().is_some() => Ok(Some(MapHandle::try_from(table)?)),
-            _ => Ok(None),
-        }
+    /// CPU `cpu`'s connection table, as a new handle: a scenario resumed
+    /// later gets it back with [`LoadedLb::use_lru_table`], with the
+    /// connections it left in it.
+    pub fn lru_table(&self, cpu: usize) -> Result<MapHandle> {
+        let table = self.lru_tables.get(cpu).with_context(|| format!("no connection table for CPU {cpu}"))?;
+        Ok(MapHandle::try_from(table)?)
     }
 
     /// Puts `table` in place as CPU `cpu`'s connection table (one update of

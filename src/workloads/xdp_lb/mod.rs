@@ -109,7 +109,7 @@ struct Loaded<'a> {
     cpu: usize,
     config: &'a XdpLb,
     /// Each validated scenario's connection table on the CPU it runs on,
-    /// as it left it (None: its path uses none): a scenario resumed for
+    /// as it left it (None: its path uses none, [`scenarios::Path::uses_lru`]): a scenario resumed for
     /// another sweep gets its own back, so its LRU holds what it would
     /// have held had it been sampled in one stretch.
     tables: HashMap<String, Option<MapHandle>>,
@@ -126,7 +126,8 @@ impl LoadedWorkload for Loaded<'_> {
         let verdict = checks::expected_verdict(s);
         // In the userspace runtime the tables live in the runtime: a resume validates again.
         if lb.user().is_none() {
-            self.tables.insert(info.name.to_string(), lb.lru_table_in_use(self.cpu)?);
+            let table = if s.path.uses_lru() { Some(lb.lru_table(self.cpu)?) } else { None };
+            self.tables.insert(info.name.to_string(), table);
         }
         Ok((validation, Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict })))
     }

@@ -53,6 +53,15 @@ pub enum Path {
     Drop,
 }
 
+impl Path {
+    /// Whether the path reads or writes the connection table, so that its
+    /// time depends on what the table holds (a miss in an empty table is
+    /// not a miss in a full one; an insert into a full table evicts).
+    pub fn uses_lru(self) -> bool {
+        !matches!(self, Path::ConsistentHash | Path::Pass | Path::Drop)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct LbScenario {
     pub info: ScenarioInfo,
