@@ -460,13 +460,21 @@ fn changes_finds_the_step_where_it_is_and_nothing_where_there_is_none() {
     assert_eq!(rows[0][0], "benchmark");
     assert!(rows[2][0].contains("tcp-v4-lru-hit") && rows[2][6] == "**+8.0 %**" && rows[2][8] == "12 / 12", "{md}");
     assert!(md.contains("1 change(s) in 2 series; 1 series without a change"), "{md}");
+    // The text: a block for the series that changed, one line for the rest.
+    let o = Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(["changes", "--db", db]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.matches(" runs, ").count(), 1, "{text}");
+    assert!(text.contains("1 series without a change: xdp-lb/pass-non-ip on"), "{text}");
     // Selections and bad input.
     let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
         .args(["changes", "--db", db, "-s", "pass-non-ip"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("pass-non-ip") && !text.contains("tcp-v4-lru-hit") && text.contains("no change"), "{text}");
+    assert!(
+        text.contains("1 series without a change: xdp-lb/pass-non-ip on") && !text.contains("tcp-v4-lru-hit"),
+        "{text}"
+    );
     common::assert_one_line_error(&["changes", "--db", db, "--alpha", "2"], "is not a significance level");
     common::assert_one_line_error(&["changes", "--db", db, "-s", "nope"], "no stored run measured 'nope'");
     common::assert_one_line_error(&["changes", "--db", db, "--testbed", "elsewhere"], "no stored run in");

@@ -36,9 +36,12 @@ fn paired_line(c: &Change) -> Vec<String> {
         .collect()
 }
 
+/// Series without a change named in the text form; more are counted.
+const QUIET_NAMED: usize = 5;
+
 pub fn render(rec: &ChangesRecord) -> String {
     let mut out = format!("Change points in {} ({})\n", rec.selection, rec.method);
-    for s in &rec.series {
+    for s in rec.series.iter().filter(|s| !s.changes.is_empty()) {
         let _ = writeln!(
             out,
             "\n{} on {}: {} runs, {}",
@@ -46,7 +49,6 @@ pub fn render(rec: &ChangesRecord) -> String {
             s.place(),
             s.points.len(),
             match s.changes.len() {
-                0 => "no change".to_string(),
                 1 => "1 change".to_string(),
                 n => format!("{n} changes"),
             }
@@ -73,6 +75,24 @@ pub fn render(rec: &ChangesRecord) -> String {
                 let _ = writeln!(out, "    {line}");
             }
         }
+    }
+    // A block per series without a change buried the changes (68 of them
+    // on a small history): they are one line.
+    let quiet: Vec<String> = rec
+        .series
+        .iter()
+        .filter(|s| s.changes.is_empty())
+        .map(|s| format!("{} on {} ({} runs)", s.benchmark, s.place(), s.points.len()))
+        .collect();
+    if !quiet.is_empty() {
+        let more = quiet.len().saturating_sub(QUIET_NAMED);
+        let _ = writeln!(
+            out,
+            "\n{} series without a change: {}{}",
+            quiet.len(),
+            quiet[..quiet.len() - more].join(", "),
+            if more > 0 { format!(" and {more} more (--format json lists them)") } else { String::new() }
+        );
     }
     let _ = writeln!(out, "\n{} series, {} change(s)", rec.series.len(), rec.change_count());
     out

@@ -57,6 +57,11 @@ pub fn kernels_dir() -> PathBuf {
 pub fn resolve_image(name: &str) -> Result<PathBuf> {
     let path = Path::new(name);
     if path.is_file() {
+        if !is_kernel_image(path) {
+            bail!(
+                "--kernel {name}: not a kernel image (no x86 boot header, not ELF); give a bzImage, vmlinuz or vmlinux"
+            );
+        }
         return Ok(path.to_path_buf());
     }
     let fetched = kernels_dir().join(name).join("vmlinuz");
@@ -67,6 +72,18 @@ pub fn resolve_image(name: &str) -> Result<PathBuf> {
         "--kernel {name}: no such kernel image; give a vmlinuz path, or a kernel scripts/kernels.sh fetched into {} (bullseye, bookworm, trixie)",
         kernels_dir().display()
     )
+}
+
+/// Whether `path` starts as an x86 kernel image does: the boot protocol's
+/// "HdrS" at offset 0x202 (every bzImage since 2.6; a vmlinuz is one), or
+/// an ELF vmlinux (QEMU boots one by its PVH note).
+fn is_kernel_image(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 0x206];
+    if std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_err() {
+        return false;
+    }
+    &head[0x202..0x206] == b"HdrS" || head.starts_with(b"\x7fELF")
 }
 
 /// Fails in one line unless virtme-ng and QEMU are installed.
@@ -325,7 +342,29 @@ impl Drop for RunningGuest {
 
 /// The console's last lines, for a message about a guest that failed.
 pub fn console_tail(out: &OutputFolder, lines: usize) -> String {
-    let console = out.read("console.log").unwrap_or_default();
-    let tail: Vec<&str> = console.lines().rev().filter(|l| !l.trim().is_empty()).take(lines).collect();
+    tail_of(&out.read("console.log").unwrap_or_default(), lines)
+}
+
+/// The last `lines` lines of `console` with text, without control
+/// characters (a console that never started holds NUL bytes, which a
+/// terminal shows as a long run of spaces).
+fn tail_of(console: &str, lines: usize) -> String {
+    let clean: String = console.chars().filter(|c| *c == '\n' || !c.is_control()).collect();
+    let tail: Vec<&str> = clean.lines().map(str::trim).rev().filter(|l| !l.is_empty()).take(lines).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_is_no_kernel_is_refused_and_a_console_tail_has_no_control_bytes() {
+        let e = resolve_image("/etc/passwd").unwrap_err().to_string();
+        assert!(e.contains("not a kernel image"), "{e}");
+        assert_eq!(
+            tail_of("booting\n\0\0\0\0qemu: invalid kernel header\n", 3),
+            "booting | qemu: invalid kernel header"
+        );
+    }
 }

@@ -211,11 +211,13 @@ pub enum Command {
     Features,
     /// Measure the candidate loop constructs for the in-BPF timing loop.
     Loops {
+        /// The CPU to measure on [default: the last allowed one].
         #[arg(long)]
         cpu: Option<usize>,
         /// Iterations per batch.
         #[arg(long, default_value_t = 1_000_000)]
         iters: u32,
+        /// Timed batches per loop construct.
         #[arg(long, default_value_t = 50)]
         samples: usize,
     },

@@ -52,7 +52,9 @@ pub fn intervals(rows: &[Interval], x_label: &str, reference: Option<f64>) -> Re
     let lo = rows.iter().flat_map(ends).chain(reference).fold(f64::MAX, f64::min);
     let hi = rows.iter().flat_map(ends).chain(reference).fold(f64::MIN, f64::max);
     let log = lo > 0.0 && hi / lo > 10.0;
-    let to_x = |v: f64| if log { v.ln() } else { v };
+    // Base 10: the axis's evenly spaced ticks then fall on decades and
+    // their halves (10, 31.6, 100), not on powers of e (7.389, 20.09).
+    let to_x = |v: f64| if log { v.log10() } else { v };
     let (lo, hi) = (to_x(lo), to_x(hi));
     let pad = ((hi - lo) * 0.08).max(hi.abs() * 1e-3).max(1e-9);
     let height = 70 + 30 * rows.len() as u32;
@@ -73,16 +75,7 @@ pub fn intervals(rows: &[Interval], x_label: &str, reference: Option<f64>) -> Re
             .x_desc(x_desc)
             .label_style(LABELS)
             .axis_desc_style(LABELS)
-            .x_label_formatter(&|x| {
-                let v = if log { x.exp() } else { *x };
-                if v.abs() >= 100.0 {
-                    format!("{v:.0}")
-                } else if v.abs() >= 10.0 {
-                    format!("{v:.1}")
-                } else {
-                    format!("{v:.3}")
-                }
-            })
+            .x_label_formatter(&|x| if log { tick_label(10f64.powf(*x)) } else { plain_label(*x) })
             .y_labels(n.max(1))
             .y_label_formatter(&|y| {
                 let i = y.round() as i64;
@@ -111,6 +104,33 @@ pub fn intervals(rows: &[Interval], x_label: &str, reference: Option<f64>) -> Re
         root.present().map_err(err)?;
     }
     Ok(responsive(svg))
+}
+
+/// A linear axis's tick: fewer decimals as values grow.
+fn plain_label(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A log axis's tick, to two significant digits: 3.2, 10, 32, 100, 320.
+fn tick_label(v: f64) -> String {
+    if v <= 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (1 - v.log10().floor() as i32).max(0) as usize;
+    let rounded = format!("{v:.digits$}");
+    if v >= 100.0 {
+        // Two significant digits of a larger number: 316 -> 320.
+        let scale = 10f64.powi(v.log10().floor() as i32 - 1);
+        format!("{:.0}", (v / scale).round() * scale)
+    } else {
+        rounded
+    }
 }
 
 /// One run in a trend.
@@ -174,6 +194,14 @@ pub fn trend(points: &[TrendPoint], changes: &[usize], segment_medians: &[f64]) 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn log_ticks_read_as_round_numbers() {
+        let ticks: Vec<String> = [0.5, 1.0, 1.5, 2.0, 2.5].iter().map(|e| super::tick_label(10f64.powf(*e))).collect();
+        assert_eq!(ticks, ["3.2", "10", "32", "100", "320"]);
+        assert_eq!(super::tick_label(4.2), "4.2");
+        assert_eq!(super::tick_label(0.042), "0.042");
+    }
+
     #[test]
     fn plots_scale_to_the_page() {
         let svg = super::responsive(
