@@ -25,7 +25,7 @@ fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
         grid::right("A ns/op"),
         grid::right("B ns/op"),
         grid::right("B/A"),
-        grid::left("95% CI"),
+        grid::left("95 % CI"),
         grid::left("rests on"),
         grid::left("verdict"),
     ]);
