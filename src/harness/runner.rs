@@ -243,7 +243,7 @@ impl Runner {
                 iters
             }
         };
-        let count = share(self.sampling.overhead_samples(), sweep, self.sampling.sweeps.max(1));
+        let count = share(self.sampling.overhead_samples(), sweep, self.sampling.effective_sweeps());
         let samples = self.sample(p, Variant::Overhead, iters, count, Duration::MAX, "  loop overhead")?;
         let o = self.overheads.entry(key).or_insert(OverheadSamples {
             batch_iters: iters,
@@ -276,7 +276,7 @@ impl Runner {
     /// checks proportionality on the first, warms up and takes this
     /// sweep's share of the samples, then the overhead's share.
     fn visit(&mut self, p: &mut dyn PreparedScenario, label: &str, sweep: u32, m: &mut Sampled) -> Result<()> {
-        let sweeps = self.sampling.sweeps.max(1);
+        let sweeps = self.sampling.effective_sweeps();
         let checking = Instant::now();
         if m.batch_iters == 0 {
             let (iters, estimate) = self.calibrate(p, Variant::Body)?;
@@ -351,7 +351,7 @@ impl Runner {
     /// validated scenario, all its sweeps in a row.
     pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
         let mut m = Sampled::default();
-        for sweep in 0..self.sampling.sweeps.max(1) {
+        for sweep in 0..self.sampling.effective_sweeps() {
             self.visit(p, label, sweep, &mut m)?;
         }
         self.finish(m)

@@ -111,6 +111,12 @@ impl Sampling {
         Duration::from_secs_f64(self.max_scenario_s)
     }
 
+    /// Sweeps a run takes: as asked, but no more than there are samples
+    /// (a sweep with no sample to take would only set scenarios up again).
+    pub fn effective_sweeps(&self) -> u32 {
+        self.sweeps.clamp(1, u32::try_from(self.samples).unwrap_or(u32::MAX).max(1))
+    }
+
     /// Samples of each overhead measurement: a quarter of the scenario's, at least 20.
     pub fn overhead_samples(&self) -> usize {
         (self.samples as usize / 4).max(20)

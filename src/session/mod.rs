@@ -204,7 +204,7 @@ impl Measurer<'_> {
         observer: &mut dyn Observer,
     ) -> RunRecord {
         let capture = environment::start(self.cpu);
-        let sweeps = sampling.sweeps.max(1);
+        let sweeps = sampling.effective_sweeps();
         let mut pending: Vec<Vec<Option<Pending>>> =
             self.sides.iter().map(|_| scenarios.iter().map(|_| None).collect()).collect();
         'sweeps: for sweep in 0..sweeps {

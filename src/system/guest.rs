@@ -211,8 +211,15 @@ impl Drop for OutputFolder {
     }
 }
 
+/// How long a KVM guest that only writes a file may take: one boots in a
+/// few seconds where KVM works.
+const KVM_PROBE_BOUND: Duration = Duration::from_secs(20);
+
 /// Whether QEMU runs guests of `image` under KVM here: tried once per
-/// process with a guest that only writes a file.
+/// process with a guest that only writes a file. Nested KVM fails in
+/// more than one way: QEMU exits ("failed to set MSR 0x10a"), or KVM
+/// stops the guest with an emulation error and QEMU waits, paused, for
+/// ever ("KVM internal error"): the probe stops at either.
 pub fn accelerator(image: &Path) -> Accelerator {
     static ACCEL: OnceLock<Accelerator> = OnceLock::new();
     *ACCEL.get_or_init(|| {
@@ -220,10 +227,21 @@ pub fn accelerator(image: &Path) -> Accelerator {
             return Accelerator::Tcg;
         }
         let Ok(out) = OutputFolder::new("kvm-probe") else { return Accelerator::Tcg };
-        let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: Duration::from_secs(120) };
-        let never = AtomicBool::new(false);
-        let ok = boot(&spec, Accelerator::Kvm, &out, "echo ok > $OUT/kvm", &never).is_ok()
-            && out.read("kvm").is_some_and(|s| s.trim() == "ok");
+        let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: KVM_PROBE_BOUND };
+        let Ok(mut guest) = start(&spec, Accelerator::Kvm, &out, "echo ok > $OUT/kvm", None) else {
+            return Accelerator::Tcg;
+        };
+        let started = Instant::now();
+        while !guest.exited() && started.elapsed() < KVM_PROBE_BOUND {
+            let console = out.read("console.log").unwrap_or_default();
+            if console.contains("KVM internal error") || console.contains("failed to set MSR") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Killed here if it still runs.
+        drop(guest);
+        let ok = out.read("kvm").is_some_and(|s| s.trim() == "ok");
         if ok { Accelerator::Kvm } else { Accelerator::Tcg }
     })
 }
