@@ -84,40 +84,22 @@ fn instruction_grid(cmp: &ComparisonRecord, detail: bool) -> Grid {
 /// The timed benchmarks with their statistics, for both forms (the
 /// verdict bold in Markdown).
 fn time_grid(cmp: &ComparisonRecord, markdown: bool) -> Grid {
-    let mut g = Grid::new(vec![
-        grid::left("benchmark"),
-        grid::right("A ns/op"),
-        grid::right("B ns/op"),
-        grid::right("B/A"),
-        grid::left("95 % CI"),
-        grid::right("p (Holm)"),
-        grid::left("rests on"),
-        grid::right("run noise"),
-        grid::left("verdict"),
-    ]);
+    let mut columns = super::ratio_columns();
+    columns.extend([grid::right("p (Holm)"), grid::left("rests on"), grid::right("run noise"), grid::left("verdict")]);
+    let mut g = Grid::new(columns);
     for b in &cmp.benchmarks {
         let r = &b.result;
-        let verdict = if markdown { format!("**{}**", r.verdict.as_str()) } else { r.verdict.as_str().to_string() };
-        g.row(vec![
-            b.benchmark.clone(),
-            format!("{:.2}", r.median_a),
-            format!("{:.2}", r.median_b),
-            format!("{:.4}", r.ratio),
-            format!("[{:.4}, {:.4}]", r.ratio_ci95.0, r.ratio_ci95.1),
+        let mut cells = super::ratio_cells(b.benchmark.clone(), r.median_a, r.median_b, r.ratio, r.ratio_ci95);
+        cells.extend([
             format!("{:.4}", r.p_adjusted),
             rests_on(b),
             run_noise(b),
-            verdict,
+            super::verdict_cell(r.verdict, markdown),
         ]);
+        g.row(cells);
     }
     if let Some(gm) = cmp.geomean_ratio {
-        g.row(vec![
-            "geomean".into(),
-            String::new(),
-            String::new(),
-            format!("{gm:.4}"),
-            format!("({:+.2}%)", (gm - 1.0) * 100.0),
-        ]);
+        g.row(super::geomean_cells(gm));
     }
     g
 }

@@ -113,6 +113,33 @@ pub(crate) fn verdict_counts(count: impl Fn(Verdict) -> usize) -> String {
     )
 }
 
+/// The columns every A-against-B table starts with: the benchmark, both
+/// medians, their ratio and its interval (`compare` and `ab`).
+pub(crate) fn ratio_columns() -> Vec<grid::Column> {
+    vec![
+        grid::left("benchmark"),
+        grid::right("A ns/op"),
+        grid::right("B ns/op"),
+        grid::right("B/A"),
+        grid::left("95 % CI"),
+    ]
+}
+
+/// A benchmark's cells under [`ratio_columns`].
+pub(crate) fn ratio_cells(name: String, a: f64, b: f64, ratio: f64, ci: (f64, f64)) -> Vec<String> {
+    vec![name, format!("{a:.2}"), format!("{b:.2}"), format!("{ratio:.4}"), format!("[{:.4}, {:.4}]", ci.0, ci.1)]
+}
+
+/// The geometric mean's row under [`ratio_columns`].
+pub(crate) fn geomean_cells(g: f64) -> Vec<String> {
+    vec!["geomean".into(), String::new(), String::new(), format!("{g:.4}"), format!("({:+.2}%)", (g - 1.0) * 100.0)]
+}
+
+/// A verdict's cell: bold in Markdown, where a reader's eye looks for it.
+pub(crate) fn verdict_cell(v: Verdict, markdown: bool) -> String {
+    if markdown { format!("**{}**", v.as_str()) } else { v.as_str().to_string() }
+}
+
 /// Text for a Markdown table cell: a cell holds no `|` or line break of its own.
 pub(crate) fn markdown_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")

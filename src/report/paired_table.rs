@@ -20,35 +20,16 @@ fn rests_on(c: &PairedCase) -> String {
 /// The cases as one grid, for both forms: both medians, the median ratio
 /// with its interval, what it rests on and the verdict (bold in Markdown).
 fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
-    let mut g = Grid::new(vec![
-        grid::left("benchmark"),
-        grid::right("A ns/op"),
-        grid::right("B ns/op"),
-        grid::right("B/A"),
-        grid::left("95 % CI"),
-        grid::left("rests on"),
-        grid::left("verdict"),
-    ]);
+    let mut columns = super::ratio_columns();
+    columns.extend([grid::left("rests on"), grid::left("verdict")]);
+    let mut g = Grid::new(columns);
     for c in &rec.cases {
-        let verdict = if markdown { format!("**{}**", c.verdict.as_str()) } else { c.verdict.as_str().to_string() };
-        g.row(vec![
-            c.benchmark_name(),
-            format!("{:.2}", c.median_a),
-            format!("{:.2}", c.median_b),
-            format!("{:.4}", c.ratio),
-            format!("[{:.4}, {:.4}]", c.ratio_ci95.0, c.ratio_ci95.1),
-            rests_on(c),
-            verdict + &stopped(c),
-        ]);
+        let mut cells = super::ratio_cells(c.benchmark_name(), c.median_a, c.median_b, c.ratio, c.ratio_ci95);
+        cells.extend([rests_on(c), super::verdict_cell(c.verdict, markdown) + &stopped(c)]);
+        g.row(cells);
     }
     if let Some(gm) = rec.geomean_ratio {
-        g.row(vec![
-            "geomean".into(),
-            String::new(),
-            String::new(),
-            format!("{gm:.4}"),
-            format!("({:+.2}%)", (gm - 1.0) * 100.0),
-        ]);
+        g.row(super::geomean_cells(gm));
     }
     g
 }
