@@ -225,7 +225,7 @@ impl Runner {
     /// Takes this sweep's share of the overhead samples for `p`'s key, the
     /// first time a scenario of that key is visited in the sweep
     /// (calibrating and warming up the first time in the run).
-    fn overhead_turn(&mut self, p: &mut dyn PreparedScenario, sweep: u32) -> Result<()> {
+    fn overhead_turn(&mut self, p: &mut dyn PreparedScenario, sweep: u32, sweeps: u32) -> Result<()> {
         let key = p.overhead_key();
         let known = self.overheads.get(&key).map(|o| (o.batch_iters, o.sweeps_done));
         if known.is_some_and(|(_, done)| done > sweep) {
@@ -243,7 +243,7 @@ impl Runner {
                 iters
             }
         };
-        let count = share(self.sampling.overhead_samples(), sweep, self.sampling.effective_sweeps());
+        let count = share(self.sampling.overhead_samples(), sweep, sweeps);
         let samples = self.sample(p, Variant::Overhead, iters, count, Duration::MAX, "  loop overhead")?;
         let o = self.overheads.entry(key).or_insert(OverheadSamples {
             batch_iters: iters,
@@ -272,11 +272,16 @@ impl Runner {
         self.warm_up(p, variant, iters, Duration::ZERO)
     }
 
-    /// One visit of sweep `sweep` to a validated scenario: calibrates and
-    /// checks proportionality on the first, warms up and takes this
-    /// sweep's share of the samples, then the overhead's share.
-    fn visit(&mut self, p: &mut dyn PreparedScenario, label: &str, sweep: u32, m: &mut Sampled) -> Result<()> {
-        let sweeps = self.sampling.effective_sweeps();
+    /// One visit of sweep `sweep` of `sweeps` to a validated scenario:
+    /// calibrates and checks proportionality on the first, warms up and
+    /// takes this sweep's share of the samples, then the overhead's share.
+    fn visit(
+        &mut self,
+        p: &mut dyn PreparedScenario,
+        label: &str,
+        (sweep, sweeps): (u32, u32),
+        m: &mut Sampled,
+    ) -> Result<()> {
         let checking = Instant::now();
         if m.batch_iters == 0 {
             let (iters, estimate) = self.calibrate(p, Variant::Body)?;
@@ -294,7 +299,7 @@ impl Runner {
         m.sampling_time += started.elapsed();
         m.samples.extend(samples);
         m.overhead_key = p.overhead_key();
-        self.overhead_turn(p, sweep)
+        self.overhead_turn(p, sweep, sweeps)
     }
 
     /// The measurement of a scenario whose sweeps are done.
@@ -348,12 +353,11 @@ impl Runner {
     }
 
     /// Calibrates, checks proportionality, warms up and samples one
-    /// validated scenario, all its sweeps in a row.
+    /// validated scenario in one stretch: with nothing between them,
+    /// sweeps would only add warm-up batches.
     pub fn measure(&mut self, p: &mut dyn PreparedScenario, label: &str) -> Result<Measurement> {
         let mut m = Sampled::default();
-        for sweep in 0..self.sampling.effective_sweeps() {
-            self.visit(p, label, sweep, &mut m)?;
-        }
+        self.visit(p, label, (0, 1), &mut m)?;
         self.finish(m)
     }
 
@@ -402,13 +406,14 @@ impl Runner {
         sweep: u32,
         pending: &mut Option<Pending>,
     ) -> bool {
+        let sweeps = self.sampling.effective_sweeps();
         let visited = match pending {
             None => {
                 let (rec, prepared) = self.begin(workload, runtime, w, s);
                 let p = pending.insert(Pending { rec, sampled: None });
                 prepared.map(|mut prepared| {
                     let mut sampled = Sampled::default();
-                    let r = self.visit(prepared.as_mut(), &s.name, sweep, &mut sampled);
+                    let r = self.visit(prepared.as_mut(), &s.name, (sweep, sweeps), &mut sampled);
                     p.sampled = Some(sampled);
                     r
                 })
@@ -416,7 +421,7 @@ impl Runner {
             Some(p) if p.sampled.is_some() => match w.resume(s) {
                 Ok(mut prepared) => {
                     let sampled = p.sampled.as_mut().expect("checked");
-                    Some(self.visit(prepared.as_mut(), &s.name, sweep, sampled))
+                    Some(self.visit(prepared.as_mut(), &s.name, (sweep, sweeps), sampled))
                 }
                 Err(e) => Some(Err(e.context(format!("setting the scenario up again for sweep {}", sweep + 1)))),
             },

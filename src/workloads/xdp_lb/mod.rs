@@ -139,8 +139,9 @@ impl LoadedWorkload for Loaded<'_> {
     /// Puts back the scenario's configuration and its own connection
     /// tables; the checks of its validation still hold for that state.
     fn resume(&mut self, info: &ScenarioInfo) -> Result<Box<dyn PreparedScenario + '_>> {
-        let Some(table) = self.tables.remove(info.name.as_ref()) else {
-            return self.validate(info).map(|(_, prepared)| prepared);
+        let table = match self.tables.get(info.name.as_ref()) {
+            Some(table) => table.as_ref().map(MapHandle::try_from).transpose()?,
+            None => return self.validate(info).map(|(_, prepared)| prepared),
         };
         let s = scenarios::find(&info.name).with_context(|| format!("unknown xdp-lb scenario {}", info.name))?;
         let lb = &mut self.lb;
@@ -148,11 +149,7 @@ impl LoadedWorkload for Loaded<'_> {
         let packet = packets::build_client_packet(&s.packet)?;
         lb.set_flowgen(checks::flowgen_for(&s.packet, &packet, s.flows)?)?;
         if let Some(table) = table {
-            let kept = MapHandle::try_from(&table)?;
             lb.use_lru_table(self.cpu, table)?;
-            self.tables.insert(info.name.to_string(), Some(kept));
-        } else {
-            self.tables.insert(info.name.to_string(), None);
         }
         let verdict = checks::expected_verdict(s);
         Ok(Box::new(Prepared { lb, cpu: self.cpu, scenario: s, packet, verdict }))
