@@ -189,11 +189,17 @@ fn a_stored_comparison_comes_back_as_printed() {
     // row per case with every column, the verdict among them.
     let md = stdout(&bpfbench(&["show", "--ab", "1", "--db", &db, "--format", "markdown"]));
     let rows = common::markdown_rows(&md);
-    assert_eq!(rows[0], ["benchmark", "A ns/op", "B ns/op", "B/A", "95 % CI", "rests on", "verdict"], "{md}");
+    assert_eq!(
+        rows[0],
+        ["benchmark", "A ns/op", "B ns/op", "B/A", "95 % CI", "rests on", "verdict", "program output"],
+        "{md}"
+    );
     assert!(rows[1].iter().all(|c| c.starts_with("---") || c.ends_with("--:")), "{md}");
     let case = rows.iter().find(|r| r[0].contains("xdp_swap")).unwrap_or_else(|| panic!("{md}"));
-    assert_eq!(case.len(), 7, "{md}");
+    assert_eq!(case.len(), 8, "{md}");
     assert_eq!(case[6], format!("**{}**", printed["cases"][0]["verdict"].as_str().unwrap()), "{md}");
+    // What the program did with the packet: the MAC swap sends it back, its size unchanged.
+    assert_eq!(case[7], "XDP_TX, 60 -> 60", "{md}");
     assert!(case[3].parse::<f64>().is_ok() && case[5].contains(" pairs, "), "{md}");
     // A run has no Markdown form: one line, before anything runs.
     let o = bpfbench(&["run", &a, "--format", "markdown", "--no-store"]);

@@ -765,9 +765,69 @@ fn the_readme_spec_file_example_runs() {
     }
     assert_eq!(results[0]["verdict"], "XDP_TX");
     assert_eq!(results[2]["verdict"], "XDP_PASS");
+    // Each case's sizes in and out, and what it expected, are in the record:
+    // the encapsulation adds an outer IPv4 header (20 bytes).
+    assert_eq!(results[0]["outcome"]["bytes"]["input"], serde_json::json!([86, 86]));
+    assert_eq!(results[0]["outcome"]["bytes"]["output"], serde_json::json!([106, 106]));
+    assert_eq!(results[0]["outcome"]["expected"], serde_json::json!({"verdict": true, "packet": true}));
+    assert_eq!(results[1]["outcome"]["expected"], serde_json::json!({"verdict": true, "packet": false}));
+    assert_eq!(results[2]["outcome"]["bytes"]["output"], serde_json::json!([74, 74]));
     // A spec file says what the options would: they are refused beside it.
     let o = bpfbench(&["run", spec.to_str().unwrap(), "--packet", "eth"]);
     assert!(stderr(&o).contains("--packet are set in") && o.status.code() == Some(1), "{}", stderr(&o));
+}
+
+#[test]
+fn the_table_shows_what_each_case_returned_and_a_case_that_expected_nothing_once() {
+    let encap = object("xdp_encap.bpf.o");
+    let map = format!("services={}", services());
+    // The packet language's default destination misses the service: the
+    // program passes the packet on unchanged, and nothing said otherwise.
+    let o = bpfbench(&[
+        "run",
+        &encap,
+        "--map",
+        &map,
+        "--packet",
+        "eth/ipv4/tcp(dport=80)",
+        "--samples",
+        "5",
+        "--batch-ms",
+        "2",
+        "--no-store",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    common::assert_boxed_aligned(&out);
+    // The last: the first such line is the heading ("xdp_encap in ...").
+    let row = out.lines().rfind(|l| l.starts_with("| xdp_encap ")).unwrap_or_else(|| panic!("{out}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[2..5], ["XDP_PASS", "54 -> 54", "nothing"], "{out}");
+    let warned: Vec<&str> = out.lines().filter(|l| l.starts_with("nothing expected of")).collect();
+    assert_eq!(warned.len(), 1, "{out}");
+    assert!(warned[0].contains("xdp_encap (XDP_PASS)") && warned[0].contains("--expect"), "{out}");
+    // To the service, with its verdict expected: no such line.
+    let o = bpfbench(&[
+        "run",
+        &encap,
+        "--map",
+        &map,
+        "--packet",
+        "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)",
+        "--expect",
+        "XDP_TX",
+        "--samples",
+        "5",
+        "--batch-ms",
+        "2",
+        "--no-store",
+    ]);
+    let out = stdout(&o);
+    // The last: the first such line is the heading ("xdp_encap in ...").
+    let row = out.lines().rfind(|l| l.starts_with("| xdp_encap ")).unwrap_or_else(|| panic!("{out}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[2..5], ["XDP_TX", "54 -> 74", "verdict"], "{out}");
+    assert!(!out.contains("nothing expected"), "{out}");
 }
 
 #[test]

@@ -51,10 +51,12 @@ impl ScenarioInfo {
 }
 
 /// What validation established before a scenario was timed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Validation {
     /// The program's verdict, e.g. "XDP_TX".
     pub verdict: String,
+    /// Packet sizes in and out, and what the user expected (own objects).
+    pub outcome: Option<crate::record::Outcome>,
     /// How the scenario will be timed (in BPF unless the workload had to fall back).
     pub timing: Timing,
     /// Each check that passed, in words ("LRU misses: 0 of 8192").

@@ -196,6 +196,8 @@ pub fn run(
         workload: String::new(),
         name: String::new(),
         timing: Default::default(),
+        returns: None,
+        bytes: None,
         batch_iters: iters.unwrap_or(0),
         median_a,
         median_b,

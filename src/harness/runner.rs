@@ -472,6 +472,7 @@ impl Runner {
             unavailable: None,
             validated: false,
             verdict: None,
+            outcome: None,
             checks: Vec::new(),
             notes: Vec::new(),
             error: None,
@@ -488,6 +489,7 @@ impl Runner {
             Ok((v, prepared)) => {
                 rec.validated = true;
                 rec.verdict = Some(v.verdict);
+                rec.outcome = v.outcome;
                 rec.timing = v.timing;
                 rec.checks = v.checks;
                 rec.notes = v.notes;

@@ -7,6 +7,7 @@ pub mod comparison;
 mod facts;
 pub mod live;
 pub mod matrix;
+mod outcome;
 pub mod paired;
 mod schema;
 pub mod traffic;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use comparison::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
+pub use outcome::{Expected, Outcome, PacketBytes};
 pub use schema::{RecordError, SCHEMA_NAME, SCHEMA_VERSION, parse_run, schema};
 
 use crate::stats::Summary;
@@ -238,6 +240,9 @@ pub struct ScenarioRecord {
     /// Return code, output packet and counters all matched before timing.
     pub validated: bool,
     pub verdict: Option<String>,
+    /// Packet sizes in and out, and what the user expected (own objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
     pub checks: Vec<String>,
     pub notes: Vec<String>,
     /// Why the scenario failed validation or measurement.

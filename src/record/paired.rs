@@ -35,6 +35,15 @@ impl PairedCase {
     pub fn benchmark_name(&self) -> String {
         format!("{}/{}{}", self.workload, self.name, self.timing.suffix())
     }
+
+    /// "XDP_TX, 86 -> 106": what the program did with the case's packets.
+    pub fn output(&self) -> Option<String> {
+        let returns = self.returns.as_deref()?;
+        Some(match self.bytes {
+            Some(b) => format!("{returns}, {b}"),
+            None => returns.to_string(),
+        })
+    }
 }
 
 impl PairedRecord {
@@ -52,6 +61,12 @@ pub struct PairedCase {
     /// recorded: may_goto).
     #[serde(default)]
     pub timing: crate::record::Timing,
+    /// What A's program returned ("XDP_TX"; both builds returned it unless
+    /// --allow-different-output), and its packets' sizes in and out (own objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<crate::record::PacketBytes>,
     /// Iterations of every batch, A and B alike.
     pub batch_iters: u32,
     /// Median ns/op of A's and of B's batches, and their 95% intervals

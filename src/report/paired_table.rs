@@ -22,10 +22,19 @@ fn rests_on(c: &PairedCase) -> String {
 fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
     let mut columns = super::ratio_columns();
     columns.extend([grid::left("rests on"), grid::left("verdict")]);
+    // What the program did, where the workload keeps it (own objects): a
+    // case that times an early exit shows it.
+    let outputs = rec.cases.iter().any(|c| c.output().is_some());
+    if outputs {
+        columns.push(grid::left("program output"));
+    }
     let mut g = Grid::new(columns);
     for c in &rec.cases {
         let mut cells = super::ratio_cells(c.benchmark_name(), c.median_a, c.median_b, c.ratio, c.ratio_ci95);
         cells.extend([rests_on(c), super::verdict_cell(c.verdict, markdown) + &stopped(c)]);
+        if outputs {
+            cells.push(c.output().unwrap_or_else(|| "-".into()));
+        }
         g.row(cells);
     }
     if let Some(gm) = rec.geomean_ratio {

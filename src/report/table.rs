@@ -77,10 +77,27 @@ fn describe(t: &Timing) -> String {
     }
 }
 
-fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, timing_column: bool) {
+/// Which optional columns a run's table has.
+#[derive(Clone, Copy)]
+struct Columns {
+    /// The timing mode, where rows differ in it.
+    timing: bool,
+    /// What a user's program did: verdict, bytes in and out, what was expected.
+    outcome: bool,
+}
+
+fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, columns: Columns) {
     let mut cells = vec![label(r)];
-    if timing_column {
+    if columns.timing {
         cells.push(if r.validated { r.timing.label().to_string() } else { "-".into() });
+    }
+    if columns.outcome {
+        let o = r.outcome.as_ref();
+        cells.extend([
+            r.verdict.clone().unwrap_or_else(|| "-".into()),
+            o.and_then(|o| o.bytes).map_or_else(|| "-".into(), |b| b.to_string()),
+            o.map_or_else(|| "-".into(), |o| o.expected.to_string()),
+        ]);
     }
     match &r.measurement {
         Some(m) => {
@@ -111,20 +128,44 @@ fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, timing_column: bool) {
 }
 
 /// The rows of the run as one grid, a section per scenario group.
-fn run_grid(report: &RunRecord, groups: &[&str], timing_column: bool) -> Grid {
-    let mut columns = vec![grid::left("scenario")];
-    if timing_column {
-        columns.push(grid::left("timing"));
+fn run_grid(report: &RunRecord, groups: &[&str], columns: Columns) -> Grid {
+    let mut headings = vec![grid::left("scenario")];
+    if columns.timing {
+        headings.push(grid::left("timing"));
     }
-    columns.extend(FIGURES.iter().map(|h| grid::right(*h)));
-    let mut g = Grid::new(columns);
+    if columns.outcome {
+        headings.extend([grid::left("verdict"), grid::right("bytes"), grid::left("expected")]);
+    }
+    headings.extend(FIGURES.iter().map(|h| grid::right(*h)));
+    let mut g = Grid::new(headings);
     for group in groups {
         g.section(*group);
         for r in report.results.iter().filter(|r| r.group == *group) {
-            scenario_row(&mut g, r, timing_column);
+            scenario_row(&mut g, r, columns);
         }
     }
     g
+}
+
+/// What the outcome columns mean, and the one line on cases that expected
+/// nothing (their verdict may be an exit the user did not mean to time).
+fn outcome_notes(results: &[ScenarioRecord]) -> String {
+    let mut out = String::from(
+        "verdict, bytes: what the program returned and its packets' sizes in -> out, as validation saw them; expected: what --expect and --expect-packet checked.\n",
+    );
+    let unchecked: Vec<String> = results
+        .iter()
+        .filter(|r| r.validated && r.outcome.as_ref().is_some_and(|o| o.expected.nothing()))
+        .map(|r| format!("{} ({})", label(r), r.verdict.as_deref().unwrap_or("?")))
+        .collect();
+    if !unchecked.is_empty() {
+        let _ = writeln!(
+            out,
+            "nothing expected of {}: only that the program repeats its verdict and output was checked; if that is not the path you mean to time, say which with --expect (and --expect-packet), or expect = in a spec file.",
+            unchecked.join(", ")
+        );
+    }
+    out
 }
 
 pub(crate) fn details(r: &ScenarioRecord) -> String {
@@ -322,6 +363,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     let common = common_timing(&report.results);
     let timing_column =
         report.results.iter().any(|r| r.validated && Some(r.timing.label()) != common.map(Timing::label));
+    let columns = Columns { timing: timing_column, outcome: report.results.iter().any(|r| r.outcome.is_some()) };
     let how = match common {
         Some(t) if timing_column => format!(", {}, except where the timing column says otherwise", describe(t)),
         Some(t) => format!(", {}", describe(t)),
@@ -336,8 +378,11 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         report.environment.cpu,
     );
     out.push_str(&emulation_note(&report.environment));
-    out.push_str(&run_grid(report, &groups, timing_column).boxed());
+    out.push_str(&run_grid(report, &groups, columns).boxed());
     out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
+    if columns.outcome {
+        out.push_str(&outcome_notes(&report.results));
+    }
     out.push_str(&super::runtime_table::render(report));
     if report
         .results

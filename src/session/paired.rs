@@ -129,6 +129,7 @@ pub fn run(
             continue;
         }
         let mut timing = None;
+        let mut output = None;
         let mut check = |va: &Validation, vb: &Validation| -> Result<()> {
             if let Some(d) = differences(va, vb)
                 && !plan.allow_different_output
@@ -148,6 +149,7 @@ pub fn run(
                 );
             }
             timing = Some(va.timing.clone());
+            output = Some((va.verdict.clone(), va.outcome.as_ref().and_then(|o| o.bytes)));
             Ok(())
         };
         let mut case = match paired::run(a, b, s, &plan.settings, plan.threshold, plan.stop, &mut check) {
@@ -162,6 +164,9 @@ pub fn run(
         case.workload = plan.workload.clone();
         case.name = s.name.to_string();
         case.timing = timing.unwrap_or_default();
+        if let Some((returns, bytes)) = output.filter(|(_, bytes)| bytes.is_some()) {
+            (case.returns, case.bytes) = (Some(returns), bytes);
+        }
         interrupted |= case.stop == "interrupted";
         observer.case_done(&case);
         cases.push(case);

@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::paired::Build;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
-use crate::kernel::test_run::RunOutput;
-use crate::record::{Guest, ScenarioFacts, Timing};
+use crate::record::{Guest, ScenarioFacts};
 use crate::system::guest::{self, Accelerator, GuestSpec, OutputFolder, PORT_NAME, RunningGuest, console_tail};
 use crate::system::interrupt;
 
@@ -44,7 +43,7 @@ struct WireScenario {
 enum Reply {
     Ready { workload: String, scenarios: Vec<WireScenario> },
     Unavailable { why: Option<String> },
-    Validated { verdict: String, timing: Timing, checks: Vec<String>, notes: Vec<String>, outputs: Vec<RunOutput> },
+    Validated(Validation),
     Batch { started_ns: u64, elapsed_ns: u64, iters: u64 },
     Error { message: String },
 }
@@ -129,16 +128,7 @@ fn serve_scenario(
 ) -> Result<Option<Request>> {
     let mut prepared = match loaded.validate(s) {
         Ok((v, p)) => {
-            send(
-                out,
-                &Reply::Validated {
-                    verdict: v.verdict,
-                    timing: v.timing,
-                    checks: v.checks,
-                    notes: v.notes,
-                    outputs: v.outputs,
-                },
-            )?;
+            send(out, &Reply::Validated(v))?;
             p
         }
         Err(e) => {
@@ -356,9 +346,7 @@ impl Build for Worker {
 
     fn fresh(&mut self, s: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
         match self.call(&Request::Validate { scenario: s.name.to_string() })? {
-            Reply::Validated { verdict, timing, checks, notes, outputs } => {
-                Ok((Validation { verdict, timing, checks, notes, outputs }, Box::new(Remote { worker: self })))
-            }
+            Reply::Validated(v) => Ok((v, Box::new(Remote { worker: self }))),
             other => bail!("{} answered {other:?} to a validation", self.label),
         }
     }

@@ -34,7 +34,9 @@ use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, BpfInsn, FuncInfo};
 use crate::packet::{diff_packets, pcap};
-use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
+use crate::record::{
+    Body, Expected, InstructionCount, LoopConstruct, Outcome, PacketBytes, Runtime, Timing, VerifierStats,
+};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
 use chain::{ChainRequest, ChainTimer, NotInLoop};
@@ -783,7 +785,16 @@ impl LoadedWorkload for Loaded<'_> {
                 many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")
             ),
         };
-        let validation = Validation { verdict, timing, checks, notes, outputs: refs };
+        let outcome = Outcome {
+            bytes: (!kind.takes_raw_context()).then(|| PacketBytes {
+                input: PacketBytes::range(case.packets.iter().map(Vec::len)).unwrap_or_default(),
+                output: (!kind.outputs_no_packet())
+                    .then(|| PacketBytes::range(refs.iter().map(|r| r.packet.len())))
+                    .flatten(),
+            }),
+            expected: Expected { verdict: case.expect_verdict.is_some(), packet: case.expect_packets.is_some() },
+        };
+        let validation = Validation { verdict, outcome: Some(outcome), timing, checks, notes, outputs: refs };
         let program = self.user.prog_fd(name)?;
         let prepared = Prepared { timer, program, stats: self.stats.clone(), overhead_key: key };
         Ok((validation, Box::new(prepared)))

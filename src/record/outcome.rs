@@ -1,0 +1,97 @@
+//! What a user's program did with a case's packets, as validation saw it:
+//! the sizes in and out, and which of it the user's expectations checked.
+//! A table shows it beside the figures, so that a case that times the wrong
+//! path (a packet that misses the service: XDP_PASS, size unchanged) shows.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Bytes of the packets before and after the program; `None` for
+    /// programs that take no packet (a raw tracepoint's arguments).
+    pub bytes: Option<PacketBytes>,
+    /// What the user's expectations checked beyond the program repeating itself.
+    pub expected: Expected,
+}
+
+/// The smallest and largest packet of a case, in bytes, going in and coming
+/// out; `output` is `None` for programs whose test run returns no packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketBytes {
+    pub input: (usize, usize),
+    pub output: Option<(usize, usize)>,
+}
+
+impl PacketBytes {
+    /// The range of `sizes`: (smallest, largest).
+    pub fn range(sizes: impl IntoIterator<Item = usize>) -> Option<(usize, usize)> {
+        sizes.into_iter().fold(None, |acc, n| match acc {
+            None => Some((n, n)),
+            Some((lo, hi)) => Some((lo.min(n), hi.max(n))),
+        })
+    }
+}
+
+fn range_text((lo, hi): (usize, usize)) -> String {
+    if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") }
+}
+
+impl fmt::Display for PacketBytes {
+    /// "54 -> 74", "54-60 -> 54-60", or "54" when nothing comes out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.output {
+            Some(out) => write!(f, "{} -> {}", range_text(self.input), range_text(out)),
+            None => f.write_str(&range_text(self.input)),
+        }
+    }
+}
+
+/// Which expectations a case had: `--expect` (the verdict) and
+/// `--expect-packet` (the output, byte for byte).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expected {
+    pub verdict: bool,
+    pub packet: bool,
+}
+
+impl Expected {
+    pub fn nothing(self) -> bool {
+        !self.verdict && !self.packet
+    }
+}
+
+impl fmt::Display for Expected {
+    /// "verdict, packet", "verdict", "packet" or "nothing".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match (self.verdict, self.packet) {
+            (true, true) => "verdict, packet",
+            (true, false) => "verdict",
+            (false, true) => "packet",
+            (false, false) => "nothing",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_in_and_out() {
+        let b = PacketBytes { input: (54, 54), output: Some((74, 74)) };
+        assert_eq!(b.to_string(), "54 -> 74");
+        let b = PacketBytes { input: (54, 60), output: None };
+        assert_eq!(b.to_string(), "54-60");
+        assert_eq!(PacketBytes::range([60, 54, 58]), Some((54, 60)));
+        assert_eq!(PacketBytes::range([]), None);
+    }
+
+    #[test]
+    fn expectations_name_what_was_checked() {
+        assert_eq!(Expected { verdict: true, packet: true }.to_string(), "verdict, packet");
+        assert_eq!(Expected::default().to_string(), "nothing");
+        assert!(Expected::default().nothing());
+    }
+}
