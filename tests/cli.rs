@@ -117,6 +117,41 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
 }
 
 #[test]
+fn a_benchmarks_identity_holds_its_timing_mode_and_map_sizes() {
+    let dir = temp_dir("cli-identity");
+    let db = dir.join("h.sqlite");
+    let db = db.to_str().unwrap();
+    let quick = ["--samples", "3", "--batch-ms", "1", "--db", db];
+    for extra in [&[][..], &["--timing-mode", "bpf-loop"][..]] {
+        let mut args = vec!["run", "-s", "pass-non-ip"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&quick);
+        let o = bpfbench(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // One scenario in two timing modes: both listed, each under its own name.
+    let o = bpfbench(&["history", "--scenario", "pass-non-ip", "--db", db]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("xdp-lb/pass-non-ip@inline") && out.contains("xdp-lb/pass-non-ip@bpf-loop"), "{out}");
+    common::assert_plain_aligned(&out);
+    // Map runs of two key and value sizes are two benchmarks, not one series.
+    for sizes in [["4", "8"], ["16", "64"]] {
+        let mut args = vec!["run", "maps", "--map", "hash", "--op", "lookup", "--entries", "1000"];
+        args.extend_from_slice(&["--key-size", sizes[0], "--value-size", sizes[1]]);
+        args.extend_from_slice(&quick);
+        let o = bpfbench(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let out = stdout(&bpfbench(&["history", "--scenario", "hash/lookup/1000", "--db", db]));
+    for name in ["maps/hash/lookup/1000[key=4,value=8]", "maps/hash/lookup/1000[key=16,value=64]"] {
+        assert!(out.contains(name), "{name} missing:\n{out}");
+    }
+    let changes = stdout(&bpfbench(&["changes", "--db", db]));
+    assert!(changes.contains("[key=16,value=64]"), "{changes}");
+}
+
+#[test]
 fn verbose_table_shows_calibration_and_histogram() {
     let o = bpfbench(&["run", "-s", "drop-v4-frag", "--samples", "8", "--batch-ms", "2", "-v", "--no-store"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -353,7 +388,7 @@ fn messages_name_what_is_wrong() {
     assert!(o.status.success(), "{}", stderr(&o));
     let db = dir.join("bpfbench/history.sqlite");
     assert!(stderr(&o).contains(&format!("stored as run 1 in {}", db.display())), "{}", stderr(&o));
-    assert_eq!(History::open(&db).unwrap().list(None, 10).unwrap().len(), 1);
+    assert_eq!(History::open(&db).unwrap().list(&[], 10).unwrap().len(), 1);
 
     // A tag whose runs the selection leaves out is not "not a tag".
     let db = dir.join("h.sqlite");

@@ -96,7 +96,7 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     assert_eq!(h.runs_with_tag("main", 1).unwrap(), vec![b]);
     let back = h.load(a).unwrap();
     assert_eq!(back.results[0].measurement.as_ref().unwrap().samples_ns, samples(50.0, 1));
-    let listed = h.list(Some("xdp-lb/tcp-v4-lru-hit"), 10).unwrap();
+    let listed = h.list(&["xdp-lb/tcp-v4-lru-hit".to_string()], 10).unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap());
     let (lo, hi) = listed[0].ci95_ns.unwrap();
@@ -210,7 +210,7 @@ fn concurrent_writers_are_both_stored() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 40);
-    assert_eq!(History::open(&path).unwrap().list(None, 100).unwrap().len(), 40);
+    assert_eq!(History::open(&path).unwrap().list(&[], 100).unwrap().len(), 40);
 }
 
 /// Set in the child process of the test below: the database to half-write.
@@ -244,7 +244,7 @@ fn a_writer_killed_mid_write_leaves_the_database_consistent() {
     child.kill().unwrap(); // SIGKILL in the middle of the transaction
     child.wait().unwrap();
     let mut h = History::open(&path).unwrap();
-    let runs = h.list(None, 10).unwrap();
+    let runs = h.list(&[], 10).unwrap();
     assert_eq!(runs.len(), 1, "only the committed run is visible");
     assert_eq!(runs[0].tag.as_deref(), Some("before"));
     assert!(h.load(runs[0].id).is_ok());
@@ -371,7 +371,7 @@ fn paired_comparisons_are_stored_in_their_own_table_and_come_back_whole() {
     let listed = h.list_paired(10).unwrap();
     assert_eq!((listed.len(), listed[0].0, listed[0].1.cases[0].round_ratios.len()), (1, id, 2));
     // Paired comparisons are not runs.
-    assert!(h.list(None, 10).unwrap().is_empty());
+    assert!(h.list(&[], 10).unwrap().is_empty());
     assert!(format!("{:#}", h.load_paired(id + 1).unwrap_err()).contains("no paired comparison"));
 }
 
@@ -390,13 +390,95 @@ fn a_version_1_database_gains_the_paired_table_and_keeps_its_runs() {
     assert!(conn.execute("SELECT * FROM paired", &[]).is_err(), "no paired table at version 1");
     drop(conn);
     let mut h = History::open(&path).unwrap();
-    let run_id = h.list(None, 1).unwrap()[0].id;
+    let run_id = h.list(&[], 1).unwrap()[0].id;
     assert_eq!(h.load(run_id).unwrap().tag.as_deref(), Some("main"));
     h.store_paired(&paired_record()).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
     let version: String =
         conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
     assert_eq!(version, DB_SCHEMA_VERSION.to_string());
+}
+
+#[test]
+fn import_knows_a_record_it_holds_under_an_older_schema() {
+    let (_dir, path) = temp_path("import-old");
+    let (_dir2, source_path) = temp_path("import-source");
+    let rec = run(Some("main"), 1.0);
+    // The target holds the run as bpfbench.run/2 wrote it: facts as strings in `params`.
+    let mut old = serde_json::to_value(&rec).unwrap();
+    old["schema"] = "bpfbench.run/2".into();
+    for r in old["results"].as_array_mut().unwrap() {
+        let r = r.as_object_mut().unwrap();
+        r.remove("facts");
+        r.insert("params".into(), serde_json::json!({}));
+    }
+    History::open(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES ('main', ?1, 'abc', '6.18', 'cpu', ?2)",
+        rusqlite::params![rec.environment.started_at as i64, old.to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    let mut source = History::open(&source_path).unwrap();
+    source.store(&rec).unwrap();
+    let done = History::open(&path).unwrap().import_from(&source).unwrap();
+    assert_eq!((done.runs, done.already), (0, 1), "{done:?}");
+}
+
+/// A run of the maps suite's hash lookups in 10,000 entries, with these key and value sizes.
+fn map_run(key_size: u32, value_size: u32) -> RunRecord {
+    let mut r = run(Some("maps"), 1.0);
+    r.results.truncate(1);
+    let s = &mut r.results[0];
+    (s.workload, s.name) = ("maps".into(), "hash/lookup/10000".into());
+    s.facts.map = Some(bpfbench::record::MapFacts {
+        map_type: "hash".into(),
+        op: "lookup".into(),
+        entries: 10000,
+        key_size,
+        value_size,
+        prefix_len: None,
+        random: false,
+    });
+    r
+}
+
+#[test]
+fn a_version_4_database_gives_its_map_runs_their_full_identity() {
+    let (_dir, path) = temp_path("v4");
+    let location = bpfbench::history::Location::from(&path);
+    let mut conn = bpfbench::history::sql::Connection::open(&location).unwrap();
+    bpfbench::history::schema::migrate_to(&mut conn, &location, 4).unwrap();
+    // As version 4 stored them: both sizes under one name.
+    for (i, sizes) in [(4, 8), (16, 64)].into_iter().enumerate() {
+        let json = serde_json::to_string(&map_run(sizes.0, sizes.1)).unwrap();
+        conn.execute(
+            "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES ('maps', $1, 'abc', '6.18', 'cpu', $2)",
+            &[(i as i64).into(), json.into()],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO results (run_id, benchmark, median_ns) VALUES ($1, 'maps/hash/lookup/10000', 10.0)",
+            &[(i as i64 + 1).into()],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let mut h = History::open(&path).unwrap();
+    let names = h.benchmarks_named("hash/lookup/10000").unwrap();
+    assert_eq!(names, ["maps/hash/lookup/10000[key=16,value=64]", "maps/hash/lookup/10000[key=4,value=8]"]);
+    // A new run is stored under the name the migration gave its kind.
+    h.store(&map_run(16, 64)).unwrap();
+    let listed = h.list(&[names[0].clone()], 10).unwrap();
+    assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), [3, 2]);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let indexed: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_by_start'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(indexed, 1);
 }
 
 /// 24 runs, one a minute: tcp-v4-lru-hit 8 % slower from run 13 on (a new

@@ -49,7 +49,7 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
             kernel: kernel.map(Into::into),
             cpu_model: cpu.map(Into::into),
         };
-        let ids = |s: &Selection| h.list_in(None, 10, s).unwrap().iter().map(|r| r.id).collect::<Vec<_>>();
+        let ids = |s: &Selection| h.list_in(&[], 10, s).unwrap().iter().map(|r| r.id).collect::<Vec<_>>();
         assert_eq!(ids(&Selection::default()), vec![b, a], "{db}");
         assert_eq!(ids(&select(Some("lab-1"), None, None)), vec![a], "{db}: by name");
         assert_eq!(ids(&select(Some("id-ci-runner"), None, None)), vec![b], "{db}: by id");
@@ -57,7 +57,7 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
         assert_eq!(ids(&select(None, None, Some("EPYC"))), vec![a], "{db}: by CPU model");
         assert!(ids(&select(Some("lab-1"), Some("6.1"), None)).is_empty(), "{db}");
         assert_eq!(h.runs_with_tag_in("main", 10, &select(Some("ci-runner"), None, None)).unwrap(), vec![b]);
-        let listed = h.list_in(Some("xdp-lb/tcp-v4-lru-hit"), 10, &Selection::default()).unwrap();
+        let listed = h.list_in(&["xdp-lb/tcp-v4-lru-hit".to_string()], 10, &Selection::default()).unwrap();
         assert_eq!(listed[0].testbed.as_deref(), Some("ci-runner"));
         assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap(), "{db}");
         assert_eq!(h.benchmarks_named("tcp-v4-lru-hit").unwrap(), vec!["xdp-lb/tcp-v4-lru-hit".to_string()]);
@@ -73,7 +73,7 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
         assert_eq!(h.list_paired_in(10, &Selection::default()).unwrap().len(), 2);
         // Reopening finds the current schema and changes nothing.
         drop(h);
-        assert_eq!(History::open(&db).unwrap().list(None, 10).unwrap().len(), 2);
+        assert_eq!(History::open(&db).unwrap().list(&[], 10).unwrap().len(), 2);
     }
 }
 
@@ -93,7 +93,7 @@ fn an_older_schema_is_migrated_and_keeps_its_runs() {
         .unwrap();
         drop(conn);
         let mut h = History::open(&db).unwrap();
-        let runs = h.list(None, 10).unwrap();
+        let runs = h.list(&[], 10).unwrap();
         assert_eq!(runs.len(), 1, "{db}");
         assert_eq!(runs[0].testbed, None, "{db}: a run from before testbeds has none");
         assert_eq!(json(&h.load(runs[0].id).unwrap()), json(&old), "{db}");
@@ -189,7 +189,7 @@ fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut h = History::open(&db).unwrap();
-    let runs = h.list(None, 10).unwrap();
+    let runs = h.list(&[], 10).unwrap();
     assert_eq!(runs.iter().map(|r| r.tag.as_deref()).collect::<Vec<_>>(), vec![Some("before")]);
     let orphans = watch.query("SELECT count(*) FROM results WHERE run_id NOT IN (SELECT id FROM runs)", &[]).unwrap();
     assert_eq!(orphans[0].get::<_, i64>(0), 0);
@@ -373,7 +373,7 @@ fn a_machines_history_is_imported_into_the_shared_one_once() {
     let err = stderr(&import());
     assert!(err.contains("imported 0 run(s), 0 paired comparison(s)") && err.contains("5 were there already"), "{err}");
     let shared = History::open(Location::parse(&url)).unwrap();
-    let runs = shared.list(None, 10).unwrap();
+    let runs = shared.list(&[], 10).unwrap();
     assert_eq!(runs.len(), 4);
     // Oldest first, each with its own time and testbed (none from before testbeds).
     assert_eq!(runs[3].started_at, 1_800_000_000);

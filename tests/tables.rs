@@ -86,13 +86,16 @@ fn history_listings_line_up() {
         kernel: kernel.into(),
         testbed: Some("a-testbed-with-a-long-name".into()),
         benchmarks: 24,
+        benchmark: Some("xdp-lb/tcp-v4-lru-hit@inline".into()),
         median_ns: Some(50.0),
         ci95_ns: Some((49.0, 51.0)),
         samples: Some(200),
     };
     let rows = [summary(12345, "a-long-branch-name/with-a-slash", "6.18.44-fc-v669"), summary(1, "main", "6.1")];
-    assert_plain_aligned(&history_table::runs(&rows, None));
-    assert_plain_aligned(&history_table::runs(&rows, Some("xdp-lb/tcp-v4-lru-hit")));
+    assert_plain_aligned(&history_table::runs(&rows, &[]));
+    assert_plain_aligned(&history_table::runs(&rows, &["xdp-lb/tcp-v4-lru-hit".into()]));
+    let modes = ["xdp-lb/tcp-v4-lru-hit".to_string(), "xdp-lb/tcp-v4-lru-hit@inline".to_string()];
+    assert_plain_aligned(&history_table::runs(&rows, &modes));
 }
 
 #[test]

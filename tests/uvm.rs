@@ -504,7 +504,7 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user"))
+            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user@insns"))
             .unwrap();
         d["b"].as_f64().unwrap() - d["a"].as_f64().unwrap()
     };
@@ -518,14 +518,17 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user"))
+            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user@insns"))
             .unwrap()["lines"]
             .clone()
     };
     assert_eq!(lines("tcp-v4-lru-hit"), serde_json::json!({"xdp_lb.bpf.c: asm volatile(\"r0 = r0\");": [0.0, 1.0]}));
     assert!(lines("pass-v4-icmp").is_null(), "{}", lines("pass-v4-icmp"));
     let err = common::stderr(&o);
-    assert!(err.contains("regression: xdp-lb/tcp-v4-lru-hit@user executes +0.4% instructions per packet"), "{err}");
+    assert!(
+        err.contains("regression: xdp-lb/tcp-v4-lru-hit@user@insns executes +0.4% instructions per packet"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -196,6 +196,7 @@ pub fn run(
         workload: String::new(),
         name: String::new(),
         timing: Default::default(),
+        facts: crate::record::ScenarioFacts::TABLE_ROW,
         returns: None,
         bytes: None,
         batch_iters: iters.unwrap_or(0),

@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use crate::record::changes::Point;
 use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
-use crate::record::{RunRecord, parse_run};
+use crate::record::{BenchmarkId, RunRecord, parse_run};
 pub use location::{Location, default_path};
 pub use schema::DB_SCHEMA_VERSION;
 use schema::testbed_values;
@@ -151,7 +151,9 @@ pub struct RunSummary {
     /// The testbed's name (None for runs from before testbeds).
     pub testbed: Option<String>,
     pub benchmarks: usize,
-    /// The scenario asked for, if the run measured it: median, its 95% CI, samples.
+    /// The benchmark asked for, which this row's figures are of.
+    pub benchmark: Option<String>,
+    /// Its median, the median's 95% CI, and samples (None: not measured).
     pub median_ns: Option<f64>,
     pub ci95_ns: Option<(f64, f64)>,
     pub samples: Option<usize>,
@@ -261,22 +263,36 @@ impl History {
         .collect()
     }
 
-    /// Runs, newest first, with the median of `benchmark` where given.
-    pub fn list(&self, benchmark: Option<&str>, limit: usize) -> Result<Vec<RunSummary>> {
-        self.list_in(benchmark, limit, &Selection::default())
+    /// Runs, newest first; with `benchmarks`, a row per run and benchmark
+    /// it measured, with its median.
+    pub fn list(&self, benchmarks: &[String], limit: usize) -> Result<Vec<RunSummary>> {
+        self.list_in(benchmarks, limit, &Selection::default())
     }
 
-    /// Runs `selection` admits, newest first, with the median of `benchmark` where given.
-    pub fn list_in(&self, benchmark: Option<&str>, limit: usize, selection: &Selection) -> Result<Vec<RunSummary>> {
-        let (cond, mut params) = selection.condition(3);
-        params.splice(0..0, [benchmark.unwrap_or("").into(), (limit as i64).into()]);
+    /// Runs `selection` admits, newest first; with `benchmarks`, a row per
+    /// run and benchmark it measured (runs that measured none are left out).
+    pub fn list_in(&self, benchmarks: &[String], limit: usize, selection: &Selection) -> Result<Vec<RunSummary>> {
+        let (cond, mut params) = selection.condition(2);
+        params.insert(0, (limit as i64).into());
+        let first = params.len() + 1;
+        let listed: Vec<String> = (first..first + benchmarks.len()).map(|i| format!("${i}")).collect();
+        params.extend(benchmarks.iter().map(|b| b.as_str().into()));
+        // Without benchmarks the result columns are NULLs of their own types
+        // (PostgreSQL types a bare NULL as text): a join that matches nothing.
+        let (join, chosen) = match benchmarks {
+            [] => ("LEFT JOIN results x ON 1 = 0".to_string(), String::new()),
+            _ => (
+                "JOIN results x ON x.run_id = r.id".to_string(),
+                format!(" AND x.benchmark IN ({})", listed.join(", ")),
+            ),
+        };
         let sql = format!(
             "SELECT r.id, r.tag, r.started_at, r.git_commit, r.kernel, r.testbed_name,
                     (SELECT count(*) FROM results c WHERE c.run_id = r.id),
-                    x.median_ns, x.ci_low_ns, x.ci_high_ns, x.samples
-             FROM runs r LEFT JOIN results x ON x.run_id = r.id AND x.benchmark = $1
-             WHERE {cond}
-             ORDER BY r.id DESC LIMIT $2"
+                    x.median_ns, x.ci_low_ns, x.ci_high_ns, x.samples, x.benchmark
+             FROM runs r {join}
+             WHERE {cond}{chosen}
+             ORDER BY r.id DESC, x.benchmark LIMIT $1"
         );
         self.query(&sql, &params)?
             .iter()
@@ -295,6 +311,7 @@ impl History {
                         _ => None,
                     },
                     samples: r.opt_int(10)?.map(|n| n as usize),
+                    benchmark: r.opt_text(11)?,
                 })
             })
             .collect()
@@ -488,6 +505,7 @@ impl History {
             runs,
             "runs",
             "report_json",
+            |t| Ok(parse_run(t)?),
             |r| r.environment.started_at,
             Self::store,
             &mut done.already,
@@ -497,6 +515,7 @@ impl History {
             paired,
             "paired",
             "record_json",
+            |t| Ok(serde_json::from_str(t)?),
             |r| r.environment.started_at,
             Self::store_paired,
             &mut done.already,
@@ -506,6 +525,7 @@ impl History {
             live,
             "live",
             "record_json",
+            parse_live,
             |r| r.environment.started_at,
             Self::store_live,
             &mut done.already,
@@ -515,18 +535,20 @@ impl History {
 
     /// Stores each of `records` (oldest first) that `table` does not hold
     /// yet; returns how many, and counts the others in `already`.
+    #[allow(clippy::too_many_arguments)] // one per table's column and reader; called three times, here
     fn import_records<T: serde::Serialize>(
         &mut self,
         records: Vec<T>,
         table: &str,
         json_column: &str,
+        parse: fn(&str) -> Result<T>,
         started_at: fn(&T) -> u64,
         store: fn(&mut History, &T) -> Result<i64>,
         already: &mut usize,
     ) -> Result<usize> {
         let mut stored = 0;
         for rec in &records {
-            if self.holds(table, json_column, started_at(rec), &serde_json::to_string(rec)?)? {
+            if self.holds(table, json_column, started_at(rec), rec, parse)? {
                 *already += 1;
             } else {
                 store(self, rec)?;
@@ -536,24 +558,42 @@ impl History {
         Ok(stored)
     }
 
-    /// Whether `table` holds a record stored at `started_at` as `json`.
-    fn holds(&self, table: &str, column: &str, started_at: u64, json: &str) -> Result<bool> {
-        let sql = format!("SELECT count(*) FROM {table} WHERE started_at = $1 AND {column} = $2");
-        Ok(self.query(&sql, &[(started_at as i64).into(), json.into()])?[0].int(0)? > 0)
+    /// Whether `table` holds `rec`: a record stored at the same time that
+    /// reads as the same record once both are read by this bpfbench (a
+    /// record stored under an older schema is upgraded first, so its text
+    /// differs from the same record's in the current schema).
+    fn holds<T: serde::Serialize>(
+        &self,
+        table: &str,
+        column: &str,
+        started_at: u64,
+        rec: &T,
+        parse: fn(&str) -> Result<T>,
+    ) -> Result<bool> {
+        let want = serde_json::to_value(rec)?;
+        let sql = format!("SELECT {column} FROM {table} WHERE started_at = $1");
+        for row in self.query(&sql, &[(started_at as i64).into()])? {
+            if let Ok(stored) = parse(&row.text(0)?)
+                && serde_json::to_value(&stored)? == want
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
-    /// Benchmark names that match `pattern` exactly or by scenario name
-    /// (with or without its timing mode's `@` suffix).
-    pub fn benchmarks_named(&self, pattern: &str) -> Result<Vec<String>> {
-        self.query(
-            "SELECT DISTINCT benchmark FROM results
-             WHERE benchmark = $1 OR benchmark LIKE '%/' || $1 OR benchmark LIKE '%/' || $1 || '@%'
-             ORDER BY benchmark",
-            &[pattern.into()],
-        )?
-        .iter()
-        .map(|r| r.text(0))
-        .collect()
+    /// The stored benchmarks `name` names: its whole name, or its scenario
+    /// in every runtime, timing mode, metric and parameters it was measured in.
+    pub fn benchmarks_named(&self, name: &str) -> Result<Vec<String>> {
+        let all = self.query("SELECT DISTINCT benchmark FROM results ORDER BY benchmark", &[])?;
+        let mut named = Vec::new();
+        for row in &all {
+            let b = row.text(0)?;
+            if BenchmarkId::parse(&b).is_some_and(|id| id.matches(name)) {
+                named.push(b);
+            }
+        }
+        Ok(named)
     }
 }
 

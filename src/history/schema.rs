@@ -7,9 +7,10 @@ use anyhow::{Context, Result, bail};
 
 use super::location::Location;
 use super::sql::{Connection, Value};
+use crate::record::{ScenarioRecord, parse_run};
 
 /// Version of the tables below; a database from a newer bpfbench is refused.
-pub const DB_SCHEMA_VERSION: i64 = 4;
+pub const DB_SCHEMA_VERSION: i64 = 5;
 
 /// What each version added. `{id}` is the auto-numbered key and `{real}` a
 /// double, which the two databases spell differently.
@@ -68,7 +69,42 @@ pub const MIGRATIONS: [&str; DB_SCHEMA_VERSION as usize] = [
     ALTER TABLE live ADD COLUMN testbed_id TEXT;
     ALTER TABLE live ADD COLUMN testbed_name TEXT;
     CREATE INDEX IF NOT EXISTS runs_by_testbed ON runs(testbed_id);",
+    // 5: every result under its full identity (record::BenchmarkId: a map's
+    // key and value size, the metric), renamed by `full_identities` below;
+    // runs found by their start (import's duplicates, time ranges).
+    "CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
+    CREATE INDEX IF NOT EXISTS paired_by_start ON paired(started_at);
+    CREATE INDEX IF NOT EXISTS live_by_start ON live(started_at);",
 ];
+
+/// The version whose migration renames stored results to their full identity.
+const FULL_IDENTITIES: i64 = 5;
+
+/// How versions 1 to 4 named a result: workload, scenario, runtime and
+/// timing only (a map run of 16-byte keys had the 4-byte run's name).
+fn name_before_identities(r: &ScenarioRecord) -> String {
+    format!("{}/{}{}{}", r.workload, r.name, r.runtime.suffix(), r.timing.suffix())
+}
+
+/// Renames every stored result whose full identity differs from the name
+/// it was stored under, from the run's own record.
+fn full_identities(c: &mut Connection) -> Result<()> {
+    for row in c.query("SELECT id, report_json FROM runs", &[])? {
+        let (id, json) = (row.int(0)?, row.text(1)?);
+        // A record this bpfbench cannot read keeps its names (it cannot be loaded either).
+        let Ok(run) = parse_run(&json) else { continue };
+        for r in &run.results {
+            let (old, new) = (name_before_identities(r), r.benchmark_name());
+            if old != new {
+                c.execute(
+                    "UPDATE results SET benchmark = $1 WHERE run_id = $2 AND benchmark = $3",
+                    &[new.into(), id.into(), old.into()],
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Migration `n` (1-based) as `conn`'s database spells it.
 pub fn migration_sql(conn: &Connection, version: i64) -> String {
@@ -107,6 +143,9 @@ pub fn migrate_to(conn: &mut Connection, location: &Location, target: i64) -> Re
         for v in from + 1..=target {
             let sql = migration_sql(c, v);
             c.batch(&sql).with_context(|| format!("migrating {location} to history schema {v}"))?;
+            if v == FULL_IDENTITIES {
+                full_identities(c).with_context(|| format!("renaming {location}'s results to their full names"))?;
+            }
         }
         if found.is_none() {
             c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', $1)", &[target.to_string().into()])?;

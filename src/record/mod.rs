@@ -2,6 +2,7 @@
 //! reports, the history and comparisons read it. Serialised as JSON under a
 //! versioned schema (see `schema`).
 
+mod benchmark_id;
 pub mod changes;
 pub mod comparison;
 mod facts;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use benchmark_id::BenchmarkId;
 pub use comparison::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
 pub use outcome::{Expected, Outcome, PacketBytes};
@@ -288,7 +290,7 @@ impl Runtime {
 }
 
 /// What a scenario is measured by.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// ns per operation, timed in batches.
@@ -398,10 +400,15 @@ impl InstructionCount {
 }
 
 impl ScenarioRecord {
-    /// The name benchmarks are matched and exported by: "workload/scenario",
-    /// marked "@per-call" when timed per call (never compared with in-BPF figures).
+    /// What its figures are of: they compare with another record's only
+    /// when the identities are equal.
+    pub fn id(&self) -> BenchmarkId {
+        BenchmarkId::of(self)
+    }
+
+    /// The identity's text, as the history stores it and exports name it.
     pub fn benchmark_name(&self) -> String {
-        format!("{}/{}{}{}", self.workload, self.name, self.runtime.suffix(), self.timing.suffix())
+        self.id().to_string()
     }
 
     /// Neither measured nor counted nor excused as unavailable.

@@ -31,9 +31,14 @@ pub struct PairedRecord {
 }
 
 impl PairedCase {
-    /// "workload/case@mode", as a run's results name the same benchmark.
+    /// What its figures are of, as a run's results name the same benchmark.
+    pub fn id(&self) -> crate::record::BenchmarkId {
+        crate::record::BenchmarkId::of_case(&self.workload, &self.name, &self.facts, &self.timing)
+    }
+
+    /// "workload/case@mode": the identity's text.
     pub fn benchmark_name(&self) -> String {
-        format!("{}/{}{}", self.workload, self.name, self.timing.suffix())
+        self.id().to_string()
     }
 
     /// "XDP_TX, 86 -> 106": what the program did with the case's packets.
@@ -44,6 +49,10 @@ impl PairedCase {
             None => returns.to_string(),
         })
     }
+}
+
+fn table_row() -> crate::record::ScenarioFacts {
+    crate::record::ScenarioFacts::TABLE_ROW
 }
 
 impl PairedRecord {
@@ -61,6 +70,10 @@ pub struct PairedCase {
     /// recorded: may_goto).
     #[serde(default)]
     pub timing: crate::record::Timing,
+    /// What the case is (a map benchmark's map, key and value size): part
+    /// of its identity (documents from before it was recorded: a table row).
+    #[serde(default = "table_row")]
+    pub facts: crate::record::ScenarioFacts,
     /// What A's program returned ("XDP_TX"; both builds returned it unless
     /// --allow-different-output), and its packets' sizes in and out (own objects).
     #[serde(default, skip_serializing_if = "Option::is_none")]

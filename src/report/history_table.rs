@@ -8,35 +8,41 @@ use crate::record::paired::PairedRecord;
 use crate::stats::two_sample::Verdict;
 
 /// Stored runs, newest first; with `benchmark`, its median per run.
-pub fn runs(runs: &[RunSummary], benchmark: Option<&str>) -> String {
-    let col = benchmark.map(|b| format!("{b}: p50 ns/op [95% CI] n")).unwrap_or_else(|| "benchmarks".into());
-    let mut g = Grid::new(vec![
+pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
+    let mut columns = vec![
         grid::right("run"),
         grid::left("started (UTC)"),
         grid::left("tag"),
         grid::left("commit"),
         grid::left("kernel"),
         grid::left("testbed"),
-        grid::left(col),
-    ]);
+    ];
+    match benchmarks {
+        [] => columns.push(grid::right("benchmarks")),
+        [one] => columns.push(grid::left(format!("{one}: p50 ns/op [95% CI] n"))),
+        _ => columns.extend([grid::left("benchmark"), grid::left("p50 ns/op [95% CI] n")]),
+    }
+    let mut g = Grid::new(columns);
     for r in runs {
-        let value = match (benchmark, r.median_ns) {
-            (Some(_), Some(m)) => match (r.ci95_ns, r.samples) {
-                (Some((lo, hi)), Some(n)) => format!("{m:.2} [{lo:.2}, {hi:.2}] n={n}"),
-                _ => format!("{m:.2}"),
-            },
-            (Some(_), None) => "-".into(),
-            (None, _) => r.benchmarks.to_string(),
-        };
-        g.row(vec![
+        let mut cells = vec![
             r.id.to_string(),
             utc(r.started_at),
             r.tag.clone().unwrap_or_else(|| "-".into()),
             r.git_commit.clone(),
             r.kernel.clone(),
             r.testbed.clone().unwrap_or_else(|| "-".into()),
-            value,
-        ]);
+        ];
+        let median = match (r.median_ns, r.ci95_ns, r.samples) {
+            (Some(m), Some((lo, hi)), Some(n)) => format!("{m:.2} [{lo:.2}, {hi:.2}] n={n}"),
+            (Some(m), _, _) => format!("{m:.2}"),
+            (None, _, _) => "-".into(),
+        };
+        match benchmarks {
+            [] => cells.push(r.benchmarks.to_string()),
+            [_] => cells.push(median),
+            _ => cells.extend([r.benchmark.clone().unwrap_or_default(), median]),
+        }
+        g.row(cells);
     }
     g.plain()
 }

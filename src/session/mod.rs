@@ -17,7 +17,7 @@ use crate::compare::{Gate, GateDecision, RunNoise, compare_runs, run_noise_from_
 use crate::harness::runner::{Pending, Runner};
 use crate::harness::{LoadedWorkload, ScenarioInfo, Workload, groups};
 use crate::history::History;
-use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime, Sampling, ScenarioRecord, schema};
+use crate::record::{BenchmarkId, ComparisonRecord, Metric, RunRecord, Runtime, Sampling, ScenarioRecord, schema};
 use crate::system::{self, environment, interrupt};
 
 pub use options::{PairedArgs, RunArgs, RuntimeChoice};
@@ -319,8 +319,13 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
     observer.compared(&first, None);
     let newest = &outcome.rounds[0];
     let decision = gate.decide(&first, confirm, |suspects, number| {
-        let rerun: Vec<ScenarioInfo> =
-            scenarios.iter().filter(|s| suspects.iter().any(|b| names_scenario(b, m.name, &s.name))).cloned().collect();
+        let rerun: Vec<ScenarioInfo> = scenarios
+            .iter()
+            .filter(|s| {
+                suspects.iter().any(|b| BenchmarkId::parse(b).is_some_and(|id| id.is_scenario(m.name, &s.name)))
+            })
+            .cloned()
+            .collect();
         let again = m.round(&rerun, &newest.tag, &sampling, &mut Quiet);
         let cmp = compare(std::slice::from_ref(&again), &format!("re-measurement {number}"));
         observer.compared(&cmp, Some(number));
@@ -330,34 +335,7 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// Whether benchmark name `benchmark` is scenario `scenario` of `workload`
-/// (in any runtime, however timed: "xdp-lb/tcp-v4-ch@user").
-fn names_scenario(benchmark: &str, workload: &str, scenario: &str) -> bool {
-    benchmark
-        .strip_prefix(workload)
-        .and_then(|r| r.strip_prefix('/'))
-        .and_then(|r| r.strip_prefix(scenario))
-        .is_some_and(|r| r.is_empty() || r.starts_with('@'))
-}
-
 /// An observer that shows nothing (re-measurements report through `compared`).
 pub struct Quiet;
 
 impl Observer for Quiet {}
-
-#[cfg(test)]
-mod tests {
-    use super::names_scenario;
-
-    #[test]
-    fn a_benchmark_names_its_scenario_in_any_runtime_and_timing() {
-        assert!(names_scenario("xdp-lb/tcp-v4-ch", "xdp-lb", "tcp-v4-ch"));
-        assert!(names_scenario("xdp-lb/tcp-v4-ch@user", "xdp-lb", "tcp-v4-ch"));
-        assert!(names_scenario("obj/case@per-call", "obj", "case"));
-        assert!(
-            !names_scenario("xdp-lb/tcp-v4-ch-diverse", "xdp-lb", "tcp-v4-ch"),
-            "a longer name is another scenario"
-        );
-        assert!(!names_scenario("maps/tcp-v4-ch", "xdp-lb", "tcp-v4-ch"));
-    }
-}

@@ -163,6 +163,7 @@ pub fn run(
         };
         case.workload = plan.workload.clone();
         case.name = s.name.to_string();
+        case.facts = s.facts.clone();
         case.timing = timing.unwrap_or_default();
         if let Some((returns, bytes)) = output.filter(|(_, bytes)| bytes.is_some()) {
             (case.returns, case.bytes) = (Some(returns), bytes);

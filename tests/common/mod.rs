@@ -288,6 +288,7 @@ pub fn paired_record() -> PairedRecord {
         workload: "xdp-lb".into(),
         name: "tcp-v4-lru-hit".into(),
         timing: Default::default(),
+        facts: ScenarioFacts::TABLE_ROW,
         returns: None,
         bytes: None,
         batch_iters: 5000,

@@ -20,15 +20,9 @@ pub fn history(scenario: Option<&str>, limit: usize, select: &Selection, db: &Lo
         bail!("no history yet at {}; runs are stored there unless --no-store is given", db);
     }
     let h = History::open(db)?;
-    let benchmark = match scenario {
-        None => None,
-        Some(s) => match h.benchmarks_named(s)?.as_slice() {
-            [] => bail!("no stored run measured '{s}'"),
-            [one] => Some(one.clone()),
-            many => bail!("'{s}' matches several benchmarks ({}); give the full name", many.join(", ")),
-        },
-    };
-    print!("{}", history_table::runs(&h.list_in(benchmark.as_deref(), limit, select)?, benchmark.as_deref()));
+    // A scenario measured in several modes lists each (a row per run and benchmark).
+    let benchmarks = benchmarks_named(&h, scenario)?.unwrap_or_default();
+    print!("{}", history_table::runs(&h.list_in(&benchmarks, limit, select)?, &benchmarks));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -43,7 +43,7 @@ const NEWEST: usize = 5;
 /// Reads what the report shows from `history`, of the runs `selection`
 /// admits (trends: of the benchmarks named, where given).
 pub fn gather(history: &History, benchmarks: Option<&[String]>, selection: &Selection) -> Result<Contents> {
-    let runs = history.list_in(None, usize::MAX >> 1, selection)?;
+    let runs = history.list_in(&[], usize::MAX >> 1, selection)?;
     let latest = runs.first().map(|r| Ok::<_, anyhow::Error>((r.id, history.load(r.id)?))).transpose()?;
     let mut newest_per_kernel: Vec<i64> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -184,17 +184,11 @@ fn runtimes(c: &Contents, out: &mut String) {
         .iter()
         .flat_map(|(_, run)| {
             run.results.iter().filter(|r| r.runtime == Runtime::User).filter_map(|u| {
+                let measured = u.id().measured();
                 let k = run.results.iter().find(|k| {
-                    k.runtime == Runtime::Kernel
-                        && k.workload == u.workload
-                        && k.name == u.name
-                        && k.measurement.is_some()
+                    k.runtime == Runtime::Kernel && k.id().measured() == measured && k.measurement.is_some()
                 })?;
-                Some((
-                    format!("{}/{}", u.workload, u.name),
-                    &k.measurement.as_ref()?.summary,
-                    &u.measurement.as_ref()?.summary,
-                ))
+                Some((measured, &k.measurement.as_ref()?.summary, &u.measurement.as_ref()?.summary))
             })
         })
         .collect();
@@ -230,7 +224,7 @@ fn kernels(c: &Contents, out: &mut String) {
         for r in &run.results {
             if let Some(m) = &r.measurement {
                 // Not by benchmark name: that carries the timing mode, which differs by kernel.
-                let key = format!("{}/{}{}", r.workload, r.name, r.runtime.suffix());
+                let key = format!("{}{}", r.id().measured(), r.runtime.suffix());
                 medians.entry(key).or_default().insert(col, &m.summary);
             }
         }
