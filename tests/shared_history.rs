@@ -223,6 +223,47 @@ fn bad_urls_unreachable_servers_wrong_credentials_and_newer_databases_are_one_li
 }
 
 #[test]
+fn the_password_comes_from_pgpassword_or_a_password_file_as_libpq_takes_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let pg = Postgres::start();
+    pg.database("secret");
+    let dir = temp_dir("pgpass");
+    // No password in the URL: nothing on the command line for `ps` to show.
+    let url = format!("postgres://{USER}@127.0.0.1:{}/secret", pg.port);
+    let history = |env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bpfbench"));
+        cmd.args(["history", "--db", &url]).env_remove("PGPASSWORD").env_remove("PGPASSFILE");
+        cmd.env("HOME", &*dir);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let o = history(&[]);
+    assert!(stderr(&o).contains("password"), "without one: {}", stderr(&o));
+    let o = history(&[("PGPASSWORD", PASSWORD)]);
+    assert!(o.status.success(), "PGPASSWORD: {}", stderr(&o));
+    // ~/.pgpass: the first line that matches, others skipped.
+    let pgpass = dir.join(".pgpass");
+    let port = pg.port;
+    std::fs::write(&pgpass, format!("# ours\nother.host:*:*:*:no\n127.0.0.1:{port}:secret:{USER}:{PASSWORD}\n"))
+        .unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = history(&[]);
+    assert!(o.status.success(), "~/.pgpass: {}", stderr(&o));
+    // One others can read is ignored, and said so.
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = stderr(&history(&[]));
+    assert!(err.contains("others can read it") && err.contains("password"), "{err}");
+    // $PGPASSFILE names another file.
+    let elsewhere = dir.join("pgpass-ci");
+    std::fs::write(&elsewhere, format!("*:*:*:{USER}:{PASSWORD}\n")).unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = history(&[("PGPASSFILE", elsewhere.to_str().unwrap())]);
+    assert!(o.status.success(), "$PGPASSFILE: {}", stderr(&o));
+}
+
+#[test]
 fn a_real_run_stores_into_postgres_named_by_the_environment() {
     let pg = Postgres::start();
     let url = pg.database("cli");

@@ -8,6 +8,7 @@
 //! mode with a busy timeout so that concurrent runs store side by side.
 
 pub mod location;
+mod pgpass;
 pub mod schema;
 pub mod sql;
 

@@ -116,6 +116,22 @@ impl Connection {
                     config.connect_timeout(WAIT);
                 }
                 config.application_name("bpfbench");
+                if config.get_password().is_none() {
+                    let host = match config.get_hosts().first() {
+                        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+                        _ => "localhost".to_string(),
+                    };
+                    let user = config.get_user().unwrap_or_default().to_string();
+                    let target = super::pgpass::Target {
+                        host: &host,
+                        port: config.get_ports().first().copied().unwrap_or(5432),
+                        database: config.get_dbname().unwrap_or(&user),
+                        user: &user,
+                    };
+                    if let Some(p) = super::pgpass::password(&target) {
+                        config.password(p);
+                    }
+                }
                 let cannot = |e: postgres::Error| {
                     anyhow!(
                         "cannot open the history database {location}: {}; check the URL, the server and the credentials",
