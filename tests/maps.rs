@@ -100,6 +100,46 @@ fn free_is_timed_where_tracing_works_and_unavailable_where_it_does_not() {
 }
 
 #[test]
+fn drain_is_given_per_key_as_every_op_and_ab_give_it_with_the_whole_map_beside() {
+    let o = common::bpfbench(&[
+        "run",
+        "maps",
+        "--map",
+        "hash",
+        "--op",
+        "drain",
+        "--entries",
+        "1000",
+        "--samples",
+        "3",
+        "--batch-ms",
+        "2",
+        "--no-store",
+    ]);
+    let out = common::stdout(&o);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let line = out.lines().find(|l| l.contains("hash/drain/1000:")).unwrap_or_else(|| panic!("{out}"));
+    // "latency   42.309 ns/op  (n=3; 42.309 us per map of 1000 keys)"
+    let after = |marker: &str| -> (f64, String) {
+        let rest = line.split(marker).nth(1).unwrap_or_else(|| panic!("{marker} in {line}")).trim_start();
+        let mut words = rest.split_whitespace();
+        (words.next().unwrap().parse().unwrap(), words.next().unwrap().to_string())
+    };
+    let (per_key, unit) = after("latency");
+    assert_eq!(unit, "ns/op", "{line}");
+    let (per_map, map_unit) = after("n=3;");
+    assert!(line.ends_with("per map of 1000 keys)"), "{line}");
+    let scale = match map_unit.as_str() {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        other => panic!("{other} in {line}"),
+    };
+    let ratio = per_map * scale / (per_key * 1000.0);
+    assert!((ratio - 1.0).abs() < 0.01, "{line}");
+}
+
+#[test]
 fn lookup_costs_more_than_the_harness_alone() {
     let w = bench(Suite::LpmTrie, |p| {
         p.ops = vec![MapOp::Noop, MapOp::Lookup];

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::{MapFacts, RunRecord, Runtime, ScenarioRecord};
+use crate::record::{MapFacts, RunRecord, Runtime, ScenarioRecord, Unit};
 use crate::stats::Summary;
 
 /// `ops_per_s` in the largest unit that keeps it at or above 1.
@@ -30,9 +30,10 @@ fn duration(ns: f64) -> (f64, &'static str) {
     }
 }
 
-/// One line in the selftests' shape. Throughput is total over producers,
-/// counted in the scenario's unit (whole maps for `drain`, whose samples
-/// are per deleted key).
+/// One line in the selftests' shape, per operation as the matrices, `ab`
+/// and the history give it (for `drain`, per deleted key), with what a
+/// whole map took where the scenario's unit is one. Throughput is total
+/// over producers.
 fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
     let label = format!("{:>label_w$}", super::table::label_with_timing(r));
     if let Some(why) = &r.unavailable {
@@ -43,16 +44,22 @@ fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
         return format!("{label}: FAILED ({why})\n");
     };
     let producers = f64::from(r.facts.producers);
-    let (per, unit) = (r.facts.unit.ops(), r.facts.unit.name());
     // Throughput per sample, so its spread is the spread of throughput.
-    let tput: Vec<f64> = m.samples_ns.iter().map(|ns| producers * 1e9 / (ns * per)).collect();
+    let tput: Vec<f64> = m.samples_ns.iter().map(|ns| producers * 1e9 / ns).collect();
     let sd = Summary::of(&tput).map_or(0.0, |t| t.stddev);
-    let total = producers * 1e9 / (m.summary.median * per);
+    let total = producers * 1e9 / m.summary.median;
     let (t, tu) = rate(total);
     let (p, pu) = rate(total / producers);
-    let (lat, lu) = duration(m.summary.median * per);
+    let (lat, lu) = duration(m.summary.median);
+    let whole = match r.facts.unit {
+        Unit::Op => String::new(),
+        Unit::Map { keys } => {
+            let (w, wu) = duration(m.summary.median * keys as f64);
+            format!("; {w:.3} {wu} per map of {keys} keys")
+        }
+    };
     format!(
-        "{label}: throughput {t:8.3} ± {:.3} {tu} ops/s ({p:7.3}{pu} ops/prod), latency {lat:8.3} {lu}/{unit}  (n={})\n",
+        "{label}: throughput {t:8.3} ± {:.3} {tu} ops/s ({p:7.3}{pu} ops/prod), latency {lat:8.3} {lu}/op  (n={}{whole})\n",
         sd / (total / t),
         m.summary.n
     )
