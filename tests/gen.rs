@@ -102,6 +102,27 @@ fn every_frame_arrives_with_the_specs_flows_and_valid_checksums() {
 }
 
 #[test]
+fn frames_dropped_are_blamed_on_what_dropped_them() {
+    let t = Topology::create().unwrap();
+    // No program on the peer: every frame is refused, and the line says why.
+    let o = bpfbench(&["gen", &t.outer, "--count", "20000"]);
+    let out = stdout(&o);
+    assert!(out.contains("took none of the frames") && out.contains("only when its peer has an XDP program"), "{out}");
+    // A peer with a program that takes frames more slowly than they come
+    // counts what found its ring full as dropped (this machine's veths pace
+    // the sender instead, so the counts are set as such a veth gives them):
+    // the program is not said to be missing.
+    let counter = Counter::attach(&t);
+    let mut rec: bpfbench::record::traffic::GenRecord =
+        serde_json::from_value(gen_json(&[&t.outer, "--count", "20000"])).unwrap();
+    assert_eq!((rec.device_tx, rec.errors, counter.totals().frames), (Some(20000), Some(0), 20000));
+    (rec.device_tx, rec.errors) = (Some(12000), Some(8000));
+    let out = bpfbench::report::gen_table::summary(&rec);
+    assert!(!out.contains("only when its peer has an XDP program"), "{out}");
+    assert!(out.contains("dropped 40.0% of the frames: its peer took them more slowly than they came"), "{out}");
+}
+
+#[test]
 fn frames_a_receiver_overwrote_go_out_whole_again() {
     // The receiver writes over every frame's headers; the page pool hands
     // the same pages back to the generator, which must not send the garbage.
