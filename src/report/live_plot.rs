@@ -99,6 +99,21 @@ fn panels(rec: &LiveRecord) -> Vec<Panel> {
     out
 }
 
+/// A panel's pixels outside its plotting area: caption, x labels, margins.
+const PANEL_FRAME_PX: u32 = 100;
+/// A legend's height: a row per series and its frame.
+const LEGEND_ROW_PX: f64 = 20.0;
+const LEGEND_FRAME_PX: f64 = 16.0;
+
+/// The top of a panel's y axis: room above the data's maximum for the
+/// legend, which sits in the upper right, so that it hides no point (in
+/// the lower right it hid the last step's, when the last was the lowest).
+fn y_top(data_max: f64, series: usize, plot_px: u32) -> f64 {
+    let legend_px = LEGEND_ROW_PX * series as f64 + LEGEND_FRAME_PX;
+    let below_legend = (1.0 - legend_px / f64::from(plot_px.max(1))).max(0.3);
+    data_max.max(1e-9) * 1.05 / below_legend
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
@@ -109,7 +124,9 @@ where
     DB::ErrorType: 'static,
 {
     let ys = panel.series.iter().flat_map(|s| s.2.iter().map(|p| p.1));
-    let y_max = ys.fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let data_max = ys.fold(0.0f64, f64::max);
+    let (_, height) = area.dim_in_pixel();
+    let y_max = y_top(data_max, panel.series.len(), height.saturating_sub(PANEL_FRAME_PX));
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, ("sans-serif", 20))
         .margin(12)
@@ -143,7 +160,7 @@ where
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .draw()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
@@ -193,4 +210,20 @@ pub fn plot(rec: &LiveRecord, path: &Path) -> Result<()> {
         _ => bail!("--plot {}: give a file ending in .svg or .png", path.display()),
     }
     .with_context(|| format!("drawing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legend_gets_a_band_above_every_point() {
+        for (series, plot_px) in [(1, 200), (2, 250), (3, 400)] {
+            let top = y_top(100.0, series, plot_px);
+            // Pixels from the top of the plot down to the highest point.
+            let free_px = (1.0 - 100.0 / top) * f64::from(plot_px);
+            let legend_px = LEGEND_ROW_PX * series as f64 + LEGEND_FRAME_PX;
+            assert!(free_px >= legend_px, "{series} series in {plot_px} px: {free_px:.0} px free, legend {legend_px}");
+        }
+    }
 }
