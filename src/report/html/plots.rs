@@ -75,7 +75,7 @@ pub fn intervals(rows: &[Interval], x_label: &str, reference: Option<f64>) -> Re
             .x_desc(x_desc)
             .label_style(LABELS)
             .axis_desc_style(LABELS)
-            .x_label_formatter(&|x| if log { tick_label(10f64.powf(*x)) } else { plain_label(*x) })
+            .x_label_formatter(&|x| if log { tick_label(10f64.powf(*x)) } else { plain_label(*x, hi - lo + 2.0 * pad) })
             .y_labels(n.max(1))
             .y_label_formatter(&|y| {
                 let i = y.round() as i64;
@@ -106,15 +106,13 @@ pub fn intervals(rows: &[Interval], x_label: &str, reference: Option<f64>) -> Re
     Ok(responsive(svg))
 }
 
-/// A linear axis's tick: fewer decimals as values grow.
-fn plain_label(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
+/// A linear axis's tick, with as many decimals as ticks a tenth of the
+/// axis's `span` apart need to read differently (14.05, 14.10, not 14.1
+/// twice), and none beyond.
+fn plain_label(v: f64, span: f64) -> String {
+    let step = (span / 10.0).max(1e-12);
+    let digits = (-step.log10().floor()).max(0.0) as usize;
+    format!("{v:.digits$}")
 }
 
 /// A log axis's tick, to two significant digits: 3.2, 10, 32, 100, 320.
@@ -199,6 +197,10 @@ mod tests {
         let ticks: Vec<String> = [0.5, 1.0, 1.5, 2.0, 2.5].iter().map(|e| super::tick_label(10f64.powf(*e))).collect();
         assert_eq!(ticks, ["3.2", "10", "32", "100", "320"]);
         assert_eq!(super::tick_label(4.2), "4.2");
+        // A narrow linear axis's ticks read differently from each other.
+        let ticks: Vec<String> = (0..6).map(|i| super::plain_label(14.05 + 0.05 * f64::from(i), 0.4)).collect();
+        assert_eq!(ticks, ["14.05", "14.10", "14.15", "14.20", "14.25", "14.30"]);
+        assert_eq!(super::plain_label(150.0, 300.0), "150");
         assert_eq!(super::tick_label(0.042), "0.042");
     }
 
