@@ -228,20 +228,9 @@ fn shortened(args: &[String]) -> Vec<String> {
 /// (`before.bpf.o`, `mine.bpf.o`, `before.toml`, ...) are copies of it.
 fn sandbox() -> common::TempDir {
     let dir = temp_dir("docs");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/encap");
     let to = dir.join("examples/encap");
     std::fs::create_dir_all(&to).unwrap();
-    for f in ["xdp_encap.bpf.c", "services.json", "bench.toml"] {
-        std::fs::copy(example.join(f), to.join(f)).unwrap();
-    }
-    let cc = Command::new("clang-19")
-        .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
-        .arg(to.join("xdp_encap.bpf.c"))
-        .arg("-o")
-        .arg(to.join("xdp_encap.bpf.o"))
-        .output()
-        .unwrap();
-    assert!(cc.status.success(), "{}", stderr(&cc));
+    common::compile_example(&to);
     for f in ["xdp_encap.bpf.o", "services.json", "bench.toml"] {
         std::fs::copy(to.join(f), dir.join(f)).unwrap();
     }

@@ -742,18 +742,7 @@ fn ranges_make_exactly_that_many_distinct_flows() {
 fn the_readme_spec_file_example_runs() {
     // As the README says: compile the example with clang, run its spec file.
     let dir = temp_dir("spec-example");
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/encap");
-    for f in ["xdp_encap.bpf.c", "services.json", "bench.toml"] {
-        std::fs::copy(example.join(f), dir.join(f)).unwrap();
-    }
-    let cc = Command::new("clang-19")
-        .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
-        .arg(dir.join("xdp_encap.bpf.c"))
-        .arg("-o")
-        .arg(dir.join("xdp_encap.bpf.o"))
-        .output()
-        .unwrap();
-    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    common::compile_example(&dir);
     let spec = dir.join("bench.toml");
     let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
@@ -783,50 +772,27 @@ fn the_table_shows_what_each_case_returned_and_a_case_that_expected_nothing_once
     let map = format!("services={}", services());
     // The packet language's default destination misses the service: the
     // program passes the packet on unchanged, and nothing said otherwise.
-    let o = bpfbench(&[
-        "run",
-        &encap,
-        "--map",
-        &map,
-        "--packet",
-        "eth/ipv4/tcp(dport=80)",
-        "--samples",
-        "5",
-        "--batch-ms",
-        "2",
-        "--no-store",
-    ]);
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
-    common::assert_boxed_aligned(&out);
-    // The last: the first such line is the heading ("xdp_encap in ...").
-    let row = out.lines().rfind(|l| l.starts_with("| xdp_encap ")).unwrap_or_else(|| panic!("{out}"));
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-    assert_eq!(cells[2..5], ["XDP_PASS", "54 -> 54", "nothing"], "{out}");
+    // Returns the table and the case's verdict, bytes and expectations cells.
+    let run = |extra: &[&str]| -> (String, Vec<String>) {
+        let mut args = vec!["run", &encap, "--map", &map, "--samples", "5", "--batch-ms", "2", "--no-store"];
+        args.extend_from_slice(extra);
+        let o = bpfbench(&args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{}", stderr(&o));
+        common::assert_boxed_aligned(&out);
+        // The last: the first such line is the heading ("xdp_encap in ...").
+        let row = out.lines().rfind(|l| l.starts_with("| xdp_encap ")).unwrap_or_else(|| panic!("{out}"));
+        let cells = row.split('|').map(|c| c.trim().to_string()).skip(2).take(3).collect();
+        (out, cells)
+    };
+    let (out, cells) = run(&["--packet", "eth/ipv4/tcp(dport=80)"]);
+    assert_eq!(cells, ["XDP_PASS", "54 -> 54", "nothing"], "{out}");
     let warned: Vec<&str> = out.lines().filter(|l| l.starts_with("nothing expected of")).collect();
     assert_eq!(warned.len(), 1, "{out}");
     assert!(warned[0].contains("xdp_encap (XDP_PASS)") && warned[0].contains("--expect"), "{out}");
     // To the service, with its verdict expected: no such line.
-    let o = bpfbench(&[
-        "run",
-        &encap,
-        "--map",
-        &map,
-        "--packet",
-        "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)",
-        "--expect",
-        "XDP_TX",
-        "--samples",
-        "5",
-        "--batch-ms",
-        "2",
-        "--no-store",
-    ]);
-    let out = stdout(&o);
-    // The last: the first such line is the heading ("xdp_encap in ...").
-    let row = out.lines().rfind(|l| l.starts_with("| xdp_encap ")).unwrap_or_else(|| panic!("{out}"));
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-    assert_eq!(cells[2..5], ["XDP_TX", "54 -> 74", "verdict"], "{out}");
+    let (out, cells) = run(&["--packet", "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)", "--expect", "XDP_TX"]);
+    assert_eq!(cells, ["XDP_TX", "54 -> 74", "verdict"], "{out}");
     assert!(!out.contains("nothing expected"), "{out}");
 }
 

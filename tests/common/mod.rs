@@ -66,6 +66,23 @@ pub fn temp_dir(name: &str) -> TempDir {
     TempDir(dir)
 }
 
+/// Copies the encapsulation example (examples/encap) into `dir` and
+/// compiles its object there, as the README says.
+pub fn compile_example(dir: &std::path::Path) {
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/encap");
+    for f in ["xdp_encap.bpf.c", "services.json", "bench.toml"] {
+        std::fs::copy(example.join(f), dir.join(f)).unwrap();
+    }
+    let cc = Command::new("clang-19")
+        .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
+        .arg(dir.join("xdp_encap.bpf.c"))
+        .arg("-o")
+        .arg(dir.join("xdp_encap.bpf.o"))
+        .output()
+        .unwrap();
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+}
+
 /// Runs the bpfbench binary with `args`.
 pub fn bpfbench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bpfbench")).args(args).output().expect("running bpfbench")
