@@ -390,6 +390,22 @@ fn messages_name_what_is_wrong() {
     assert!(stderr(&o).contains(&format!("stored as run 1 in {}", db.display())), "{}", stderr(&o));
     assert_eq!(History::open(&db).unwrap().list(&[], 10).unwrap().len(), 1);
 
+    // Reading commands on a history that is not there: what stores one,
+    // and no empty database made where --db was mistyped.
+    let missing = dir.join("typo.sqlite");
+    let typo = missing.to_str().unwrap();
+    for (args, by) in [
+        (vec!["history", "--db", typo], "'bpfbench run' stores its runs"),
+        (vec!["history", "--ab", "--db", typo], "'bpfbench ab' stores its comparisons"),
+        (vec!["show", "--ab", "1", "--db", typo], "'bpfbench ab' stores its comparisons"),
+        (vec!["history", "--live", "--db", typo], "'bpfbench live' stores its runs"),
+        (vec!["show", "--live", "1", "--db", typo], "'bpfbench live' stores its runs"),
+    ] {
+        common::assert_one_line_error(&args, "no history yet at");
+        assert!(stderr(&bpfbench(&args)).contains(by), "{args:?}");
+        assert!(!missing.exists(), "{args:?} made {typo}");
+    }
+
     // A tag whose runs the selection leaves out is not "not a tag".
     let db = dir.join("h.sqlite");
     let dbs = db.to_str().unwrap();

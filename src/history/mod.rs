@@ -160,7 +160,29 @@ pub struct RunSummary {
     pub samples: Option<usize>,
 }
 
+/// What a history holds, for the message when there is none yet.
+#[derive(Debug, Clone, Copy)]
+pub enum Stored {
+    Runs,
+    Paired,
+    Live,
+}
+
 impl History {
+    /// Opens a history that must exist already: reading commands do not
+    /// create an empty one where a user mistyped `--db`.
+    pub fn open_existing(location: &Location, what: Stored) -> Result<History> {
+        if !location.exists() {
+            let by = match what {
+                Stored::Runs => "'bpfbench run' stores its runs",
+                Stored::Paired => "'bpfbench ab' stores its comparisons",
+                Stored::Live => "'bpfbench live' stores its runs",
+            };
+            bail!("no history yet at {location}; {by} there unless --no-store is given");
+        }
+        History::open(location.clone())
+    }
+
     /// Opens the database (creating an SQLite file if needed) and brings
     /// its tables to this bpfbench's version.
     pub fn open(location: impl Into<Location>) -> Result<History> {

@@ -17,11 +17,14 @@ use bpfbench::workloads::live::LiveArgs;
 #[command(
     name = "bpfbench",
     version,
+    // The command is required as parsed, but `bpfbench` alone runs the default suite.
+    override_usage = "bpfbench [COMMAND]   (none: 'bpfbench run', the default suite)",
     about = "Benchmarks eBPF programs inside the kernel with BPF_PROG_TEST_RUN and in-BPF batch timing"
 )]
 pub struct Cli {
+    /// Always one: `bpfbench` alone is parsed as `bpfbench run` (see [`parse`]).
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]

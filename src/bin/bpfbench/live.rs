@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use bpfbench::history::{History, Location, Selection};
+use bpfbench::history::{History, Location, Selection, Stored};
 use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
@@ -107,10 +107,8 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
 }
 
 pub fn history(limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
-    if !db.exists() {
-        bail!("no history yet at {}; 'bpfbench live' stores its runs there unless --no-store is given", db);
-    }
-    print!("{}", history_table::live(&History::open(db)?.list_live_in(limit, select)?));
+    let h = History::open_existing(db, Stored::Live)?;
+    print!("{}", history_table::live(&h.list_live_in(limit, select)?));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -118,10 +116,7 @@ pub fn show(id: &str, format: Format, output: Option<&Path>, db: &Location) -> R
     let Ok(id) = id.parse::<i64>() else {
         bail!("'{id}' is not a live run's id; 'bpfbench history --live' lists them")
     };
-    if !db.exists() {
-        bail!("there is no history database at {}", db);
-    }
-    let record = History::open(db)?.load_live(id)?;
+    let record = History::open_existing(db, Stored::Live)?.load_live(id)?;
     let text = render_as(&record, format)?;
     emit(&text, output)?;
     Ok(ExitCode::SUCCESS)

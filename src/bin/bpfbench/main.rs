@@ -40,7 +40,7 @@ fn loops(cpu: Option<usize>, iters: u32, samples: usize) -> Result<ExitCode> {
 fn ab_worker(run_args: Vec<String>) -> Result<ExitCode> {
     let argv = ["bpfbench", "run"].into_iter().map(String::from).chain(run_args).map(Into::into).collect();
     let cli::Parsed { cli, workload_matches } = cli::parse_from(argv);
-    let Some(Command::Run(args)) = cli.command else { unreachable!("parsed as run") };
+    let Command::Run(args) = cli.command else { unreachable!("parsed as run") };
     paired::serve(&args, workload_matches.as_ref().expect("run has matches"))
 }
 
@@ -80,47 +80,41 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli::Parsed { cli, workload_matches } = cli::parse();
     let result = match cli.command {
-        Some(Command::List { workload }) => run::list(workload.as_deref()),
-        // `bpfbench` alone parses as `bpfbench run`.
-        None => unreachable!("cli::parse turns no command into 'run'"),
-        Some(Command::Run(args)) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
-        Some(Command::Loops { cpu, iters, samples }) => loops(cpu, iters, samples),
-        Some(Command::Verifier { a, b, format }) => verifier(&a, b.as_deref(), format),
-        Some(Command::History { limit, live: true, select, db, .. }) => live::history(limit, &select, &db.location()),
-        Some(Command::History { scenario, limit, ab: false, select, db, .. }) => {
+        Command::List { workload } => run::list(workload.as_deref()),
+        Command::Run(args) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
+        Command::Loops { cpu, iters, samples } => loops(cpu, iters, samples),
+        Command::Verifier { a, b, format } => verifier(&a, b.as_deref(), format),
+        Command::History { limit, live: true, select, db, .. } => live::history(limit, &select, &db.location()),
+        Command::History { scenario, limit, ab: false, select, db, .. } => {
             stored::history(scenario.as_deref(), limit, &select, &db.location())
         }
-        Some(Command::History { limit, ab: true, select, db, .. }) => {
-            stored::history_paired(limit, &select, &db.location())
-        }
-        Some(Command::Show { run, live: true, format, output, db, .. }) => {
+        Command::History { limit, ab: true, select, db, .. } => stored::history_paired(limit, &select, &db.location()),
+        Command::Show { run, live: true, format, output, db, .. } => {
             live::show(&run, format, output.as_deref(), &db.location())
         }
-        Some(Command::Show { run, ab: false, format, output, verbose, db, .. }) => {
+        Command::Show { run, ab: false, format, output, verbose, db, .. } => {
             stored::show(&run, format, output.as_deref(), verbose, &db.location())
         }
-        Some(Command::Show { run, ab: true, format, output, db, .. }) => {
+        Command::Show { run, ab: true, format, output, db, .. } => {
             stored::show_paired(&run, format, output.as_deref(), &db.location())
         }
-        Some(Command::Changes { scenario, select, alpha, min_runs, format, output, db }) => {
+        Command::Changes { scenario, select, alpha, min_runs, format, output, db } => {
             stored::changes(scenario.as_deref(), &select, alpha, min_runs, format, output.as_deref(), &db.location())
         }
-        Some(Command::Import { source, db }) => {
-            stored::import(&bpfbench::history::Location::parse(&source), &db.location())
-        }
-        Some(Command::Report { output, scenario, select, db }) => {
+        Command::Import { source, db } => stored::import(&bpfbench::history::Location::parse(&source), &db.location()),
+        Command::Report { output, scenario, select, db } => {
             stored::report(&output, scenario.as_deref(), &select, &db.location())
         }
-        Some(Command::Compare { a, b, gate, tags, select, format, db }) => {
+        Command::Compare { a, b, gate, tags, select, format, db } => {
             stored::compare(&a, &b, &gate, tags.tag_runs as usize, &select, format, &db.location())
         }
-        Some(Command::Ab(args)) => paired::ab(&args, workload_matches.as_ref().expect("ab has matches")),
-        Some(Command::AbWorker { run_args }) => ab_worker(run_args),
-        Some(Command::Gen { options, format, output }) => traffic::generate(&options, format, output.as_deref()),
-        Some(Command::Live(args)) => live::live(&args),
-        Some(Command::Features) => features(),
-        Some(Command::Vm(args)) => vm(&args),
-        Some(Command::FuzzUvm { programs, seed, budget }) => fuzz_uvm(programs, seed, budget),
+        Command::Ab(args) => paired::ab(&args, workload_matches.as_ref().expect("ab has matches")),
+        Command::AbWorker { run_args } => ab_worker(run_args),
+        Command::Gen { options, format, output } => traffic::generate(&options, format, output.as_deref()),
+        Command::Live(args) => live::live(&args),
+        Command::Features => features(),
+        Command::Vm(args) => vm(&args),
+        Command::FuzzUvm { programs, seed, budget } => fuzz_uvm(programs, seed, budget),
     };
     match result {
         Ok(code) => code,

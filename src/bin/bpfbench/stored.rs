@@ -1,4 +1,5 @@
-//! Commands on stored results: `history`, `show` and `compare`.
+//! Commands on stored results: `history`, `show`, `compare`, `changes`,
+//! `import` and `report`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -7,7 +8,7 @@ use anyhow::{Result, bail};
 
 use bpfbench::compare::changes::find_changes;
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
-use bpfbench::history::{History, Location, Selection, resolve_runs};
+use bpfbench::history::{History, Location, Selection, Stored, resolve_runs};
 use bpfbench::record::RunRecord;
 use bpfbench::record::changes::ChangesRecord;
 use bpfbench::report::{self, Format, history_table};
@@ -16,10 +17,7 @@ use bpfbench::stats::change_points;
 use crate::output::{emit, print_comparison};
 
 pub fn history(scenario: Option<&str>, limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
-    if !db.exists() {
-        bail!("no history yet at {}; runs are stored there unless --no-store is given", db);
-    }
-    let h = History::open(db)?;
+    let h = History::open_existing(db, Stored::Runs)?;
     // A scenario measured in several modes lists each (a row per run and benchmark).
     let benchmarks = benchmarks_named(&h, scenario)?.unwrap_or_default();
     print!("{}", history_table::runs(&h.list_in(&benchmarks, limit, select)?, &benchmarks));
@@ -33,14 +31,6 @@ fn benchmarks_named(h: &History, scenario: Option<&str>) -> Result<Option<Vec<St
         names if names.is_empty() => bail!("no stored run measured '{s}'; 'bpfbench history' lists the runs"),
         names => Ok(Some(names)),
     }
-}
-
-/// The history at `db`, which must hold runs already.
-fn open_existing(db: &Location) -> Result<History> {
-    if !db.exists() {
-        bail!("no history yet at {db}; runs are stored there unless --no-store is given");
-    }
-    History::open(db)
 }
 
 pub fn changes(
@@ -59,7 +49,7 @@ pub fn changes(
     if min_runs < 2 {
         bail!("--min-runs {min_runs} is too few: a side of a change needs at least 2 runs to have a spread");
     }
-    let h = open_existing(db)?;
+    let h = History::open_existing(db, Stored::Runs)?;
     let benchmarks = benchmarks_named(&h, scenario)?;
     let options = change_points::Options { alpha, min_segment: min_runs, ..Default::default() };
     let record = find_changes(&h, benchmarks.as_deref(), select, &options)?;
@@ -74,7 +64,7 @@ pub fn import(source: &Location, db: &Location) -> Result<ExitCode> {
     if source == db {
         bail!("{source} is the history to import into too; give another --db (or $BPFBENCH_DB)");
     }
-    let from = open_existing(source)?;
+    let from = History::open_existing(source, Stored::Runs)?;
     let done = History::open(db)?.import_from(&from)?;
     eprintln!(
         "bpfbench: imported {} run(s), {} paired comparison(s) and {} live run(s) from {source} into {db}; {} were there already",
@@ -84,7 +74,7 @@ pub fn import(source: &Location, db: &Location) -> Result<ExitCode> {
 }
 
 pub fn report(output: &Path, scenario: Option<&str>, select: &Selection, db: &Location) -> Result<ExitCode> {
-    let h = open_existing(db)?;
+    let h = History::open_existing(db, Stored::Runs)?;
     let benchmarks = benchmarks_named(&h, scenario)?;
     let contents = report::html::gather(&h, benchmarks.as_deref(), select)?;
     if contents.latest.is_none() && contents.paired.is_empty() && contents.live.is_empty() {
@@ -103,10 +93,8 @@ pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db:
 }
 
 pub fn history_paired(limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
-    if !db.exists() {
-        bail!("no history yet at {}; 'bpfbench ab' stores its comparisons there unless --no-store is given", db);
-    }
-    print!("{}", history_table::paired(&History::open(db)?.list_paired_in(limit, select)?));
+    let h = History::open_existing(db, Stored::Paired)?;
+    print!("{}", history_table::paired(&h.list_paired_in(limit, select)?));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -114,10 +102,7 @@ pub fn show_paired(id: &str, format: Format, output: Option<&Path>, db: &Locatio
     let Ok(id) = id.parse::<i64>() else {
         bail!("'{id}' is not a paired comparison's id; 'bpfbench history --ab' lists them")
     };
-    if !db.exists() {
-        bail!("there is no history database at {}", db);
-    }
-    let record = History::open(db)?.load_paired(id)?;
+    let record = History::open_existing(db, Stored::Paired)?.load_paired(id)?;
     emit(&bpfbench::report::render_as(&record, format)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
