@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use crate::history::History;
 use crate::record::comparison::COMPARISON_SCHEMA;
 use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method, RunRecord};
-use crate::stats::two_sample::{RunShift, compare_all_with_noise, geomean, spread_of_medians};
+use crate::stats::two_sample::{MIN_RUNS_PER_SIDE, RunShift, compare_all_with_noise, geomean, spread_of_medians};
 
 pub use gate::{Gate, GateDecision};
 
@@ -112,9 +112,6 @@ fn timing_mode_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     out
 }
 
-/// Runs per side from which the comparison works on per-run medians; with
-/// fewer it works on the newest runs' samples, widened by run-to-run noise.
-pub const MIN_RUNS_PER_SIDE: usize = 3;
 /// ... and together at least this many, so Mann-Whitney can reach p < 0.05.
 const MIN_RUNS_TOTAL: usize = 8;
 

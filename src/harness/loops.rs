@@ -9,15 +9,8 @@ use libbpf_rs::skel::SkelBuilder;
 
 use super::timing::{RestoreMode, TimedProgram, skel};
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
+use crate::record::probes::LoopCost;
 use crate::stats::Summary;
-
-/// One candidate's cost per iteration around an empty inlined body.
-#[derive(Debug, Clone)]
-pub struct LoopCost {
-    pub construct: &'static str,
-    pub iters: u32,
-    pub summary: Summary,
-}
 
 /// Times each construct over `samples` batches of `iters` iterations.
 pub fn measure_loop_constructs(cpu: usize, iters: u32, samples: usize) -> Result<Vec<LoopCost>> {

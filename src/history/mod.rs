@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail};
 use crate::record::changes::Point;
 use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
-use crate::record::{BenchmarkId, RunRecord, parse_run};
+use crate::record::{BenchmarkId, RunRecord, RunSummary, parse_run};
 pub use location::{Location, default_path};
 pub use schema::DB_SCHEMA_VERSION;
 use schema::testbed_values;
@@ -139,25 +139,6 @@ pub struct Imported {
     pub paired: usize,
     pub live: usize,
     pub already: usize,
-}
-
-/// One stored run, as `history` lists it.
-#[derive(Debug, Clone)]
-pub struct RunSummary {
-    pub id: i64,
-    pub tag: Option<String>,
-    pub started_at: u64,
-    pub git_commit: String,
-    pub kernel: String,
-    /// The testbed's name (None for runs from before testbeds).
-    pub testbed: Option<String>,
-    pub benchmarks: usize,
-    /// The benchmark asked for, which this row's figures are of.
-    pub benchmark: Option<String>,
-    /// Its median, the median's 95% CI, and samples (None: not measured).
-    pub median_ns: Option<f64>,
-    pub ci95_ns: Option<(f64, f64)>,
-    pub samples: Option<usize>,
 }
 
 /// What a history holds, for the message when there is none yet.

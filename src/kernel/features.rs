@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 
+use crate::record::probes::Capabilities;
 use crate::record::{KernelFeatures, LoopConstruct};
 
 crate::bpf_skeleton!("tracing_probe");
@@ -27,18 +28,6 @@ pub fn tracing_programs() -> Result<(), String> {
         .map_err(|e| format!("opening a tracing program: {e}"))?;
     let skel = open.load().map_err(|e| format!("fentry programs are refused by the kernel: {e}"))?;
     skel.progs.tracing_probe.attach().map(drop).map_err(|e| format!("fentry programs cannot be attached: {e}"))
-}
-
-/// What the running kernel accepted; each `Err` is the reason it did not.
-#[derive(Debug, Clone)]
-pub struct Capabilities {
-    pub may_goto: Result<(), String>,
-    pub bpf_loop: Result<(), String>,
-    pub bounded_loops: Result<(), String>,
-    pub global_subprog_changes_packet: Result<(), String>,
-    pub xdp_live_frames: Result<(), String>,
-    pub bpf_stats: Result<(), String>,
-    pub btf: Result<(), String>,
 }
 
 /// The probe programs, one per feature, by name in capability_probe.bpf.c.

@@ -10,6 +10,7 @@ pub mod live;
 pub mod matrix;
 mod outcome;
 pub mod paired;
+pub mod probes;
 mod schema;
 pub mod traffic;
 pub mod verifier;
@@ -40,6 +41,25 @@ pub struct RunRecord {
     pub results: Vec<ScenarioRecord>,
     /// Ctrl-C ended the run early; `results` holds what was finished.
     pub interrupted: bool,
+}
+
+/// One stored run, as `history` lists it.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub id: i64,
+    pub tag: Option<String>,
+    pub started_at: u64,
+    pub git_commit: String,
+    pub kernel: String,
+    /// The testbed's name (None for runs from before testbeds).
+    pub testbed: Option<String>,
+    pub benchmarks: usize,
+    /// The benchmark asked for, which this row's figures are of.
+    pub benchmark: Option<String>,
+    /// Its median, the median's 95% CI, and samples (None: not measured).
+    pub median_ns: Option<f64>,
+    pub ci95_ns: Option<(f64, f64)>,
+    pub samples: Option<usize>,
 }
 
 /// How scenarios are sampled: the run options, as given on the command line

@@ -4,9 +4,8 @@
 use std::fmt::Write as _;
 
 use super::grid::{self, Grid};
-use crate::compare::MIN_RUNS_PER_SIDE;
 use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
-use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE};
+use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, MIN_RUNS_PER_SIDE};
 
 pub fn render(cmp: &ComparisonRecord) -> String {
     let mut out = String::new();

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::kernel::features::Capabilities;
+use crate::record::probes::Capabilities;
 
 /// One row per feature: its name, the kernel it came with, what bpfbench
 /// does with it, and yes or the refusal.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::uvm::fuzz::FuzzReport;
+use crate::record::probes::FuzzReport;
 
 /// The summary of a fuzzing run whose mutated programs came from `bases`.
 pub fn render(r: &FuzzReport, bases: &[String]) -> String {

@@ -2,7 +2,7 @@
 //! medians), `history --ab` (paired comparisons) and `history --live`.
 
 use super::grid::{self, Grid};
-use crate::history::RunSummary;
+use crate::record::RunSummary;
 use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
 use crate::stats::two_sample::Verdict;

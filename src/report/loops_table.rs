@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::harness::loops::LoopCost;
+use crate::record::probes::LoopCost;
 
 pub fn render(costs: &[LoopCost], iters: u32, cpu: usize) -> String {
     let mut out = format!("Loop constructs around an empty body, {iters} iterations/batch, CPU {cpu}:\n");

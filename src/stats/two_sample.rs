@@ -153,6 +153,10 @@ pub fn verdict(p_adjusted: f64, ci: (f64, f64), threshold: f64) -> Verdict {
 /// Stored runs of identical code needed before their spread is trusted.
 pub const MIN_RUNS_FOR_NOISE: usize = 3;
 
+/// Runs per side from which a comparison of runs works on per-run medians;
+/// with fewer it works on the newest runs' samples, widened by run-to-run noise.
+pub const MIN_RUNS_PER_SIDE: usize = 3;
+
 /// The spread of per-run medians of identical code: the standard deviation
 /// of their logarithms (the CV, for small spreads), or None with too few runs.
 ///

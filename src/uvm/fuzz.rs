@@ -4,9 +4,10 @@
 //! defect (it is caught and reported with the program that caused it), and
 //! the instruction budget bounds every run, so nothing hangs.
 
-use std::collections::BTreeMap;
+use crate::record::probes::FuzzReport;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{Insn, UserRuntime};
 
@@ -75,26 +76,6 @@ pub fn mutate(base: &[Insn], rng: &mut Rng) -> Vec<Insn> {
         }
     }
     p
-}
-
-/// What a fuzz run saw.
-#[derive(Debug, Default)]
-pub struct FuzzReport {
-    pub programs: u64,
-    pub random: u64,
-    pub mutated: u64,
-    /// Ran to their exit with a verdict.
-    pub finished: u64,
-    /// Stopped with an error naming an instruction.
-    pub refused: u64,
-    /// Of those, stopped by the instruction budget.
-    pub budget_spent: u64,
-    pub insns: u64,
-    pub elapsed: Duration,
-    /// Panics: (program number, message). Any is a defect.
-    pub panics: Vec<(u64, String)>,
-    /// Errors by their kind (the message without the instruction), the most common first.
-    pub kinds: BTreeMap<String, u64>,
 }
 
 /// Runs `programs` programs, half random and half mutated from `bases`
