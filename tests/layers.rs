@@ -104,11 +104,6 @@ fn the_reader_sees_grouped_and_plain_paths() {
     assert!(crate_paths(&code_of("/// see crate::workloads\nlet x = 1; // crate::uvm")).is_empty());
 }
 
-/// Files of `report` that may read more than records: gathering a history's
-/// records for the HTML page (it reads the history and finds its change
-/// points) still lives beside the page's rendering.
-const REPORT_READS_BELOW_RECORDS: [&str; 1] = ["report/html/mod.rs"];
-
 #[test]
 fn reports_render_records_and_statistics_only() {
     let mut files = Vec::new();
@@ -117,9 +112,6 @@ fn reports_render_records_and_statistics_only() {
     let mut against = Vec::new();
     for file in &files {
         let rel = file.strip_prefix(SRC).unwrap().to_string_lossy().into_owned();
-        if REPORT_READS_BELOW_RECORDS.contains(&rel.as_str()) {
-            continue;
-        }
         let text = code_of(&std::fs::read_to_string(file).unwrap());
         for used in crate_paths(&text) {
             if !["record", "stats", "report"].contains(&used.as_str()) {

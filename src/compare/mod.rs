@@ -5,6 +5,7 @@
 
 pub mod changes;
 pub mod gate;
+pub mod page;
 
 use std::collections::HashMap;
 

@@ -9,6 +9,7 @@ mod facts;
 pub mod live;
 pub mod matrix;
 mod outcome;
+pub mod page;
 pub mod paired;
 pub mod probes;
 mod schema;

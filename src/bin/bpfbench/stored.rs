@@ -76,7 +76,7 @@ pub fn import(source: &Location, db: &Location) -> Result<ExitCode> {
 pub fn report(output: &Path, scenario: Option<&str>, select: &Selection, db: &Location) -> Result<ExitCode> {
     let h = History::open_existing(db, Stored::Runs)?;
     let benchmarks = benchmarks_named(&h, scenario)?;
-    let contents = report::html::gather(&h, benchmarks.as_deref(), select)?;
+    let contents = bpfbench::compare::page::gather(&h, benchmarks.as_deref(), select)?;
     if contents.latest.is_none() && contents.paired.is_empty() && contents.live.is_empty() {
         bail!("no stored result in {db} is selected ({}); 'bpfbench history' lists the runs", contents.selection);
     }

@@ -11,66 +11,11 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::compare::changes::find_changes;
-use crate::history::{History, Selection};
-use crate::record::changes::ChangesRecord;
 use crate::record::live::LiveRecord;
-use crate::record::paired::PairedRecord;
+use crate::record::page::PageContents;
 use crate::record::{RunRecord, Runtime};
 use crate::stats::Summary;
-use crate::stats::change_points::Options;
 use plots::{Interval, TrendPoint};
-
-/// What the report shows, read from the history.
-pub struct Contents {
-    /// Where it was read from, and which runs.
-    pub source: String,
-    pub selection: String,
-    /// The newest run.
-    pub latest: Option<(i64, RunRecord)>,
-    /// The newest run on each kernel, newest kernel first (with the latest's
-    /// benchmarks, a matrix).
-    pub kernels: Vec<(i64, RunRecord)>,
-    pub paired: Vec<(i64, PairedRecord)>,
-    /// Live runs with a sweep, newest first.
-    pub live: Vec<(i64, LiveRecord)>,
-    pub changes: ChangesRecord,
-}
-
-/// How many of the newest paired comparisons and live sweeps are shown.
-const NEWEST: usize = 5;
-
-/// Reads what the report shows from `history`, of the runs `selection`
-/// admits (trends: of the benchmarks named, where given).
-pub fn gather(history: &History, benchmarks: Option<&[String]>, selection: &Selection) -> Result<Contents> {
-    let runs = history.list_in(&[], usize::MAX >> 1, selection)?;
-    let latest = runs.first().map(|r| Ok::<_, anyhow::Error>((r.id, history.load(r.id)?))).transpose()?;
-    let mut newest_per_kernel: Vec<i64> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for r in &runs {
-        if seen.insert(r.kernel.clone()) {
-            newest_per_kernel.push(r.id);
-        }
-    }
-    let kernels = newest_per_kernel.iter().map(|&id| Ok((id, history.load(id)?))).collect::<Result<Vec<_>>>()?;
-    let paired = history.list_paired_in(NEWEST, selection)?;
-    let live = history
-        .list_live_in(usize::MAX >> 1, selection)?
-        .into_iter()
-        .filter(|(_, r)| r.sweep.is_some() && !r.steps.is_empty())
-        .take(NEWEST)
-        .collect();
-    let changes = find_changes(history, benchmarks, selection, &Options::default())?;
-    Ok(Contents {
-        source: history.location().to_string(),
-        selection: changes.selection.clone(),
-        latest,
-        kernels,
-        paired,
-        live,
-        changes,
-    })
-}
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -92,7 +37,7 @@ figure { margin: 0.5em 0; overflow-x: auto; } svg { width: 100%; height: auto; }
 ";
 
 /// The report as one HTML document.
-pub fn render(c: &Contents, generated_at: u64) -> Result<String> {
+pub fn render(c: &PageContents, generated_at: u64) -> Result<String> {
     let mut body = String::new();
     latest(c, &mut body)?;
     runtimes(c, &mut body);
@@ -144,7 +89,7 @@ fn run_line(id: i64, r: &RunRecord) -> String {
     )
 }
 
-fn latest(c: &Contents, out: &mut String) -> Result<()> {
+fn latest(c: &PageContents, out: &mut String) -> Result<()> {
     section(out, "latest", "Latest run");
     let Some((id, run)) = &c.latest else {
         out.push_str("<p>No run is stored in this selection.</p></section>\n");
@@ -177,7 +122,7 @@ fn latest(c: &Contents, out: &mut String) -> Result<()> {
     Ok(())
 }
 
-fn runtimes(c: &Contents, out: &mut String) {
+fn runtimes(c: &PageContents, out: &mut String) {
     section(out, "runtimes", "Kernel and userspace");
     let pairs: Vec<(String, &Summary, &Summary)> = c
         .latest
@@ -213,7 +158,7 @@ fn runtimes(c: &Contents, out: &mut String) {
     out.push_str("</section>\n");
 }
 
-fn kernels(c: &Contents, out: &mut String) {
+fn kernels(c: &PageContents, out: &mut String) {
     section(out, "kernels", "Kernels");
     if c.kernels.len() < 2 {
         out.push_str("<p>The selection's runs are all on one kernel (<code>bpfbench vm --kernel</code> runs others).</p></section>\n");
@@ -249,7 +194,7 @@ fn kernels(c: &Contents, out: &mut String) {
     out.push_str("</section>\n");
 }
 
-fn paired(c: &Contents, out: &mut String) -> Result<()> {
+fn paired(c: &PageContents, out: &mut String) -> Result<()> {
     section(out, "paired", "Paired comparisons");
     if c.paired.is_empty() {
         out.push_str("<p>No paired comparison is stored in this selection (<code>bpfbench ab</code> makes them).</p>");
@@ -284,7 +229,7 @@ fn paired(c: &Contents, out: &mut String) -> Result<()> {
     Ok(())
 }
 
-fn live(c: &Contents, out: &mut String) -> Result<()> {
+fn live(c: &PageContents, out: &mut String) -> Result<()> {
     section(out, "live", "Live runs");
     if c.live.is_empty() {
         out.push_str(
@@ -309,7 +254,7 @@ fn plots_of_live(rec: &LiveRecord) -> Result<String> {
     Ok(plots::responsive(crate::report::live_plot::svg(rec)?))
 }
 
-fn trends(c: &Contents, out: &mut String) -> Result<()> {
+fn trends(c: &PageContents, out: &mut String) -> Result<()> {
     section(out, "trends", "Trends");
     let _ = write!(
         out,
