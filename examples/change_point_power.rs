@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use bpfbench::history::{History, Location, Selection};
+use bpfbench::history::{History, Location, RunFilter};
 use bpfbench::stats::change_points::{Options, e_divisive};
 
 fn main() -> Result<()> {
@@ -30,7 +30,7 @@ fn main() -> Result<()> {
     let shift: f64 = args.get(3).map_or(Ok(0.05), |s| s.parse())?;
     let history = History::open(Location::parse(db))?;
     let mut series: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-    for (key, point) in history.series_points(&Selection::default())? {
+    for (key, point) in history.series_points(&RunFilter::default())? {
         series.entry(key.benchmark).or_default().push(point.median_ns);
     }
     let options = Options::default();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bpfbench::history::schema::migrate_to;
 use bpfbench::history::sql::Connection;
-use bpfbench::history::{DB_SCHEMA_VERSION, History, Location, Selection};
+use bpfbench::history::{DB_SCHEMA_VERSION, History, Location, RunFilter};
 use bpfbench::record::{RunRecord, Testbed};
 use common::pg_server::{PASSWORD, Postgres, USER};
 use common::{assert_one_line_error, bpfbench, run, stderr, temp_dir};
@@ -44,20 +44,20 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
         let b = h.store(&ci).unwrap();
         assert_eq!(json(&h.load(a).unwrap()), json(&lab), "{db}");
         assert_eq!(json(&h.load(b).unwrap()), json(&ci), "{db}");
-        let select = |testbed: Option<&str>, kernel: Option<&str>, cpu: Option<&str>| Selection {
+        let select = |testbed: Option<&str>, kernel: Option<&str>, cpu: Option<&str>| RunFilter {
             testbed: testbed.map(Into::into),
             kernel: kernel.map(Into::into),
             cpu_model: cpu.map(Into::into),
         };
-        let ids = |s: &Selection| h.list_in(&[], 10, s).unwrap().iter().map(|r| r.id).collect::<Vec<_>>();
-        assert_eq!(ids(&Selection::default()), vec![b, a], "{db}");
+        let ids = |s: &RunFilter| h.list_in(&[], 10, s).unwrap().iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(&RunFilter::default()), vec![b, a], "{db}");
         assert_eq!(ids(&select(Some("lab-1"), None, None)), vec![a], "{db}: by name");
         assert_eq!(ids(&select(Some("id-ci-runner"), None, None)), vec![b], "{db}: by id");
         assert_eq!(ids(&select(None, Some("6.1"), None)), vec![b], "{db}: by kernel prefix");
         assert_eq!(ids(&select(None, None, Some("EPYC"))), vec![a], "{db}: by CPU model");
         assert!(ids(&select(Some("lab-1"), Some("6.1"), None)).is_empty(), "{db}");
         assert_eq!(h.runs_with_tag_in("main", 10, &select(Some("ci-runner"), None, None)).unwrap(), vec![b]);
-        let listed = h.list_in(&["xdp-lb/tcp-v4-lru-hit".to_string()], 10, &Selection::default()).unwrap();
+        let listed = h.list_in(&["xdp-lb/tcp-v4-lru-hit".to_string()], 10, &RunFilter::default()).unwrap();
         assert_eq!(listed[0].testbed.as_deref(), Some("ci-runner"));
         assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap(), "{db}");
         assert_eq!(h.benchmarks_named("tcp-v4-lru-hit").unwrap(), vec!["xdp-lb/tcp-v4-lru-hit".to_string()]);
@@ -70,7 +70,7 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
         let paired = h.list_paired_in(10, &select(Some("ci-runner"), None, None)).unwrap();
         assert_eq!(paired.len(), 1, "{db}");
         assert_eq!(paired[0].1.environment.testbed.as_ref().unwrap().name, "ci-runner");
-        assert_eq!(h.list_paired_in(10, &Selection::default()).unwrap().len(), 2);
+        assert_eq!(h.list_paired_in(10, &RunFilter::default()).unwrap().len(), 2);
         // Reopening finds the current schema and changes nothing.
         drop(h);
         assert_eq!(History::open(&db).unwrap().list(&[], 10).unwrap().len(), 2);

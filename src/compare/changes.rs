@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::history::{History, Selection, SeriesKey};
+use crate::history::{History, RunFilter, SeriesKey};
 use crate::record::changes::{CHANGES_SCHEMA, Change, ChangesRecord, PairedEvidence, Point, Series};
 use crate::stats::change_points::{Options, e_divisive};
 use crate::stats::two_sample::spread_of_medians;
@@ -19,7 +19,7 @@ use crate::stats::two_sample::spread_of_medians;
 pub fn find_changes(
     history: &History,
     benchmarks: Option<&[String]>,
-    selection: &Selection,
+    selection: &RunFilter,
     options: &Options,
 ) -> Result<ChangesRecord> {
     let mut by_series: BTreeMap<SeriesKey, Vec<Point>> = BTreeMap::new();
@@ -100,7 +100,7 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// "testbed ci-large, kernel 6.1", or "all runs".
-fn describe(s: &Selection) -> String {
+fn describe(s: &RunFilter) -> String {
     let parts: Vec<String> = [("testbed", &s.testbed), ("kernel", &s.kernel), ("CPU model containing", &s.cpu_model)]
         .iter()
         .filter_map(|(what, v)| v.as_ref().map(|v| format!("{what} {v}")))

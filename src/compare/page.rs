@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::changes::find_changes;
-use crate::history::{History, Selection};
+use crate::history::{History, RunFilter};
 use crate::record::page::PageContents;
 use crate::stats::change_points::Options;
 
@@ -14,7 +14,7 @@ const NEWEST: usize = 5;
 
 /// Reads what the report shows from `history`, of the runs `selection`
 /// admits (trends: of the benchmarks named, where given).
-pub fn gather(history: &History, benchmarks: Option<&[String]>, selection: &Selection) -> Result<PageContents> {
+pub fn gather(history: &History, benchmarks: Option<&[String]>, selection: &RunFilter) -> Result<PageContents> {
     let runs = history.list_in(&[], usize::MAX >> 1, selection)?;
     let latest = runs.first().map(|r| Ok::<_, anyhow::Error>((r.id, history.load(r.id)?))).transpose()?;
     let mut newest_per_kernel: Vec<i64> = Vec::new();

@@ -72,7 +72,7 @@ pub struct TagRuns {
 /// Which stored runs a listing reads: in a history many machines share,
 /// results compare only on the same testbed, kernel and CPU.
 #[derive(Debug, clap::Args, Clone, Default)]
-pub struct Selection {
+pub struct RunFilter {
     /// Only runs from this testbed (its name or id; see $BPFBENCH_TESTBED).
     #[arg(long, value_name = "NAME|ID")]
     pub testbed: Option<String>,
@@ -84,7 +84,7 @@ pub struct Selection {
     pub cpu_model: Option<String>,
 }
 
-impl Selection {
+impl RunFilter {
     /// What the selection admits, in words: "on testbed X with kernel 6.12".
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
@@ -244,11 +244,11 @@ impl History {
 
     /// Up to `limit` runs with this tag, newest first.
     pub fn runs_with_tag(&self, tag: &str, limit: usize) -> Result<Vec<i64>> {
-        self.runs_with_tag_in(tag, limit, &Selection::default())
+        self.runs_with_tag_in(tag, limit, &RunFilter::default())
     }
 
     /// Up to `limit` runs with this tag among those `selection` admits, newest first.
-    pub fn runs_with_tag_in(&self, tag: &str, limit: usize, selection: &Selection) -> Result<Vec<i64>> {
+    pub fn runs_with_tag_in(&self, tag: &str, limit: usize, selection: &RunFilter) -> Result<Vec<i64>> {
         let (cond, mut params) = selection.condition(3);
         params.splice(0..0, [tag.into(), (limit as i64).into()]);
         let sql = format!("SELECT r.id FROM runs r WHERE r.tag = $1 AND {cond} ORDER BY r.id DESC LIMIT $2");
@@ -270,12 +270,12 @@ impl History {
     /// Runs, newest first; with `benchmarks`, a row per run and benchmark
     /// it measured, with its median.
     pub fn list(&self, benchmarks: &[String], limit: usize) -> Result<Vec<RunSummary>> {
-        self.list_in(benchmarks, limit, &Selection::default())
+        self.list_in(benchmarks, limit, &RunFilter::default())
     }
 
     /// Runs `selection` admits, newest first; with `benchmarks`, a row per
     /// run and benchmark it measured (runs that measured none are left out).
-    pub fn list_in(&self, benchmarks: &[String], limit: usize, selection: &Selection) -> Result<Vec<RunSummary>> {
+    pub fn list_in(&self, benchmarks: &[String], limit: usize, selection: &RunFilter) -> Result<Vec<RunSummary>> {
         let (cond, mut params) = selection.condition(2);
         params.insert(0, (limit as i64).into());
         let first = params.len() + 1;
@@ -376,11 +376,11 @@ impl History {
 
     /// Paired comparisons, newest first: (id, record).
     pub fn list_paired(&self, limit: usize) -> Result<Vec<(i64, PairedRecord)>> {
-        self.list_paired_in(limit, &Selection::default())
+        self.list_paired_in(limit, &RunFilter::default())
     }
 
     /// The newest `limit` paired comparisons made where `selection` admits.
-    pub fn list_paired_in(&self, limit: usize, selection: &Selection) -> Result<Vec<(i64, PairedRecord)>> {
+    pub fn list_paired_in(&self, limit: usize, selection: &RunFilter) -> Result<Vec<(i64, PairedRecord)>> {
         self.list_records("paired", limit, selection, "paired comparison", |t| Ok(serde_json::from_str(t)?))
     }
 
@@ -412,11 +412,11 @@ impl History {
 
     /// Live runs, newest first: (id, record).
     pub fn list_live(&self, limit: usize) -> Result<Vec<(i64, LiveRecord)>> {
-        self.list_live_in(limit, &Selection::default())
+        self.list_live_in(limit, &RunFilter::default())
     }
 
     /// The newest `limit` live runs made where `selection` admits.
-    pub fn list_live_in(&self, limit: usize, selection: &Selection) -> Result<Vec<(i64, LiveRecord)>> {
+    pub fn list_live_in(&self, limit: usize, selection: &RunFilter) -> Result<Vec<(i64, LiveRecord)>> {
         self.list_records("live", limit, selection, "live run", parse_live)
     }
 
@@ -446,7 +446,7 @@ impl History {
         &self,
         table: &str,
         limit: usize,
-        selection: &Selection,
+        selection: &RunFilter,
         what: &str,
         parse: fn(&str) -> Result<T>,
     ) -> Result<Vec<(i64, T)>> {
@@ -464,7 +464,7 @@ impl History {
 
     /// Every stored median of the runs `selection` admits, oldest run
     /// first, with where it was measured.
-    pub fn series_points(&self, selection: &Selection) -> Result<Vec<(SeriesKey, Point)>> {
+    pub fn series_points(&self, selection: &RunFilter) -> Result<Vec<(SeriesKey, Point)>> {
         let (cond, params) = selection.condition(1);
         let sql = format!(
             "SELECT r.testbed_id, r.testbed_name, x.benchmark, r.id, r.started_at, r.git_commit, r.tag, r.kernel,
@@ -614,7 +614,7 @@ pub fn resolve_runs(
     spec: &str,
     db: &Location,
     tag_runs: usize,
-    selection: &Selection,
+    selection: &RunFilter,
 ) -> Result<(Vec<RunRecord>, String)> {
     let path = Path::new(spec);
     if path.is_file() {
@@ -631,7 +631,7 @@ pub fn resolve_runs(
     }
     let ids = h.runs_with_tag_in(spec, tag_runs, selection)?;
     if ids.is_empty() {
-        if !h.runs_with_tag_in(spec, 1, &Selection::default())?.is_empty() {
+        if !h.runs_with_tag_in(spec, 1, &RunFilter::default())?.is_empty() {
             bail!(
                 "tag '{spec}' has runs in {db}, but none {}; see 'bpfbench history --tag {spec}'",
                 selection.describe()

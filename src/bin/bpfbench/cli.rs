@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
-use bpfbench::history::{DbOption, Selection, TagRuns};
+use bpfbench::history::{DbOption, RunFilter, TagRuns};
 use bpfbench::report::Format;
 use bpfbench::session::{PairedArgs, RunArgs};
 use bpfbench::traffic::GenOptions;
@@ -51,7 +51,7 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["scenario", "ab"])]
         live: bool,
         #[command(flatten)]
-        select: Selection,
+        select: RunFilter,
         #[command(flatten)]
         db: DbOption,
     },
@@ -67,7 +67,7 @@ pub enum Command {
         #[arg(long, short = 's')]
         scenario: Option<String>,
         #[command(flatten)]
-        select: Selection,
+        select: RunFilter,
         /// Significance of each change: in a series of identical code, the chance a change is reported.
         #[arg(long, default_value_t = 0.01, value_name = "P")]
         alpha: f64,
@@ -97,7 +97,7 @@ pub enum Command {
         #[arg(long, short = 's')]
         scenario: Option<String>,
         #[command(flatten)]
-        select: Selection,
+        select: RunFilter,
         #[command(flatten)]
         db: DbOption,
     },
@@ -143,7 +143,7 @@ pub enum Command {
         tags: TagRuns,
         /// Tags stand for runs of this testbed, kernel and CPU only.
         #[command(flatten)]
-        select: Selection,
+        select: RunFilter,
         /// table, json for machines, or markdown for a pull request comment.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use bpfbench::history::{History, Location, Selection, Stored};
+use bpfbench::history::{History, Location, RunFilter, Stored};
 use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
@@ -106,7 +106,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     Ok(if record.interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
 }
 
-pub fn history(limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
+pub fn history(limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCode> {
     let h = History::open_existing(db, Stored::Live)?;
     print!("{}", history_table::live(&h.list_live_in(limit, select)?));
     Ok(ExitCode::SUCCESS)

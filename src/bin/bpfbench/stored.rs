@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 
 use bpfbench::compare::changes::find_changes;
 use bpfbench::compare::{Gate, RunNoise, compare_runs, run_noise_from_history};
-use bpfbench::history::{History, Location, Selection, Stored, resolve_runs};
+use bpfbench::history::{History, Location, RunFilter, Stored, resolve_runs};
 use bpfbench::record::RunRecord;
 use bpfbench::record::changes::ChangesRecord;
 use bpfbench::report::{self, Format, history_table};
@@ -16,7 +16,7 @@ use bpfbench::stats::change_points;
 
 use crate::output::{emit, print_comparison};
 
-pub fn history(scenario: Option<&str>, limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
+pub fn history(scenario: Option<&str>, limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCode> {
     let h = History::open_existing(db, Stored::Runs)?;
     // A scenario measured in several modes lists each (a row per run and benchmark).
     let benchmarks = benchmarks_named(&h, scenario)?.unwrap_or_default();
@@ -35,7 +35,7 @@ fn benchmarks_named(h: &History, scenario: Option<&str>) -> Result<Option<Vec<St
 
 pub fn changes(
     scenario: Option<&str>,
-    select: &Selection,
+    select: &RunFilter,
     alpha: f64,
     min_runs: usize,
     format: Format,
@@ -73,7 +73,7 @@ pub fn import(source: &Location, db: &Location) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn report(output: &Path, scenario: Option<&str>, select: &Selection, db: &Location) -> Result<ExitCode> {
+pub fn report(output: &Path, scenario: Option<&str>, select: &RunFilter, db: &Location) -> Result<ExitCode> {
     let h = History::open_existing(db, Stored::Runs)?;
     let benchmarks = benchmarks_named(&h, scenario)?;
     let contents = bpfbench::compare::page::gather(&h, benchmarks.as_deref(), select)?;
@@ -87,12 +87,12 @@ pub fn report(output: &Path, scenario: Option<&str>, select: &Selection, db: &Lo
 
 pub fn show(run: &str, format: Format, output: Option<&Path>, verbose: bool, db: &Location) -> Result<ExitCode> {
     report::check_run_format(format)?;
-    let (runs, _) = resolve_runs(run, db, 1, &Selection::default())?;
+    let (runs, _) = resolve_runs(run, db, 1, &RunFilter::default())?;
     emit(&report::render(&runs[0], format, verbose)?, output)?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn history_paired(limit: usize, select: &Selection, db: &Location) -> Result<ExitCode> {
+pub fn history_paired(limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCode> {
     let h = History::open_existing(db, Stored::Paired)?;
     print!("{}", history_table::paired(&h.list_paired_in(limit, select)?));
     Ok(ExitCode::SUCCESS)
@@ -112,7 +112,7 @@ pub fn compare(
     b: &str,
     gate: &Gate,
     tag_runs: usize,
-    select: &Selection,
+    select: &RunFilter,
     format: Format,
     db: &Location,
 ) -> Result<ExitCode> {

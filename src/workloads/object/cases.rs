@@ -33,7 +33,7 @@ pub struct CaseSpec {
 /// An expected verdict: a kernel action name of one program kind, or a
 /// number (any kind: a socket filter's bytes to keep, cgroup_skb's 1 or 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdict {
+pub struct ExpectedVerdict {
     /// `None` for a number.
     pub kind: Option<ProgKind>,
     pub value: u32,
@@ -46,31 +46,31 @@ const CGROUP_SKB_VERDICTS: [&str; 2] = ["DENY", "ALLOW"];
 const FLOW_DISSECTOR_VERDICTS: [(&str, u32); 3] =
     [("BPF_OK", 0), ("BPF_DROP", 2), ("BPF_FLOW_DISSECTOR_CONTINUE", 129)];
 
-impl Verdict {
+impl ExpectedVerdict {
     /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name, in any
     /// case, or a number.
-    pub fn parse(s: &str) -> Result<Verdict> {
+    pub fn parse(s: &str) -> Result<ExpectedVerdict> {
         let up = s.trim().to_ascii_uppercase();
         if let Some(i) = XDP_ACTIONS.iter().position(|a| *a == up) {
-            return Ok(Verdict { kind: Some(ProgKind::Xdp), value: i as u32 });
+            return Ok(ExpectedVerdict { kind: Some(ProgKind::Xdp), value: i as u32 });
         }
         if let Some((_, v)) = TC_ACTIONS.iter().find(|(n, _)| *n == up) {
-            return Ok(Verdict { kind: Some(ProgKind::Tc), value: *v as u32 });
+            return Ok(ExpectedVerdict { kind: Some(ProgKind::Tc), value: *v as u32 });
         }
         if let Some(i) = CGROUP_SKB_VERDICTS.iter().position(|a| *a == up) {
-            return Ok(Verdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
+            return Ok(ExpectedVerdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
         }
         if let Some(i) = ["NF_DROP", "NF_ACCEPT"].iter().position(|a| *a == up) {
-            return Ok(Verdict { kind: Some(ProgKind::Netfilter), value: i as u32 });
+            return Ok(ExpectedVerdict { kind: Some(ProgKind::Netfilter), value: i as u32 });
         }
         if let Some(i) = ["SK_DROP", "SK_PASS"].iter().position(|a| *a == up) {
-            return Ok(Verdict { kind: Some(ProgKind::SkLookup), value: i as u32 });
+            return Ok(ExpectedVerdict { kind: Some(ProgKind::SkLookup), value: i as u32 });
         }
         if let Some((_, v)) = FLOW_DISSECTOR_VERDICTS.iter().find(|(n, _)| *n == up) {
-            return Ok(Verdict { kind: Some(ProgKind::FlowDissector), value: *v });
+            return Ok(ExpectedVerdict { kind: Some(ProgKind::FlowDissector), value: *v });
         }
         if let Ok(value) = up.parse::<u32>() {
-            return Ok(Verdict { kind: None, value });
+            return Ok(ExpectedVerdict { kind: None, value });
         }
         let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
         bail!(
@@ -122,7 +122,7 @@ pub struct Case {
     /// Where the packets came from, for records and messages.
     pub source: String,
     pub packets: Vec<Vec<u8>>,
-    pub expect_verdict: Option<Verdict>,
+    pub expect_verdict: Option<ExpectedVerdict>,
     /// One expected output per input packet, or one for all of them.
     pub expect_packets: Option<Vec<Vec<u8>>>,
     /// The test runs' context, when the case sets fields.
@@ -201,7 +201,7 @@ impl CaseSpec {
         };
         let (packets, source) = gather(&specs, self.pcap.as_ref(), "--packet")?;
         ensure!(!packets.is_empty(), "case {}: no packets", self.name);
-        let expect_verdict = self.expect.as_deref().map(Verdict::parse).transpose()?;
+        let expect_verdict = self.expect.as_deref().map(ExpectedVerdict::parse).transpose()?;
         let expect_packets = if self.expect_packets.is_empty() && self.expect_pcap.is_none() {
             None
         } else {

@@ -15,7 +15,7 @@ pub struct LiveObject {
     user: ObjectFile,
     /// Objects whose programs fill the user's prog arrays: held so that
     /// they stay loaded.
-    _others: Vec<ObjectFile>,
+    _tail_call_objects: Vec<ObjectFile>,
     program: String,
     label: String,
     packet: String,
@@ -50,7 +50,7 @@ impl LiveObject {
             .unwrap_or_else(|| DEFAULT_PACKET.to_string());
         Ok(LiveObject {
             user,
-            _others: others,
+            _tail_call_objects: others,
             label: format!("{} in {file}", program.name),
             program: program.name,
             packet,

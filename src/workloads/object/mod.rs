@@ -38,7 +38,7 @@ use crate::record::{
     Body, Expected, InstructionCount, LoopConstruct, Outcome, PacketBytes, Runtime, Timing, VerifierStats,
 };
 use crate::workloads::Registration;
-pub use cases::{Case, CaseSpec, DEFAULT_PACKET, Verdict, verdict_name};
+pub use cases::{Case, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, verdict_name};
 use chain::{ChainRequest, ChainTimer, NotInLoop};
 pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
 use per_call::PerCall;
@@ -308,7 +308,7 @@ impl Workload for ObjectBench {
         Ok(Box::new(Loaded {
             bench: self,
             user,
-            _others: others,
+            tail_call_objects: others,
             traps,
             insns,
             funcs,
@@ -447,7 +447,7 @@ struct Loaded<'a> {
     user: ObjectFile,
     /// Objects whose programs fill the user's prog arrays: held so that
     /// they stay loaded.
-    _others: Vec<ObjectFile>,
+    tail_call_objects: Vec<ObjectFile>,
     /// The empty prog array slots watched, when the program makes tail calls.
     traps: Option<SlotTraps>,
     insns: Vec<BpfInsn>,
@@ -816,7 +816,7 @@ impl Loaded<'_> {
         let user = match self.runtime {
             Runtime::User => {
                 let mut code = self.user.loaded_code()?;
-                for other in &self._others {
+                for other in &self.tail_call_objects {
                     code.merge(other.loaded_code()?, &other.stem())?;
                 }
                 Some((name.as_str(), code))
