@@ -7,7 +7,8 @@ use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
 use crate::stats::two_sample::Verdict;
 
-/// Stored runs, newest first; with `benchmark`, its median per run.
+/// Stored runs, newest first; with `benchmarks`, a row per run and benchmark
+/// it measured, with the median (a benchmark column when there are several).
 pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
     let mut columns = vec![
         grid::right("run"),
