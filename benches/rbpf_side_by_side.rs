@@ -13,8 +13,9 @@ use bpfbench::uvm::jit::{JitProgram, Resolve};
 use bpfbench::uvm::memory::{Memory, RegionKind};
 use std::collections::BTreeMap;
 
+use bpfbench::insn::Insn;
 use bpfbench::kernel::prepared::PreparedCode;
-use bpfbench::uvm::{Counts, Insn, from_libbpf};
+use bpfbench::uvm::Counts;
 
 /// Runs per timed round, and rounds per engine.
 const RUNS: u32 = 200_000;
@@ -28,21 +29,11 @@ fn test_object(name: &str) -> std::path::PathBuf {
 fn prepared(open: libbpf_rs::OpenObject) -> BTreeMap<String, Vec<Insn>> {
     let mut open = open;
     let code = PreparedCode::capture(&mut open).expect("libbpf prepares the object");
-    code.programs.iter().map(|(name, insns)| (name.clone(), from_libbpf(insns))).collect()
+    code.programs
 }
 
 fn bytes_of(insns: &[Insn]) -> Vec<u8> {
-    insns
-        .iter()
-        .flat_map(|i| {
-            let mut b = [0u8; 8];
-            b[0] = i.code;
-            b[1] = (i.src << 4) | (i.dst & 0x0f);
-            b[2..4].copy_from_slice(&i.off.to_le_bytes());
-            b[4..8].copy_from_slice(&i.imm.to_le_bytes());
-            b
-        })
-        .collect()
+    insns.iter().flat_map(|i| i.encode()).collect()
 }
 
 /// A stand-in for each helper bpfbench's runtime has, so that rbpf's JIT

@@ -4,7 +4,7 @@
 //! one of its own layer), and only `kernel` uses `libbpf_sys`;
 //! `tests/layers.rs` reads this list and fails on an import against it.
 //!
-//! 1. `stats`, `packet`: numbers and packets, no BPF;
+//! 1. `stats`, `packet`, `insn`: numbers, packets and BPF instructions as data;
 //! 2. `record`: the plain results model a run fills and everything else reads;
 //! 3. `kernel`: the one boundary to the kernel (libbpf, BPF syscalls);
 //! 4. `system`: the machine and the process (CPUs, privileges, environment, Ctrl-C);
@@ -21,6 +21,7 @@
 pub mod compare;
 pub mod harness;
 pub mod history;
+pub mod insn;
 pub mod kernel;
 pub mod live;
 pub mod packet;

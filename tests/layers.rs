@@ -121,3 +121,43 @@ fn reports_render_records_and_statistics_only() {
     }
     assert!(against.is_empty(), "reports that read below records:\n{}", against.join("\n"));
 }
+
+/// BPF opcodes are known in `src/insn.rs` only: no other file of the
+/// tree, its tests or benches, spells an opcode, a class or an operation
+/// field in hex, or takes libbpf's `BPF_*` opcode constants.
+#[test]
+fn opcodes_live_in_the_instruction_module_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    // Spellings of an opcode or one of its fields (the JIT's x86 encodings are not BPF's).
+    let shapes = [
+        "code == 0x", "code: 0x", "Insn::new(0x", "insn(0x", "i(0x", "& 0xf0", "& 0xe0", "code & 0x", "BPF_LD", "BPF_LDX",
+        "BPF_ST", "BPF_STX", "BPF_ALU", "BPF_ALU64", "BPF_JMP", "BPF_JMP32", "BPF_MOV", "BPF_EXIT", "BPF_CALL", "BPF_K",
+        "BPF_X", "BPF_DW", "BPF_W", "BPF_MEM", "BPF_IMM", "BPF_PSEUDO_CALL", "BPF_PSEUDO_MAP_FD", "BPF_PSEUDO_MAP_VALUE",
+    ];
+    // A whole word: BPF_ST, not BPF_STATS_RUN_TIME.
+    let spelled = |line: &str, shape: &str| {
+        line.match_indices(shape).any(|(i, _)| {
+            !shape.starts_with("BPF_")
+                || !line[i + shape.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+        })
+    };
+    let mut against = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        if rel == "src/insn.rs" || rel == "src/uvm/jit/asm.rs" || rel == "tests/layers.rs" {
+            continue;
+        }
+        let text = code_of(&std::fs::read_to_string(file).unwrap());
+        for (n, line) in text.lines().enumerate() {
+            if let Some(shape) = shapes.iter().find(|s| spelled(line, s)) {
+                against.push(format!("{rel}:{}: {shape}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 100, "the tree was not read");
+    assert!(against.is_empty(), "opcodes outside src/insn.rs:\n{}", against.join("\n"));
+}

@@ -5,15 +5,15 @@
 
 mod common;
 
-use bpfbench::kernel::BpfInsn;
-
 use std::os::fd::{AsFd, AsRawFd};
 
+use bpfbench::insn::{Insn, call_helper, exit, ja, ldx, mov64_imm, st_imm};
+use bpfbench::kernel::prepared;
 use bpfbench::kernel::test_run;
 use bpfbench::uvm::helpers::Helpers;
 use bpfbench::uvm::maps::UserMaps;
 use bpfbench::uvm::runtime::Engine;
-use bpfbench::uvm::{self, Counts, Insn, Interpreter, xdp};
+use bpfbench::uvm::{self, Counts, Interpreter, xdp};
 use common::test_object;
 use libbpf_rs::{MapCore, MapFlags};
 
@@ -40,7 +40,7 @@ impl Both {
         bpfbench::system::check_privileges().unwrap();
         let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object(object)).unwrap();
         bpfbench::kernel::prepared::prepare(&mut open).unwrap();
-        let insns = uvm::prepared_insns(&open.progs().find(|p| p.name() == prog).unwrap());
+        let insns = prepared::insns_of(&open.progs().find(|p| p.name() == prog).unwrap());
         let obj = open.load().unwrap();
         setup(&obj);
         let maps = UserMaps::mirror(&obj).unwrap();
@@ -105,7 +105,7 @@ fn userspace_runs_give_the_kernels_verdicts_and_packets() {
     // (the kernel's test run refuses frames under 14 bytes, so only here).
     let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_swap.bpf.o")).unwrap();
     bpfbench::kernel::prepared::prepare(&mut open).unwrap();
-    let insns = uvm::prepared_insns(&open.progs().next().unwrap());
+    let insns = prepared::insns_of(&open.progs().next().unwrap());
     let short =
         xdp::run(&Interpreter::new(&insns), &frame()[..10], &mut Helpers::new(0, 1), None, &mut Counts::default())
             .unwrap();
@@ -121,41 +121,37 @@ fn instruction_counts_are_identical_run_after_run_and_see_added_work() {
     assert!(slow.insns > counts[0].insns, "{slow:?} vs {:?}", counts[0]);
 }
 
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn { code, dst, src, off, imm }
-}
-
 fn run_raw(insns: &[Insn]) -> Result<uvm::PacketOutcome, uvm::VmError> {
     xdp::run(&Interpreter::new(insns), &frame(), &mut Helpers::new(0, 1), None, &mut Counts::default())
 }
 
 #[test]
 fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() {
-    let exit = insn(0x95, 0, 0, 0, 0);
+    let exit = exit();
     // r0 = *(u64 *)(r1 + 4096): far past the context.
-    let e = run_raw(&[insn(0x79, 0, 1, 4096, 0), exit]).unwrap_err();
+    let e = run_raw(&[ldx(8, 0, 1, 4096), exit]).unwrap_err();
     assert_eq!(e.pc, 0);
     assert!(e.to_string().contains("outside the stack, context, packet and map values"), "{e}");
     // *(u32 *)(r1 + 0) = 1: the context is read-only.
-    let e = run_raw(&[insn(0x62, 1, 0, 0, 1), exit]).unwrap_err();
+    let e = run_raw(&[st_imm(4, 1, 0, 1), exit]).unwrap_err();
     assert!(e.to_string().contains("read-only context"), "{e}");
     // goto -1: a loop without end is stopped by the budget.
-    let e = run_raw(&[insn(0x05, 0, 0, -1, 0)]).unwrap_err();
+    let e = run_raw(&[ja(-1)]).unwrap_err();
     assert!(e.to_string().contains("budget"), "{e}");
     // No exit: the program runs off its end.
-    let e = run_raw(&[insn(0xb7, 0, 0, 0, 2)]).unwrap_err();
+    let e = run_raw(&[mov64_imm(0, 2)]).unwrap_err();
     assert_eq!(e.pc, 1);
     // A helper the runtime lacks is named (6: bpf_trace_printk).
-    let e = run_raw(&[insn(0x85, 0, 0, 0, 6), exit]).unwrap_err();
+    let e = run_raw(&[call_helper(6), exit]).unwrap_err();
     assert!(
         e.to_string().contains("calls helper 6 (bpf_trace_printk), which bpfbench's userspace runtime does not have"),
         "{e}"
     );
     // A map lookup on what is not a map (r1 is the context).
-    let e = run_raw(&[insn(0x85, 0, 0, 0, 1), exit]).unwrap_err();
+    let e = run_raw(&[call_helper(1), exit]).unwrap_err();
     assert!(e.to_string().contains("is not a map"), "{e}");
     // r10 is read-only.
-    let e = run_raw(&[insn(0xb7, 10, 0, 0, 0), exit]).unwrap_err();
+    let e = run_raw(&[mov64_imm(10, 0), exit]).unwrap_err();
     assert!(e.to_string().contains("r10"), "{e}");
 }
 
@@ -549,9 +545,7 @@ fn runtime_and_metric_mistakes_get_one_line() {
 
 #[test]
 fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
-    // As the kernel takes them: only the opcode and immediate are set.
-    let call = |imm| BpfInsn { code: 0x85, imm, ..Default::default() };
-    let exit = BpfInsn { code: 0x95, ..Default::default() };
+    let (call, exit) = (call_helper, exit());
     let code = bpfbench::kernel::prepared::PreparedCode {
         programs: [("looks_up".to_string(), vec![call(69), exit])].into(),
         maps: vec![],

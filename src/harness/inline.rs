@@ -17,40 +17,13 @@
 //! function, which it may refuse (paths that never converge at the loop
 //! head, too many states): the caller loads the call form then, and says why.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
-use crate::kernel::{BpfInsn, FuncInfo};
+use crate::insn::*;
+use crate::kernel::FuncInfo;
 
-// Instruction classes and the codes the transform reads or writes.
-const CLASS_LD: u8 = 0x00;
-const CLASS_LDX: u8 = 0x01;
-const CLASS_ST: u8 = 0x02;
-const CLASS_STX: u8 = 0x03;
-const CLASS_ALU: u8 = 0x04;
-const CLASS_JMP: u8 = 0x05;
-const CLASS_JMP32: u8 = 0x06;
-const CLASS_ALU64: u8 = 0x07;
-const LD_IMM64: u8 = 0x18;
-const JA: u8 = 0x05;
-const CALL: u8 = 0x85;
-const EXIT: u8 = 0x95;
-const MOV64_X: u8 = 0xbf;
-const ADD64_K: u8 = 0x07;
-const STX_DW: u8 = 0x7b;
-const LDX_DW: u8 = 0x79;
-/// `*(u64 *)(dst + off) = imm`.
-const ST_DW_ZERO: u8 = 0x7a;
-const OP_JA: u8 = 0x00;
-const OP_CALL: u8 = 0x80;
-const OP_EXIT: u8 = 0x90;
-const OP_JCOND: u8 = 0xe0;
-const OP_MOV: u8 = 0xb0;
-const PSEUDO_CALL: u8 = 1;
-const PSEUDO_FUNC: u8 = 4;
-const FP: u8 = 10;
 /// `bpf_tail_call`: it leaves the whole program, which an inlined body must not.
-const HELPER_TAIL_CALL: i32 = 12;
-const MAX_STACK: i64 = 512;
+const HELPER_TAIL_CALL: i32 = helper::TAIL_CALL;
 
 /// Why a call could not be inlined (before the verifier had its say).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -72,7 +45,7 @@ pub enum NotInlined {
 /// The program with its calls to the body inlined.
 #[derive(Debug, Clone)]
 pub struct Inlined {
-    pub insns: Vec<BpfInsn>,
+    pub insns: Vec<Insn>,
     /// Function records of what stayed a function (empty when there were none).
     pub funcs: Vec<FuncInfo>,
     /// Calls inlined (each a copy of the body).
@@ -88,93 +61,27 @@ pub struct Inlined {
     pub scrubbed: i64,
 }
 
-fn class(i: &BpfInsn) -> u8 {
-    i.code & 0x07
-}
-
-fn op(i: &BpfInsn) -> u8 {
-    i.code & 0xf0
-}
-
-fn is_jump_class(i: &BpfInsn) -> bool {
-    matches!(class(i), CLASS_JMP | CLASS_JMP32)
-}
-
-fn is_pseudo_call(i: &BpfInsn) -> bool {
-    i.code == CALL && i.src_reg() == PSEUDO_CALL
-}
-
-fn is_pseudo_func(i: &BpfInsn) -> bool {
-    i.code == LD_IMM64 && i.src_reg() == PSEUDO_FUNC
-}
-
-/// The target of a pseudo call or a function address at `pc`.
-fn call_target(pc: usize, i: &BpfInsn) -> i64 {
-    pc as i64 + 1 + i64::from(i.imm)
-}
-
-/// A jump's target, if `i` at `pc` is a jump within its function (not a call or exit).
-fn jump_target(pc: usize, i: &BpfInsn) -> Option<i64> {
-    if !is_jump_class(i) || matches!(op(i), OP_CALL | OP_EXIT) {
-        return None;
-    }
-    // gotol: a 32-bit class unconditional jump reaches by its immediate.
-    let off = if class(i) == CLASS_JMP32 && op(i) == OP_JA { i64::from(i.imm) } else { i64::from(i.off) };
-    Some(pc as i64 + 1 + off)
-}
-
-/// Instructions that take two slots.
-fn width(i: &BpfInsn) -> usize {
-    if i.code == LD_IMM64 { 2 } else { 1 }
-}
-
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
-    let mut i = BpfInsn { code, off, imm, ..Default::default() };
-    i.set_dst_reg(dst);
-    i.set_src_reg(src);
-    i
-}
-
-/// Where each function starts: 0, the function records, and every call's
-/// or function address's target.
-fn function_starts(insns: &[BpfInsn], funcs: &[FuncInfo]) -> BTreeSet<usize> {
-    let mut starts: BTreeSet<usize> = funcs.iter().map(|f| f.insn_off as usize).collect();
-    starts.insert(0);
-    let mut pc = 0;
-    while pc < insns.len() {
-        let i = &insns[pc];
-        if is_pseudo_call(i) || is_pseudo_func(i) {
-            let t = call_target(pc, i);
-            if t >= 0 && (t as usize) < insns.len() {
-                starts.insert(t as usize);
-            }
-        }
-        pc += width(i);
-    }
-    starts
-}
-
 /// The bit of register r6-r9 in a register set (none for the others).
 fn bit(r: u8) -> u8 {
     if (6..=9).contains(&r) { 1 << (r - 6) } else { 0 }
 }
 
 /// Registers r6-r9 (as bits) an instruction reads and writes.
-fn uses_defs(i: &BpfInsn) -> (u8, u8) {
-    let (d, s) = (i.dst_reg(), i.src_reg());
-    let x = i.code & 0x08 != 0;
-    match class(i) {
-        CLASS_LD if i.code == LD_IMM64 => (0, bit(d)),
+fn uses_defs(i: &Insn) -> (u8, u8) {
+    let (d, s) = (i.dst, i.src);
+    let x = i.reads_src();
+    match i.class() {
+        LD if i.code == LD_IMM64 => (0, bit(d)),
         // Legacy packet loads read the context from r6.
-        CLASS_LD => (bit(6) | if x { bit(s) } else { 0 }, 0),
-        CLASS_LDX => (bit(s), bit(d)),
-        CLASS_ST => (bit(d), 0),
+        LD => (bit(6) | if x { bit(s) } else { 0 }, 0),
+        LDX => (bit(s), bit(d)),
+        ST => (bit(d), 0),
         // Atomics may also write src or r0; counting them as reads only keeps more live, never less.
-        CLASS_STX => (bit(d) | bit(s), 0),
-        CLASS_ALU | CLASS_ALU64 if op(i) == OP_MOV => (if x { bit(s) } else { 0 }, bit(d)),
-        CLASS_ALU | CLASS_ALU64 => (bit(d) | if x { bit(s) } else { 0 }, bit(d)),
-        CLASS_JMP | CLASS_JMP32 => match op(i) {
-            OP_JA | OP_CALL | OP_EXIT | OP_JCOND => (0, 0),
+        STX => (bit(d) | bit(s), 0),
+        ALU | ALU64 if i.op() == MOV => (if x { bit(s) } else { 0 }, bit(d)),
+        ALU | ALU64 => (bit(d) | if x { bit(s) } else { 0 }, bit(d)),
+        JMP | JMP32 => match i.op() {
+            JA | CALL | EXIT | JCOND => (0, 0),
             _ => (bit(d) | if x { bit(s) } else { 0 }, 0),
         },
         _ => (0, 0),
@@ -183,15 +90,15 @@ fn uses_defs(i: &BpfInsn) -> (u8, u8) {
 
 /// Registers r6-r9 live on entry to each instruction of the function
 /// [start, end) (backward data flow to a fixed point).
-fn live_in(insns: &[BpfInsn], start: usize, end: usize) -> Result<Vec<u8>, NotInlined> {
+fn live_in(insns: &[Insn], start: usize, end: usize) -> Result<Vec<u8>, NotInlined> {
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); end - start];
     let mut pc = start;
     while pc < end {
         let i = &insns[pc];
-        let next = pc + width(i);
+        let next = pc + i.width();
         let s = &mut succ[pc - start];
-        let falls_through = !(is_jump_class(i) && (op(i) == OP_EXIT || (op(i) == OP_JA)));
-        if let Some(t) = jump_target(pc, i) {
+        let falls_through = !(i.is_jump_class() && (i.op() == EXIT || (i.op() == JA)));
+        if let Some(t) = i.jump_target(pc) {
             if t < start as i64 || t >= end as i64 {
                 return Err(NotInlined::Malformed("a jump leaves its function"));
             }
@@ -206,7 +113,7 @@ fn live_in(insns: &[BpfInsn], start: usize, end: usize) -> Result<Vec<u8>, NotIn
     let mut pc = start;
     while pc < end {
         first[pc - start] = true;
-        pc += width(&insns[pc]);
+        pc += insns[pc].width();
     }
     let mut live = vec![0u8; end - start];
     loop {
@@ -228,14 +135,12 @@ fn live_in(insns: &[BpfInsn], start: usize, end: usize) -> Result<Vec<u8>, NotIn
 
 /// Whether `i` uses the frame pointer's value other than as a memory
 /// operation's base or the source of a copy.
-fn escapes_fp(i: &BpfInsn) -> bool {
-    let x = i.code & 0x08 != 0;
-    match class(i) {
-        CLASS_STX => i.src_reg() == FP,
-        CLASS_ALU | CLASS_ALU64 => i.dst_reg() == FP || (x && i.src_reg() == FP && i.code != MOV64_X),
-        CLASS_JMP | CLASS_JMP32 => {
-            !matches!(op(i), OP_CALL | OP_EXIT) && (i.dst_reg() == FP || (x && i.src_reg() == FP))
-        }
+fn escapes_fp(i: &Insn) -> bool {
+    let x = i.reads_src();
+    match i.class() {
+        STX => i.src == FP,
+        ALU | ALU64 => i.dst == FP || (x && i.src == FP && i.code != MOV64_REG),
+        JMP | JMP32 => !matches!(i.op(), CALL | EXIT) && (i.dst == FP || (x && i.src == FP)),
         _ => false,
     }
 }
@@ -243,21 +148,21 @@ fn escapes_fp(i: &BpfInsn) -> bool {
 /// Bytes of stack the function [start, end) addresses below its frame
 /// pointer, rounded up to 8; None when a copied frame pointer is not
 /// moved by a constant at once (its reach unknown).
-fn frame_depth(insns: &[BpfInsn], start: usize, end: usize) -> Option<i64> {
+fn frame_depth(insns: &[Insn], start: usize, end: usize) -> Option<i64> {
     let mut depth = 0i64;
     for pc in start..end {
         let i = &insns[pc];
-        let based = match class(i) {
-            CLASS_LDX if i.src_reg() == FP => Some(i64::from(i.off)),
-            CLASS_ST | CLASS_STX if i.dst_reg() == FP => Some(i64::from(i.off)),
+        let based = match i.class() {
+            LDX if i.src == FP => Some(i64::from(i.off)),
+            ST | STX if i.dst == FP => Some(i64::from(i.off)),
             _ => None,
         };
         if let Some(off) = based {
             depth = depth.max(-off);
         }
-        if i.code == MOV64_X && i.src_reg() == FP {
+        if i.code == MOV64_REG && i.src == FP {
             let next = insns.get(pc + 1)?;
-            if next.code != ADD64_K || next.dst_reg() != i.dst_reg() {
+            if next.code != ADD64_IMM || next.dst != i.dst {
                 return None;
             }
             depth = depth.max(-i64::from(next.imm));
@@ -293,23 +198,13 @@ fn slots_of(off: i64, size: i64) -> Slots {
     (first..=last).fold(0, |m, j| m | 1 << j)
 }
 
-/// Bytes a store writes.
-fn store_size(i: &BpfInsn) -> i64 {
-    match i.code & 0x18 {
-        0x00 => 4,
-        0x08 => 2,
-        0x10 => 1,
-        _ => 8,
-    }
-}
-
 /// For each instruction of the function [start, end): the slots of its
 /// frame that some path from the start may have written before it (a
 /// forward data flow to a fixed point). Stores through a copy of the frame
 /// pointer, and calls given one (but for [`READ_ONLY_HELPERS`]), count as
 /// writing every slot; so do loads from the stack once a copy was stored
 /// there, since what they load may be a copy.
-fn written_before(insns: &[BpfInsn], start: usize, end: usize) -> Vec<Slots> {
+fn written_before(insns: &[Insn], start: usize, end: usize) -> Vec<Slots> {
     // Registers as bits r0-r10 that may hold a copy of the frame pointer.
     type Regs = u16;
     const ARGS: Regs = 0b11_1110;
@@ -318,11 +213,11 @@ fn written_before(insns: &[BpfInsn], start: usize, end: usize) -> Vec<Slots> {
     let mut pc = start;
     while pc < end {
         let i = &insns[pc];
-        let next = pc + width(i);
-        if let Some(t) = jump_target(pc, i).filter(|&t| t >= start as i64 && t < end as i64) {
+        let next = pc + i.width();
+        if let Some(t) = i.jump_target(pc).filter(|&t| t >= start as i64 && t < end as i64) {
             succ[pc - start].push(t as usize);
         }
-        if !(is_jump_class(i) && matches!(op(i), OP_EXIT | OP_JA)) && next < end {
+        if !(i.is_jump_class() && matches!(i.op(), EXIT | JA)) && next < end {
             succ[pc - start].push(next);
         }
         pc = next;
@@ -336,38 +231,38 @@ fn written_before(insns: &[BpfInsn], start: usize, end: usize) -> Vec<Slots> {
         while let Some(pc) = work.pop() {
             let Some((mut regs, mut slots)) = state[pc - start] else { continue };
             let i = &insns[pc];
-            let (d, s) = (i.dst_reg(), i.src_reg());
-            let x = i.code & 0x08 != 0;
+            let (d, s) = (i.dst, i.src);
+            let x = i.reads_src();
             let held = regs;
             let copy = move |r: u8| held & (1 << r) != 0;
             let set = |regs: &mut Regs, r: u8, on: bool| {
                 if on { *regs |= 1 << r } else { *regs &= !(1 << r) }
             };
-            match class(i) {
-                CLASS_LD => set(&mut regs, d, false),
-                CLASS_LDX => set(&mut regs, d, spilled && copy(s)),
-                CLASS_ST | CLASS_STX => {
+            match i.class() {
+                LD => set(&mut regs, d, false),
+                LDX => set(&mut regs, d, spilled && copy(s)),
+                ST | STX => {
                     if d == FP {
-                        slots |= slots_of(i64::from(i.off), store_size(i));
+                        slots |= slots_of(i64::from(i.off), i.access_bytes() as i64);
                     } else if copy(d) {
                         slots = Slots::MAX;
                     }
-                    if class(i) == CLASS_STX && copy(s) {
+                    if i.class() == STX && copy(s) {
                         spills = true;
                     }
                     // Atomics with a fetch write a register from memory.
-                    if class(i) == CLASS_STX && i.code & 0xe0 == 0xc0 {
+                    if i.class() == STX && i.mode() == ATOMIC {
                         set(&mut regs, s, spilled);
                         set(&mut regs, 0, spilled);
                     }
                 }
-                CLASS_ALU64 if op(i) == OP_MOV => set(&mut regs, d, x && copy(s)),
-                CLASS_ALU64 => {
+                ALU64 if i.op() == MOV => set(&mut regs, d, x && copy(s)),
+                ALU64 => {
                     let on = copy(d) || (x && copy(s));
                     set(&mut regs, d, on)
                 }
-                CLASS_ALU => set(&mut regs, d, false),
-                _ if i.code == CALL => {
+                ALU => set(&mut regs, d, false),
+                _ if i.code == CALL_OP => {
                     let read_only = s == 0 && READ_ONLY_HELPERS.contains(&i.imm);
                     if regs & ARGS != 0 && !read_only {
                         slots = Slots::MAX;
@@ -396,10 +291,10 @@ fn written_before(insns: &[BpfInsn], start: usize, end: usize) -> Vec<Slots> {
 
 /// Stores zeroing the given slots of a frame that begins `shift` bytes
 /// below the frame pointer, but none deeper than `depth`.
-fn zero_slots(slots: Slots, shift: i64, depth: i64) -> impl Iterator<Item = BpfInsn> {
+fn zero_slots(slots: Slots, shift: i64, depth: i64) -> impl Iterator<Item = Insn> {
     (0..depth / 8)
         .filter(move |j| slots & (1 << j) != 0)
-        .map(move |j| insn(ST_DW_ZERO, FP, 0, -((shift + 8 * (j + 1)) as i16), 0))
+        .map(move |j| st_imm(8, FP, -((shift + 8 * (j + 1)) as i16), 0))
 }
 
 /// Where an instruction of the output came from, for the second pass that
@@ -440,24 +335,23 @@ pub enum Scrub {
 /// Inlines every call the function starting at 0 (the program's entry)
 /// makes to the function starting at `body`. The body's own subprograms,
 /// and the body itself if anything else calls it, stay functions.
-pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: Scrub) -> Result<Inlined, NotInlined> {
-    let starts = function_starts(insns, funcs);
+pub fn inline_calls(insns: &[Insn], funcs: &[FuncInfo], body: usize, scrub: Scrub) -> Result<Inlined, NotInlined> {
+    let starts = function_starts(insns, funcs.iter().map(|f| f.insn_off as usize));
     let end_of = |s: usize| starts.range(s + 1..).next().copied().unwrap_or(insns.len());
     if body == 0 || !starts.contains(&body) {
         return Err(NotInlined::NoCall);
     }
     let (caller_end, body_end) = (end_of(0), end_of(body));
-    let sites: Vec<usize> = (0..caller_end)
-        .filter(|&pc| is_pseudo_call(&insns[pc]) && call_target(pc, &insns[pc]) == body as i64)
-        .collect();
+    let sites: Vec<usize> =
+        (0..caller_end).filter(|&pc| insns[pc].is_pseudo_call() && insns[pc].call_target(pc) == body as i64).collect();
     if sites.is_empty() {
         return Err(NotInlined::NoCall);
     }
     let called_elsewhere = (caller_end..insns.len()).any(|pc| {
-        (is_pseudo_call(&insns[pc]) || is_pseudo_func(&insns[pc])) && call_target(pc, &insns[pc]) == body as i64
+        (insns[pc].is_pseudo_call() || insns[pc].is_pseudo_func()) && insns[pc].call_target(pc) == body as i64
     });
     let body_insns = &insns[body..body_end];
-    if body_insns.iter().any(|i| i.code == CALL && i.src_reg() == 0 && i.imm == HELPER_TAIL_CALL) {
+    if body_insns.iter().any(|i| i.calls_helper(HELPER_TAIL_CALL)) {
         return Err(NotInlined::TailCall);
     }
     // The frame pointer only as a base or copied to be moved: anything else would escape the shift.
@@ -484,7 +378,7 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: S
     }
 
     // First pass: lay the program out, remembering where each instruction came from.
-    let mut out: Vec<(BpfInsn, Origin)> = Vec::with_capacity(insns.len() + sites.len() * body_insns.len());
+    let mut out: Vec<(Insn, Origin)> = Vec::with_capacity(insns.len() + sites.len() * body_insns.len());
     let mut caller_at: HashMap<usize, usize> = HashMap::new();
     let mut copy_at: Vec<HashMap<usize, usize>> = Vec::new();
     let mut copy_end: Vec<usize> = Vec::new();
@@ -492,7 +386,7 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: S
     // one may be unset on another that reaches the call, where saving it
     // would read an uninitialised register (the verifier refuses that).
     for &r in &saved_list {
-        out.push((insn(0xb7, r, 0, 0, 0), Origin::New));
+        out.push((mov64_imm(r, 0), Origin::New));
     }
     // Zeroed once, the slots a path never writes reach the loop head as
     // the ones it wrote and zeroed at its exit do.
@@ -508,27 +402,27 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: S
         let k = copy_at.len();
         let mut at = HashMap::new();
         for (n, &r) in saved_list.iter().enumerate() {
-            out.push((insn(STX_DW, FP, r, save_slot(n) as i16, 0), Origin::New));
+            out.push((stx(8, FP, r, save_slot(n) as i16), Origin::New));
         }
         for (bpc, &original) in insns.iter().enumerate().take(body_end).skip(body) {
             at.insert(bpc, out.len());
             let mut i = original;
-            let fp_based = match class(&i) {
-                CLASS_LDX => i.src_reg() == FP,
-                CLASS_ST | CLASS_STX => i.dst_reg() == FP,
+            let fp_based = match i.class() {
+                LDX => i.src == FP,
+                ST | STX => i.dst == FP,
                 _ => false,
             };
             if fp_based {
                 i.off = i16::try_from(i64::from(i.off) - shift).map_err(|_| NotInlined::Stack)?;
             }
             if let Some(w) = &written
-                && i.code == EXIT
+                && i.code == EXIT_OP
             {
                 out.extend(zero_slots(w[bpc - body], shift, body_depth).map(|i| (i, Origin::New)));
             }
             out.push((i, Origin::Copy(k, bpc)));
-            if i.code == MOV64_X && i.src_reg() == FP {
-                out.push((insn(ADD64_K, i.dst_reg(), 0, 0, -(shift as i32)), Origin::New));
+            if i.code == MOV64_REG && i.src == FP {
+                out.push((add64_imm(i.dst, -(shift as i32)), Origin::New));
             }
         }
         copy_end.push(out.len());
@@ -536,11 +430,11 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: S
         // whatever path the body took, so the verifier's states there prune.
         let mut off = shift + 8;
         while off <= shift + scrub {
-            out.push((insn(ST_DW_ZERO, FP, 0, -(off as i16), 0), Origin::New));
+            out.push((st_imm(8, FP, -(off as i16), 0), Origin::New));
             off += 8;
         }
         for (n, &r) in saved_list.iter().enumerate() {
-            out.push((insn(LDX_DW, r, FP, save_slot(n) as i16, 0), Origin::New));
+            out.push((ldx(8, r, FP, save_slot(n) as i16), Origin::New));
         }
         copy_at.push(at);
     }
@@ -575,18 +469,18 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: S
             }
             Origin::Caller(pc) | Origin::Copy(_, pc) | Origin::Kept(pc) => pc,
         };
-        if is_pseudo_call(&i) || is_pseudo_func(&i) {
-            let t = call_target(pc, &i) as usize;
+        if i.is_pseudo_call() || i.is_pseudo_func() {
+            let t = i.call_target(pc) as usize;
             let to = kept_at.get(&t).copied().ok_or(NotInlined::Malformed("a call to a function not kept"))?;
             i.imm = i32::try_from(reach(at, to)).map_err(|_| NotInlined::TooFar)?;
         } else if let Origin::Copy(k, _) = origin
-            && i.code == EXIT
+            && i.code == EXIT_OP
         {
-            i = insn(JA, 0, 0, i16::try_from(reach(at, copy_end[k])).map_err(|_| NotInlined::TooFar)?, 0);
-        } else if let Some(t) = jump_target(pc, &i) {
+            i = ja(i16::try_from(reach(at, copy_end[k])).map_err(|_| NotInlined::TooFar)?);
+        } else if let Some(t) = i.jump_target(pc) {
             let to = local(t as usize).ok_or(NotInlined::Malformed("a jump to nowhere"))?;
             let d = reach(at, to);
-            if class(&i) == CLASS_JMP32 && op(&i) == OP_JA {
+            if i.is_long_ja() {
                 i.imm = i32::try_from(d).map_err(|_| NotInlined::TooFar)?;
             } else {
                 i.off = i16::try_from(d).map_err(|_| NotInlined::TooFar)?;
@@ -621,43 +515,38 @@ pub fn inline_calls(insns: &[BpfInsn], funcs: &[FuncInfo], body: usize, scrub: S
 mod tests {
     use super::*;
 
-    fn mov64_x(dst: u8, src: u8) -> BpfInsn {
-        insn(MOV64_X, dst, src, 0, 0)
+    /// `r0 += r7`.
+    const ADD_R0_R7: Insn = alu(ALU64, ADD, 0, Some(7), 0);
+    /// `if r1 == 0 goto +off`.
+    const fn if_r1_zero(off: i16) -> Insn {
+        jmp_imm(JEQ, 1, 0, off)
     }
-    fn mov64_k(dst: u8, imm: i32) -> BpfInsn {
-        insn(0xb7, dst, 0, 0, imm)
-    }
-    fn call(to: i32) -> BpfInsn {
-        insn(CALL, 0, PSEUDO_CALL, 0, to)
-    }
-    fn exit() -> BpfInsn {
-        insn(EXIT, 0, 0, 0, 0)
-    }
-    fn codes(v: &[BpfInsn]) -> Vec<(u8, u8, u8, i16, i32)> {
-        v.iter().map(|i| (i.code, i.dst_reg(), i.src_reg(), i.off, i.imm)).collect()
+    const IF_R1_ZERO: u8 = JMP | JEQ;
+    fn codes(v: &[Insn]) -> Vec<(u8, u8, u8, i16, i32)> {
+        v.iter().map(|i| (i.code, i.dst, i.src, i.off, i.imm)).collect()
     }
 
     /// A loop-shaped caller at 0, a body at 7 with a branch, two exits, a
     /// frame pointer copy and a call to its own subprogram at 15.
-    fn program() -> (Vec<BpfInsn>, Vec<FuncInfo>) {
+    fn program() -> (Vec<Insn>, Vec<FuncInfo>) {
         let insns = vec![
-            mov64_x(6, 1),               // 0: r6 = ctx (dead after the call)
-            mov64_k(7, 5),               // 1: r7 = 5 (live after it)
-            insn(STX_DW, FP, 7, -8, 0),  // 2: the caller's frame: 8 bytes
-            mov64_x(1, 6),               // 3
-            call(2),                     // 4: -> 7
-            insn(0x0f, 0, 7, 0, 0),      // 5: r0 += r7
-            exit(),                      // 6
-            mov64_x(2, FP),              // 7: body: r2 = r10
-            insn(ADD64_K, 2, 0, 0, -16), // 8: r2 += -16
-            insn(STX_DW, FP, 1, -16, 0), // 9: *(r10 - 16) = r1
-            insn(0x15, 1, 0, 1, 0),      // 10: if r1 == 0 goto 12
-            exit(),                      // 11
-            call(2),                     // 12: -> 15
-            mov64_k(0, 1),               // 13
-            exit(),                      // 14
-            mov64_k(0, 0),               // 15: subprogram
-            exit(),                      // 16
+            mov64_reg(6, 1),    // 0: r6 = ctx (dead after the call)
+            mov64_imm(7, 5),    // 1: r7 = 5 (live after it)
+            stx(8, FP, 7, -8),  // 2: the caller's frame: 8 bytes
+            mov64_reg(1, 6),    // 3
+            call_local(2),      // 4: -> 7
+            ADD_R0_R7,          // 5: r0 += r7
+            exit(),             // 6
+            mov64_reg(2, FP),   // 7: body: r2 = r10
+            add64_imm(2, -16),  // 8: r2 += -16
+            stx(8, FP, 1, -16), // 9: *(r10 - 16) = r1
+            if_r1_zero(1),      // 10: if r1 == 0 goto 12
+            exit(),             // 11
+            call_local(2),      // 12: -> 15
+            mov64_imm(0, 1),    // 13
+            exit(),             // 14
+            mov64_imm(0, 0),    // 15: subprogram
+            exit(),             // 16
         ];
         let funcs = [0, 7, 15].map(|off| FuncInfo { insn_off: off, type_id: off + 100 }).to_vec();
         (insns, funcs)
@@ -669,25 +558,25 @@ mod tests {
         let out = inline_calls(&insns, &funcs, 7, Scrub::None).unwrap();
         assert_eq!((out.copies, out.saved_regs, out.shift), (1, 1 << (7 - 6), 16));
         let want = vec![
-            mov64_k(7, 0), // the saved register starts set
-            mov64_x(6, 1),
-            mov64_k(7, 5),
-            insn(STX_DW, FP, 7, -8, 0),
-            mov64_x(1, 6),
-            insn(STX_DW, FP, 7, -16, 0), // save r7 below the frame
-            mov64_x(2, FP),
-            insn(ADD64_K, 2, 0, 0, -16), // the copied frame pointer moved with the stack
-            insn(ADD64_K, 2, 0, 0, -16),
-            insn(STX_DW, FP, 1, -32, 0),
-            insn(0x15, 1, 0, 1, 0),
-            insn(JA, 0, 0, 3, 0), // exit: to the copy's end (the loads)
-            call(5),              // to the subprogram, now at 18
-            mov64_k(0, 1),
-            insn(JA, 0, 0, 0, 0),
-            insn(LDX_DW, 7, FP, -16, 0), // r7 back
-            insn(0x0f, 0, 7, 0, 0),
+            mov64_imm(7, 0), // the saved register starts set
+            mov64_reg(6, 1),
+            mov64_imm(7, 5),
+            stx(8, FP, 7, -8),
+            mov64_reg(1, 6),
+            stx(8, FP, 7, -16), // save r7 below the frame
+            mov64_reg(2, FP),
+            add64_imm(2, -16), // the copied frame pointer moved with the stack
+            add64_imm(2, -16),
+            stx(8, FP, 1, -32),
+            if_r1_zero(1),
+            ja(3),         // exit: to the copy's end (the loads)
+            call_local(5), // to the subprogram, now at 18
+            mov64_imm(0, 1),
+            ja(0),
+            ldx(8, 7, FP, -16), // r7 back
+            ADD_R0_R7,
             exit(),
-            mov64_k(0, 0),
+            mov64_imm(0, 0),
             exit(),
         ];
         assert_eq!(codes(&out.insns), codes(&want));
@@ -701,13 +590,13 @@ mod tests {
         let (insns, funcs) = program();
         assert_eq!(inline_calls(&insns, &funcs, 15, Scrub::None).unwrap_err(), NotInlined::NoCall);
         let mut tail = insns.clone();
-        tail[13] = insn(CALL, 0, 0, 0, HELPER_TAIL_CALL);
+        tail[13] = call_helper(HELPER_TAIL_CALL);
         assert_eq!(inline_calls(&tail, &funcs, 7, Scrub::None).unwrap_err(), NotInlined::TailCall);
         let mut escape = insns.clone();
-        escape[9] = insn(STX_DW, FP, FP, -16, 0);
+        escape[9] = stx(8, FP, FP, -16);
         assert_eq!(inline_calls(&escape, &funcs, 7, Scrub::None).unwrap_err(), NotInlined::FramePointer);
         let mut deep = insns.clone();
-        deep[9] = insn(STX_DW, FP, 1, -504, 0);
+        deep[9] = stx(8, FP, 1, -504);
         assert_eq!(inline_calls(&deep, &funcs, 7, Scrub::None).unwrap_err(), NotInlined::Stack);
     }
 
@@ -725,11 +614,8 @@ mod tests {
         let out = inline_calls(&insns, &funcs, 7, Scrub::Frame).unwrap();
         assert_eq!((out.body_depth, out.scrubbed), (16, 16));
         // After the copy's last instruction (its final exit, a jump to here): two zeroing stores, then r7 back.
-        let at = out.insns.iter().position(|i| i.code == LDX_DW).unwrap();
-        assert_eq!(
-            codes(&out.insns[at - 2..at]),
-            codes(&[insn(ST_DW_ZERO, FP, 0, -24, 0), insn(ST_DW_ZERO, FP, 0, -32, 0)])
-        );
+        let at = out.insns.iter().position(|i| i.code == LDX | MEM | SIZE_DW).unwrap();
+        assert_eq!(codes(&out.insns[at - 2..at]), codes(&[st_imm(8, FP, -24, 0), st_imm(8, FP, -32, 0)]));
         // The overhead's form: the bytes asked for, whatever its own body uses.
         let out = inline_calls(&insns, &funcs, 7, Scrub::Bytes(40)).unwrap();
         assert_eq!(out.scrubbed, 40);
@@ -742,50 +628,52 @@ mod tests {
         let out = inline_calls(&insns, &funcs, 7, Scrub::Written).unwrap();
         // Nothing for an overhead program to match: the stores are the body's.
         assert_eq!(out.scrubbed, 0);
-        let z = |off: i16| insn(ST_DW_ZERO, FP, 0, off, 0);
-        let ja = |off: i16| insn(JA, 0, 0, off, 0);
+        let z = |off: i16| st_imm(8, FP, off, 0);
         // The body's two slots (shift 16: the caller's 8 bytes and saved r7) zeroed at the start.
-        assert_eq!(codes(&out.insns[..3]), codes(&[mov64_k(7, 0), z(-24), z(-32)]));
-        let branch = out.insns.iter().position(|i| i.code == 0x15).unwrap();
+        assert_eq!(codes(&out.insns[..3]), codes(&[mov64_imm(7, 0), z(-24), z(-32)]));
+        let branch = out.insns.iter().position(|i| i.code == IF_R1_ZERO).unwrap();
         // The first exit: only the slot its path wrote (-16, now -32).
         assert_eq!(codes(&out.insns[branch + 1..branch + 3]), codes(&[z(-32), ja(5)]));
         // The second, after a call given a copy of the frame pointer: the whole frame.
-        assert_eq!(codes(&out.insns[branch + 3..branch + 8]), codes(&[call(7), mov64_k(0, 1), z(-24), z(-32), ja(0)]));
+        assert_eq!(
+            codes(&out.insns[branch + 3..branch + 8]),
+            codes(&[call_local(7), mov64_imm(0, 1), z(-24), z(-32), ja(0)])
+        );
         // The branch around the first exit skips its zeroing too.
         assert_eq!(out.insns[branch].off, 2);
         // A jump to an exit lands on that exit's zeroing, whose slots are
         // those of the paths that reach it (the call is on none now).
         let mut to_exit = insns.clone();
-        to_exit[10] = insn(0x15, 1, 0, 3, 0); // if r1 == 0 goto 14 (the last exit)
+        to_exit[10] = if_r1_zero(3); // if r1 == 0 goto 14 (the last exit)
         let out = inline_calls(&to_exit, &funcs, 7, Scrub::Written).unwrap();
-        let branch = out.insns.iter().position(|i| i.code == 0x15).unwrap();
+        let branch = out.insns.iter().position(|i| i.code == IF_R1_ZERO).unwrap();
         let lands = (branch as i64 + 1 + i64::from(out.insns[branch].off)) as usize;
         assert_eq!(codes(&out.insns[lands..lands + 2]), codes(&[z(-32), ja(0)]));
     }
 
     #[test]
     fn what_a_path_may_have_written_follows_copies_of_the_frame_pointer() {
-        let at_end = |body: &[BpfInsn]| *written_before(body, 0, body.len()).last().unwrap();
+        let at_end = |body: &[Insn]| *written_before(body, 0, body.len()).last().unwrap();
         // A 4-byte store at -12 touches the second slot; one at -4 the first.
-        assert_eq!(at_end(&[insn(0x62, FP, 0, -12, 0), insn(0x62, FP, 0, -4, 0), exit()]), 0b11);
+        assert_eq!(at_end(&[st_imm(4, FP, -12, 0), st_imm(4, FP, -4, 0), exit()]), 0b11);
         // Paths join: either branch's store counts.
         let branches = [
-            insn(0x15, 1, 0, 2, 0),      // if r1 == 0 goto +2
-            insn(STX_DW, FP, 1, -8, 0),  // -8
-            insn(JA, 0, 0, 1, 0),        // goto exit
-            insn(STX_DW, FP, 1, -24, 0), // -24
+            if_r1_zero(2),      // if r1 == 0 goto +2
+            stx(8, FP, 1, -8),  // -8
+            ja(1),              // goto exit
+            stx(8, FP, 1, -24), // -24
             exit(),
         ];
         assert_eq!(at_end(&branches), 0b101);
-        let copy = [mov64_x(2, FP), insn(ADD64_K, 2, 0, 0, -8)];
+        let copy = [mov64_reg(2, FP), add64_imm(2, -8)];
         // A map lookup reads its key: nothing written.
-        assert_eq!(at_end(&[copy[0], copy[1], insn(CALL, 0, 0, 0, 1), exit()]), 0);
+        assert_eq!(at_end(&[copy[0], copy[1], call_helper(1), exit()]), 0);
         // Another helper given the copy may write anywhere; so may a store through it.
-        assert_eq!(at_end(&[copy[0], copy[1], insn(CALL, 0, 0, 0, 4), exit()]), Slots::MAX);
-        assert_eq!(at_end(&[copy[0], copy[1], insn(0x62, 2, 0, 0, 0), exit()]), Slots::MAX);
+        assert_eq!(at_end(&[copy[0], copy[1], call_helper(4), exit()]), Slots::MAX);
+        assert_eq!(at_end(&[copy[0], copy[1], st_imm(4, 2, 0, 0), exit()]), Slots::MAX);
         // A copy stored and loaded back is still one; a 32-bit move is not.
-        let spilled = [copy[0], insn(STX_DW, FP, 2, -8, 0), insn(LDX_DW, 3, FP, -8, 0), insn(0x62, 3, 0, 0, 0), exit()];
+        let spilled = [copy[0], stx(8, FP, 2, -8), ldx(8, 3, FP, -8), st_imm(4, 3, 0, 0), exit()];
         assert_eq!(at_end(&spilled), Slots::MAX);
-        assert_eq!(at_end(&[copy[0], insn(0xbc, 3, 2, 0, 0), insn(0x62, 3, 0, 0, 0), exit()]), 0);
+        assert_eq!(at_end(&[copy[0], alu(ALU, MOV, 3, Some(2), 0), st_imm(4, 3, 0, 0), exit()]), 0);
     }
 }

@@ -12,7 +12,8 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::libbpf_sys as sys;
 
 use super::object::{ObjectFile, ProgKind};
-use super::{AttachType, BpfInsn, FuncInfo};
+use super::{AttachType, FuncInfo};
+use crate::insn::{self, Insn};
 
 /// Verifier log level: statistics only.
 const BPF_LOG_STATS: u32 = 4;
@@ -47,7 +48,8 @@ pub struct LoadSpec<'a> {
 }
 
 /// Loads `insns` as a program; a refusal carries the verifier's last lines.
-pub fn load_program(spec: &LoadSpec<'_>, insns: &[BpfInsn]) -> Result<OwnedFd> {
+pub fn load_program(spec: &LoadSpec<'_>, insns: &[Insn]) -> Result<OwnedFd> {
+    let insns = super::to_kernel(insns);
     let mut log = vec![0u8; 256 * 1024];
     // SAFETY: zero is a valid opts; the kernel reads `sz` first.
     let mut opts: sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
@@ -92,36 +94,20 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[BpfInsn]) -> Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// An instruction with only its opcode and immediate set.
-fn insn(code: u8, imm: i32) -> BpfInsn {
-    // SAFETY: zero is a valid instruction to fill in.
-    let mut i: BpfInsn = unsafe { std::mem::zeroed() };
-    i.code = code;
-    i.imm = imm;
-    i
-}
-
-/// BPF_ALU64 | BPF_MOV | BPF_K into r0, and BPF_JMP | BPF_EXIT.
-const MOV_R0_IMM: u8 = (sys::BPF_ALU64 | sys::BPF_MOV | sys::BPF_K) as u8;
-const EXIT: u8 = (sys::BPF_JMP | sys::BPF_EXIT) as u8;
-
-/// `r0 = value; exit`: a program, or a body, that returns `value`.
-pub fn returning(value: i32) -> [BpfInsn; 2] {
-    [insn(MOV_R0_IMM, value), insn(EXIT, 0)]
-}
-
 /// Loads a program of `kind` named `name` that returns `value`, with the
 /// attach type and flags its companion program was loaded with.
 pub fn constant_program(kind: ProgKind, name: &str, value: i32, attach: AttachType, flags: u32) -> Result<OwnedFd> {
     let spec = LoadSpec { kind, name, license: "GPL", attach, flags, funcs: None };
-    load_program(&spec, &returning(value)).with_context(|| format!("loading {name} (a program returning {value})"))
+    load_program(&spec, &insn::returning(value))
+        .with_context(|| format!("loading {name} (a program returning {value})"))
 }
 
 /// A socket filter of `count` instructions (`r0 = 0` repeated, then exit)
 /// named `name`: JIT image of a chosen size.
 pub fn filler_program(name: &CStr, count: u32) -> Result<OwnedFd> {
-    let mut insns = vec![insn(MOV_R0_IMM, 0); count as usize];
-    insns.push(insn(EXIT, 0));
+    let mut insns = vec![insn::mov64_imm(0, 0); count as usize];
+    insns.push(insn::exit());
+    let insns = super::to_kernel(&insns);
     // SAFETY: valid instructions and C strings live across the call; NULL opts are defaults.
     let fd = unsafe {
         sys::bpf_prog_load(

@@ -36,5 +36,26 @@ pub mod test_run;
 pub use libbpf_rs::libbpf_sys::bpf_attach_type as AttachType;
 /// A function record of a program's BTF (`struct bpf_func_info`).
 pub use libbpf_rs::libbpf_sys::bpf_func_info as FuncInfo;
-/// One BPF instruction as the kernel takes it (`struct bpf_insn`).
-pub use libbpf_rs::libbpf_sys::bpf_insn as BpfInsn;
+/// One BPF instruction as the kernel takes it (`struct bpf_insn`); the
+/// rest of the tree holds [`crate::insn::Insn`], converted here.
+use libbpf_rs::libbpf_sys::bpf_insn as BpfInsn;
+
+use crate::insn::Insn;
+
+/// Instructions in the kernel's form.
+fn to_kernel(insns: &[Insn]) -> Vec<BpfInsn> {
+    insns
+        .iter()
+        .map(|i| {
+            let mut k = BpfInsn { code: i.code, off: i.off, imm: i.imm, ..Default::default() };
+            k.set_dst_reg(i.dst);
+            k.set_src_reg(i.src);
+            k
+        })
+        .collect()
+}
+
+/// Instructions libbpf holds, as the tree reads them.
+fn from_kernel(insns: &[BpfInsn]) -> Vec<Insn> {
+    insns.iter().map(|k| Insn::new(k.code, k.dst_reg(), k.src_reg(), k.off, k.imm)).collect()
+}

@@ -10,8 +10,9 @@ use anyhow::{Result, bail};
 use libbpf_rs::AsRawLibbpf;
 use libbpf_rs::libbpf_sys as sys;
 
+use super::FuncInfo;
 use super::lines::LineTable;
-use super::{BpfInsn, FuncInfo};
+use crate::insn::{self, Insn};
 
 /// Has libbpf prepare an opened object for loading (maps created,
 /// relocations done) without loading its programs.
@@ -30,7 +31,7 @@ pub fn prepare(open: &mut libbpf_rs::OpenObject) -> Result<()> {
 #[derive(Debug, Clone, Default)]
 pub struct PreparedCode {
     /// Each program's instructions, relocated as the kernel gets them.
-    pub programs: BTreeMap<String, Vec<BpfInsn>>,
+    pub programs: BTreeMap<String, Vec<Insn>>,
     /// (fd in the instructions, map id, map name).
     pub maps: Vec<(i32, u32, String)>,
     /// The programs the kernel's verifier accepted on this machine: the
@@ -50,22 +51,26 @@ pub struct PreparedCode {
     pub btf_fd: Option<i32>,
 }
 
+/// A prepared program's instructions, relocated as the kernel would get them.
+pub fn insns_of(prog: &libbpf_rs::OpenProgram<'_>) -> Vec<Insn> {
+    super::from_kernel(prog.insns())
+}
+
 impl PreparedCode {
     /// Points every instruction that loads map `old` (its descriptor, or
     /// the address of its value) at map `new` instead, in every program;
     /// returns how many were changed. A variant loaded after this uses
     /// `new` where the object's programs use `old`.
     pub fn replace_map(&mut self, old: i32, new: i32, new_id: u32) -> usize {
-        let ld_imm64 = (sys::BPF_LD | sys::BPF_IMM | sys::BPF_DW) as u8;
-        let pseudo = [sys::BPF_PSEUDO_MAP_FD as u8, sys::BPF_PSEUDO_MAP_VALUE as u8];
+        let pseudo = [insn::PSEUDO_MAP_FD, insn::PSEUDO_MAP_VALUE];
         let mut changed = 0;
         for insns in self.programs.values_mut() {
             let mut i = 0;
             while i < insns.len() {
-                let insn = &mut insns[i];
-                if insn.code == ld_imm64 {
-                    if pseudo.contains(&insn.src_reg()) && insn.imm == old {
-                        insn.imm = new;
+                let at = &mut insns[i];
+                if at.code == insn::LD_IMM64 {
+                    if pseudo.contains(&at.src) && at.imm == old {
+                        at.imm = new;
                         changed += 1;
                     }
                     i += 1; // the second half of the wide instruction
@@ -88,7 +93,7 @@ impl PreparedCode {
         let programs = open
             .progs()
             .filter(|p| p.autoload())
-            .map(|p| (p.name().to_string_lossy().into_owned(), p.insns().to_vec()))
+            .map(|p| (p.name().to_string_lossy().into_owned(), super::from_kernel(p.insns())))
             .collect();
         // SAFETY: the open object's BTF (NULL without one), alive while it is.
         let btf = unsafe { sys::bpf_object__btf(open.as_libbpf_object().as_ptr()) };

@@ -11,9 +11,10 @@ use anyhow::{Context, Result};
 use libbpf_rs::libbpf_sys as sys;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
+use super::AttachType;
 use super::load::{LoadSpec, load_program};
 use super::object::{ObjectFile, ProgKind};
-use super::{AttachType, BpfInsn};
+use crate::insn::{self, Insn};
 
 /// Slots watched per prog array at most: a trap is a program load (tens of
 /// microseconds), and arrays of 64 Ki slots exist (Cilium's policy calls).
@@ -128,19 +129,10 @@ fn slot_is_empty(array: &OwnedFd, index: u32) -> Result<bool> {
 
 /// `r1 = &reached[0]; *(u32 *)r1 = number; r0 = verdict; exit`, where the
 /// verdict drops the packet: a path that reaches a trap has failed anyway.
-fn trap_insns(reached_fd: i32, number: i32, kind: ProgKind) -> Vec<BpfInsn> {
-    // SAFETY: zero is a valid instruction to fill in.
-    let zero: BpfInsn = unsafe { std::mem::zeroed() };
-    // ld_imm64 with BPF_PSEUDO_MAP_VALUE: the address of the value at offset 0 (second word's imm).
-    let mut ld = zero;
-    ld.code = (sys::BPF_LD | sys::BPF_IMM | sys::BPF_DW) as u8;
-    ld.set_dst_reg(1);
-    ld.set_src_reg(sys::BPF_PSEUDO_MAP_VALUE as u8);
-    ld.imm = reached_fd;
-    let mut store = zero;
-    store.code = (sys::BPF_ST | sys::BPF_MEM | sys::BPF_W) as u8;
-    store.set_dst_reg(1);
-    store.imm = number;
-    let [mov, exit] = super::load::returning(kind.drop_verdict());
-    vec![ld, zero, store, mov, exit]
+fn trap_insns(reached_fd: i32, number: i32, kind: ProgKind) -> Vec<Insn> {
+    // ld_imm64 of a map value: the address of the value at offset 0 (the second slot's imm).
+    let [ld, offset] = insn::ld_imm64(1, insn::PSEUDO_MAP_VALUE, reached_fd as u32 as u64);
+    let store = insn::st_imm(4, 1, 0, number);
+    let [mov, exit] = insn::returning(kind.drop_verdict());
+    vec![ld, offset, store, mov, exit]
 }

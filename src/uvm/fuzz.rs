@@ -9,7 +9,8 @@ use crate::record::probes::FuzzReport;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use super::{Insn, UserRuntime};
+use super::UserRuntime;
+use crate::insn::Insn;
 
 /// xorshift64: repeatable from the seed.
 pub struct Rng(u64);

@@ -9,17 +9,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::helpers::Helpers;
-use super::insn::*;
 use super::maps::UserMaps;
 use super::memory::{Memory, RegionKind};
 use super::uapi::{MAX_TAIL_CALLS, TAIL_CALL};
+use crate::insn::*;
 
 /// Stack bytes per frame, as in the kernel.
 pub const STACK_PER_FRAME: usize = 512;
 /// Frames deep a program may call (the kernel allows 8).
 pub const MAX_FRAMES: usize = 8;
-/// may_goto's budget per run (the kernel's BPF_MAX_LOOPS).
-const MAY_GOTO_BUDGET: u64 = 8 * 1024 * 1024;
 
 /// What a program reaches outside itself: helpers, maps, and the context's
 /// pointer fields.
@@ -188,12 +186,12 @@ impl<'p> Interpreter<'p> {
                         return Err(fail("r10 (the frame pointer) is read-only".into()));
                     }
                     let wide = i.class() == ALU64;
-                    let op = i.code & 0xf0;
+                    let op = i.op();
                     let s = if i.code & X != 0 { r[src] } else { imm };
                     r[dst] = alu(op, wide, i.off, i.imm, r[dst], s, i.code & X != 0).map_err(fail)?;
                 }
                 JMP | JMP32 => {
-                    let op = i.code & 0xf0;
+                    let op = i.op();
                     match op {
                         CALL if i.class() == JMP => match i.src {
                             0 if i.imm == TAIL_CALL => {
@@ -273,7 +271,7 @@ impl<'p> Interpreter<'p> {
                     }
                 }
                 LDX => {
-                    let mode = i.code & 0xe0;
+                    let mode = i.mode();
                     if mode != MEM && mode != MEMSX {
                         return Err(fail("legacy packet loads (LD_ABS/LD_IND) are not supported".into()));
                     }
@@ -295,7 +293,7 @@ impl<'p> Interpreter<'p> {
                 ST | STX => {
                     let size = size_bytes(i.code);
                     let addr = r[dst].wrapping_add(i.off as i64 as u64);
-                    match (i.class(), i.code & 0xe0) {
+                    match (i.class(), i.mode()) {
                         (ST, MEM) => mem.store(addr, size, imm).map_err(|e| fail(e.to_string()))?,
                         (STX, MEM) => mem.store(addr, size, r[src]).map_err(|e| fail(e.to_string()))?,
                         (STX, ATOMIC) if size == 4 || size == 8 => {
@@ -310,10 +308,10 @@ impl<'p> Interpreter<'p> {
                                 }
                                 op => {
                                     let v = match op & !FETCH {
-                                        0x00 => old.wrapping_add(operand),
-                                        0x40 => old | operand,
-                                        0x50 => old & operand,
-                                        0xa0 => old ^ operand,
+                                        ATOMIC_ADD => old.wrapping_add(operand),
+                                        ATOMIC_OR => old | operand,
+                                        ATOMIC_AND => old & operand,
+                                        ATOMIC_XOR => old ^ operand,
                                         _ => return Err(fail("unknown atomic operation".into())),
                                     };
                                     (v, op & FETCH != 0)
@@ -518,7 +516,7 @@ mod tests {
         Insn { code, dst, src, off, imm }
     }
 
-    const EXIT: Insn = Insn { code: 0x95, dst: 0, src: 0, off: 0, imm: 0 };
+    const EXIT: Insn = exit();
 
     /// Runs the instructions with r1 = 0 and returns r0.
     fn eval(prog: &[Insn]) -> u64 {
@@ -529,7 +527,7 @@ mod tests {
     /// r0 = a; r0 OP= b (64- or 32-bit, register source).
     fn op(code_op: u8, wide: bool, a: u64, b: u64, off: i16) -> u64 {
         let class = if wide { ALU64 } else { ALU };
-        let ld = |dst: u8, v: u64| [i(0x18, dst, 0, 0, v as u32 as i32), i(0, 0, 0, 0, (v >> 32) as i32)];
+        let ld = |dst: u8, v: u64| [i(LD_IMM64, dst, 0, 0, v as u32 as i32), i(0, 0, 0, 0, (v >> 32) as i32)];
         let mut p = Vec::new();
         p.extend(ld(0, a));
         p.extend(ld(2, b));
@@ -558,20 +556,20 @@ mod tests {
     #[test]
     fn byte_swaps_and_32_bit_jumps() {
         // r0 = 0x1122; be16 r0 (to big-endian: a swap here).
-        assert_eq!(eval(&[i(0xb7, 0, 0, 0, 0x1122), i(ALU | END | X, 0, 0, 0, 16), EXIT]), 0x2211);
+        assert_eq!(eval(&[mov64_imm(0, 0x1122), i(ALU | END | X, 0, 0, 0, 16), EXIT]), 0x2211);
         // le32 truncates.
         assert_eq!(
-            eval(&[i(0x18, 0, 0, 0, 0x4433_2211), i(0, 0, 0, 0, 0x55), i(ALU | END, 0, 0, 0, 32), EXIT]),
+            eval(&[i(LD_IMM64, 0, 0, 0, 0x4433_2211), i(0, 0, 0, 0, 0x55), i(ALU | END, 0, 0, 0, 32), EXIT]),
             0x4433_2211
         );
         // JMP32: r1 = 1 << 32 equals 0 in its low half.
         let p = [
-            i(0xb7, 1, 0, 0, 1),
-            i(0x67, 1, 0, 0, 32),
-            i(0xb7, 0, 0, 0, 5),
+            mov64_imm(1, 1),
+            crate::insn::alu(ALU64, LSH, 1, None, 32),
+            mov64_imm(0, 5),
             i(JMP32 | JEQ, 1, 0, 1, 0),
             EXIT,
-            i(0xb7, 0, 0, 0, 9),
+            mov64_imm(0, 9),
             EXIT,
         ];
         assert_eq!(eval(&p), 9);
@@ -582,18 +580,18 @@ mod tests {
         // main: r6 = 40; *(u64 *)(r10 - 8) = 2; call f; r0 += r6; r0 += *(r10 - 8); exit
         // f:    r6 = 1000; *(u64 *)(r10 - 8) = 7 (its own frame); r1 = 1; r2 = 2; call helper 1000 (3); exit
         let p = [
-            i(0xb7, 6, 0, 0, 40),
-            i(0x7a, 10, 0, -8, 2),
-            i(0x85, 0, PSEUDO_CALL, 0, 4),
-            i(0x0f, 0, 6, 0, 0),
-            i(0x79, 1, 10, -8, 0),
-            i(0x0f, 0, 1, 0, 0),
+            mov64_imm(6, 40),
+            st_imm(8, 10, -8, 2),
+            call_local(4),
+            crate::insn::alu(ALU64, ADD, 0, Some(6), 0),
+            ldx(8, 1, 10, -8),
+            crate::insn::alu(ALU64, ADD, 0, Some(1), 0),
             EXIT,
-            i(0xb7, 6, 0, 0, 1000),
-            i(0x7a, 10, 0, -8, 7),
-            i(0xb7, 1, 0, 0, 1),
-            i(0xb7, 2, 0, 0, 2),
-            i(0x85, 0, 0, 0, 1000),
+            mov64_imm(6, 1000),
+            st_imm(8, 10, -8, 7),
+            mov64_imm(1, 1),
+            mov64_imm(2, 2),
+            call_helper(1000),
             EXIT,
         ];
         let mut counts = Counts::default();
@@ -616,23 +614,23 @@ mod tests {
     fn atomics_fetch_and_compare() {
         // *(u64 *)(r10 - 8) = 5; r1 = 3; lock fetch-add; r0 = r1 (5) + *(r10 - 8) (8)
         let p = [
-            i(0x7a, 10, 0, -8, 5),
-            i(0xb7, 1, 0, 0, 3),
+            st_imm(8, 10, -8, 5),
+            mov64_imm(1, 3),
             i(STX | ATOMIC | SIZE_DW, 10, 1, -8, FETCH),
-            i(0xbf, 0, 1, 0, 0),
-            i(0x79, 2, 10, -8, 0),
-            i(0x0f, 0, 2, 0, 0),
+            mov64_reg(0, 1),
+            ldx(8, 2, 10, -8),
+            crate::insn::alu(ALU64, ADD, 0, Some(2), 0),
             EXIT,
         ];
         assert_eq!(eval(&p), 13);
         // cmpxchg: memory 5, r0 = 5 (expected), r1 = 9: memory becomes 9, r0 the old 5.
         let p = [
-            i(0x7a, 10, 0, -8, 5),
-            i(0xb7, 0, 0, 0, 5),
-            i(0xb7, 1, 0, 0, 9),
+            st_imm(8, 10, -8, 5),
+            mov64_imm(0, 5),
+            mov64_imm(1, 9),
             i(STX | ATOMIC | SIZE_DW, 10, 1, -8, CMPXCHG),
-            i(0x79, 2, 10, -8, 0),
-            i(0x0f, 0, 2, 0, 0),
+            ldx(8, 2, 10, -8),
+            crate::insn::alu(ALU64, ADD, 0, Some(2), 0),
             EXIT,
         ];
         assert_eq!(eval(&p), 14);
@@ -640,7 +638,7 @@ mod tests {
 
     #[test]
     fn tail_calls_replace_the_frame_and_stop_at_the_limit() {
-        let tail_call = |slot: i32| [i(0xb7, 3, 0, 0, slot), i(JMP | CALL, 0, 0, 0, TAIL_CALL)];
+        let tail_call = |slot: i32| [mov64_imm(3, slot), call_helper(TAIL_CALL)];
         let run = |entry: &[Insn], targets: &[&[Insn]]| {
             let mut interp = Interpreter::new(entry);
             for (n, t) in targets.iter().enumerate() {
@@ -650,23 +648,23 @@ mod tests {
         };
         // The entry calls a subprogram that tail-calls slot 0 (id 1, which
         // returns 7): the target's exit returns to the subprogram's caller.
-        let mut entry = vec![i(JMP | CALL, 0, PSEUDO_CALL, 0, 2), i(0x07, 0, 0, 0, 100), EXIT];
+        let mut entry = vec![call_local(2), add64_imm(0, 100), EXIT];
         entry.extend(tail_call(0));
-        entry.extend([i(0xb7, 0, 0, 0, -1), EXIT]);
-        let seven = [i(0xb7, 0, 0, 0, 7), EXIT];
+        entry.extend([mov64_imm(0, -1), EXIT]);
+        let seven = [mov64_imm(0, 7), EXIT];
         assert_eq!(run(&entry, &[&seven]).unwrap(), 107);
         // An empty slot, or one past the end: the call falls through.
         for slot in [9, 10] {
             let mut empty = tail_call(slot).to_vec();
-            empty.extend([i(0xb7, 0, 0, 0, 3), EXIT]);
+            empty.extend([mov64_imm(0, 3), EXIT]);
             assert_eq!(run(&empty, &[&seven]).unwrap(), 3);
         }
         // A program that counts in r0 (kept here, not by the kernel) and
         // tail-calls itself: 33 calls succeed, the 34th falls through.
-        let mut again = vec![i(0x07, 0, 0, 0, 1)];
+        let mut again = vec![add64_imm(0, 1)];
         again.extend(tail_call(0));
         again.push(EXIT);
-        let mut entry = vec![i(0xb7, 0, 0, 0, 0)];
+        let mut entry = vec![mov64_imm(0, 0)];
         entry.extend(tail_call(0));
         entry.push(EXIT);
         assert_eq!(run(&entry, &[&again]).unwrap(), u64::from(MAX_TAIL_CALLS));

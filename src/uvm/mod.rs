@@ -3,7 +3,7 @@
 //! An object is opened and prepared by libbpf exactly as for the kernel
 //! ([`crate::kernel::prepared`]: maps created, CO-RE, subprogram and map
 //! relocations done), and each program's final instructions are taken from
-//! it and decoded ([`from_libbpf`]); the kernel then loads the object as usual.
+//! it ([`crate::insn::Insn`]); the kernel then loads the object as usual.
 //! Two engines run the instructions ([`runtime::UserRuntime`] picks):
 //! - [`jit`], x86-64 code for the programs the kernel's verifier accepted,
 //!   which is what `--runtime user` times;
@@ -17,7 +17,6 @@
 
 pub mod fuzz;
 pub mod helpers;
-pub mod insn;
 pub mod interp;
 pub mod jit;
 pub mod maps;
@@ -27,8 +26,6 @@ pub mod sampler;
 pub mod tc;
 pub mod uapi;
 pub mod xdp;
-
-pub use insn::Insn;
 
 /// What a run on a packet (XDP, tc) returned and left.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,15 +42,3 @@ impl From<PacketOutcome> for crate::kernel::test_run::RunOutput {
 }
 pub use interp::{Counts, Interpreter, VmError};
 pub use runtime::{RunCounts, UserRuntime};
-
-/// A prepared program's instructions, relocated as the kernel would get them.
-pub fn prepared_insns(prog: &libbpf_rs::OpenProgram<'_>) -> Vec<Insn> {
-    from_libbpf(prog.insns())
-}
-
-/// Instructions as libbpf holds them, decoded.
-pub fn from_libbpf(insns: &[crate::kernel::BpfInsn]) -> Vec<Insn> {
-    // SAFETY: bpf_insn is 8 plain bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(insns.as_ptr().cast::<u8>(), std::mem::size_of_val(insns)) };
-    Insn::decode_all(bytes)
-}

@@ -10,12 +10,11 @@ use anyhow::{Context, Result, bail};
 
 use super::PacketOutcome;
 use super::helpers::{self, Helpers};
-use super::insn::{CALL, JMP, KFUNC_CALL};
 use super::interp::{Counts, Interpreter};
 use super::jit::{self, JitProgram, calls::TailEntry, frame::Frame32};
 use super::maps::{UserMap, UserMaps};
-use super::{Insn, from_libbpf};
 use super::{tc, xdp};
+use crate::insn::{CALL, Insn, JMP, KFUNC_CALL};
 use crate::kernel::lines::LineTable;
 use crate::kernel::prepared::PreparedCode;
 use crate::record::SampledTime;
@@ -176,8 +175,7 @@ impl UserRuntime {
     /// run as if on `cpu`. Refuses a program that calls a helper this
     /// runtime does not have, and a map type it does not have.
     pub fn new(code: &PreparedCode, cpu: usize) -> Result<UserRuntime> {
-        let programs: BTreeMap<String, Vec<Insn>> =
-            code.programs.iter().map(|(name, insns)| (name.clone(), from_libbpf(insns))).collect();
+        let programs: BTreeMap<String, Vec<Insn>> = code.programs.clone();
         for (name, insns) in &programs {
             check_calls(name, insns)?;
         }

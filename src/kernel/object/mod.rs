@@ -557,14 +557,14 @@ impl ObjectFile {
     }
 
     /// The program's final instructions after `prepare`, subprograms appended.
-    pub fn insns(&self, program: &str) -> Result<Vec<sys::bpf_insn>> {
+    pub fn insns(&self, program: &str) -> Result<Vec<crate::insn::Insn>> {
         let p = self.program_raw(program)?;
         // SAFETY: after prepare, insns/insn_cnt describe libbpf's copy of the program.
         let (ptr, n) = unsafe { (sys::bpf_program__insns(p), sys::bpf_program__insn_cnt(p)) };
         if ptr.is_null() || n == 0 {
             bail!("program '{program}' has no instructions");
         }
-        Ok(unsafe { std::slice::from_raw_parts(ptr, n as usize) }.to_vec())
+        Ok(super::from_kernel(unsafe { std::slice::from_raw_parts(ptr, n as usize) }))
     }
 
     /// The program's BTF function records after `prepare` (empty without BTF).

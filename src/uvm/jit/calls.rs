@@ -180,7 +180,7 @@ pub extern "C" fn tail_call(ctx: u64, map: u64, index: u64) -> TailCallResult {
     // the runtime keeps while the run lasts; the code is a program the
     // kernel verified, of the caller's type (a prog array takes no other).
     let r0 = unsafe {
-        *t.may_goto_left = super::MAY_GOTO_BUDGET;
+        *t.may_goto_left = crate::insn::MAY_GOTO_BUDGET;
         let f: extern "C" fn(u64) -> u64 = std::mem::transmute(t.code);
         f(ctx)
     };
@@ -312,8 +312,8 @@ pub fn address(id: i32) -> Option<u64> {
 pub extern "C" fn alu(d: u64, s: u64, how: u64) -> u64 {
     let code = how as u8;
     let off = (how >> 8) as u16 as i16;
-    let wide = code & 0x07 == super::super::insn::ALU64;
-    super::super::interp::alu(code & 0xf0, wide, off, s as i32, d, s, code & super::super::insn::X != 0).unwrap_or(0)
+    let i = crate::insn::Insn::new(code, 0, 0, off, 0);
+    super::super::interp::alu(i.op(), i.class() == crate::insn::ALU64, off, s as i32, d, s, i.reads_src()).unwrap_or(0)
 }
 
 /// An atomic operation other than a plain add, on `size` (4 or 8, in
@@ -321,7 +321,7 @@ pub extern "C" fn alu(d: u64, s: u64, how: u64) -> u64 {
 /// Returns the old value (what fetch, xchg and cmpxchg give back).
 /// The runtime runs one program at a time, so a read and a write suffice.
 pub extern "C" fn atomic(addr: u64, operand: u64, r0: u64, how: u64) -> u64 {
-    use super::super::insn::{CMPXCHG, FETCH, XCHG};
+    use crate::insn::{ATOMIC_ADD, ATOMIC_AND, ATOMIC_OR, ATOMIC_XOR, CMPXCHG, FETCH, XCHG};
     let wide = how >> 32 == 8;
     let op = how as u32 as i32;
     // SAFETY: the verifier checked the access; alignment is the program's (read_unaligned covers any).
@@ -339,10 +339,10 @@ pub extern "C" fn atomic(addr: u64, operand: u64, r0: u64, how: u64) -> u64 {
             }
         }
         op => match op & !FETCH {
-            0x00 => old.wrapping_add(operand),
-            0x40 => old | operand,
-            0x50 => old & operand,
-            0xa0 => old ^ operand,
+            ATOMIC_ADD => old.wrapping_add(operand),
+            ATOMIC_OR => old | operand,
+            ATOMIC_AND => old & operand,
+            ATOMIC_XOR => old ^ operand,
             _ => old,
         },
     };

@@ -32,8 +32,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use asm::{Asm, Op, Shift, Width, cc};
 
-use super::insn::*;
-use super::{Insn, VmError};
+use super::VmError;
+use crate::insn::Insn;
+use crate::insn::*;
 
 /// BPF register → x86 register, as in the kernel's JIT.
 const REG: [u8; 11] =
@@ -42,8 +43,6 @@ const REG: [u8; 11] =
 const SCRATCH: [u8; 3] = [asm::R9, asm::R10, asm::R11];
 /// Bytes of BPF stack per function, as in the kernel.
 const STACK: i32 = 512;
-/// may_goto's budget per run (the kernel's BPF_MAX_LOOPS), as the interpreter's.
-const MAY_GOTO_BUDGET: u64 = 8 * 1024 * 1024;
 
 /// What `ld_imm64` of a map puts in a register, decided by the runtime.
 pub trait Resolve {
@@ -344,7 +343,7 @@ fn function_starts(insns: &[Insn]) -> Result<BTreeSet<usize>, VmError> {
 fn jump_targets(insns: &[Insn]) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     for (pc, i) in insns.iter().enumerate() {
-        let op = i.code & 0xf0;
+        let op = i.op();
         let off = match (i.class(), op) {
             (JMP, CALL | EXIT) => continue,
             (JMP32, JA) => i64::from(i.imm),
@@ -363,12 +362,12 @@ fn writes(i: Insn) -> std::ops::Range<usize> {
     let one = |r: u8| r as usize..r as usize + 1;
     match i.class() {
         ALU | ALU64 | LDX | LD => one(i.dst),
-        STX if i.code & 0xe0 == ATOMIC => match i.imm {
+        STX if i.mode() == ATOMIC => match i.imm {
             CMPXCHG => one(0),
             op if op & FETCH != 0 => one(i.src),
             _ => 0..0,
         },
-        JMP if i.code & 0xf0 == CALL => 0..6,
+        JMP if i.op() == CALL => 0..6,
         _ => 0..0,
     }
 }
@@ -462,7 +461,7 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
         }
         let (dst, src) = (REG[i.dst as usize], REG[i.src as usize]);
         let x = i.code & X != 0;
-        let op = i.code & 0xf0;
+        let op = i.op();
         let jump_target = |off: i64| -> Result<usize, VmError> {
             let t = pc as i64 + 1 + off;
             if t < 0 || t as usize >= insns.len() { Err(fail("jumps outside the program")) } else { Ok(t as usize) }
@@ -595,7 +594,7 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
             }
             LDX => {
                 let width = Width::of(size_bytes(i.code));
-                match i.code & 0xe0 {
+                match i.mode() {
                     MEM => a.load(width, dst, src, i32::from(i.off)),
                     MEMSX if width == Width::B8 => a.load(width, dst, src, i32::from(i.off)),
                     MEMSX => a.load_sx(width, dst, src, i32::from(i.off)),
@@ -605,7 +604,7 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
             ST | STX => {
                 let size = size_bytes(i.code);
                 let width = Width::of(size);
-                match (i.class(), i.code & 0xe0) {
+                match (i.class(), i.mode()) {
                     (ST, MEM) => a.store_imm(width, dst, i32::from(i.off), i.imm),
                     (STX, MEM) => a.store(width, dst, i32::from(i.off), src),
                     (STX, ATOMIC) if size == 4 || size == 8 => {

@@ -4,11 +4,11 @@
 
 use super::super::fuzz::Rng;
 use super::super::helpers::Helpers;
-use super::super::insn::*;
 use super::super::interp::{Counts, Env, Interpreter};
 use super::super::maps::UserMaps;
 use super::super::memory::Memory;
 use super::*;
+use crate::insn::*;
 
 struct NoMaps;
 
@@ -203,16 +203,16 @@ fn calls_between_functions_keep_registers_and_frames() {
     // As the interpreter's own test: main keeps r6 and its stack across a
     // call to f, which uses its own frame; f divides (an out-of-line call).
     let p = [
-        i(0xb7, 6, 0, 0, 40),
-        i(0x7a, 10, 0, -8, 2),
-        i(0x85, 0, PSEUDO_CALL, 0, 4),
-        i(0x0f, 0, 6, 0, 0),
-        i(0x79, 1, 10, -8, 0),
-        i(0x0f, 0, 1, 0, 0),
+        mov64_imm(6, 40),
+        st_imm(8, 10, -8, 2),
+        call_local(4),
+        alu(ALU64, ADD, 0, Some(6), 0),
+        ldx(8, 1, 10, -8),
+        alu(ALU64, ADD, 0, Some(1), 0),
         EXIT_INSN,
-        i(0xb7, 6, 0, 0, 1000),
-        i(0x7a, 10, 0, -8, 7),
-        i(0xb7, 0, 0, 0, 21),
+        mov64_imm(6, 1000),
+        st_imm(8, 10, -8, 7),
+        mov64_imm(0, 21),
         i(ALU64 | DIV, 0, 0, 0, 7),
         EXIT_INSN,
     ];
@@ -223,13 +223,8 @@ fn calls_between_functions_keep_registers_and_frames() {
 #[test]
 fn may_goto_ends_a_loop_as_the_interpreter_does() {
     // r0 = 0; loop: may_goto +2; r0 += 1; ja -3; exit
-    let p = [
-        i(0xb7, 0, 0, 0, 0),
-        i(JMP | JCOND, 0, 0, 2, 0),
-        i(ALU64 | ADD, 0, 0, 0, 1),
-        i(JMP | JA, 0, 0, -3, 0),
-        EXIT_INSN,
-    ];
+    let p =
+        [mov64_imm(0, 0), i(JMP | JCOND, 0, 0, 2, 0), i(ALU64 | ADD, 0, 0, 0, 1), i(JMP | JA, 0, 0, -3, 0), EXIT_INSN];
     assert_eq!(jitted(&p), interpret(&p));
     assert_eq!(jitted(&p), 8 * 1024 * 1024);
 }
@@ -238,7 +233,7 @@ fn may_goto_ends_a_loop_as_the_interpreter_does() {
 fn each_address_of_the_code_maps_back_to_its_instruction() {
     // r0 = 1; r1 = imm64 (two slots, one x86 instruction); r0 += r1; exit
     let [lo, hi] = ld64(1, 0x1234_5678_9abc);
-    let p = [i(0xb7, 0, 0, 0, 1), lo, hi, i(0x0f, 0, 1, 0, 0), i(0x95, 0, 0, 0, 0)];
+    let p = [mov64_imm(0, 1), lo, hi, alu(ALU64, ADD, 0, Some(1), 0), exit()];
     let prog = JitProgram::compile(&p, &mut NoMaps).expect("compiles");
     let (start, end) = prog.code_range();
     assert_eq!(prog.pc_of(start), Some(0), "the prologue is the first instruction's");

@@ -28,11 +28,12 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::insn::{Insn, helper};
 use crate::kernel::load::constant_program;
 use crate::kernel::object::{BatchLoop, ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
-use crate::kernel::{AttachType, BpfInsn, FuncInfo};
+use crate::kernel::{AttachType, FuncInfo};
 use crate::packet::{diff_packets, pcap};
 use crate::record::{
     Body, Expected, InstructionCount, LoopConstruct, Outcome, PacketBytes, Runtime, Timing, VerifierStats,
@@ -292,7 +293,7 @@ impl Workload for ObjectBench {
         // The final instructions, before loading takes them over.
         let insns = user.insns(name)?;
         if runtime == Runtime::User {
-            crate::uvm::runtime::check_calls(name, &crate::uvm::from_libbpf(&insns))?;
+            crate::uvm::runtime::check_calls(name, &insns)?;
         }
         let funcs = user.func_info(name)?;
         let mut notes = Vec::new();
@@ -436,9 +437,9 @@ fn fill_slots(user: &ObjectFile, setup: &ObjectSetup, notes: &mut Vec<String>) -
     Ok(others)
 }
 
-/// Whether the program calls `bpf_tail_call` (helper 12).
-fn makes_tail_calls(insns: &[BpfInsn]) -> bool {
-    splice::calls_helper(insns, 12)
+/// Whether the program calls `bpf_tail_call`.
+fn makes_tail_calls(insns: &[Insn]) -> bool {
+    splice::calls_helper(insns, helper::TAIL_CALL)
 }
 
 /// The user's object, loaded as its author's loader would.
@@ -450,7 +451,7 @@ struct Loaded<'a> {
     tail_call_objects: Vec<ObjectFile>,
     /// The empty prog array slots watched, when the program makes tail calls.
     traps: Option<SlotTraps>,
-    insns: Vec<BpfInsn>,
+    insns: Vec<Insn>,
     funcs: Vec<FuncInfo>,
     /// The verifier's figures for the program as loaded.
     stats: VerifierStats,

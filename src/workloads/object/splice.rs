@@ -19,17 +19,14 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::{BtfType, TypeId};
 
 use crate::harness::inline::{self, NotInlined, Scrub};
-use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program, returning};
-use crate::kernel::{AttachType, BpfInsn, FuncInfo};
+use crate::insn::{self, Insn};
+use crate::kernel::load::{LoadSpec, btf_with_funcs, load_program};
+use crate::kernel::{AttachType, FuncInfo};
 use crate::record::LoopConstruct;
 
 use crate::kernel::lines::LineTable;
 use crate::kernel::object::{ObjectFile, ProgKind};
 
-/// BPF_JMP | BPF_CALL, and the call kinds its src_reg names.
-const CALL: u8 = 0x85;
-const PSEUDO_CALL: u8 = 1;
-const PSEUDO_KFUNC_CALL: u8 = 2;
 /// The stand-in the driver calls.
 const TARGET: &str = "bench_target";
 /// The driver's timed entry and its empty twin (may_goto's; in the
@@ -70,7 +67,7 @@ fn func_name(obj: &ObjectFile, type_id: u32) -> Option<String> {
 /// Where bench_target starts in the driver program `prog`, checked to be
 /// the last function, with every call before it reaching it or another of
 /// the driver's functions (the bounded loop's step).
-fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<usize> {
+fn target_offset(driver: &ObjectFile, prog: &str, insns: &[Insn]) -> Result<usize> {
     let funcs = driver.func_info(prog)?;
     let target = funcs
         .iter()
@@ -82,8 +79,8 @@ fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<u
     let reaches = insns[..target]
         .iter()
         .enumerate()
-        .filter(|(_, i)| i.code == CALL && i.src_reg() == PSEUDO_CALL)
-        .all(|(at, i)| starts.contains(&(at as i64 + 1 + i64::from(i.imm))));
+        .filter(|(_, i)| i.is_pseudo_call())
+        .all(|(at, i)| starts.contains(&i.call_target(at)));
     ensure!(reaches, "the {prog} driver calls into the middle of a function");
     Ok(target)
 }
@@ -93,7 +90,7 @@ fn target_offset(driver: &ObjectFile, prog: &str, insns: &[BpfInsn]) -> Result<u
 /// an inline body, which runs in the kernel only).
 pub struct Loaded {
     pub fd: OwnedFd,
-    pub insns: Vec<BpfInsn>,
+    pub insns: Vec<Insn>,
     pub lines: LineTable,
     /// Bytes of the body's stack zeroed after each inline copy (0: none).
     pub scrubbed: i64,
@@ -102,7 +99,7 @@ pub struct Loaded {
 /// The driver's instructions up to the stand-in followed by `body`'s, with
 /// the function records that go with them; `target` is where the body starts.
 struct Code {
-    insns: Vec<BpfInsn>,
+    insns: Vec<Insn>,
     funcs: Vec<FuncInfo>,
     target: usize,
 }
@@ -122,20 +119,19 @@ impl Code {
 /// register. A store to a packet or map at the same offset counts too: a
 /// field put back needlessly costs ~0.15 ns, a field missed would hand the
 /// next iteration another input.
-pub fn skb_fields_written(insns: &[BpfInsn]) -> u32 {
+pub fn skb_fields_written(insns: &[Insn]) -> u32 {
     // (offset in struct __sk_buff, bit): mark, priority, tc_index, tc_classid.
     const FIELDS: [(i16, u32); 4] = [(8, 1), (32, 2), (44, 4), (72, 8)];
-    const FP: u8 = 10;
     insns
         .iter()
-        .filter(|i| matches!(i.code & 0x07, 0x02 | 0x03) && i.code & 0x18 == 0x00 && i.dst_reg() != FP)
+        .filter(|i| matches!(i.class(), insn::ST | insn::STX) && i.access_bytes() == 4 && i.dst != insn::FP)
         .flat_map(|i| FIELDS.iter().filter(move |(off, _)| i.off == *off).map(|(_, bit)| bit))
         .fold(0, |m, bit| m | bit)
 }
 
 /// Whether `insns` call helper `id`.
-pub fn calls_helper(insns: &[BpfInsn], id: i32) -> bool {
-    insns.iter().any(|i| i.code == CALL && i.src_reg() == 0 && i.imm == id)
+pub fn calls_helper(insns: &[Insn], id: i32) -> bool {
+    insns.iter().any(|i| i.calls_helper(id))
 }
 
 /// The user's program as the body of the prepared `driver`'s timed entry,
@@ -150,7 +146,7 @@ pub fn splice(
     inline: Option<Scrub>,
 ) -> Result<Loaded> {
     let UserParts { object: user, program, insns, funcs } = *user;
-    if insns.iter().any(|i| i.code == CALL && i.src_reg() == PSEUDO_KFUNC_CALL && i.off != 0) {
+    if insns.iter().any(|i| i.code == insn::CALL_OP && i.src == insn::KFUNC_CALL && i.off != 0) {
         bail!("program '{program}' calls kfuncs of a kernel module, which a spliced program cannot reach");
     }
     let driver_insns = driver.insns(entry_name)?;
@@ -195,7 +191,7 @@ pub fn splice(
 pub struct UserParts<'a> {
     pub object: &'a ObjectFile,
     pub program: &'a str,
-    pub insns: &'a [BpfInsn],
+    pub insns: &'a [Insn],
     pub funcs: &'a [FuncInfo],
 }
 
@@ -223,7 +219,7 @@ pub fn inline_overhead(
     let target = target_offset(driver, entry_name, &driver_insns)?;
     let mut insns = driver_insns[..target].to_vec();
     // The verdict the driver's own empty body returns (XDP_PASS, TC_ACT_OK).
-    insns.extend(returning(kind.pass_verdict()));
+    insns.extend(insn::returning(kind.pass_verdict()));
     let scrub = if scrubbed > 0 { Scrub::Bytes(scrubbed) } else { Scrub::None };
     let (code, scrubbed) = Code { insns, funcs: Vec::new(), target }.inline(scrub)?;
     let spec = LoadSpec { kind, name: "bench_overhead", license: "Dual BSD/GPL", attach, flags, funcs: None };
@@ -235,22 +231,15 @@ pub fn inline_overhead(
 mod tests {
     use super::*;
 
-    fn store(code: u8, dst: u8, off: i16) -> BpfInsn {
-        let mut i = BpfInsn { code, off, ..Default::default() };
-        i.set_dst_reg(dst);
-        i
-    }
+    use crate::insn::{st_imm, stx};
 
     #[test]
     fn the_skb_fields_put_back_are_those_with_a_4_byte_store_at_their_offset() {
-        const STX_W: u8 = 0x63;
-        const ST_W: u8 = 0x62;
-        const STX_H: u8 = 0x6b;
         // mark (8) through r1, tc_classid (72) through r6 as an immediate.
-        assert_eq!(skb_fields_written(&[store(STX_W, 1, 8), store(ST_W, 6, 72)]), 1 | 8);
+        assert_eq!(skb_fields_written(&[stx(4, 1, 2, 8), st_imm(4, 6, 72, 0)]), 1 | 8);
         // priority (32) and tc_index (44): every 4-byte store there counts, whatever the base.
-        assert_eq!(skb_fields_written(&[store(STX_W, 2, 32), store(STX_W, 3, 44)]), 2 | 4);
+        assert_eq!(skb_fields_written(&[stx(4, 2, 1, 32), stx(4, 3, 1, 44)]), 2 | 4);
         // Not: the program's own stack, other widths, other offsets.
-        assert_eq!(skb_fields_written(&[store(STX_W, 10, 8), store(STX_H, 1, 8), store(STX_W, 1, 12)]), 0);
+        assert_eq!(skb_fields_written(&[stx(4, 10, 1, 8), stx(2, 1, 2, 8), stx(4, 1, 2, 12)]), 0);
     }
 }

@@ -16,9 +16,6 @@ use anyhow::{Context, Result, bail};
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
 use super::{DriverState, Rodata, outputs_differ, write_variants};
 
-/// bpf_xdp_adjust_meta's helper id.
-const XDP_ADJUST_META: i32 = 54;
-
 /// driver.h's BENCH_RESTORE_DROP_META, beside the bytes written back.
 pub(super) fn drop_meta(drop: bool) -> u32 {
     if drop { 1 << 31 } else { 0 }
@@ -27,12 +24,13 @@ use crate::harness::BatchTiming;
 use crate::harness::inline::Scrub;
 use crate::harness::timing::{BodyChoice, cannot_inline, place};
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
+use crate::insn::Insn;
 use crate::kernel::lines::LineTable;
 use crate::kernel::object::{ObjectFile, ProgKind};
 use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::map_handle_from_fd;
 use crate::kernel::test_run::RunOutput;
-use crate::kernel::{AttachType, BpfInsn, FuncInfo};
+use crate::kernel::{AttachType, FuncInfo};
 use crate::record::{Body, LoopConstruct, Runtime};
 use crate::uvm::UserRuntime;
 
@@ -90,7 +88,7 @@ pub struct UserProgram<'a> {
     pub object: &'a ObjectFile,
     pub name: &'a str,
     pub kind: ProgKind,
-    pub insns: &'a [BpfInsn],
+    pub insns: &'a [Insn],
     pub funcs: &'a [FuncInfo],
 }
 
@@ -139,7 +137,10 @@ impl Spliced {
         driver.set_rodata(&Rodata {
             cfg_variants: variants.len() as u32,
             cfg_restore_bytes: restore
-                | drop_meta(user.kind == ProgKind::Xdp && splice::calls_helper(user.insns, XDP_ADJUST_META)),
+                | drop_meta(
+                    user.kind == ProgKind::Xdp
+                        && splice::calls_helper(user.insns, crate::insn::helper::XDP_ADJUST_META),
+                ),
             cfg_skb_fields,
         })?;
         driver.set_max_entries("bench_variants", variants.len() as u32)?;
@@ -197,7 +198,7 @@ impl Spliced {
     fn move_to_user(
         &mut self,
         user: &UserProgram<'_>,
-        spliced: (&[BpfInsn], LineTable),
+        spliced: (&[Insn], LineTable),
         variants: &[Vec<u8>],
     ) -> Result<()> {
         let (mut overhead, overhead_insns, overhead_lines) = self.load_overhead()?;
@@ -240,7 +241,7 @@ impl Spliced {
 
     /// The driver's loop around an empty call, loaded into the kernel, its
     /// instructions and their source lines.
-    fn load_overhead(&self) -> Result<(TimedProgram, Vec<BpfInsn>, LineTable)> {
+    fn load_overhead(&self) -> Result<(TimedProgram, Vec<Insn>, LineTable)> {
         let (attach, flags) = self.load_attrs;
         let prog = match self.placement {
             Body::Call => splice::overhead(&self.driver, &self.overhead_name, self.kind, attach, flags)?,
@@ -306,7 +307,7 @@ mod tests {
     /// in userspace already where the program runs alone.
     /// A test object's program `name` prepared and loaded, its prepared
     /// instructions and function records, and the CPU this thread is pinned to.
-    fn loaded(name: &str) -> (usize, ObjectFile, Vec<BpfInsn>, Vec<FuncInfo>) {
+    fn loaded(name: &str) -> (usize, ObjectFile, Vec<Insn>, Vec<FuncInfo>) {
         crate::system::check_privileges().unwrap();
         let cpu = crate::system::cpu::default_cpu().unwrap();
         crate::system::cpu::pin_to_cpu(cpu).unwrap();

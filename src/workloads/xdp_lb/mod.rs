@@ -216,7 +216,7 @@ impl PreparedScenario for Prepared<'_> {
 pub struct FuzzCorpus {
     pub runtime: crate::uvm::UserRuntime,
     pub names: Vec<String>,
-    pub programs: Vec<Vec<crate::uvm::Insn>>,
+    pub programs: Vec<Vec<crate::insn::Insn>>,
     pub packets: Vec<Vec<u8>>,
 }
 
@@ -247,7 +247,7 @@ mod userspace_tests {
         crate::system::cpu::pin_to_cpu(cpu).unwrap();
         let lb = LoadedLb::load(&LoadedLb::builtin(), LoopConstruct::MayGoto).unwrap();
         let live = lb.live.as_ref().expect("the built-in object has xdp_lb_live");
-        let insns = crate::uvm::from_libbpf(&lb.code.programs["xdp_lb_live"]);
+        let insns = lb.code.programs["xdp_lb_live"].clone();
         let mut maps = UserMaps::mirror_ids(&lb.code.maps).unwrap();
         let mut helpers = Helpers::new(cpu, 1);
         let interp = Interpreter::new(&insns);
