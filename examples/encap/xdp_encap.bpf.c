@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: IPv4 packets to a service in `services` are encapsulated
  * in IPIP towards the service's backend (bpf_xdp_adjust_head) and sent
@@ -112,4 +112,4 @@ int xdp_encap(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

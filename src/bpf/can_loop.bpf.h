@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * can_loop: a may_goto (Linux 6.9) as a loop condition, as libbpf's
  * bpf_experimental.h defines it; the verifier may end such a loop early,

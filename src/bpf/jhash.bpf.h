@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Bob Jenkins' lookup3 hash ("jhash"), as Linux and Katran use it for flow
  * hashing. src/workloads/xdp_lb/jhash.rs is the host's copy, used to predict

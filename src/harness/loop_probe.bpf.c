@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Candidate loop constructs for BENCH_TIMED_LOOP, each timing an empty body.
  * `bpfbench loops` runs them so the choice in bench_timing.bpf.h stays a

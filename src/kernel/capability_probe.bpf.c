@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The smallest programs that need each kernel feature bpfbench's timing
  * uses. The host loads them one at a time (the others unloaded): a program
@@ -83,4 +83,4 @@ int probe_xdp(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

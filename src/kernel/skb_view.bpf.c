@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * What a tc program sees in its __sk_buff for one test run: every field a
  * tc program may read, copied into a map value laid out as __sk_buff. The

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The smallest tracing program: fentry on bpf_fentry_test1, a kernel
  * function that exists for BPF's own tests. Whether it loads and attaches
@@ -14,4 +14,4 @@ int tracing_probe(unsigned long long *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The return path of the generator's TCP mode, in XDP on the sending
  * interface. The kernel's own socket does the handshake (connect()); this
@@ -204,4 +204,4 @@ int xdp_tcp_acks(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

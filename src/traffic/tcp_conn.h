@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * One TCP connection driven from XDP, shared by the two programs that
  * drive it: the return path's (tcp_acks.bpf.c), which reads the

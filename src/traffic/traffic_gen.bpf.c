@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The traffic generator's XDP program. It runs in live-frames mode
  * (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES): the kernel hands it
@@ -476,4 +476,4 @@ int xdp_gen_tcp(struct xdp_md *ctx)
 	return bpf_redirect_map(&tx_port, 0, 0);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a cgroup skb filter that allows IPv4 TCP to port 80 and
  * denies everything else. Its packet starts at the network header. */
 #include <stddef.h>
@@ -25,4 +25,4 @@ int cgroup_allow_http(struct __sk_buff *skb)
 	return dport == bpf_htons(80);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Added work for A/B tests: a chain of N dependent multiplications the
  * compiler must keep (inline asm) and that changes no output. Each step
  * waits for the one before, so the cost grows linearly with N. */

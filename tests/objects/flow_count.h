@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The receiving end of the traffic generator's tests (xdp_flow_count,
  * xdp_flow_scribble): counts each frame under its flow (addresses,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a flow dissector for IPv4 TCP and UDP: fills the flow keys
  * (addresses, protocol, ports, offsets) and returns BPF_OK; anything else
  * is BPF_DROP. */
@@ -53,4 +53,4 @@ int flow_ipv4(struct __sk_buff *skb)
 	return BPF_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

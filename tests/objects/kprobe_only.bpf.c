@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object with a program of a type bpfbench does not time. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -9,4 +9,4 @@ int on_open(void *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a socket lookup program that refuses TCP connections to
  * local port 22 (IPv4 and IPv6) and lets the kernel's lookup go on for the
  * rest. */
@@ -14,4 +14,4 @@ int lookup_no_ssh(struct bpf_sk_lookup *ctx)
 	return SK_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

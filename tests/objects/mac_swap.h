@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The MAC swap of the test objects that answer XDP_TX (xdp_swap,
  * xdp_chain's last program): exchanges the Ethernet addresses in place. */
 #ifndef MAC_SWAP_H

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a netfilter hook program that accepts IPv4 packets of up to
  * 100 bytes and drops the rest (longer ones, IPv6). The kernel's structs
  * are declared as far as used and relocated (CO-RE) against its BTF. */
@@ -31,4 +31,4 @@ int nf_small_v4(struct bpf_nf_ctx *ctx)
 	return ctx->skb->len > 100 ? NF_DROP : NF_ACCEPT;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

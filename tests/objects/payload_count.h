@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* The counter of the chain test objects (xdp_chain, tc_chain): programs of
  * a chain add 1 to one payload byte, so the output packet shows how many
  * of them ran. */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: raw tracepoint programs given their arguments by the test
  * run. raw_tp_sum returns the sum of the first three, counting its runs
  * in a map; raw_tp_chain tail-calls raw_tp_sum. */
@@ -39,4 +39,4 @@ int raw_tp_chain(struct bpf_raw_tracepoint_args *ctx)
 	return -1;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

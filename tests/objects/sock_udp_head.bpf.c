@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a socket filter that keeps the first 64 bytes of IPv4 UDP
  * datagrams and drops everything else. In a socket filter's test run the
  * packet starts at the network header. */
@@ -22,4 +22,4 @@ int sock_udp_head(struct __sk_buff *skb)
 	return proto == IPPROTO_UDP ? 64 : 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a syscall program whose context is its own struct: it
  * writes the product of the first two words into the third (the test
  * run gives the context back) and returns their sum. */
@@ -18,4 +18,4 @@ int syscall_mul(struct args *ctx)
 	return ctx->a + ctx->b;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a chain of tc programs, as tc datapaths are built (Cilium's
  * are chains of tail calls):
  * - tc_chain_entry -> tc_chain_mark: only the chain marks the packet
@@ -49,4 +49,4 @@ int tc_chain_count(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

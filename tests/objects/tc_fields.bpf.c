@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Writes every __sk_buff field the timing driver puts back (mark, priority,
  * tc_index, tc_classid), each from its own value: a run that does not start
  * from the case's fields (all 0) returns TC_ACT_SHOT instead of TC_ACT_OK. */
@@ -18,4 +18,4 @@ int tc_fields(struct __sk_buff *skb)
 	return fresh ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

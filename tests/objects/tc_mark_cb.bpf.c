@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a tc program whose verdict depends on the context a test
  * sets: it drops packets marked 7 whose cb[0] is 42, passes the rest. */
 #include <linux/bpf.h>
@@ -13,4 +13,4 @@ int tc_mark_cb(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

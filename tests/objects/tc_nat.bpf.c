@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object (tc): a destination NAT through the skb helpers rather than
  * direct packet access. tc_nat reads the IPv4 header with
  * bpf_skb_load_bytes, writes the new destination (10.0.0.99) with
@@ -92,4 +92,4 @@ int tc_vlan(struct __sk_buff *skb)
 	return bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), 7) ? TC_ACT_SHOT : TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

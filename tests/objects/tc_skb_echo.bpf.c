@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object (tc): writes the __sk_buff fields a tc program may read into
  * the packet after its Ethernet header, so that a run's output packet
  * shows the context it saw (the kernel's and the userspace runtime's must
@@ -47,4 +47,4 @@ int tc_skb_echo(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

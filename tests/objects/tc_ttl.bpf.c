@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object (tc): IPv4 packets get their TTL decremented (checksum fixed
  * with bpf_l3_csum_replace) and a mark; others pass as they are. */
 #include <linux/bpf.h>
@@ -32,4 +32,4 @@ int tc_ttl(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

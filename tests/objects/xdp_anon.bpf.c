@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a map keyed, as real balancers do, by a struct holding an
  * anonymous union (IPv4 or IPv6 address); packets to a listed IPv4
  * destination are sent back, others pass. */
@@ -50,4 +50,4 @@ int xdp_anon(struct xdp_md *ctx)
 	return a ? a->verdict : XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

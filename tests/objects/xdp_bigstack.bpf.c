@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a 500-byte value built on the stack leaves no room for a
  * caller's frame, so it loads alone but not spliced into bpfbench's driver. */
 #include <linux/bpf.h>
@@ -27,4 +27,4 @@ int xdp_bigstack(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Chains of tail calls through a prog array the object declares filled
  * (libbpf fills the slots when the programs named are loaded too):
  * - chain_entry -> chain_tx: only the chain swaps the MAC addresses and
@@ -85,4 +85,4 @@ int chain_open(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

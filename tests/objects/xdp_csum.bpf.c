@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: bpf_csum_diff on bytes of the packet, to compare the kernel
  * and userspace. Byte 14 is from_size, byte 15 to_size (each 0-63), bytes
@@ -27,4 +27,4 @@ int xdp_csum(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: asks the kernel's routing table (bpf_fib_lookup), which no
  * userspace runtime has; --runtime user must refuse it when it loads.
@@ -18,4 +18,4 @@ int xdp_fib(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Counts each frame as xdp_flow_count does, then overwrites its first 60
  * bytes, as a receiver that rewrites headers in place would: the
@@ -20,4 +20,4 @@ int xdp_flow_scribble(struct xdp_md *ctx)
 	return verdict;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

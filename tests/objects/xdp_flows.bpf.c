@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: counts the packets of every IPv4 TCP/UDP flow it sees in
  * `flows` (keyed by the 5-tuple) and passes them on untouched. */
 #include <linux/bpf.h>
@@ -49,4 +49,4 @@ int xdp_flows(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

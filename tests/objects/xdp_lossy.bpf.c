@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: a lossy link. Passes every frame but one in `every` of the
  * full-size ones (data segments; handshakes and ACKs are small), which it
@@ -31,4 +31,4 @@ int xdp_lossy(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: an LPM trie of IPv4 prefixes driven from packets. Bytes
  * 14-17 are the address, byte 18 the operation (0 lookup as a /32, 1
@@ -53,4 +53,4 @@ int xdp_lpm(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: drives a small LRU hash from packets, to compare its
  * evictions in the kernel and in userspace. Bytes 14-17 are the key, byte
@@ -55,4 +55,4 @@ int xdp_lru(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: leaves 4 bytes of metadata in front of the packet
  * (bpf_xdp_adjust_meta), as Cilium's XDP entry does; a run that starts
  * with metadata already there (one the loop did not drop) aborts. The
@@ -22,4 +22,4 @@ int xdp_meta(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

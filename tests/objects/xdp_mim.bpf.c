@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Test object: an array of hash maps, as load balancers keep per-CPU
  * connection tables. Byte 14 picks the slot, bytes 15-18 are the key; the
@@ -53,4 +53,4 @@ int xdp_mim(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

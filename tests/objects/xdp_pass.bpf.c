@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: passes every packet; the empty program of cross-checks. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -9,4 +9,4 @@ int xdp_pass(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

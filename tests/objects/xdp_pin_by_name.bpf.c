@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Counts frames in a map declared to be pinned by name, as many datapaths
  * declare their maps: libbpf would pin it under /sys/fs/bpf when bpffs is
@@ -26,4 +26,4 @@ int xdp_pin_by_name(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object the verifier refuses: it reads the packet without checking
  * its length first. */
 #include <linux/bpf.h>
@@ -12,4 +12,4 @@ int xdp_reject(struct xdp_md *ctx)
 	return data[20] ? XDP_PASS : XDP_DROP;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

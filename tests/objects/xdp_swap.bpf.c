@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: swaps the Ethernet addresses and sends the frame back.
  * SWAP_EXTRA_ALU=N adds N multiplications of work (xdp_swap_slow.bpf.c). */
 #include <linux/bpf.h>
@@ -21,4 +21,4 @@ int xdp_swap(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

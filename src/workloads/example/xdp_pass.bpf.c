@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* CONTRIBUTING.md's example workload: XDP_PASS in the timing loop. */
 #include "bench_timing.bpf.h"
 

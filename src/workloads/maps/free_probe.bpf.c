@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Times the freeing of one map: fentry/fexit on bpf_map_free_deferred(), the
  * workqueue function that runs a map's ->map_free() (trie_free() for an LPM
@@ -66,4 +66,4 @@ int on_free_exit(unsigned long long *ctx)
 	return 0;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Map-operation microbenchmarks: one operation (lookup, insert, update,
  * delete) on `bench_map`, repeated inside BENCH_TIMED_BATCH.

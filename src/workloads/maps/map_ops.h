@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* Shared between map_ops.bpf.c and its host driver, which reads these
  * definitions from the object's BTF (instance.rs): host constants are enums. */
 #ifndef MAP_OPS_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Shared by the timing drivers for users' programs (driver_xdp.bpf.c,
  * driver_tc.bpf.c). The host reads these definitions from the objects' BTF.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The timing driver for a user's XDP or tc program that makes tail calls
  * (a chain). A tail call does not return to its caller, so the chain cannot

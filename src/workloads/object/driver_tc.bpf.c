@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The timing driver for a user's tc (sched_cls) program (see driver.h).
  * bench_target() is a stand-in the host replaces with the user's program;

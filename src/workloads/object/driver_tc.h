@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The tc drivers' skb handling (driver_tc.bpf.c, driver_chain.bpf.c): a
  * batch's start records the skb's length and the fields a tc program may

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Definitions of the Katran-model load balancer's maps. The host's views of
  * these structs and enums are generated from the object's BTF (maps.rs), so

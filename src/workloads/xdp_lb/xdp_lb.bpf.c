@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * An XDP L4 load balancer modelled on Katran's datapath:
  *   L3/L4 parse -> VIP lookup (addr, port, proto; then port 0)
