@@ -68,7 +68,7 @@ if [ "$mode" = test ]; then
   cargo fmt --check
   cargo clippy --release --locked --all-targets -- -D warnings
 
-  # Guests of Debian's 5.10, 6.1 and 6.12 kernels (tests/guests.rs): virtme-ng
+  # Guests of Debian's 5.10, 6.1 and 6.12 kernels (tests/guests/debian.rs): virtme-ng
   # boots them with this machine's root shared read-only.
   if ! command -v vng >/dev/null 2>&1; then
     echo "setup.sh: installing virtme-ng (PyPI)" >&2
@@ -83,9 +83,9 @@ fi
 
 cargo build --release --locked
 if [ "$mode" = test ]; then
-  # One test thread (also set for plain `cargo test` in .cargo/config.toml):
-  # timed kernel tests must not share the two CPUs with each other.
-  cargo test --release --locked -- --test-threads=1
+  # Tests run side by side; a timed kernel test holds the machine alone
+  # (tests/common/mod.rs: `machine`), so none shares the CPUs with it.
+  cargo test --release --locked
 else
   ./target/release/bpfbench run
 fi

@@ -2,7 +2,7 @@
 //!
 //! Layers, lowest first. A module uses only modules of lower layers (never
 //! one of its own layer), and only `kernel` uses `libbpf_sys`;
-//! `tests/layers.rs` reads this list and fails on an import against it.
+//! `tests/cli/layers.rs` reads this list and fails on an import against it.
 //!
 //! 1. `stats`, `packet`, `insn`: numbers, packets and BPF instructions as data;
 //! 2. `record`: the plain results model a run fills and everything else reads;

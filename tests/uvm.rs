@@ -90,6 +90,7 @@ fn both(object: &str, prog: &str, packet: &[u8]) -> (uvm::PacketOutcome, Counts,
 
 #[test]
 fn userspace_runs_give_the_kernels_verdicts_and_packets() {
+    let _machine = common::machine();
     for (object, prog) in [
         ("xdp_swap.bpf.o", "xdp_swap"),
         ("xdp_swap_slow.bpf.o", "xdp_swap"),
@@ -114,6 +115,7 @@ fn userspace_runs_give_the_kernels_verdicts_and_packets() {
 
 #[test]
 fn instruction_counts_are_identical_run_after_run_and_see_added_work() {
+    let _machine = common::machine();
     let counts: Vec<Counts> = (0..10).map(|_| both("xdp_swap.bpf.o", "xdp_swap", &frame()).1).collect();
     assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
     // xdp_swap_slow is xdp_swap with a chain of multiplications added.
@@ -127,6 +129,7 @@ fn run_raw(insns: &[Insn]) -> Result<uvm::PacketOutcome, uvm::VmError> {
 
 #[test]
 fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() {
+    let _machine = common::machine();
     let exit = exit();
     // r0 = *(u64 *)(r1 + 4096): far past the context.
     let e = run_raw(&[ldx(8, 0, 1, 4096), exit]).unwrap_err();
@@ -157,6 +160,7 @@ fn bytecode_the_verifier_would_refuse_ends_in_an_error_naming_the_instruction() 
 
 #[test]
 fn random_bytecode_ends_in_a_result_or_an_error_never_a_crash() {
+    let _machine = common::machine();
     // A short, bounded run for CI: 20,000 programs of 1 to 32 random
     // instructions (any opcode, any register number), 10,000 steps each.
     let mut runtime = uvm::UserRuntime::new(&bpfbench::kernel::prepared::PreparedCode::default(), 0).unwrap();
@@ -181,6 +185,7 @@ fn udp(sport: u16) -> Vec<u8> {
 
 #[test]
 fn a_hash_map_ends_as_the_kernels_does() {
+    let _machine = common::machine();
     // xdp_flows counts each flow: a lookup, an atomic add, or an update with BPF_NOEXIST.
     let mut b = Both::open("xdp_flows.bpf.o", "xdp_flows");
     for round in 0..3u16 {
@@ -278,6 +283,7 @@ fn map_ops_match_the_kernel(object: &str, cpu_of: impl Fn(usize) -> usize) {
 
 #[test]
 fn an_lru_hash_evicts_what_the_kernels_evicts() {
+    let _machine = common::machine();
     let cpu = common::prepared_cpu();
     map_ops_match_the_kernel("xdp_lru.bpf.o", |_| cpu);
     map_ops_match_the_kernel("xdp_lru_percpu.bpf.o", |_| cpu);
@@ -285,6 +291,7 @@ fn an_lru_hash_evicts_what_the_kernels_evicts() {
 
 #[test]
 fn an_lru_hash_shared_by_cpus_evicts_as_the_kernels() {
+    let _machine = common::machine();
     // Runs of five operations on each CPU in turn: each CPU keeps its own
     // free and pending nodes, and a refill on one CPU shrinks what the
     // other's flushed. (Stealing, for when every node sits in some CPU's
@@ -298,6 +305,7 @@ fn an_lru_hash_shared_by_cpus_evicts_as_the_kernels() {
 
 #[test]
 fn a_per_cpu_hash_keeps_each_cpus_copy_as_the_kernels() {
+    let _machine = common::machine();
     // A program's update writes its CPU's copy in place (a new key's other
     // copies zeroed); a full map refuses new keys.
     let cpus = bpfbench::system::cpu::allowed_cpus().unwrap();
@@ -306,6 +314,7 @@ fn a_per_cpu_hash_keeps_each_cpus_copy_as_the_kernels() {
 
 #[test]
 fn an_array_of_maps_reaches_the_inner_maps_setup_put_there() {
+    let _machine = common::machine();
     // Setup as a load balancer's host does it: inner maps made here and
     // put into slots 0 and 2; slots 1 and 3 stay empty.
     let mut b = Both::open_with("xdp_mim.bpf.o", "xdp_mim", |obj| {
@@ -338,6 +347,7 @@ fn an_array_of_maps_reaches_the_inner_maps_setup_put_there() {
 
 #[test]
 fn an_lpm_trie_finds_the_kernels_longest_prefixes() {
+    let _machine = common::machine();
     // Setup puts two prefixes in; the program adds, looks up and deletes more.
     let mut b = Both::open_with("xdp_lpm.bpf.o", "xdp_lpm", |obj| {
         let m = obj.maps().find(|m| m.name() == "prefixes").unwrap();
@@ -394,6 +404,7 @@ fn run_json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn every_lb_scenario_validates_in_userspace_and_counts_the_same_each_run() {
+    let _machine = common::machine();
     let counts: Vec<Vec<serde_json::Value>> = (0..3)
         .map(|_| {
             let run = run_json(&["xdp-lb", "--metric", "insns"]);
@@ -425,6 +436,7 @@ fn every_lb_scenario_validates_in_userspace_and_counts_the_same_each_run() {
 
 #[test]
 fn runtime_both_times_each_scenario_in_the_kernel_and_in_userspace() {
+    let _machine = common::machine();
     let args = [
         "xdp-lb",
         "--runtime",
@@ -466,6 +478,7 @@ fn runtime_both_times_each_scenario_in_the_kernel_and_in_userspace() {
 
 #[test]
 fn a_one_instruction_change_is_counted_as_exactly_one_more() {
+    let _machine = common::machine();
     let dir = common::temp_dir("uvm-one-insn");
     let (a, b) = (dir.join("a.bpf.o"), dir.join("b.bpf.o"));
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/build-object.sh");
@@ -529,6 +542,7 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
 
 #[test]
 fn runtime_and_metric_mistakes_get_one_line() {
+    let _machine = common::machine();
     for (args, needle) in [
         (
             vec!["run", "--metric", "insns", "--runtime", "kernel"],
@@ -545,6 +559,7 @@ fn runtime_and_metric_mistakes_get_one_line() {
 
 #[test]
 fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
+    let _machine = common::machine();
     let (call, exit) = (call_helper, exit());
     let code = bpfbench::kernel::prepared::PreparedCode {
         programs: [("looks_up".to_string(), vec![call(69), exit])].into(),
@@ -573,6 +588,7 @@ fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
 
 #[test]
 fn the_jit_gives_the_interpreters_verdicts_and_packets_for_every_scenario() {
+    let _machine = common::machine();
     bpfbench::system::check_privileges().unwrap();
     let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(0).unwrap();
     let mut rt = corpus.runtime;
@@ -594,6 +610,7 @@ fn the_jit_gives_the_interpreters_verdicts_and_packets_for_every_scenario() {
 
 #[test]
 fn ab_compares_the_kernel_and_the_userspace_jit_in_alternation() {
+    let _machine = common::machine();
     let o = common::bpfbench(&[
         "ab",
         "--workload",
@@ -646,6 +663,7 @@ fn ab_compares_the_kernel_and_the_userspace_jit_in_alternation() {
 
 #[test]
 fn mutated_load_balancer_programs_end_in_a_result_or_an_error() {
+    let _machine = common::machine();
     // A short, bounded run for CI; `bpfbench fuzz-uvm` runs a million.
     bpfbench::system::check_privileges().unwrap();
     let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(0).unwrap();
@@ -676,6 +694,7 @@ fn encap_args() -> Vec<String> {
 
 #[test]
 fn your_objects_validate_against_the_kernel_and_time_in_userspace() {
+    let _machine = common::machine();
     let args = encap_args();
     let mut both: Vec<&str> = args.iter().map(String::as_str).collect();
     both.extend(["--runtime", "both", "--samples", "5", "--batch-ms", "2", "--warmup", "0"]);
@@ -725,6 +744,7 @@ fn lines_add_up(c: &serde_json::Value) -> Vec<(String, String, i64)> {
 
 #[test]
 fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balancer() {
+    let _machine = common::machine();
     let args = encap_args();
     let mut profiled: Vec<&str> = args.iter().map(String::as_str).collect();
     profiled.push("--profile");
@@ -787,6 +807,7 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
 
 #[test]
 fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line() {
+    let _machine = common::machine();
     let object = |name: &str| test_object(name).to_string_lossy().into_owned();
     let (sock, swap, fib) = (object("sock_udp_head.bpf.o"), object("xdp_swap.bpf.o"), object("xdp_fib.bpf.o"));
     for (args, needle) in [
@@ -818,6 +839,7 @@ fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line(
 
 #[test]
 fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
+    let _machine = common::machine();
     // Every map type and operation of the maps suite, and the LPM-trie suite.
     for suite in ["maps", "lpm-trie"] {
         let mut args =
@@ -896,6 +918,7 @@ fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
 
 #[test]
 fn csum_diff_gives_the_kernels_checksums_in_both_engines() {
+    let _machine = common::machine();
     bpfbench::system::check_privileges().unwrap();
     // The same object a second time, prepared for the runtime and verified, for the JIT.
     let mut open = libbpf_rs::ObjectBuilder::default().open_file(test_object("xdp_csum.bpf.o")).unwrap();

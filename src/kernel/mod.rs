@@ -1,7 +1,7 @@
 //! The one place bpfbench talks to the kernel: libbpf (and its raw calls
 //! through `libbpf_sys`) and the BPF syscalls. Everything else reaches the
 //! kernel through these modules and the types they name; no other module
-//! uses `libbpf_sys` (a test in `tests/layers.rs` holds the tree to that).
+//! uses `libbpf_sys` (a test in `tests/cli/layers.rs` holds the tree to that).
 //!
 //! - [`object`]: a BPF object file opened with libbpf, one program loaded
 //!   with its verifier log; [`prepared`]: the instructions and maps libbpf

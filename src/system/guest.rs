@@ -133,7 +133,7 @@ pub fn remove_leftovers() -> Vec<String> {
         else {
             continue;
         };
-        if owner != std::process::id() && !super::other_bpfbench_alive(owner) {
+        if owner != std::process::id() && !super::owner_alive(owner, Some(pid as u32)) {
             // SAFETY: a QEMU of a guest folder whose bpfbench is gone.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             removed.push(format!("QEMU process {pid} of a guest whose bpfbench (pid {owner}) was killed"));
@@ -143,7 +143,8 @@ pub fn remove_leftovers() -> Vec<String> {
         for d in dirs.flatten() {
             let name = d.file_name().to_string_lossy().into_owned();
             let owner = name.strip_prefix(FOLDER_PREFIX).and_then(|r| r.split('-').next()?.parse::<u32>().ok());
-            if owner.is_some_and(|o| o != std::process::id() && !super::other_bpfbench_alive(o)) {
+            // A folder outlives its QEMU: its owner is alive while its pid runs.
+            if owner.is_some_and(|o| o != std::process::id() && !super::owner_alive(o, None)) {
                 let _ = std::fs::remove_dir_all(d.path());
                 removed.push(format!("guest folder {}", d.path().display()));
             }

@@ -34,6 +34,23 @@ pub fn check_privileges() -> Result<()> {
     )
 }
 
+/// When process `pid` started, in clock ticks since boot (None: no such process).
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state is field 3, starttime field 22.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether process `pid`, other than this one, still runs and started no
+/// later than process `made`, which it would have started: a guest's
+/// owner (a pid reused after its owner was killed started later). Unlike
+/// [`other_bpfbench_alive`], the owner may be any program that uses
+/// bpfbench's library (the guests' tests boot guests in-process).
+pub fn owner_alive(pid: u32, made: Option<u32>) -> bool {
+    let started_first = |owner: u64| made.and_then(process_start).is_none_or(|child| owner <= child);
+    pid != std::process::id() && process_start(pid).is_some_and(started_first)
+}
+
 /// Whether process `pid` is a bpfbench other than this one that still
 /// runs: what a leftover's owner must not be for the leftover to be removed.
 pub fn other_bpfbench_alive(pid: u32) -> bool {

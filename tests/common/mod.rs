@@ -22,6 +22,35 @@ use bpfbench::stats::Summary;
 use bpfbench::stats::two_sample::Verdict;
 use bpfbench::system::{self, cpu};
 
+/// The machine, held for a test. Tests run side by side (two threads on
+/// this machine's two CPUs) unless they hold it: one that times programs,
+/// or changes what other tests see of the kernel (interfaces, pins,
+/// sysctls, leftovers' snapshots), holds it alone ([`machine`]); guests'
+/// tests, which load the CPUs but time nothing of the host's, share it
+/// with each other ([`machine_shared`]); pure tests take nothing. An flock,
+/// so test binaries run at once (cargo nextest) keep to it too.
+pub struct Machine(std::fs::File);
+
+fn lock_machine(how: libc::c_int) -> Machine {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("bpfbench-tests.lock");
+    let file = std::fs::File::options().create(true).truncate(false).write(true).open(&path).unwrap();
+    // SAFETY: an open file of ours; the lock goes with it when it closes.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), how) };
+    assert_eq!(rc, 0, "locking {}: {}", path.display(), std::io::Error::last_os_error());
+    Machine(file)
+}
+
+/// The machine alone, for a test that times programs or changes the kernel's state.
+pub fn machine() -> Machine {
+    lock_machine(libc::LOCK_EX)
+}
+
+/// The machine shared with other guests' tests (never with a timed test).
+pub fn machine_shared() -> Machine {
+    lock_machine(libc::LOCK_SH)
+}
+
 /// Pins this thread as a run would and returns its CPU.
 pub fn prepared_cpu() -> usize {
     system::check_privileges().expect("kernel tests run as root (CI does)");

@@ -2,7 +2,7 @@
 //! validation catches a one-byte difference and a wrong code path, and a
 //! short timed run orders the code paths as their work implies.
 
-mod common;
+use crate::common;
 
 use bpfbench::harness::runner::Runner;
 use bpfbench::harness::{LoadedWorkload, Variant, Workload};
@@ -21,6 +21,7 @@ fn validation_error(w: &XdpLb, name: &str) -> String {
 
 #[test]
 fn all_24_scenarios_validate_and_time_in_the_kernel() {
+    let _machine = common::machine();
     let w = XdpLb::default();
     let mut loaded = w.setup(prepared_cpu()).expect("loading xdp-lb");
     assert_eq!(w.scenarios().len(), 24);
@@ -43,6 +44,7 @@ fn all_24_scenarios_validate_and_time_in_the_kernel() {
 
 #[test]
 fn validation_fails_when_the_expected_packet_differs_by_one_byte() {
+    let _machine = common::machine();
     // Byte 26 is the first byte of the outer IPv4 source address.
     let w = XdpLb { corrupt_expected_byte: Some(26), ..Default::default() };
     let err = validation_error(&w, "tcp-v4-lru-hit");
@@ -55,6 +57,7 @@ fn validation_fails_when_the_expected_packet_differs_by_one_byte() {
 
 #[test]
 fn expired_udp_entries_miss_the_lru() {
+    let _machine = common::machine();
     let w = XdpLb::default();
     let mut loaded = w.setup(prepared_cpu()).unwrap();
     loaded.validate(&scenario(&w, "udp-v4-lru-hit")).expect("fresh UDP entries hit");
@@ -80,6 +83,7 @@ fn median(runner: &mut Runner, loaded: &mut dyn LoadedWorkload, w: &XdpLb, name:
 
 #[test]
 fn timed_code_paths_are_ordered_by_their_work() {
+    let _machine = common::machine();
     let w = XdpLb::default();
     let mut loaded = w.setup(prepared_cpu()).unwrap();
     let mut runner = quick_runner(15, 3.0);

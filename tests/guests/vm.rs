@@ -4,7 +4,7 @@
 //! one line naming the kernel; no QEMU is left, also after Ctrl-C, and a
 //! SIGKILLed vm's guest is removed by the next one.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,6 +20,24 @@ fn qemus(needle: &str) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect()
 }
 
+/// Runs bpfbench with `args`; its pid names its guests
+/// (`bpfbench-guest-PID-KERNEL`), which tells them from other tests'.
+fn bpfbench_pid(args: &[&str]) -> (u32, std::process::Output) {
+    let child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (pid, child.wait_with_output().unwrap())
+}
+
+/// QEMUs bpfbench `pid` left.
+fn left_by(pid: u32) -> Vec<String> {
+    qemus(&format!("bpfbench-guest-{pid}-"))
+}
+
 /// Waits until the QEMU of bpfbench `pid`'s guest of trixie runs (not the
 /// short-lived one that tries KVM first).
 fn wait_for_guest(pid: u32) {
@@ -32,6 +50,7 @@ fn wait_for_guest(pid: u32) {
 
 #[test]
 fn a_matrix_of_two_guest_kernels_is_stored_with_their_kernels_and_rendered() {
+    let _machine = common::machine_shared();
     let (Some(_), Some(_)) = (guest::kernel("bullseye"), guest::kernel("trixie")) else { return };
     let dir = temp_dir("vm-matrix");
     let db = dir.join("history.db").display().to_string();
@@ -86,6 +105,7 @@ fn a_matrix_of_two_guest_kernels_is_stored_with_their_kernels_and_rendered() {
 
 #[test]
 fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kernel() {
+    let _machine = common::machine_shared();
     let Some(_) = guest::kernel("trixie") else { return };
     // Not a kernel: refused before any guest boots, in one line naming it
     // (QEMU's own refusal came padded with the console's NUL bytes).
@@ -102,7 +122,7 @@ fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kern
 
     // A run longer than the bound: killed at the bound, nothing left.
     let started = Instant::now();
-    let out = bpfbench(&[
+    let (pid, out) = bpfbench_pid(&[
         "vm",
         "--kernel",
         "trixie",
@@ -121,11 +141,12 @@ fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kern
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("bpfbench: error:")).collect();
     assert_eq!(errors.len(), 1, "{}", stderr(&out));
     assert!(errors[0].contains("trixie: the guest did not finish within 10 s and was killed"), "{}", errors[0]);
-    assert!(qemus("bpfbench-guest-").is_empty(), "a QEMU is left");
+    assert!(left_by(pid).is_empty(), "a QEMU is left");
 }
 
 #[test]
 fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
+    let _machine = common::machine_shared();
     let Some(_) = guest::kernel("trixie") else { return };
     let long = ["vm", "--kernel", "trixie", "--no-store", "--", "-s", "pass-non-ip", "--samples", "100000"];
     let spawn = || {
@@ -140,9 +161,10 @@ fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
     wait_for_guest(child.id());
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let pid = child.id();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(qemus("bpfbench-guest-").is_empty(), "Ctrl-C left a QEMU");
+    assert!(left_by(pid).is_empty(), "Ctrl-C left a QEMU");
 
     let mut child = spawn();
     let pid = child.id();
@@ -171,8 +193,9 @@ fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
 /// not boot is one line naming it, and no QEMU is left.
 #[test]
 fn paired_ab_of_one_kernel_twice_is_never_slower_or_faster() {
+    let _machine = common::machine();
     let Some(_) = guest::kernel("trixie") else { return };
-    let out = bpfbench(&[
+    let (pid, out) = bpfbench_pid(&[
         "ab",
         "--kernel",
         "trixie",
@@ -202,18 +225,19 @@ fn paired_ab_of_one_kernel_twice_is_never_slower_or_faster() {
         rec.cases[0].ratio_ci95
     );
     assert!(rec.cases[0].round_ratios.len() >= 2, "{:?}", rec.cases[0]);
-    assert!(qemus("bpfbench-guest-").is_empty(), "a QEMU is left");
+    assert!(left_by(pid).is_empty(), "a QEMU is left");
 
     let dir = temp_dir("ab-junk");
     let junk = dir.join("vmlinuz");
     std::fs::write(&junk, b"not a kernel").unwrap();
     let junk = junk.display().to_string();
-    let out = bpfbench(&["ab", "--kernel", &junk, "--kernel", "trixie", "--no-store", "--", "-s", "pass-non-ip"]);
+    let (pid, out) =
+        bpfbench_pid(&["ab", "--kernel", &junk, "--kernel", "trixie", "--no-store", "--", "-s", "pass-non-ip"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains(&junk) && err.contains("not a kernel image"), "{err}");
-    assert!(qemus("bpfbench-guest-").is_empty(), "a QEMU is left");
+    assert!(left_by(pid).is_empty(), "a QEMU is left");
     common::assert_one_line_error(
         &["ab", "--kernel", "trixie", "--", "-s", "pass-non-ip"],
         "--kernel takes two kernels",

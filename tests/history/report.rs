@@ -3,7 +3,7 @@
 //! plot is there, nothing was loaded from anywhere, and it lays out at a
 //! phone's width and prints.
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -155,6 +155,7 @@ fn load_failures(log: &str) -> Vec<&str> {
 
 #[test]
 fn a_two_hundred_run_report_opens_whole_in_a_real_browser() {
+    let _machine = common::machine();
     let dir = temp_dir("report");
     let db = dir.join("history.sqlite");
     two_hundred_runs(&db);
@@ -249,6 +250,7 @@ fn a_two_hundred_run_report_opens_whole_in_a_real_browser() {
 
 #[test]
 fn an_empty_selection_and_a_missing_history_are_one_line_errors() {
+    let _machine = common::machine();
     let dir = temp_dir("report-errors");
     let db = dir.join("history.sqlite");
     let mut h = History::open(&db).unwrap();

@@ -7,9 +7,9 @@
 //! A block that cannot run on this machine says why on the line before it:
 //! `<!-- doc-test: not run: needs a NIC -->` (an HTML comment, so readers
 //! do not see it). Runs are shortened (two samples of 1 ms batches, one
-//! sweep; `ab` one second a case); nothing else of a command changes.
+//! sweep; `ab` 0.3 s a case, `live` 0.5 s a step); nothing else of a command changes.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -211,12 +211,12 @@ fn shortened(args: &[String]) -> Vec<String> {
             }
         }
         Some("ab") => {
-            set(&mut args, "--max-time", "1");
+            set(&mut args, "--max-time", "0.3");
             set(&mut args, "--min-rounds", "2");
         }
         Some("loops") => set(&mut args, "--samples", "3"),
         Some("fuzz-uvm") => set(&mut args, "--programs", "2000"),
-        Some("live") if !args.iter().any(|a| a == "--cleanup") => set(&mut args, "--duration", "1"),
+        Some("live") if !args.iter().any(|a| a == "--cleanup") => set(&mut args, "--duration", "0.5"),
         _ => {}
     }
     args
@@ -245,6 +245,7 @@ fn sandbox() -> common::TempDir {
 
 #[test]
 fn documented_commands_run() {
+    let _machine = common::machine();
     let dir = sandbox();
     let db = dir.join("history.sqlite");
     let (mut ran, mut failed, mut selected_elsewhere) = (0, Vec::new(), Vec::new());

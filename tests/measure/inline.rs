@@ -7,7 +7,7 @@
 //! requests get one-line errors. (Equal map state and outputs of both placements:
 //! the unit test in src/workloads/object/spliced.rs.)
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_error, bpfbench, stderr, stdout, test_object};
 use serde_json::Value;
@@ -28,6 +28,7 @@ fn object(name: &str) -> String {
 
 #[test]
 fn own_objects_run_inline_with_the_verdict_of_the_call_and_say_which_ran() {
+    let _machine = common::machine();
     let swap = object("xdp_swap.bpf.o");
     let tc = object("tc_ttl.bpf.o");
     let lru = object("xdp_lru.bpf.o");
@@ -61,6 +62,7 @@ fn own_objects_run_inline_with_the_verdict_of_the_call_and_say_which_ran() {
 
 #[test]
 fn every_xdp_lb_scenario_validates_inline_and_called_and_says_which_ran() {
+    let _machine = common::machine();
     // On a kernel with may_goto the datapath runs inline (its frame zeroed
     // after each iteration so that the verifier's states converge; 6.18
     // refuses it otherwise): a fallback to the call here is a regression.
@@ -87,6 +89,7 @@ fn every_xdp_lb_scenario_validates_inline_and_called_and_says_which_ran() {
 
 #[test]
 fn impossible_placements_are_refused_in_one_line() {
+    let _machine = common::machine();
     let swap = object("xdp_swap.bpf.o");
     assert_one_line_error(
         &["run", &swap, "--body", "inline", "--timing-mode", "bounded", "--no-store"],

@@ -3,7 +3,7 @@
 //! text form, with every cell where its column is (no kernel needed; the
 //! tables of real runs are checked where those runs are made).
 
-mod common;
+use crate::common;
 
 use bpfbench::compare::compare_runs;
 use bpfbench::record::RunSummary;

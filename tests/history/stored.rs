@@ -1,7 +1,7 @@
 //! The continuous-benchmarking layer: history store, exports, compare and
 //! the gate, on synthetic runs (no BPF needed) and through the command line.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! test object on a veth under generated traffic, the sweep's figures, and
 //! the cleanup after errors, SIGTERM and SIGKILL.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,6 +41,7 @@ fn wait_for_netns(pid: u32) -> bool {
 
 #[test]
 fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
+    let _machine = common::machine();
     let before = Snapshot::take();
     // 500 flows fit a 1000-entry table; 4000 random flows hit it a quarter of the time.
     let doc = live_json(&["xdp-lb", "--lru-size", "1000", "--sweep", "src-ports=500,4000", "--no-cross-check"]);
@@ -96,6 +97,7 @@ fn the_load_balancer_hits_its_lru_as_its_size_predicts_and_tx_every_packet() {
 
 #[test]
 fn your_object_runs_with_a_pinned_map_and_sees_valid_frames() {
+    let _machine = common::machine();
     // The test loads the counter object to pin its totals; live reuses the
     // pinned map, so the counts are readable here afterwards.
     let fs = Bpffs::mount("live-pin");
@@ -136,6 +138,7 @@ fn your_object_runs_with_a_pinned_map_and_sees_valid_frames() {
 
 #[test]
 fn the_plot_has_labelled_axes_and_csv_a_row_per_step() {
+    let _machine = common::machine();
     let dir = common::temp_dir("live-plot");
     let svg = dir.join("sweep.svg");
     let o = bpfbench(&[
@@ -165,6 +168,7 @@ fn the_plot_has_labelled_axes_and_csv_a_row_per_step() {
 
 #[test]
 fn ctrl_c_and_sigterm_end_a_run_with_nothing_left() {
+    let _machine = common::machine();
     let before = Snapshot::take();
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
@@ -184,6 +188,7 @@ fn ctrl_c_and_sigterm_end_a_run_with_nothing_left() {
 
 #[test]
 fn a_killed_runs_leftovers_are_found_by_cleanup() {
+    let _machine = common::machine();
     let before = Snapshot::take();
     let mut child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
         .args(["live", "--duration", "30", "--warmup", "0", "--no-store", "--no-cross-check"])
@@ -206,6 +211,7 @@ fn a_killed_runs_leftovers_are_found_by_cleanup() {
 
 #[test]
 fn bad_inputs_get_one_line_errors() {
+    let _machine = common::machine();
     let before = Snapshot::take();
     let drop = test_object("xdp_drop.bpf.o");
     let tc = test_object("tc_ttl.bpf.o");
@@ -229,6 +235,7 @@ fn bad_inputs_get_one_line_errors() {
 
 #[test]
 fn a_live_run_is_stored_and_shown_again() {
+    let _machine = common::machine();
     let dir = common::temp_dir("live-history");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
@@ -268,7 +275,8 @@ fn a_live_run_is_stored_and_shown_again() {
 /// the LRU hit rate, its table size a note.
 #[test]
 fn a_live_run_of_the_previous_schema_still_reads() {
-    let text = include_str!("fixtures/live-v1.json");
+    let _machine = common::machine();
+    let text = include_str!("../fixtures/live-v1.json");
     let old: serde_json::Value = serde_json::from_str(text).unwrap();
     let rec = bpfbench::record::live::parse_live(text).unwrap();
     assert_eq!(rec.schema, "bpfbench.live/2");

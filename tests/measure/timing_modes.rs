@@ -1,9 +1,9 @@
 //! Timing modes on the running kernel: each loop construct, forced, loads,
 //! validates and times xdp-lb's scenarios; the mode is recorded per
 //! scenario; a forced mode the workload lacks is refused in one line.
-//! (Kernels that lack a construct are tested in guests: tests/guests.rs.)
+//! (Kernels that lack a construct are tested in guests: tests/guests/debian.rs.)
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_error, bpfbench, stderr, stdout};
 
@@ -21,7 +21,7 @@ fn run_json(mode: &str) -> serde_json::Value {
 }
 
 /// The loops of `modes` this kernel verifies; the others are skipped with
-/// a line (tests/guests.rs covers kernels that lack them).
+/// a line (tests/guests/debian.rs covers kernels that lack them).
 fn loops_here(modes: &[&'static str]) -> Vec<&'static str> {
     let features = bpfbench::kernel::features::probe().expect("tests run as root");
     let has = |mode: &str| match mode {
@@ -34,7 +34,7 @@ fn loops_here(modes: &[&'static str]) -> Vec<&'static str> {
         .copied()
         .filter(|m| {
             has(m) || {
-                eprintln!("skipping {m}: this kernel lacks it (tests/guests.rs covers such kernels)");
+                eprintln!("skipping {m}: this kernel lacks it (tests/guests/debian.rs covers such kernels)");
                 false
             }
         })
@@ -43,6 +43,7 @@ fn loops_here(modes: &[&'static str]) -> Vec<&'static str> {
 
 #[test]
 fn every_loop_construct_validates_and_times_and_is_recorded() {
+    let _machine = common::machine();
     for mode in loops_here(&["may-goto", "bpf-loop", "bounded"]) {
         let run = run_json(mode);
         let results = run["results"].as_array().unwrap();
@@ -70,6 +71,7 @@ fn every_loop_construct_validates_and_times_and_is_recorded() {
 
 #[test]
 fn the_table_names_a_mode_other_than_may_goto() {
+    let _machine = common::machine();
     let out = bpfbench(&[
         "run",
         "--no-store",
@@ -92,6 +94,7 @@ fn the_table_names_a_mode_other_than_may_goto() {
 
 #[test]
 fn a_mode_the_workload_lacks_is_refused_in_one_line() {
+    let _machine = common::machine();
     assert_one_line_error(
         &["run", "-s", "pass-non-ip", "--timing-mode", "per-call"],
         "xdp-lb has no --timing-mode per-call",
@@ -101,6 +104,7 @@ fn a_mode_the_workload_lacks_is_refused_in_one_line() {
 
 #[test]
 fn features_lists_each_probe_and_the_mode_runs_take() {
+    let _machine = common::machine();
     let out = bpfbench(&["features"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -113,6 +117,7 @@ fn features_lists_each_probe_and_the_mode_runs_take() {
 
 #[test]
 fn compare_warns_where_two_runs_timed_in_different_modes() {
+    let _machine = common::machine();
     let dir = common::temp_dir("modes-compare");
     let mut files = Vec::new();
     for mode in ["may-goto", "bounded"] {
@@ -155,6 +160,7 @@ fn compare_warns_where_two_runs_timed_in_different_modes() {
 /// iteration) and cycles through 8 packets; tc_ttl is a tc program.
 #[test]
 fn your_own_objects_time_in_may_goto_and_bounded_loops() {
+    let _machine = common::machine();
     let encap = common::test_object("xdp_encap.bpf.o").display().to_string();
     let tc = common::test_object("tc_ttl.bpf.o").display().to_string();
     let services = format!("services={}/examples/encap/services.json", env!("CARGO_MANIFEST_DIR"));
@@ -191,6 +197,7 @@ fn your_own_objects_time_in_may_goto_and_bounded_loops() {
 /// in a bounded loop.
 #[test]
 fn map_operations_time_in_every_loop_construct() {
+    let _machine = common::machine();
     for mode in loops_here(&["may-goto", "bpf-loop", "bounded"]) {
         let quick = ["--no-store", "--samples", "3", "--batch-ms", "1", "--format", "json", "--timing-mode", mode];
         let maps = [&["run", "maps", "--map", "hash,lru_hash", "--op", "lookup,insert,delete"][..], &quick].concat();

@@ -6,7 +6,7 @@
 //! `gen` without live frames. Times in a TCG guest are an emulator's: these
 //! tests check validation, modes and errors, never times.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -95,6 +95,7 @@ fn boot(suite: &str) -> Option<GuestRun> {
 
 #[test]
 fn debian_11_linux_5_10_times_in_bounded_loops() {
+    let _machine = common::machine_shared();
     let Some(run) = boot("bullseye") else { return };
     assert!(run.kernel_release.starts_with("5.10."), "{}", run.kernel_release);
     assert!(run.stdout("features").contains("(--timing-mode auto): bounded"), "{}", run.stdout("features"));
@@ -109,6 +110,7 @@ fn debian_11_linux_5_10_times_in_bounded_loops() {
 
 #[test]
 fn debian_12_linux_6_1_times_with_bpf_loop() {
+    let _machine = common::machine_shared();
     let Some(run) = boot("bookworm") else { return };
     assert!(run.kernel_release.starts_with("6.1."), "{}", run.kernel_release);
     assert!(run.stdout("features").contains("(--timing-mode auto): bpf-loop"), "{}", run.stdout("features"));
@@ -122,6 +124,7 @@ fn debian_12_linux_6_1_times_with_bpf_loop() {
 
 #[test]
 fn debian_13_linux_6_12_times_with_may_goto() {
+    let _machine = common::machine_shared();
     let Some(run) = boot("trixie") else { return };
     assert!(run.kernel_release.starts_with("6.12."), "{}", run.kernel_release);
     assert_validated_in(&run, "lb", "may-goto");

@@ -4,7 +4,7 @@
 //! into it) and without it. Each state is made in a mount namespace of the
 //! test's own, so the machine's mounts stay as they are.
 
-mod common;
+use crate::common;
 
 use common::leftovers::{Snapshot, pins};
 use common::{SysBpffs, bpfbench, stderr, test_object, with_sys_bpffs};
@@ -29,6 +29,7 @@ fn runs() -> Vec<(Vec<String>, bool)> {
 
 #[test]
 fn runs_leave_nothing_with_bpffs_mounted_and_unmounted() {
+    let _machine = common::machine();
     for state in [SysBpffs::Unmounted, SysBpffs::Mounted] {
         with_sys_bpffs(state, || {
             let before = Snapshot::take();
@@ -54,6 +55,7 @@ fn runs_leave_nothing_with_bpffs_mounted_and_unmounted() {
 /// and map they keep loaded; once unpinned, nothing is.
 #[test]
 fn a_pin_and_what_it_keeps_loaded_are_seen_as_left() {
+    let _machine = common::machine();
     with_sys_bpffs(SysBpffs::Mounted, || {
         let before = Snapshot::take();
         let obj = libbpf_rs::ObjectBuilder::default()
@@ -86,6 +88,7 @@ fn a_pin_and_what_it_keeps_loaded_are_seen_as_left() {
 /// before does not.
 #[test]
 fn a_bpfbench_interface_that_appears_is_seen_as_left() {
+    let _machine = common::machine();
     let (name, peer) = (format!("bpfbench{:x}t", std::process::id()), format!("bpfbench{:x}u", std::process::id()));
     let ip = |args: &[&str]| std::process::Command::new("ip").args(args).status().unwrap().success();
     let before = Snapshot::take();

@@ -5,7 +5,7 @@
 //! back as it was printed; a time cap never ends a case before its
 //! second round. Statistical checks use generous margins.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
@@ -39,6 +39,7 @@ fn ab(args: &[&str]) -> (Option<i32>, Option<PairedRecord>, String) {
 
 #[test]
 fn a_clearly_slowed_object_is_slower_and_an_identical_copy_is_not() {
+    let _machine = common::machine();
     let dir = temp_dir("ab-objects");
     let a = object("xdp_swap.bpf.o");
     let (code, rec, err) = ab(&[&a, &object("xdp_swap_slow.bpf.o")]);
@@ -59,6 +60,7 @@ fn a_clearly_slowed_object_is_slower_and_an_identical_copy_is_not() {
 
 #[test]
 fn a_time_cap_shorter_than_two_rounds_still_takes_two() {
+    let _machine = common::machine();
     // An interval needs two rounds; a cap that ends before the second (slow
     // guests under emulation did) must not end the case without a result.
     let a = object("xdp_swap.bpf.o");
@@ -71,6 +73,7 @@ fn a_time_cap_shorter_than_two_rounds_still_takes_two() {
 
 #[test]
 fn the_gate_fails_a_regression_beyond_its_limit_only() {
+    let _machine = common::machine();
     let (a, b) = (object("xdp_swap.bpf.o"), object("xdp_swap_slow.bpf.o"));
     let (code, _, err) = ab(&[&a, &b, "--fail-on-regression", "5"]);
     assert_eq!(code, Some(1), "{err}");
@@ -82,6 +85,7 @@ fn the_gate_fails_a_regression_beyond_its_limit_only() {
 
 #[test]
 fn different_outputs_are_refused_with_the_place_named() {
+    let _machine = common::machine();
     let (swap, pass) = (object("xdp_swap.bpf.o"), object("xdp_pass.bpf.o"));
     // Program names differ, so the case is named explicitly for both.
     let o = bpfbench(&["ab", &swap, &pass, "--no-store"]);
@@ -105,6 +109,7 @@ fn different_outputs_are_refused_with_the_place_named() {
 
 #[test]
 fn built_in_workloads_compare_two_builds_of_their_object() {
+    let _machine = common::machine();
     let dir = temp_dir("ab-builtin");
     let lb = builtin_object("xdp_lb").to_string_lossy().into_owned();
     let lb2 = copy(&lb, &dir, "xdp_lb_copy.bpf.o");
@@ -152,6 +157,7 @@ fn built_in_workloads_compare_two_builds_of_their_object() {
 
 #[test]
 fn two_executables_take_turns_through_workers() {
+    let _machine = common::machine();
     let exe = env!("CARGO_BIN_EXE_bpfbench");
     let (code, rec, err) = ab(&[exe, exe, "--threshold", "5", "--", "-s", "tcp-v4-lru-hit"]);
     assert_eq!(code, Some(0), "{err}");
@@ -169,6 +175,7 @@ fn two_executables_take_turns_through_workers() {
 
 #[test]
 fn a_stored_comparison_comes_back_as_printed() {
+    let _machine = common::machine();
     let dir = temp_dir("ab-store");
     let db = dir.join("h.sqlite").to_string_lossy().into_owned();
     let (a, b) = (object("xdp_swap.bpf.o"), object("xdp_swap_slow.bpf.o"));
@@ -212,6 +219,7 @@ fn a_stored_comparison_comes_back_as_printed() {
 /// are printed, the exit code is 130, and no worker or program is left.
 #[test]
 fn ctrl_c_ends_a_comparison_with_what_it_has_and_leaves_nothing_behind() {
+    let _machine = common::machine();
     let exe = env!("CARGO_BIN_EXE_bpfbench");
     let before = common::leftovers::Snapshot::take();
     let child = std::process::Command::new(exe)

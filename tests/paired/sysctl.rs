@@ -2,7 +2,7 @@
 //! the setting put back on success, on error, on SIGTERM, and after a
 //! SIGKILL by the next run. Unlisted settings are refused in one line.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -42,6 +42,7 @@ const QUICK: [&str; 9] =
 
 #[test]
 fn the_setting_changes_per_side_and_comes_back_after_success_and_error() {
+    let _machine = common::machine();
     let _restore = Harden::set("1");
     let mut args = vec!["ab", "--sysctl", "net.core.bpf_jit_harden=0,2", "--workload", "xdp-lb", "-s", "pass-non-ip"];
     args.extend(QUICK);
@@ -84,6 +85,7 @@ fn start_long_ab() -> Child {
 
 #[test]
 fn sigterm_puts_the_setting_back_and_a_run_meanwhile_leaves_it_alone() {
+    let _machine = common::machine();
     let _restore = Harden::set("1");
     let child = start_long_ab();
     // Another run while the comparison goes on: the changed setting is
@@ -108,6 +110,7 @@ fn sigterm_puts_the_setting_back_and_a_run_meanwhile_leaves_it_alone() {
 
 #[test]
 fn a_killed_runs_setting_is_put_back_by_the_next_run() {
+    let _machine = common::machine();
     let _restore = Harden::set("1");
     let mut child = start_long_ab();
     child.kill().unwrap();
@@ -124,6 +127,7 @@ fn a_killed_runs_setting_is_put_back_by_the_next_run() {
 
 #[test]
 fn settings_outside_the_list_and_bad_values_are_refused_in_one_line() {
+    let _machine = common::machine();
     let before = harden();
     assert_one_line_error(
         &["ab", "--sysctl", "kernel.panic=0,1", "--workload", "xdp-lb"],

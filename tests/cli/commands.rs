@@ -1,7 +1,7 @@
 //! The `bpfbench` command as a user runs it: listing, bad input, JSON output,
 //! privileges, the gate, and no BPF object left behind afterwards.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -11,6 +11,7 @@ use common::{bpfbench, run_of, stderr, stdout, temp_dir};
 
 #[test]
 fn list_shows_every_scenario_with_its_description() {
+    let _machine = common::machine();
     let o = bpfbench(&["list", "xdp-lb"]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
@@ -23,6 +24,7 @@ fn list_shows_every_scenario_with_its_description() {
 
 #[test]
 fn unknown_names_get_one_line_naming_the_valid_ones() {
+    let _machine = common::machine();
     for (args, needle, valid) in [
         (
             vec!["run", "--scenario", "tcp-v9"],
@@ -48,6 +50,7 @@ fn unknown_names_get_one_line_naming_the_valid_ones() {
 
 #[test]
 fn unprivileged_user_is_told_what_is_needed() {
+    let _machine = common::machine();
     // setpriv (util-linux) drops to nobody with no capabilities.
     let o = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
@@ -62,6 +65,7 @@ fn unprivileged_user_is_told_what_is_needed() {
 
 #[test]
 fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded() {
+    let _machine = common::machine();
     let dir = temp_dir("cli-json");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
@@ -111,13 +115,14 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
         assert!(m["summary"]["median"].as_f64().unwrap() > 0.0);
         assert!(m["overhead"]["summary"]["median"].as_f64().unwrap() > 0.0);
     }
-    // The process has exited: what it loaded must be gone (tests/leftovers.rs
+    // The process has exited: what it loaded must be gone (tests/live/leftovers.rs
     // runs this check with bpffs mounted and unmounted).
     before.assert_nothing_left("bpfbench run");
 }
 
 #[test]
 fn a_benchmarks_identity_holds_its_timing_mode_and_map_sizes() {
+    let _machine = common::machine();
     let dir = temp_dir("cli-identity");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
@@ -153,6 +158,7 @@ fn a_benchmarks_identity_holds_its_timing_mode_and_map_sizes() {
 
 #[test]
 fn verbose_table_shows_calibration_and_histogram() {
+    let _machine = common::machine();
     let o = bpfbench(&["run", "-s", "drop-v4-frag", "--samples", "8", "--batch-ms", "2", "-v", "--no-store"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
@@ -170,6 +176,7 @@ fn verbose_table_shows_calibration_and_histogram() {
 
 #[test]
 fn random_keys_with_insert_are_refused_before_anything_loads() {
+    let _machine = common::machine();
     let o = bpfbench(&["run", "lpm-trie", "--op", "insert", "--random"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
@@ -179,6 +186,7 @@ fn random_keys_with_insert_are_refused_before_anything_loads() {
 
 #[test]
 fn lpm_trie_prints_the_selftests_line_shape_and_free_as_measured_or_na() {
+    let _machine = common::machine();
     let o =
         bpfbench(&["run", "lpm-trie", "--op", "noop,lookup,free", "--samples", "5", "--batch-ms", "2", "--no-store"]);
     let out = stdout(&o);
@@ -212,6 +220,7 @@ fn store_reference(db: &str, tag: &str, ns: f64) {
 /// a thousand times faster fails the gate after every re-measurement.
 #[test]
 fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
+    let _machine = common::machine();
     let dir = temp_dir("cli-gate");
     let db = dir.join("h.sqlite");
     let db = db.to_str().unwrap();
@@ -257,9 +266,10 @@ fn repeated_runs_are_stored_and_the_gate_decides_against_their_tag() {
     );
 }
 
-/// The older whole-run mode (`--whole-runs`); the paired mode is tests/ab.rs.
+/// The older whole-run mode (`--whole-runs`); the paired mode is tests/paired/ab.rs.
 #[test]
 fn ab_interleaves_two_builds_and_compares_their_runs() {
+    let _machine = common::machine();
     let me = env!("CARGO_BIN_EXE_bpfbench");
     let o = bpfbench(&["ab", "/nonexistent", me]);
     assert_eq!(o.status.code(), Some(1));
@@ -295,6 +305,7 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
 /// target that does not exist, which any later step would refuse instead.
 #[test]
 fn a_form_a_record_lacks_is_refused_before_anything_runs() {
+    let _machine = common::machine();
     let none = "/nonexistent/bpfbench.bpf.o";
     for (args, needle) in [
         (
@@ -350,6 +361,7 @@ fn shell_words(line: &str) -> Vec<String> {
 
 #[test]
 fn every_bpfbench_command_of_the_ci_workflow_example_parses() {
+    let _machine = common::machine();
     let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ci/bpf-bench.yml")).unwrap();
     // Continuation lines joined, GitHub's expressions given a value.
     let mut text = yaml.replace("\\\n", " ");
@@ -376,6 +388,7 @@ fn every_bpfbench_command_of_the_ci_workflow_example_parses() {
 /// something else, or said nothing.
 #[test]
 fn messages_name_what_is_wrong() {
+    let _machine = common::machine();
     let dir = temp_dir("cli-messages");
     // An empty BPFBENCH_DB (a CI secret that is not set) keeps the run in
     // the default history, not in a temporary database SQLite forgets.
@@ -451,6 +464,7 @@ impl Drop for Hog {
 /// the idle CPU does not.
 #[test]
 fn a_run_sharing_its_cpu_with_a_busy_task_is_warned_of() {
+    let _machine = common::machine();
     let cpu = bpfbench::system::cpu::default_cpu().unwrap().to_string();
     let args = ["run", "-g", "TCP flags", "--samples", "60", "--no-store", "--cpu", &cpu];
     let idle = bpfbench(&[&args[..], &["--format", "json"]].concat());

@@ -134,9 +134,34 @@ fn opcodes_live_in_the_instruction_module_only() {
     }
     // Spellings of an opcode or one of its fields (the JIT's x86 encodings are not BPF's).
     let shapes = [
-        "code == 0x", "code: 0x", "Insn::new(0x", "insn(0x", "i(0x", "& 0xf0", "& 0xe0", "code & 0x", "BPF_LD", "BPF_LDX",
-        "BPF_ST", "BPF_STX", "BPF_ALU", "BPF_ALU64", "BPF_JMP", "BPF_JMP32", "BPF_MOV", "BPF_EXIT", "BPF_CALL", "BPF_K",
-        "BPF_X", "BPF_DW", "BPF_W", "BPF_MEM", "BPF_IMM", "BPF_PSEUDO_CALL", "BPF_PSEUDO_MAP_FD", "BPF_PSEUDO_MAP_VALUE",
+        "code == 0x",
+        "code: 0x",
+        "Insn::new(0x",
+        "insn(0x",
+        "i(0x",
+        "& 0xf0",
+        "& 0xe0",
+        "code & 0x",
+        "BPF_LD",
+        "BPF_LDX",
+        "BPF_ST",
+        "BPF_STX",
+        "BPF_ALU",
+        "BPF_ALU64",
+        "BPF_JMP",
+        "BPF_JMP32",
+        "BPF_MOV",
+        "BPF_EXIT",
+        "BPF_CALL",
+        "BPF_K",
+        "BPF_X",
+        "BPF_DW",
+        "BPF_W",
+        "BPF_MEM",
+        "BPF_IMM",
+        "BPF_PSEUDO_CALL",
+        "BPF_PSEUDO_MAP_FD",
+        "BPF_PSEUDO_MAP_VALUE",
     ];
     // A whole word: BPF_ST, not BPF_STATS_RUN_TIME.
     let spelled = |line: &str, shape: &str| {
@@ -148,7 +173,7 @@ fn opcodes_live_in_the_instruction_module_only() {
     let mut against = Vec::new();
     for file in &files {
         let rel = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-        if rel == "src/insn.rs" || rel == "src/uvm/jit/asm.rs" || rel == "tests/layers.rs" {
+        if rel == "src/insn.rs" || rel == "src/uvm/jit/asm.rs" || rel == "tests/cli/layers.rs" {
             continue;
         }
         let text = code_of(&std::fs::read_to_string(file).unwrap());
@@ -160,4 +185,15 @@ fn opcodes_live_in_the_instruction_module_only() {
     }
     assert!(files.len() > 100, "the tree was not read");
     assert!(against.is_empty(), "opcodes outside src/insn.rs:\n{}", against.join("\n"));
+}
+
+/// The binary only parses, calls the library and prints: under 900 lines
+/// (what decides, checks or reads a history belongs to the library).
+#[test]
+fn the_binary_stays_thin() {
+    let mut files = Vec::new();
+    rust_files(&Path::new(SRC).join("bin"), &mut files);
+    let lines: usize = files.iter().map(|f| std::fs::read_to_string(f).unwrap().lines().count()).sum();
+    assert!(files.len() >= 5, "src/bin was not read");
+    assert!(lines < 900, "src/bin has {lines} lines: move what is not parsing or printing into the library");
 }

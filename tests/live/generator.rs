@@ -2,7 +2,7 @@
 //! arrive at an XDP counter on its peer, in the namespace the topology
 //! made, with the spec's flows and valid checksums.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::fd::AsFd;
@@ -78,6 +78,7 @@ fn gen_json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn every_frame_arrives_with_the_specs_flows_and_valid_checksums() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let counter = Counter::attach(&t);
     // 4 sources x 256 source ports = 1024 flows, each sent 3 times; paced
@@ -103,6 +104,7 @@ fn every_frame_arrives_with_the_specs_flows_and_valid_checksums() {
 
 #[test]
 fn frames_dropped_are_blamed_on_what_dropped_them() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     // No program on the peer: every frame is refused, and the line says why.
     let o = bpfbench(&["gen", &t.outer, "--count", "20000"]);
@@ -124,6 +126,7 @@ fn frames_dropped_are_blamed_on_what_dropped_them() {
 
 #[test]
 fn frames_a_receiver_overwrote_go_out_whole_again() {
+    let _machine = common::machine();
     // The receiver writes over every frame's headers; the page pool hands
     // the same pages back to the generator, which must not send the garbage.
     let t = Topology::create().unwrap();
@@ -149,6 +152,7 @@ fn frames_a_receiver_overwrote_go_out_whole_again() {
 
 #[test]
 fn two_threads_send_ipv6_tcp_flows_padded_to_size() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let counter = Counter::attach(&t);
     let spec = "eth/ipv6(src=fc00::1:fff0-fc00::2:000f,dst=fc00::99)/tcp(sport=7,dport=80-111,flags=A)";
@@ -169,6 +173,7 @@ fn two_threads_send_ipv6_tcp_flows_padded_to_size() {
 
 #[test]
 fn random_order_draws_flows_from_the_spec_unevenly() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let counter = Counter::attach(&t);
     let spec = "eth/ipv4(src=10.9.0.1-10.9.0.4)/udp(sport=2000-2003)";
@@ -189,6 +194,7 @@ fn random_order_draws_flows_from_the_spec_unevenly() {
 
 #[test]
 fn rate_paces_frames_over_the_duration() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let counter = Counter::attach(&t);
     let doc = gen_json(&[&t.outer, "--rate", "20000", "--duration", "1"]);
@@ -202,6 +208,7 @@ fn rate_paces_frames_over_the_duration() {
 
 #[test]
 fn bad_inputs_get_one_line_errors() {
+    let _machine = common::machine();
     let cases: [(&[&str], &str); 7] = [
         (&["gen", "lo", "--tcp", "127.0.0.1:9", "--threads", "2"], "leave --threads at 1"),
         (&["gen", "lo", "--tcp", "127.0.0.1:9", "--count", "1"], "native XDP on lo"),
@@ -223,6 +230,7 @@ fn bad_inputs_get_one_line_errors() {
 
 #[test]
 fn a_killed_runs_namespace_and_veths_are_removed_by_the_next() {
+    let _machine = common::machine();
     // A pid that is gone: a child that has exited.
     let mut child = Command::new("true").spawn().unwrap();
     let dead = child.id();
@@ -291,6 +299,7 @@ impl Receiver {
 
 #[test]
 fn tcp_mode_moves_the_counted_segments_into_a_socket() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let rx = Receiver::start(&t, false, 1 << 20);
     let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--count", "20000"]);
@@ -313,6 +322,7 @@ fn tcp_mode_moves_the_counted_segments_into_a_socket() {
 
 #[test]
 fn tcp_mode_recovers_from_lost_segments() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     // Drops one data segment in 500.
     let rx = Receiver::behind(&t, "xdp_lossy.bpf.o", false, 1 << 22);
@@ -331,6 +341,7 @@ fn tcp_mode_recovers_from_lost_segments() {
 
 #[test]
 fn tcp_mode_gives_up_a_stream_its_receiver_stops_acknowledging() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     // The handshake passes; every data segment is dropped: nothing is ever acknowledged.
     let rx = Receiver::behind(&t, "xdp_blackhole.bpf.o", false, 0);
@@ -370,6 +381,7 @@ fn tcp_mode_gives_up_a_stream_its_receiver_stops_acknowledging() {
 
 #[test]
 fn tcp_mode_ends_at_the_duration_before_a_count_it_did_not_reach() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let rx = Receiver::start(&t, false, 0);
     let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--count", "1000000", "--duration", "0.3"]);
@@ -381,6 +393,7 @@ fn tcp_mode_ends_at_the_duration_before_a_count_it_did_not_reach() {
 
 #[test]
 fn tcp_mode_over_ipv6_ends_a_timed_stream_with_fin() {
+    let _machine = common::machine();
     let t = Topology::create().unwrap();
     let rx = Receiver::start(&t, true, 0);
     let doc = gen_json(&[&t.outer, "--tcp", &rx.peer.to_string(), "--duration", "0.5", "--size", "600"]);

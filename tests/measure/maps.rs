@@ -3,7 +3,7 @@
 //! work implies, producers really run at once on distinct CPUs, and
 //! impossible requests are refused.
 
-mod common;
+use crate::common;
 
 use bpfbench::harness::timing::RestoreMode;
 use bpfbench::harness::{Variant, Workload};
@@ -22,6 +22,7 @@ fn bench(suite: Suite, edit: impl FnOnce(&mut MapParams)) -> MapBench {
 
 #[test]
 fn every_op_validates_on_every_map_type() {
+    let _machine = common::machine();
     let w = bench(Suite::Maps, |p| {
         p.ops = vec![
             MapOp::Noop,
@@ -62,6 +63,7 @@ fn every_op_validates_on_every_map_type() {
 
 #[test]
 fn lookups_of_keys_that_are_not_there_fail_validation() {
+    let _machine = common::machine();
     let cpu = prepared_cpu();
     let mut w = bench(Suite::LpmTrie, |p| p.ops = vec![MapOp::Lookup]);
     let s = scenario(&w, "lookup");
@@ -79,6 +81,7 @@ fn lookups_of_keys_that_are_not_there_fail_validation() {
 /// probe finds tracing programs allowed, and N/A with the reason elsewhere.
 #[test]
 fn free_is_timed_where_tracing_works_and_unavailable_where_it_does_not() {
+    let _machine = common::machine();
     let w = bench(Suite::LpmTrie, |p| p.ops = vec![MapOp::Free]);
     let mut loaded = w.setup(prepared_cpu()).unwrap();
     let s = scenario(&w, "free");
@@ -101,6 +104,7 @@ fn free_is_timed_where_tracing_works_and_unavailable_where_it_does_not() {
 
 #[test]
 fn drain_is_given_per_key_as_every_op_and_ab_give_it_with_the_whole_map_beside() {
+    let _machine = common::machine();
     let o = common::bpfbench(&[
         "run",
         "maps",
@@ -141,6 +145,7 @@ fn drain_is_given_per_key_as_every_op_and_ab_give_it_with_the_whole_map_beside()
 
 #[test]
 fn lookup_costs_more_than_the_harness_alone() {
+    let _machine = common::machine();
     let w = bench(Suite::LpmTrie, |p| {
         p.ops = vec![MapOp::Noop, MapOp::Lookup];
         p.entries = vec![10_000];
@@ -159,6 +164,7 @@ fn lookup_costs_more_than_the_harness_alone() {
 
 #[test]
 fn producers_run_at_once_on_distinct_cpus() {
+    let _machine = common::machine();
     let run_cpu = prepared_cpu();
     let allowed = cpu::allowed_cpus().unwrap();
     assert!(allowed.len() >= 2, "this test needs two CPUs (the project's machines have them); got {allowed:?}");
@@ -218,6 +224,7 @@ fn producers_run_at_once_on_distinct_cpus() {
 
 #[test]
 fn impossible_requests_are_refused_in_one_line() {
+    let _machine = common::machine();
     let refuse = |edit: fn(&mut MapParams), needle: &str| {
         let mut p = MapParams::defaults(Suite::LpmTrie);
         edit(&mut p);

@@ -7,7 +7,7 @@
 //! one-line errors; chains of tail calls the object declares run whole
 //! (two and three programs, and one that reaches the kernel's limit).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +37,7 @@ fn services() -> String {
 
 #[test]
 fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
+    let _machine = common::machine();
     let encap = object("xdp_encap.bpf.o");
     let swap = object("xdp_swap.bpf.o");
     let tc = object("tc_ttl.bpf.o");
@@ -78,6 +79,7 @@ fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
 
 #[test]
 fn a_tc_programs_field_writes_are_put_back_before_every_iteration() {
+    let _machine = common::machine();
     // tc_fields returns TC_ACT_OK only from the case's fields; the driver puts
     // back those the program writes (found in its instructions), or the
     // spliced program's last iteration returns TC_ACT_SHOT and the case is
@@ -94,6 +96,7 @@ fn a_tc_programs_field_writes_are_put_back_before_every_iteration() {
 
 #[test]
 fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_call() {
+    let _machine = common::machine();
     // The object fills its prog array itself; the chain's programs load with
     // the program asked for. On a raw Ethernet frame, payload byte 28 is the
     // one chain_mid and chain_deep count in.
@@ -153,6 +156,7 @@ fn remove_failure_pcap(object: &str, case: &str) {
 
 #[test]
 fn socket_filters_cgroup_skb_flow_dissectors_sk_lookup_and_netfilter_programs_validate_and_are_timed_per_call() {
+    let _machine = common::machine();
     let sock = object("sock_udp_head.bpf.o");
     let cgroup = object("cgroup_allow_http.bpf.o");
     let flow = object("flow_ipv4.bpf.o");
@@ -211,6 +215,7 @@ fn socket_filters_cgroup_skb_flow_dissectors_sk_lookup_and_netfilter_programs_va
 
 #[test]
 fn skb_fields_from_the_command_line_and_the_spec_file_reach_every_run() {
+    let _machine = common::machine();
     let tc = object("tc_mark_cb.bpf.o");
     // Dropped only when both fields are set, in validation and in the timed loop.
     for (skb, verdict) in [
@@ -255,6 +260,7 @@ fn skb_fields_from_the_command_line_and_the_spec_file_reach_every_run() {
 
 #[test]
 fn tc_chains_are_timed_in_bpf_each_pass_with_the_context_put_back() {
+    let _machine = common::machine();
     let chain = object("tc_chain.bpf.o");
     // entry -> mark drops; a packet that came marked 9 gets TC_ACT_PIPE, and
     // only if every pass sees the mark again (the chain overwrites it).
@@ -291,6 +297,7 @@ fn tc_chains_are_timed_in_bpf_each_pass_with_the_context_put_back() {
 
 #[test]
 fn packets_that_differ_past_64_bytes_are_put_back_in_the_batch_loop() {
+    let _machine = common::machine();
     // Two packets differing at byte 142: the loop writes back 144 bytes per
     // iteration (each group of the copy's cases above 64 bytes once copied
     // 64 words more than it checked, and the verifier refused the loop).
@@ -306,6 +313,7 @@ fn packets_that_differ_past_64_bytes_are_put_back_in_the_batch_loop() {
 
 #[test]
 fn metadata_a_program_leaves_is_dropped_between_iterations() {
+    let _machine = common::machine();
     // xdp_meta aborts unless it starts without metadata, and leaves 4 bytes:
     // timed in the loop only if the loop drops them after every iteration.
     // The userspace runtime keeps metadata as the kernel does (its output
@@ -322,6 +330,7 @@ fn metadata_a_program_leaves_is_dropped_between_iterations() {
 
 #[test]
 fn programs_in_sections_only_their_loader_knows_take_a_type_from_the_command_line() {
+    let _machine = common::machine();
     let own = object("xdp_own_section.bpf.o");
     let o = bpfbench(&["run", &own, "--no-store"]);
     let error = stderr(&o);
@@ -335,6 +344,7 @@ fn programs_in_sections_only_their_loader_knows_take_a_type_from_the_command_lin
 
 #[test]
 fn raw_tracepoint_and_syscall_programs_take_their_context_and_are_timed() {
+    let _machine = common::machine();
     // Their test runs report no time. A raw tracepoint is entered from the
     // chain loop (timed in BPF); a syscall program (sleepable: no prog
     // array may hold it) is timed per call by the host, and says so.
@@ -391,6 +401,7 @@ fn raw_tracepoint_and_syscall_programs_take_their_context_and_are_timed() {
 
 #[test]
 fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
+    let _machine = common::machine();
     // The same chains through the userspace runtime's tail calls: checked
     // against the kernel's outputs packet by packet, then timed in the same
     // chain loop, which keeps 33 tail calls per run as the kernel does.
@@ -455,6 +466,7 @@ fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
 
 #[test]
 fn tc_programs_run_in_the_userspace_runtime_with_the_kernels_context_and_helpers() {
+    let _machine = common::machine();
     // Each checked against the kernel's output packet by packet (its
     // __sk_buff read from the kernel for each packet), then timed in the
     // same driver loop; tc_skb_echo writes its whole context into the
@@ -529,6 +541,7 @@ fn tc_programs_run_in_the_userspace_runtime_with_the_kernels_context_and_helpers
 
 #[test]
 fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
+    let _machine = common::machine();
     let chain = object("xdp_chain.bpf.o");
     let swap = object("xdp_swap.bpf.o");
     // Empty, chain_open's tail call falls through and it passes the packet:
@@ -610,6 +623,7 @@ fn prog_array_slots_are_filled_from_the_command_line_and_the_spec_file() {
 
 #[test]
 fn map_json_in_both_forms_fills_a_btf_typed_map() {
+    let _machine = common::machine();
     // Service .10 is written as fields, service .11 as hex bytes; each sends
     // the packet to its own backend, so the kernel's output proves both.
     let encap = object("xdp_encap.bpf.o");
@@ -669,6 +683,7 @@ fn map_json_in_both_forms_fills_a_btf_typed_map() {
 
 #[test]
 fn a_wrong_expectation_fails_with_a_field_named_diff_and_a_pcap_wireshark_reads() {
+    let _machine = common::machine();
     let tc = object("tc_ttl.bpf.o");
     let o = bpfbench(&[
         "run",
@@ -713,6 +728,7 @@ fn a_wrong_expectation_fails_with_a_field_named_diff_and_a_pcap_wireshark_reads(
 
 #[test]
 fn ranges_make_exactly_that_many_distinct_flows() {
+    let _machine = common::machine();
     // The counting program's map, pinned here so the test can read it after the run.
     let fs = Bpffs::mount("flows");
     let pin = fs.0.join("flows");
@@ -740,6 +756,7 @@ fn ranges_make_exactly_that_many_distinct_flows() {
 
 #[test]
 fn the_readme_spec_file_example_runs() {
+    let _machine = common::machine();
     // As the README says: compile the example with clang, run its spec file.
     let dir = temp_dir("spec-example");
     common::compile_example(&dir);
@@ -768,6 +785,7 @@ fn the_readme_spec_file_example_runs() {
 
 #[test]
 fn the_table_shows_what_each_case_returned_and_a_case_that_expected_nothing_once() {
+    let _machine = common::machine();
     let encap = object("xdp_encap.bpf.o");
     let map = format!("services={}", services());
     // The packet language's default destination misses the service: the
@@ -798,6 +816,7 @@ fn the_table_shows_what_each_case_returned_and_a_case_that_expected_nothing_once
 
 #[test]
 fn packets_of_different_lengths_are_timed_per_call_and_labelled_so() {
+    let _machine = common::machine();
     let swap = object("xdp_swap.bpf.o");
     let (code, results, err) =
         run_json(&[&swap, "--packet", "eth/ipv4/udp/payload(18)", "--packet", "eth/ipv4/udp/payload(100)"]);
@@ -829,6 +848,7 @@ fn packets_of_different_lengths_are_timed_per_call_and_labelled_so() {
 
 #[test]
 fn a_program_the_kernel_refuses_spliced_falls_back_with_the_verifiers_reason() {
+    let _machine = common::machine();
     let (code, results, err) = run_json(&[&object("xdp_bigstack.bpf.o")]);
     assert_eq!(code, Some(0), "{err}");
     let r = &results[0];
@@ -846,6 +866,7 @@ fn a_program_the_kernel_refuses_spliced_falls_back_with_the_verifiers_reason() {
 
 #[test]
 fn the_verifier_command_reports_every_object() {
+    let _machine = common::machine();
     for (name, loads) in [
         ("xdp_swap.bpf.o", true),
         ("xdp_encap.bpf.o", true),
@@ -875,6 +896,7 @@ fn the_verifier_command_reports_every_object() {
 
 #[test]
 fn bad_inputs_get_one_line_errors() {
+    let _machine = common::machine();
     let dir = temp_dir("bad-inputs");
     let text = dir.join("notelf.o");
     std::fs::write(&text, "hello").unwrap();

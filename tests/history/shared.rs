@@ -4,7 +4,7 @@
 //! killed mid-transaction, and the one-line errors of bad URLs, unreachable
 //! servers, wrong credentials and newer databases.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -32,6 +32,7 @@ fn both(pg: &Postgres, dir: &std::path::Path, name: &str) -> [Location; 2] {
 
 #[test]
 fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let dir = temp_dir("shared-store");
     for db in both(&pg, &dir, "store") {
@@ -79,6 +80,7 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
 
 #[test]
 fn an_older_schema_is_migrated_and_keeps_its_runs() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let dir = temp_dir("shared-migrate");
     for db in both(&pg, &dir, "migrate") {
@@ -131,6 +133,7 @@ fn eight_writers(db: &Location) -> Duration {
 
 #[test]
 fn eight_concurrent_writers_store_every_run_once() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let dir = temp_dir("shared-writers");
     for db in both(&pg, &dir, "writers") {
@@ -150,6 +153,7 @@ const WRITER_ENV: &str = "BPFBENCH_TEST_PG_WRITER_DB";
 
 #[test]
 fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
+    let _machine = common::machine();
     if let Ok(url) = std::env::var(WRITER_ENV) {
         // Child: store one run; the parent holds the results table, so
         // this waits inside the transaction, its run row written.
@@ -198,6 +202,7 @@ fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
 
 #[test]
 fn bad_urls_unreachable_servers_wrong_credentials_and_newer_databases_are_one_line_errors() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let good = pg.database("errors");
     let closed_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -224,6 +229,7 @@ fn bad_urls_unreachable_servers_wrong_credentials_and_newer_databases_are_one_li
 
 #[test]
 fn the_password_comes_from_pgpassword_or_a_password_file_as_libpq_takes_it() {
+    let _machine = common::machine();
     use std::os::unix::fs::PermissionsExt;
     let pg = Postgres::start();
     pg.database("secret");
@@ -265,6 +271,7 @@ fn the_password_comes_from_pgpassword_or_a_password_file_as_libpq_takes_it() {
 
 #[test]
 fn a_real_run_stores_into_postgres_named_by_the_environment() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let url = pg.database("cli");
     let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
@@ -301,6 +308,7 @@ fn a_real_run_stores_into_postgres_named_by_the_environment() {
 
 #[test]
 fn the_gate_compares_against_its_own_testbeds_runs_only() {
+    let _machine = common::machine();
     use bpfbench::session::Reference;
     let dir = temp_dir("shared-gate");
     let db = Location::Sqlite(dir.join("gate.sqlite"));
@@ -321,6 +329,7 @@ fn the_gate_compares_against_its_own_testbeds_runs_only() {
 
 #[test]
 fn tls_is_used_where_the_url_asks_and_the_servers_certificate_is_checked() {
+    let _machine = common::machine();
     let pg = Postgres::start_tls();
     let url = format!("{}?sslmode=require", pg.database("tls"));
     let history = |ca: Option<&std::path::Path>| {
@@ -360,6 +369,7 @@ fn tls_is_used_where_the_url_asks_and_the_servers_certificate_is_checked() {
 
 #[test]
 fn eight_openers_of_an_empty_database_migrate_it_once() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let dir = temp_dir("shared-openers");
     for db in both(&pg, &dir, "openers") {
@@ -388,6 +398,7 @@ fn eight_openers_of_an_empty_database_migrate_it_once() {
 
 #[test]
 fn a_machines_history_is_imported_into_the_shared_one_once() {
+    let _machine = common::machine();
     let pg = Postgres::start();
     let dir = temp_dir("shared-import");
     let local = dir.join("local.sqlite");

@@ -1,0 +1,12 @@
+//! Stored runs: the history (SQLite and a real PostgreSQL server), reports rendered from it.
+//!
+//! One test binary per area (fewer links, one copy of the helpers);
+//! tests that time programs or change what others see of the kernel hold
+//! the machine alone (`common::machine`), the others run side by side.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod report;
+mod shared;
+mod stored;

@@ -1,0 +1,15 @@
+//! Measuring in the kernel: the runner, the kernel boundary, the map suites, timing modes, the body inline, a user's own objects.
+//!
+//! One test binary per area (fewer links, one copy of the helpers);
+//! tests that time programs or change what others see of the kernel hold
+//! the machine alone (`common::machine`), the others run side by side.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod inline;
+mod kernel;
+mod maps;
+mod objects;
+mod runner;
+mod timing_modes;
