@@ -25,6 +25,14 @@ pub struct LivePlan {
     pub notes: Vec<String>,
 }
 
+impl LivePlan {
+    /// Each step as a progress line names it ("size=512"; empty without a sweep).
+    pub fn step_labels(&self) -> Vec<String> {
+        let label = |v: &Option<u64>| self.sweep.as_ref().zip(*v).map(|(s, v)| format!("{}={v}", s.var.name()));
+        self.steps.iter().map(|(v, _)| label(v).unwrap_or_default()).collect()
+    }
+}
+
 /// What happens during a live run, for the caller to show.
 pub trait LiveObserver {
     /// The statistics' own cost is being measured on `interface`.

@@ -65,6 +65,13 @@ fn rate_line(asked: f64, pps: f64) -> String {
 }
 
 /// The summary after the run.
+/// Why a TCP stream ended early: the receiver stopped acknowledging.
+pub fn stalled_line(seconds: u64) -> String {
+    format!(
+        "the receiver acknowledged nothing new for {seconds} s, so the stream was given up; is it still reading, and is its side's XDP program passing the segments?"
+    )
+}
+
 pub fn summary(r: &GenRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -5,9 +5,11 @@
 
 pub mod builds;
 pub mod options;
+pub mod output;
 pub mod paired;
 pub mod paired_request;
 pub mod setting_build;
+pub mod stored;
 pub mod vm;
 pub mod worker;
 

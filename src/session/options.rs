@@ -13,7 +13,6 @@ use crate::harness::runner::Profile;
 use crate::harness::timing::TimingChoice;
 use crate::history::{StoreOptions, TagRuns};
 use crate::record::{Metric, Runtime, Sampling};
-use crate::report::Format;
 
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
@@ -49,11 +48,8 @@ pub struct RunArgs {
     /// Show validation, calibration, proportionality and a histogram per scenario.
     #[arg(short, long)]
     pub verbose: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: super::output::OutputArgs,
     #[command(flatten)]
     pub store: StoreOptions,
     /// After the run, compare it against the stored runs with this tag.
@@ -196,14 +192,10 @@ pub struct PairedArgs {
     /// Run on this CPU (default: the last CPU this process may use).
     #[arg(long)]
     pub cpu: Option<usize>,
-    /// table, json, csv, bmf (B's latency and the B/A ratio with its
-    /// interval), or markdown for a pull request comment; with --metric
-    /// insns or --whole-runs, table or json.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
+    /// bmf: B's latency and the B/A ratio with its interval; with --metric
+    /// insns or --whole-runs, table or json only.
+    #[command(flatten)]
+    pub out: super::output::OutputArgs,
     #[command(flatten)]
     pub store: StoreOptions,
     /// Two executables only: compare medians of whole interleaved runs

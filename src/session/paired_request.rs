@@ -89,6 +89,20 @@ const TCG_GUEST_SPREAD: f64 = 0.05;
 /// is stopped.
 const GUEST_BOUND: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// The paired comparison's default noise threshold, in percent: pairs
+/// resolve about ±1% in a second (the whole-run default is 2%).
+pub const THRESHOLD_PCT: &str = "1";
+
+/// The workload whose options `ab` takes: --workload, else A when it is one
+/// of your own programs (executables take theirs after --).
+pub fn options_target(ab: &clap::ArgMatches) -> Option<String> {
+    if let Some(w) = ab.get_one::<String>("workload") {
+        return Some(w.clone());
+    }
+    let a = ab.get_one::<std::path::PathBuf>("a")?;
+    is_own_program(a).then(|| a.display().to_string())
+}
+
 /// Whether `p` is one of the user's programs: a BPF object or a spec file
 /// (else, for `ab`, an executable).
 pub fn is_own_program(p: &Path) -> bool {

@@ -13,7 +13,6 @@ use clap::Args;
 use crate::history::{History, StoreOptions};
 use crate::record::matrix::{MATRIX_SCHEMA, MatrixColumn, MatrixRecord};
 use crate::record::{RunRecord, parse_run};
-use crate::report::Format;
 use crate::system::guest::{self, GuestSpec, OutputFolder};
 use crate::system::interrupt;
 
@@ -33,12 +32,9 @@ pub struct VmArgs {
     /// A guest that has not finished within this many seconds is killed.
     #[arg(long, value_name = "S", default_value_t = 900, value_parser = clap::value_parser!(u64).range(10..))]
     pub timeout: u64,
-    /// table, json (every kernel's run record) or csv (a row per scenario and kernel).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
+    /// table; json: every kernel's run record; csv: a row per scenario and kernel.
+    #[command(flatten)]
+    pub out: super::output::OutputArgs,
     #[command(flatten)]
     pub store: StoreOptions,
     /// The arguments of 'bpfbench run' every kernel gets (after --), e.g.

@@ -15,7 +15,6 @@ use crate::live::sweep::StepTraffic;
 use crate::live::{LivePlan, LiveProgram, LiveSettings, Sweep};
 use crate::packet::PacketSpec;
 use crate::record::traffic::FlowOrder;
-use crate::report::Format;
 use crate::traffic::SendOptions;
 use crate::traffic::topology::XdpMode;
 
@@ -84,12 +83,9 @@ pub struct LiveArgs {
     /// Your object: the program, and its maps, as for 'run'.
     #[command(flatten)]
     pub load: LoadArgs,
-    /// table (a row per step), json (every step and window) or csv (a row per step).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the output to this file instead of standard output.
-    #[arg(long)]
-    pub output: Option<PathBuf>,
+    /// table: a row per step; json: every step and window; csv: a row per step.
+    #[command(flatten)]
+    pub out: crate::session::output::OutputArgs,
     /// Draw the sweep to FILE.svg or FILE.png.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,

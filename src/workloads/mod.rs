@@ -170,6 +170,27 @@ pub fn with_defaults(target: &str) -> Result<Box<dyn Workload>> {
     (r.build)(target, &matches)
 }
 
+/// `bpfbench list`: each workload (or the one named), its groups and
+/// their scenarios with what each measures.
+pub fn listing(workload: Option<&str>) -> Result<String> {
+    let mut out = String::new();
+    let all: Vec<&str> = match workload {
+        Some(w) => vec![w],
+        None => names(),
+    };
+    for name in all {
+        let w = with_defaults(name)?;
+        out += &format!("{}\n", w.name());
+        for g in crate::harness::groups(w.scenarios()) {
+            out += &format!("  {g}\n");
+            for s in w.scenarios().iter().filter(|s| s.group == g) {
+                out += &format!("    {:<24} {}\n", s.name, s.description);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The registry with the command line's workload options, as the paired
 /// comparison takes its builds.
 pub struct FromCommandLine<'m>(pub &'m clap::ArgMatches);

@@ -7,8 +7,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bpfbench::compare::Gate;
 use bpfbench::history::{DbOption, RunFilter, TagRuns};
-use bpfbench::report::Format;
-use bpfbench::session::{PairedArgs, RunArgs};
+use bpfbench::session::output::OutputArgs;
+use bpfbench::session::{PairedArgs, RunArgs, paired_request};
 use bpfbench::traffic::GenOptions;
 use bpfbench::workloads;
 use bpfbench::workloads::live::LiveArgs;
@@ -74,12 +74,8 @@ pub enum Command {
         /// The fewest runs on each side of a change.
         #[arg(long, default_value_t = 4, value_name = "N")]
         min_runs: usize,
-        /// table, json for machines, or markdown for a pull request comment.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Write the output to this file instead of standard output.
-        #[arg(long, short)]
-        output: Option<PathBuf>,
+        #[command(flatten)]
+        out: OutputArgs,
         #[command(flatten)]
         db: DbOption,
     },
@@ -123,11 +119,8 @@ pub enum Command {
         /// Show a stored live run ('bpfbench history --live' lists them).
         #[arg(long, conflicts_with = "ab")]
         live: bool,
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Write the output to this file instead of standard output.
-        #[arg(long)]
-        output: Option<PathBuf>,
+        #[command(flatten)]
+        out: OutputArgs,
         #[arg(short, long)]
         verbose: bool,
         #[command(flatten)]
@@ -144,9 +137,8 @@ pub enum Command {
         /// Tags stand for runs of this testbed, kernel and CPU only.
         #[command(flatten)]
         select: RunFilter,
-        /// table, json for machines, or markdown for a pull request comment.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
+        #[command(flatten)]
+        out: OutputArgs,
         #[command(flatten)]
         db: DbOption,
     },
@@ -165,16 +157,13 @@ pub enum Command {
         run_args: Vec<String>,
     },
     /// Send packets out of an interface at line rate with XDP live frames
-    /// (BPF_PROG_RUN), the flows of a packet spec varied inside BPF.
+    /// (BPF_PROG_RUN), the flows of a packet spec varied inside BPF (table:
+    /// a line per second, then a summary; json: every second; csv: the summary).
     Gen {
         #[command(flatten)]
         options: GenOptions,
-        /// table (a line per second, then a summary), json (every second) or csv (the summary).
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Write the summary to this file instead of standard output.
-        #[arg(long)]
-        output: Option<PathBuf>,
+        #[command(flatten)]
+        out: OutputArgs,
     },
     /// 'bpfbench run' on other kernels, each booted as a guest (virtme-ng,
     /// QEMU), or on this one (--kernel host): a matrix of scenario x kernel.
@@ -190,9 +179,8 @@ pub enum Command {
         a: PathBuf,
         /// A second object to compare with the first.
         b: Option<PathBuf>,
-        /// table, json or csv.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
+        #[command(flatten)]
+        out: OutputArgs,
     },
     /// Fuzz the userspace runtime: random bytecode, and xdp-lb's programs
     /// with a few instructions mutated, run on its maps and packets; every
@@ -233,20 +221,6 @@ pub struct Parsed {
     pub workload_matches: Option<clap::ArgMatches>,
 }
 
-/// The paired comparison's default noise threshold, in percent: pairs
-/// resolve about ±1% in a second (the whole-run default is 2%).
-const AB_THRESHOLD_PCT: &str = "1";
-
-/// The workload whose options `ab` takes: --workload, else A when it is one
-/// of your own programs (executables take theirs after --).
-fn ab_target(ab: &clap::ArgMatches) -> Option<String> {
-    if let Some(w) = ab.get_one::<String>("workload") {
-        return Some(w.clone());
-    }
-    let a = ab.get_one::<PathBuf>("a")?;
-    bpfbench::session::paired_request::is_own_program(a).then(|| a.display().to_string())
-}
-
 /// Parses the process's arguments; `bpfbench` alone means `bpfbench run`.
 pub fn parse() -> Parsed {
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -276,7 +250,7 @@ pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
         _ => ("run", None),
     };
     let target = match command {
-        "ab" => probed.and_then(ab_target),
+        "ab" => probed.and_then(paired_request::options_target),
         _ => Some(
             probed
                 .and_then(|m| m.get_one::<String>("workload").cloned())
@@ -301,7 +275,7 @@ pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
             )
         })
         .mut_subcommand("ab", |c| {
-            with_target(c).mut_arg("threshold_pct", |a| a.default_value(AB_THRESHOLD_PCT)).after_help(
+            with_target(c).mut_arg("threshold_pct", |a| a.default_value(paired_request::THRESHOLD_PCT)).after_help(
                 "With BPF objects, the options of 'bpfbench run FILE.bpf.o' apply (see its --help); with --workload, that workload's.",
             )
         });

@@ -2,7 +2,6 @@
 //! stored live runs (`history --live`, `show --live`).
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -12,12 +11,11 @@ use bpfbench::history::{History, Location, RunFilter, Stored};
 use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
-use bpfbench::report::{Format, check_format, history_table, live_plot, render_as};
+use bpfbench::report::{check_format, history_table, live_plot, render_as};
+use bpfbench::session::output::OutputArgs;
 use bpfbench::system::{self, interrupt};
-use bpfbench::traffic::topology::remove_leftovers;
+use bpfbench::traffic::topology::cleanup;
 use bpfbench::workloads::live::LiveArgs;
-
-use crate::output::emit;
 
 /// Shows the run's progress on stderr, on a terminal.
 struct Progress {
@@ -59,26 +57,16 @@ impl LiveObserver for Progress {
 }
 
 pub fn live(args: &LiveArgs) -> Result<ExitCode> {
-    check_format::<LiveRecord>(args.format)?;
+    check_format::<LiveRecord>(args.out.format)?;
     system::check_privileges()?;
     if args.cleanup {
-        let removed = remove_leftovers()?;
-        if removed.is_empty() {
-            println!("nothing to remove: no bpfbench namespace or veth of a dead run");
-        }
-        for r in removed {
-            println!("removed {r}");
-        }
+        cleanup()?.iter().for_each(|l| println!("{l}"));
         return Ok(ExitCode::SUCCESS);
     }
     bpfbench::kernel::libbpf_log::capture();
     interrupt::install_handler();
     let (mut program, plan) = args.load_and_plan()?;
-    let what = plan
-        .steps
-        .iter()
-        .map(|(v, _)| plan.sweep.as_ref().zip(*v).map(|(s, v)| format!("{}={v}", s.var.name())).unwrap_or_default())
-        .collect();
+    let what = plan.step_labels();
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(plan.steps.len() as u64);
         bar.set_style(
@@ -97,8 +85,7 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         let id = History::open(&db)?.store_live(&record)?;
         eprintln!("bpfbench: stored as live run {id} in {} ('bpfbench show --live {id}')", db);
     }
-    let text = render_as(&record, args.format)?;
-    emit(&text, args.output.as_deref())?;
+    args.out.emit(&render_as(&record, args.out.format)?)?;
     if let Some(path) = &args.plot {
         live_plot::plot(&record, path)?;
         eprintln!("bpfbench: drew {}", path.display());
@@ -112,12 +99,11 @@ pub fn history(limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(id: &str, format: Format, output: Option<&Path>, db: &Location) -> Result<ExitCode> {
+pub fn show(id: &str, out: &OutputArgs, db: &Location) -> Result<ExitCode> {
     let Ok(id) = id.parse::<i64>() else {
         bail!("'{id}' is not a live run's id; 'bpfbench history --live' lists them")
     };
     let record = History::open_existing(db, Stored::Live)?.load_live(id)?;
-    let text = render_as(&record, format)?;
-    emit(&text, output)?;
+    out.emit(&render_as(&record, out.format)?)?;
     Ok(ExitCode::SUCCESS)
 }

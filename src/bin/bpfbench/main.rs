@@ -13,19 +13,18 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use bpfbench::kernel::object::verify::verify;
-use bpfbench::record::verifier::{VERIFIER_SCHEMA, VerifierReport};
-use bpfbench::report::{Format, render_as};
+use bpfbench::kernel::object::verify;
+use bpfbench::record::verifier::VerifierReport;
+use bpfbench::report::render_as;
+use bpfbench::session::output::OutputArgs;
 use bpfbench::{harness, system};
 use cli::Command;
 
-fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, format: Format) -> Result<ExitCode> {
-    bpfbench::report::check_format::<VerifierReport>(format)?;
+fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, out: &OutputArgs) -> Result<ExitCode> {
+    bpfbench::report::check_format::<VerifierReport>(out.format)?;
     system::check_privileges()?;
-    bpfbench::kernel::libbpf_log::capture();
-    let objects = std::iter::once(a).chain(b).map(verify).collect::<Result<Vec<_>>>()?;
-    let report = VerifierReport { schema: VERIFIER_SCHEMA.into(), objects };
-    print!("{}", render_as(&report, format)?);
+    let report = verify::report(&std::iter::once(a).chain(b).collect::<Vec<_>>())?;
+    out.emit(&render_as(&report, out.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -45,15 +44,12 @@ fn ab_worker(run_args: Vec<String>) -> Result<ExitCode> {
 }
 
 fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<ExitCode> {
-    bpfbench::system::check_privileges()?;
-    let cpu = bpfbench::system::cpu::default_cpu()?;
-    let corpus = bpfbench::workloads::xdp_lb::fuzz_corpus(cpu)?;
-    let mut runtime = corpus.runtime;
+    system::check_privileges()?;
     eprintln!(
         "bpfbench: fuzzing the userspace runtime with {programs} programs (seed {seed}, budget {budget} instructions each)"
     );
-    let r = bpfbench::uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, programs, seed, budget);
-    print!("{}", bpfbench::report::fuzz_table::render(&r, &corpus.names));
+    let (r, names) = bpfbench::workloads::xdp_lb::fuzz_uvm(programs, seed, budget)?;
+    print!("{}", bpfbench::report::fuzz_table::render(&r, &names));
     r.panics.iter().for_each(|(n, msg)| eprintln!("bpfbench: program {n} (seed {seed}) panicked: {msg}"));
     Ok(if r.panics.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -68,9 +64,9 @@ fn features() -> Result<ExitCode> {
 
 /// `bpfbench vm`: the runs on each kernel, as a matrix.
 fn vm(args: &bpfbench::session::vm::VmArgs) -> Result<ExitCode> {
-    bpfbench::report::check_format::<bpfbench::record::matrix::MatrixRecord>(args.format)?;
+    bpfbench::report::check_format::<bpfbench::record::matrix::MatrixRecord>(args.out.format)?;
     let matrix = args.run(&mut |line| eprintln!("bpfbench vm: {line}"))?;
-    output::emit(&render_as(&matrix, args.format)?, args.output.as_deref())?;
+    args.out.emit(&render_as(&matrix, args.out.format)?)?;
     Ok(ExitCode::from(matrix.exit_code()))
 }
 
@@ -83,34 +79,28 @@ fn main() -> ExitCode {
         Command::List { workload } => run::list(workload.as_deref()),
         Command::Run(args) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
         Command::Loops { cpu, iters, samples } => loops(cpu, iters, samples),
-        Command::Verifier { a, b, format } => verifier(&a, b.as_deref(), format),
+        Command::Verifier { a, b, out } => verifier(&a, b.as_deref(), &out),
         Command::History { limit, live: true, select, db, .. } => live::history(limit, &select, &db.location()),
         Command::History { scenario, limit, ab: false, select, db, .. } => {
             stored::history(scenario.as_deref(), limit, &select, &db.location())
         }
         Command::History { limit, ab: true, select, db, .. } => stored::history_paired(limit, &select, &db.location()),
-        Command::Show { run, live: true, format, output, db, .. } => {
-            live::show(&run, format, output.as_deref(), &db.location())
-        }
-        Command::Show { run, ab: false, format, output, verbose, db, .. } => {
-            stored::show(&run, format, output.as_deref(), verbose, &db.location())
-        }
-        Command::Show { run, ab: true, format, output, db, .. } => {
-            stored::show_paired(&run, format, output.as_deref(), &db.location())
-        }
-        Command::Changes { scenario, select, alpha, min_runs, format, output, db } => {
-            stored::changes(scenario.as_deref(), &select, alpha, min_runs, format, output.as_deref(), &db.location())
+        Command::Show { run, live: true, out, db, .. } => live::show(&run, &out, &db.location()),
+        Command::Show { run, ab: false, out, verbose, db, .. } => stored::show(&run, &out, verbose, &db.location()),
+        Command::Show { run, ab: true, out, db, .. } => stored::show_paired(&run, &out, &db.location()),
+        Command::Changes { scenario, select, alpha, min_runs, out, db } => {
+            stored::changes(scenario.as_deref(), &select, (alpha, min_runs), &out, &db.location())
         }
         Command::Import { source, db } => stored::import(&bpfbench::history::Location::parse(&source), &db.location()),
         Command::Report { output, scenario, select, db } => {
             stored::report(&output, scenario.as_deref(), &select, &db.location())
         }
-        Command::Compare { a, b, gate, tags, select, format, db } => {
-            stored::compare(&a, &b, &gate, tags.tag_runs as usize, &select, format, &db.location())
+        Command::Compare { a, b, gate, tags, select, out, db } => {
+            stored::compare((&a, &b), &gate, tags.tag_runs as usize, &select, &out, &db.location())
         }
         Command::Ab(args) => paired::ab(&args, workload_matches.as_ref().expect("ab has matches")),
         Command::AbWorker { run_args } => ab_worker(run_args),
-        Command::Gen { options, format, output } => traffic::generate(&options, format, output.as_deref()),
+        Command::Gen { options, out } => traffic::generate(&options, &out),
         Command::Live(args) => live::live(&args),
         Command::Features => features(),
         Command::Vm(args) => vm(&args),

@@ -10,13 +10,14 @@ use bpfbench::history::History;
 use bpfbench::record::ComparisonRecord;
 use bpfbench::record::Metric;
 use bpfbench::record::paired::{PairedCase, PairedRecord};
-use bpfbench::report::{check_format, paired_table, render_as};
+use bpfbench::report::{check_format, render_as};
+use bpfbench::session::output::paired_gate_lines;
 use bpfbench::session::paired::PairedObserver;
 use bpfbench::session::{self, PairedArgs, RunArgs, worker};
 use bpfbench::system;
 use bpfbench::workloads::{self, FromCommandLine};
 
-use crate::output::{emit, print_comparison};
+use crate::output::print_comparison;
 
 /// Shows progress on stderr: one line per case as it is decided.
 struct Terminal {
@@ -56,22 +57,22 @@ impl PairedObserver for Terminal {
 pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // Counts and whole runs are run-against-run comparisons.
     if args.metric == Metric::Insns || args.whole_runs {
-        check_format::<ComparisonRecord>(args.format)?;
+        check_format::<ComparisonRecord>(args.out.format)?;
     } else {
-        check_format::<PairedRecord>(args.format)?;
+        check_format::<PairedRecord>(args.out.format)?;
     }
     if args.whole_runs {
         let cmp = args.compare_whole_runs(|round, binary| {
             eprintln!("bpfbench ab: round {round} of {}: {}", args.rounds, binary.display());
         })?;
-        return print_comparison(&cmp, args.format, &args.gate);
+        return print_comparison(&cmp, &args.out, &args.gate);
     }
     let source = FromCommandLine(matches);
     let request = args.request(&source);
     let builds = request.builds()?;
     if args.metric == Metric::Insns {
         let cmp = request.count(&builds)?;
-        return print_comparison(&cmp, args.format, &args.gate);
+        return print_comparison(&cmp, &args.out, &args.gate);
     }
     let mut history = if args.store.no_store { None } else { Some(History::open(args.store.db.location())?) };
     let record = request.compare(&builds, &mut Terminal { progress: std::io::stderr().is_terminal() })?;
@@ -87,7 +88,7 @@ fn finish(args: &PairedArgs, record: &PairedRecord, history: Option<&mut History
         }
         bail!("no case was compared");
     }
-    emit(&render_as(record, args.format)?, args.output.as_deref())?;
+    args.out.emit(&render_as(record, args.out.format)?)?;
     if record.interrupted {
         return Ok(ExitCode::from(130));
     }
@@ -100,11 +101,9 @@ fn finish(args: &PairedArgs, record: &PairedRecord, history: Option<&mut History
 
 /// Exit 1 when a case is confidently slower than --fail-on-regression allows.
 pub fn gate(record: &PairedRecord, gate: &bpfbench::compare::Gate) -> ExitCode {
-    let regressions = gate.paired_regressions(record);
-    for c in &regressions {
-        eprintln!("bpfbench: {}", paired_table::regression_line(c, gate.fail_on_regression.unwrap_or_default()));
-    }
-    if regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    let lines = paired_gate_lines(record, gate);
+    lines.iter().for_each(|l| eprintln!("bpfbench: {l}"));
+    if lines.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// `bpfbench ab-worker RUN_ARGS`: loads the workload `run RUN_ARGS` would,

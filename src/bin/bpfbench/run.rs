@@ -6,30 +6,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use bpfbench::harness::groups;
 use bpfbench::history::History;
 use bpfbench::record::{ComparisonRecord, RunRecord};
-use bpfbench::report::{self, Format, compare_table};
+use bpfbench::report::{self, compare_table};
 use bpfbench::session::{self, Observer, RunArgs};
 use bpfbench::{system, workloads};
 
-use crate::output::{emit, gate_exit};
+use crate::output::gate_exit;
 
 pub fn list(workload: Option<&str>) -> Result<ExitCode> {
-    let names = match workload {
-        Some(name) => vec![name],
-        None => workloads::names(),
-    };
-    for name in names {
-        let w = workloads::with_defaults(name)?;
-        println!("{}", w.name());
-        for g in groups(w.scenarios()) {
-            println!("  {g}");
-            for s in w.scenarios().iter().filter(|s| s.group == g) {
-                println!("    {:<24} {}", s.name, s.description);
-            }
-        }
-    }
+    print!("{}", workloads::listing(workload)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -63,14 +49,14 @@ impl Observer for Terminal<'_> {
     }
 
     fn measured(&mut self, run: &RunRecord) -> Result<()> {
-        emit(&report::render(run, self.args.format, self.args.verbose)?, self.args.output.as_deref())
+        self.args.out.emit(&report::render(run, self.args.out.format, self.args.verbose)?)
     }
 
     fn compared(&mut self, cmp: &ComparisonRecord, remeasurement: Option<u32>) {
         let text = compare_table::render(cmp);
         match remeasurement {
             // Standard output stays machine-readable unless it carries the table.
-            None if self.args.format == Format::Table && self.args.output.is_none() => print!("\n{text}"),
+            None if self.args.out.table_on_stdout() => print!("\n{text}"),
             None => eprint!("{text}"),
             Some(n) => eprint!("bpfbench: re-measurement {n} of up to {}:\n{text}", self.args.confirm),
         }
@@ -80,7 +66,7 @@ impl Observer for Terminal<'_> {
 pub fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // A --metric the --runtime cannot count, or a form a run is not written in, is refused before anything is built.
     args.runtimes()?;
-    bpfbench::report::check_run_format(args.format)?;
+    bpfbench::report::check_run_format(args.out.format)?;
     let mut workload = workloads::build(args.workload.as_deref().unwrap_or(workloads::DEFAULT), matches)?;
     workload.set_timing(args.timing_mode)?;
     let scenarios = session::select(workload.as_ref(), &args.select.scenarios, &args.select.groups)?;

@@ -2,21 +2,19 @@
 
 use bpfbench::record::traffic::StopReason;
 use std::io::IsTerminal;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 
 use bpfbench::record::traffic::GenRecord;
-use bpfbench::report::{Format, check_format, gen_table, render_as};
+use bpfbench::report::{check_format, gen_table, render_as};
+use bpfbench::session::output::OutputArgs;
 use bpfbench::system;
 use bpfbench::traffic::GenOptions;
 
-use crate::output::emit;
-
-pub fn generate(options: &GenOptions, format: Format, output: Option<&Path>) -> Result<ExitCode> {
-    check_format::<GenRecord>(format)?;
+pub fn generate(options: &GenOptions, out: &OutputArgs) -> Result<ExitCode> {
+    check_format::<GenRecord>(out.format)?;
     system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
     system::interrupt::install_handler();
@@ -24,7 +22,7 @@ pub fn generate(options: &GenOptions, format: Format, output: Option<&Path>) -> 
     let settings = options.settings();
     let sizes = generator.frame_sizes();
     let flows = generator.flows();
-    let table = format == Format::Table && output.is_none();
+    let table = out.table_on_stdout();
     // Per-second lines go with the table on stdout, else to stderr.
     let say = |line: &str| if table { println!("{line}") } else { eprintln!("{line}") };
     say(&gen_table::start_line(&options.interface, options.send.threads, flows, &sizes, options.send.rate));
@@ -49,13 +47,9 @@ pub fn generate(options: &GenOptions, format: Format, output: Option<&Path>) -> 
         bar.finish_and_clear();
     }
     let record = record?;
-    let text = render_as(&record, format)?;
-    emit(&text, output)?;
+    out.emit(&render_as(&record, out.format)?)?;
     if record.stopped_by == StopReason::Stalled {
-        eprintln!(
-            "bpfbench: the receiver acknowledged nothing new for {} s, so the stream was given up; is it still reading, and is its side's XDP program passing the segments?",
-            bpfbench::traffic::generator::TCP_STALL.as_secs()
-        );
+        eprintln!("bpfbench: {}", gen_table::stalled_line(bpfbench::traffic::generator::TCP_STALL.as_secs()));
         return Ok(ExitCode::FAILURE);
     }
     Ok(if record.stopped_by == StopReason::Interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })

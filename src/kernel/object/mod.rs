@@ -116,30 +116,6 @@ impl ProgKind {
     pub fn test_run_times(self) -> bool {
         !self.takes_raw_context()
     }
-
-    /// How a batch loop in BPF reaches programs of this type.
-    pub fn batch_loop(self) -> BatchLoop {
-        match self {
-            ProgKind::Xdp | ProgKind::Tc => BatchLoop::Spliced,
-            ProgKind::RawTracepoint => BatchLoop::Chain,
-            ProgKind::Syscall => BatchLoop::None(
-                "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)",
-            ),
-            _ => BatchLoop::None("no batch loop runs programs of this type yet"),
-        }
-    }
-}
-
-/// How a batch loop in BPF reaches a program (see [`ProgKind::batch_loop`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchLoop {
-    /// Spliced into a driver of its type (driver_xdp, driver_tc); one that
-    /// makes tail calls is entered as a chain instead.
-    Spliced,
-    /// Always entered by a tail call from the chain loop (driver_chain).
-    Chain,
-    /// None: timed per call, for this reason.
-    None(&'static str),
 }
 
 /// Program types the kernel cannot run with BPF_PROG_TEST_RUN (the

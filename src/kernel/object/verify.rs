@@ -9,6 +9,13 @@ use super::ObjectFile;
 use crate::kernel::prog_info::program_record;
 use crate::record::verifier::{ObjectVerification, ProgramVerification};
 
+/// `bpfbench verifier`: what the verifier made of each object's programs.
+pub fn report(objects: &[&Path]) -> Result<crate::record::verifier::VerifierReport> {
+    super::super::libbpf_log::capture();
+    let objects = objects.iter().map(|o| verify(o)).collect::<Result<Vec<_>>>()?;
+    Ok(crate::record::verifier::VerifierReport { schema: crate::record::verifier::VERIFIER_SCHEMA.into(), objects })
+}
+
 /// Loads each program of the object at `path` alone and records the
 /// verifier's figures; a program the kernel refuses is recorded so.
 pub fn verify(path: &Path) -> Result<ObjectVerification> {

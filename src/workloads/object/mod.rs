@@ -30,7 +30,7 @@ use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::insn::{Insn, helper};
 use crate::kernel::load::constant_program;
-use crate::kernel::object::{BatchLoop, ObjectFile, ProgKind, ProgramInfo};
+use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, FuncInfo};
@@ -437,6 +437,31 @@ fn fill_slots(user: &ObjectFile, setup: &ObjectSetup, notes: &mut Vec<String>) -
     Ok(others)
 }
 
+/// How a batch loop in BPF reaches programs of `kind`: which of the
+/// drivers (driver_xdp, driver_tc, driver_chain) runs them, if any.
+fn batch_loop(kind: ProgKind) -> BatchLoop {
+    match kind {
+        ProgKind::Xdp | ProgKind::Tc => BatchLoop::Spliced,
+        ProgKind::RawTracepoint => BatchLoop::Chain,
+        ProgKind::Syscall => BatchLoop::None(
+            "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)",
+        ),
+        _ => BatchLoop::None("no batch loop runs programs of this type yet"),
+    }
+}
+
+/// How a batch loop in BPF reaches a program (see [`batch_loop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchLoop {
+    /// Spliced into a driver of its type (driver_xdp, driver_tc); one that
+    /// makes tail calls is entered as a chain instead.
+    Spliced,
+    /// Always entered by a tail call from the chain loop (driver_chain).
+    Chain,
+    /// None: timed per call, for this reason.
+    None(&'static str),
+}
+
 /// Whether the program calls `bpf_tail_call`.
 fn makes_tail_calls(insns: &[Insn]) -> bool {
     splice::calls_helper(insns, helper::TAIL_CALL)
@@ -678,7 +703,7 @@ impl LoadedWorkload for Loaded<'_> {
         let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
         let plan = if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
             Restore::PerCall("asked for with --per-call".into())
-        } else if let BatchLoop::None(why) = kind.batch_loop() {
+        } else if let BatchLoop::None(why) = batch_loop(kind) {
             Restore::PerCall(why.into())
         } else if self.construct.is_none() {
             Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
@@ -693,7 +718,7 @@ impl LoadedWorkload for Loaded<'_> {
                 )
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
-            Restore::Bytes(restore) if makes_tail_calls(&self.insns) || kind.batch_loop() == BatchLoop::Chain => {
+            Restore::Bytes(restore) if makes_tail_calls(&self.insns) || batch_loop(kind) == BatchLoop::Chain => {
                 self.chain(case, &refs, restore, &mut checks, &mut notes)?
             }
             Restore::Bytes(restore) => {

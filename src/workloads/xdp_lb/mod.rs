@@ -230,6 +230,17 @@ pub fn fuzz_corpus(cpu: usize) -> Result<FuzzCorpus> {
     Ok(FuzzCorpus { runtime, names, programs, packets })
 }
 
+/// `bpfbench fuzz-uvm`: `programs` programs, random and mutated from the
+/// LB's, run in the userspace runtime on the LB's maps and packets; the
+/// summary and the names of the LB programs the mutations started from.
+pub fn fuzz_uvm(programs: u64, seed: u64, budget: u64) -> Result<(crate::record::probes::FuzzReport, Vec<String>)> {
+    crate::system::check_privileges()?;
+    let corpus = fuzz_corpus(crate::system::cpu::default_cpu()?)?;
+    let mut runtime = corpus.runtime;
+    let report = crate::uvm::fuzz::run(&mut runtime, &corpus.programs, &corpus.packets, programs, seed, budget);
+    Ok((report, corpus.names))
+}
+
 /// The LB's datapath in the userspace runtime beside the kernel: same
 /// object, same setup, same packets.
 #[cfg(test)]
