@@ -10,6 +10,7 @@
 
 mod cases;
 mod chain;
+mod checks;
 pub mod live;
 mod map_json;
 mod options;
@@ -20,7 +21,7 @@ mod spliced;
 mod user_context;
 
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
@@ -35,9 +36,7 @@ use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, FuncInfo};
 use crate::packet::{diff_packets, pcap};
-use crate::record::{
-    Body, Expected, InstructionCount, LoopConstruct, Outcome, PacketBytes, Runtime, Timing, VerifierStats,
-};
+use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, verdict_name};
 use chain::{ChainRequest, ChainTimer, NotInLoop};
@@ -64,14 +63,6 @@ pub const REGISTRATION: Registration = Registration {
     },
     with_object: None,
 };
-
-/// Where a failed validation writes the expected and actual packets.
-fn failure_pcap(workload: &str, case: &str) -> PathBuf {
-    let safe = |s: &str| {
-        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect::<String>()
-    };
-    std::env::temp_dir().join(format!("bpfbench-{}-{}-mismatch.pcap", safe(workload), safe(case)))
-}
 
 /// How two outputs of a program differ, if they do.
 pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) -> Option<String> {
@@ -521,57 +512,6 @@ impl Loaded<'_> {
         Ok(())
     }
 
-    /// The user's expectations against the program's outputs. A mismatch
-    /// writes the expected (or input) and actual packets to a pcap.
-    fn check_expectations(&self, case: &Case, refs: &[RunOutput], checks: &mut Vec<String>) -> Result<()> {
-        let kind = self.bench.kind;
-        // `first` is the expected packet, or the input when only a verdict was expected.
-        let fail = |i: usize, what: String, first: &[u8], first_is: &str| -> anyhow::Error {
-            // A context is no packet: nothing to write a capture of.
-            if kind.takes_no_packet() {
-                return anyhow::anyhow!("case {}, input {i}: {what}", case.name);
-            }
-            let path = failure_pcap(self.bench.name(), &case.name);
-            let written = match pcap::write(&path, &[first, &refs[i].packet]) {
-                Ok(()) => format!("\n({first_is} and actual output packets written to {})", path.display()),
-                Err(e) => format!("\n(writing the packets failed: {e:#})"),
-            };
-            anyhow::anyhow!("case {}, packet {i}: {what}{written}", case.name)
-        };
-        if let Some(v) = case.expect_verdict {
-            for (i, r) in refs.iter().enumerate() {
-                if r.retval != v.value {
-                    let what =
-                        format!("verdict {}, expected {}", verdict_name(kind, r.retval), verdict_name(kind, v.value));
-                    return Err(fail(i, what, &case.packets[i], "input"));
-                }
-            }
-            checks.push(format!(
-                "verdict {} on all {} packet(s), as expected",
-                verdict_name(kind, v.value),
-                refs.len()
-            ));
-        }
-        if case.expect_packets.is_some() {
-            for (i, r) in refs.iter().enumerate() {
-                let want = case.expected_packet(i).expect("expectations present");
-                if let Some(diff) = diff_packets(want, &r.packet) {
-                    return Err(fail(
-                        i,
-                        format!("output packet differs from the expected one:\n{diff}"),
-                        want,
-                        "expected",
-                    ));
-                }
-            }
-            checks.push(format!("output packet of all {} packet(s): byte-exact as expected", refs.len()));
-        }
-        if case.expect_verdict.is_none() && case.expect_packets.is_none() {
-            checks.push("no expectation given (--expect, --expect-packet): nothing else was checked".into());
-        }
-        Ok(())
-    }
-
     /// Writes what the program output for the case to --record's file.
     fn record(&self, case: &Case, refs: &[RunOutput], notes: &mut Vec<String>) -> Result<()> {
         let Some(path) = &self.bench.setup.record else { return Ok(()) };
@@ -667,50 +607,18 @@ impl PreparedScenario for Prepared<'_> {
 
 impl LoadedWorkload for Loaded<'_> {
     fn validate(&mut self, info: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
-        let bench = self.bench;
+        let (bench, kind) = (self.bench, self.bench.kind);
         let case = bench.case(info)?;
-        let kind = bench.kind;
-        let name = bench.program.name.as_str();
-        let mut checks = Vec::new();
         let mut notes = self.notes.clone();
-        match kind {
-            ProgKind::SkLookup => notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into()),
-            ProgKind::Netfilter => notes.push("each packet passes the PRE_ROUTING hook of its IP version's family (struct nf_hook_state)".into()),
-            _ => {}
-        }
-        if let Some(ctx) = &case.ctx {
-            notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
-        }
-        if kind.takes_raw_context() {
-            notes.push(format!("input: the {}, in every run", case.source));
-        } else {
-            notes.push(format!(
-                "packets: {} ({} packet(s) of {} bytes, cycled per iteration)",
-                case.source,
-                case.packets.len(),
-                case.packets[0].len()
-            ));
-        }
-
+        notes.extend(case.input_notes(kind));
         let refs = self.references(case)?;
-        checks.push(format!(
+        let mut checks = vec![format!(
             "the program's own verdict and output are the same on two runs of each of the {} packet(s)",
             refs.len()
-        ));
+        )];
         self.record(case, &refs, &mut notes)?;
-        self.check_expectations(case, &refs, &mut checks)?;
-
-        let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
-        let plan = if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
-            Restore::PerCall("asked for with --per-call".into())
-        } else if let BatchLoop::None(why) = batch_loop(kind) {
-            Restore::PerCall(why.into())
-        } else if self.construct.is_none() {
-            Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
-        } else {
-            restore::plan(kind, &case.packets, &outputs)
-        };
-        let (timer, timing, key) = match plan {
+        checks.extend(case.check_outputs(kind, bench.name(), &refs)?);
+        let (timer, timing, key) = match self.restore_plan(case, &refs) {
             Restore::PerCall(reason) if self.runtime == Runtime::User => {
                 bail!(
                     "case {}: the userspace runtime times in the batch loop only, and this case is timed per call because {reason}",
@@ -721,71 +629,7 @@ impl LoadedWorkload for Loaded<'_> {
             Restore::Bytes(restore) if makes_tail_calls(&self.insns) || batch_loop(kind) == BatchLoop::Chain => {
                 self.chain(case, &refs, restore, &mut checks, &mut notes)?
             }
-            Restore::Bytes(restore) => {
-                let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
-                let construct = self.construct.unwrap_or_default();
-                let request = SpliceRequest {
-                    user: &user,
-                    variants: &case.packets,
-                    restore,
-                    references: refs.clone(),
-                    cpu: self.cpu,
-                    runtime: self.runtime,
-                    ctx: case.ctx_bytes().map(<[u8]>::to_vec),
-                    construct,
-                    body: bench.setup.body,
-                };
-                match Spliced::build(request) {
-                    Ok(s) => {
-                        if s.user().is_some() {
-                            checks.push(format!("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
-                            notes.push("runtime: userspace, the spliced program as the kernel verified it, compiled by bpfbench's JIT, with copies of the maps".into());
-                        }
-                        checks.push("spliced into the batch loop: the last iteration of every checked batch matched the program's own output".into());
-                        if s.resized()? > 0 {
-                            notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
-                        }
-                        let placement = match (&s.placement, &s.why_called) {
-                            (Body::Inline, _) => "inline in the batch loop".to_string(),
-                            (Body::Call, Some(why)) => format!("called from the batch loop (not inline: {why})"),
-                            (Body::Call, None) => "called from the batch loop".to_string(),
-                        };
-                        notes.push(format!(
-                            "timing: in BPF, the program {placement}; {restore} bytes written back per iteration"
-                        ));
-                        let key = format!(
-                            "{kind:?} driver loop ({}, body {}), {restore} bytes written back, {} packet(s)",
-                            s.construct.as_str(),
-                            s.placement.as_str(),
-                            case.packets.len()
-                        );
-                        let timing = Timing::InBpf {
-                            construct: s.construct,
-                            body: s.placement,
-                            why_called: s.why_called.clone(),
-                        };
-                        (Timer::InBpf(Box::new(s)), timing, key)
-                    }
-                    Err(e) if self.runtime == Runtime::User => {
-                        bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name)
-                    }
-                    Err(e) if bench.timing.forced_loop().is_some() => {
-                        bail!("case {}: --timing-mode {}: {e:#}", case.name, bench.timing.as_str())
-                    }
-                    Err(e) => {
-                        // The reason on its first line, the verifier's last lines after it.
-                        let text = format!("{e:#}");
-                        let (reason, tail) = text.split_once('\n').unwrap_or((&text, ""));
-                        if !tail.is_empty() {
-                            notes.push(format!(
-                                "verifier log of the spliced program (last lines):\n      {}",
-                                tail.replace('\n', "\n      ")
-                            ));
-                        }
-                        self.per_call(case, refs.clone(), reason.to_string())
-                    }
-                }
-            }
+            Restore::Bytes(restore) => self.spliced(case, &refs, restore, &mut checks, &mut notes)?,
         };
         if let Timing::PerCall { reason, host_timed } = &timing {
             let by = match host_timed {
@@ -797,37 +641,104 @@ impl LoadedWorkload for Loaded<'_> {
             };
             notes.push(format!("timing: per call (one BPF_PROG_TEST_RUN per packet, {by}), because {reason}"));
         }
-        let mut verdicts: Vec<(u32, usize)> = Vec::new();
-        for r in &refs {
-            match verdicts.iter_mut().find(|(v, _)| *v == r.retval) {
-                Some((_, n)) => *n += 1,
-                None => verdicts.push((r.retval, 1)),
-            }
-        }
-        let verdict = match verdicts.as_slice() {
-            [(v, _)] => verdict_name(kind, *v),
-            many => format!(
-                "mixed: {}",
-                many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")
-            ),
-        };
-        let outcome = Outcome {
-            bytes: (!kind.takes_raw_context()).then(|| PacketBytes {
-                input: PacketBytes::range(case.packets.iter().map(Vec::len)).unwrap_or_default(),
-                output: (!kind.outputs_no_packet())
-                    .then(|| PacketBytes::range(refs.iter().map(|r| r.packet.len())))
-                    .flatten(),
-            }),
-            expected: Expected { verdict: case.expect_verdict.is_some(), packet: case.expect_packets.is_some() },
-        };
-        let validation = Validation { verdict, outcome: Some(outcome), timing, checks, notes, outputs: refs };
-        let program = self.user.prog_fd(name)?;
+        let (verdict, outcome) = (checks::verdict_summary(kind, &refs), Some(case.outcome(kind, &refs)));
+        let validation = Validation { verdict, outcome, timing, checks, notes, outputs: refs };
+        let program = self.user.prog_fd(&bench.program.name)?;
         let prepared = Prepared { timer, program, stats: self.stats.clone(), overhead_key: key };
         Ok((validation, Box::new(prepared)))
     }
 }
 
 impl Loaded<'_> {
+    /// Where the loop's restore can put the packet back: the bytes to write
+    /// back per iteration, or why the case is timed per call.
+    fn restore_plan(&self, case: &Case, refs: &[RunOutput]) -> Restore {
+        let bench = self.bench;
+        if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
+            Restore::PerCall("asked for with --per-call".into())
+        } else if let BatchLoop::None(why) = batch_loop(bench.kind) {
+            Restore::PerCall(why.into())
+        } else if self.construct.is_none() {
+            Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
+        } else {
+            let outputs: Vec<Vec<u8>> = refs.iter().map(|r| r.packet.clone()).collect();
+            restore::plan(bench.kind, &case.packets, &outputs)
+        }
+    }
+
+    /// The program spliced into the driver's loop (called or inline), or
+    /// per call when the verifier refuses the spliced program.
+    fn spliced(
+        &self,
+        case: &Case,
+        refs: &[RunOutput],
+        restore: u32,
+        checks: &mut Vec<String>,
+        notes: &mut Vec<String>,
+    ) -> Result<(Timer<'_>, Timing, String)> {
+        let (bench, kind, name) = (self.bench, self.bench.kind, self.bench.program.name.as_str());
+        let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
+        let construct = self.construct.unwrap_or_default();
+        let request = SpliceRequest {
+            user: &user,
+            variants: &case.packets,
+            restore,
+            references: refs.to_vec(),
+            cpu: self.cpu,
+            runtime: self.runtime,
+            ctx: case.ctx_bytes().map(<[u8]>::to_vec),
+            construct,
+            body: bench.setup.body,
+        };
+        Ok(match Spliced::build(request) {
+            Ok(s) => {
+                if s.user().is_some() {
+                    checks.push(format!("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
+                    notes.push("runtime: userspace, the spliced program as the kernel verified it, compiled by bpfbench's JIT, with copies of the maps".into());
+                }
+                checks.push("spliced into the batch loop: the last iteration of every checked batch matched the program's own output".into());
+                if s.resized()? > 0 {
+                    notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
+                }
+                let placement = match (&s.placement, &s.why_called) {
+                    (Body::Inline, _) => "inline in the batch loop".to_string(),
+                    (Body::Call, Some(why)) => format!("called from the batch loop (not inline: {why})"),
+                    (Body::Call, None) => "called from the batch loop".to_string(),
+                };
+                notes.push(format!(
+                    "timing: in BPF, the program {placement}; {restore} bytes written back per iteration"
+                ));
+                let key = format!(
+                    "{kind:?} driver loop ({}, body {}), {restore} bytes written back, {} packet(s)",
+                    s.construct.as_str(),
+                    s.placement.as_str(),
+                    case.packets.len()
+                );
+                let timing =
+                    Timing::InBpf { construct: s.construct, body: s.placement, why_called: s.why_called.clone() };
+                (Timer::InBpf(Box::new(s)), timing, key)
+            }
+            Err(e) if self.runtime == Runtime::User => {
+                bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name)
+            }
+            Err(e) if bench.timing.forced_loop().is_some() => {
+                bail!("case {}: --timing-mode {}: {e:#}", case.name, bench.timing.as_str())
+            }
+            Err(e) => {
+                // The reason on its first line, the verifier's last lines after it.
+                let text = format!("{e:#}");
+                let (reason, tail) = text.split_once('\n').unwrap_or((&text, ""));
+                if !tail.is_empty() {
+                    notes.push(format!(
+                        "verifier log of the spliced program (last lines):\n      {}",
+                        tail.replace('\n', "\n      ")
+                    ));
+                }
+                self.per_call(case, refs.to_vec(), reason.to_string())
+            }
+        })
+    }
+
     /// A program that makes tail calls: the chain entered from the chain
     /// driver's loop by a tail call, or per call where no loop can hold it.
     fn chain(
