@@ -64,25 +64,19 @@ pub struct RunSummary {
 }
 
 /// How scenarios are sampled: the run options, as given on the command line
-/// and recorded with every run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
+/// (session::options::SamplingArgs) and recorded with every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
     /// Samples (timed batches) per scenario.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub samples: u64,
-    /// Target duration of one batch, in milliseconds (at most 1000).
-    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = batch_ms, allow_negative_numbers = true)]
+    /// Target duration of one batch, in milliseconds.
     pub batch_ms: f64,
     /// Warm-up per scenario, in seconds.
-    #[arg(long = "warmup", value_name = "S", default_value_t = 0.1, value_parser = non_negative, allow_negative_numbers = true)]
     pub warmup_s: f64,
     /// Stop sampling a scenario after this many seconds.
-    #[arg(long = "max-time", value_name = "S", default_value_t = 10.0, value_parser = positive, allow_negative_numbers = true)]
     pub max_scenario_s: f64,
-    /// Sweeps over the selected scenarios: each scenario's samples are
-    /// taken in this many turns, interleaved with the other scenarios', so
-    /// that a slow phase of the machine falls on every scenario alike.
-    #[arg(long, default_value_t = DEFAULT_SWEEPS, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Sweeps over the selected scenarios (each scenario's samples taken in
+    /// this many turns, interleaved with the other scenarios').
     #[serde(default = "one_sweep")]
     pub sweeps: u32,
 }
@@ -107,14 +101,16 @@ pub fn positive(s: &str) -> Result<f64, String> {
 /// the CPU held by the timing loop for its whole length.
 pub const MAX_BATCH_MS: f64 = 1000.0;
 
-fn batch_ms(s: &str) -> Result<f64, String> {
+/// A command-line value for `--batch-ms`: positive, at most [`MAX_BATCH_MS`].
+pub fn batch_ms(s: &str) -> Result<f64, String> {
     match positive(s)? {
         v if v <= MAX_BATCH_MS => Ok(v),
         _ => Err(format!("must be at most {MAX_BATCH_MS} (one batch holds the CPU for its whole length), got '{s}'")),
     }
 }
 
-fn non_negative(s: &str) -> Result<f64, String> {
+/// A command-line value that must be a number of at least 0.
+pub fn non_negative(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(format!("must be a number of at least 0, got '{s}'")),
@@ -283,7 +279,7 @@ pub struct ScenarioRecord {
 }
 
 /// Where a scenario's program runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Runtime {
     /// BPF_PROG_TEST_RUN: the kernel's JIT.
@@ -308,10 +304,19 @@ impl Runtime {
             Runtime::User => "userspace",
         }
     }
+
+    /// The runtime a word names ("kernel", "user"; any case).
+    pub fn from_name(word: &str) -> Option<Runtime> {
+        match word.to_ascii_lowercase().as_str() {
+            "kernel" => Some(Runtime::Kernel),
+            "user" => Some(Runtime::User),
+            _ => None,
+        }
+    }
 }
 
 /// What a scenario is measured by.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// ns per operation, timed in batches.
@@ -441,7 +446,7 @@ impl ScenarioRecord {
 /// The loop construct an in-BPF batch ran in: may_goto (6.9) where the
 /// kernel has it, else bpf_loop (5.17), else a bounded loop the verifier
 /// walks (5.3; batches of at most 256 iterations).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LoopConstruct {
     #[default]

@@ -48,7 +48,7 @@ pub struct GenRecord {
 }
 
 /// The order in which a spec's flows are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FlowOrder {
     /// Frame n carries flow n mod flows: each flow equally often.

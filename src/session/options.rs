@@ -12,7 +12,51 @@ use crate::harness::paired::PairedSettings;
 use crate::harness::runner::Profile;
 use crate::harness::timing::TimingChoice;
 use crate::history::{StoreOptions, TagRuns};
-use crate::record::{Metric, Runtime, Sampling};
+use crate::record::{DEFAULT_SWEEPS, Metric, Runtime, Sampling, batch_ms, non_negative, positive};
+
+/// How scenarios are sampled, as the command line gives it ([`Sampling`] is what a run records).
+#[derive(Debug, Clone, Args)]
+pub struct SamplingArgs {
+    /// Samples (timed batches) per scenario.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub samples: u64,
+    /// Target duration of one batch, in milliseconds (at most 1000).
+    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = batch_ms, allow_negative_numbers = true)]
+    pub batch_ms: f64,
+    /// Warm-up per scenario, in seconds.
+    #[arg(long = "warmup", value_name = "S", default_value_t = 0.1, value_parser = non_negative, allow_negative_numbers = true)]
+    pub warmup_s: f64,
+    /// Stop sampling a scenario after this many seconds.
+    #[arg(long = "max-time", value_name = "S", default_value_t = 10.0, value_parser = positive, allow_negative_numbers = true)]
+    pub max_scenario_s: f64,
+    /// Sweeps over the selected scenarios: each scenario's samples are
+    /// taken in this many turns, interleaved with the other scenarios', so
+    /// that a slow phase of the machine falls on every scenario alike.
+    #[arg(long, default_value_t = DEFAULT_SWEEPS, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub sweeps: u32,
+}
+
+impl SamplingArgs {
+    pub fn sampling(&self) -> Sampling {
+        let SamplingArgs { samples, batch_ms, warmup_s, max_scenario_s, sweeps } = *self;
+        Sampling { samples, batch_ms, warmup_s, max_scenario_s, sweeps }
+    }
+}
+
+/// `--metric` as the command line spells it (the record's enum knows no clap).
+impl clap::ValueEnum for Metric {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Metric::Time, Metric::Insns]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(match self {
+            Metric::Time => clap::builder::PossibleValue::new("time").help("ns per operation, timed in batches"),
+            Metric::Insns => clap::builder::PossibleValue::new("insns")
+                .help("BPF instructions executed per packet, counted by the userspace runtime's interpreter"),
+        })
+    }
+}
 
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
@@ -21,7 +65,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub select: Selection,
     #[command(flatten)]
-    pub sampling: Sampling,
+    pub sampling: SamplingArgs,
     /// How batches are timed: auto takes the best the kernel has (may-goto,
     /// else bpf-loop, else bounded); the others force one, and refuse where
     /// the kernel or the workload lacks it (per-call: your own objects).
@@ -93,7 +137,7 @@ impl RunArgs {
             _ => None,
         };
         Ok(super::Plan {
-            sampling: self.sampling.clone(),
+            sampling: self.sampling.sampling(),
             cpu: self.cpu,
             runtimes: self.runtimes()?,
             metric: self.metric(),

@@ -200,8 +200,7 @@ impl PairedRequest<'_> {
 
     /// `ab --workload W kernel user`: A and B name runtimes, not files.
     fn runtimes(&self) -> Result<Option<(Runtime, Runtime)>> {
-        use clap::ValueEnum;
-        let word = |p: &Path| if p.exists() { None } else { p.to_str().and_then(|s| Runtime::from_str(s, true).ok()) };
+        let word = |p: &Path| if p.exists() { None } else { p.to_str().and_then(Runtime::from_name) };
         match (word(&self.a), word(&self.b)) {
             (Some(a), Some(b)) if self.workload.is_some() => {
                 if a == b {

@@ -74,3 +74,14 @@ impl GenOptions {
         }
     }
 }
+
+/// `--flow-order` as the command line spells it (the record's enum knows no clap).
+impl clap::ValueEnum for FlowOrder {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[FlowOrder::Sequential, FlowOrder::Random]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}

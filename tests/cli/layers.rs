@@ -197,3 +197,25 @@ fn the_binary_stays_thin() {
     assert!(files.len() >= 5, "src/bin was not read");
     assert!(lines < 900, "src/bin has {lines} lines: move what is not parsing or printing into the library");
 }
+
+/// The plain layers know no command line: no clap in `stats`, `packet`,
+/// `insn` or `record` (the command lines spell record's enums themselves).
+#[test]
+fn the_plain_layers_know_no_command_line() {
+    let mut against = Vec::new();
+    for module in ["stats", "packet", "insn.rs", "record"] {
+        let path = Path::new(SRC).join(module);
+        let mut files = Vec::new();
+        if path.is_dir() {
+            rust_files(&path, &mut files);
+        } else {
+            files.push(path);
+        }
+        for file in files {
+            if code_of(&std::fs::read_to_string(&file).unwrap()).contains("clap") {
+                against.push(file.strip_prefix(SRC).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(against.is_empty(), "command-line code in the plain layers: {against:?}");
+}
