@@ -4,10 +4,13 @@
 //! skeleton with `bpf_skeleton!("NAME")` (or the object's bytes with
 //! `bpf_object_bytes!("NAME")`); nothing here lists programs or headers.
 //!
-//! Cargo reruns this script whenever anything under `src/` changes, so a new
-//! `.bpf.c` file is found on the next build. Objects whose inputs did not
-//! change are not recompiled: an object depends on its source, on every
-//! header under `src/` and on the compiler and flags.
+//! Cargo reruns this script whenever anything under `src/` changes: a new
+//! `.bpf.c` file is found on the next build, and the commit a result
+//! records (`git describe --dirty`) says `-dirty` for a binary built from
+//! an edited tree, which a rerun only on BPF inputs would leave stale. A
+//! rerun costs the script's own run: objects whose inputs did not change
+//! are not recompiled (an object depends on its source, on every header
+//! beside the sources and on the compiler and flags).
 
 use std::env;
 use std::fs;
@@ -71,7 +74,7 @@ fn main() {
             .unwrap_or_else(|e| panic!("building {} with {clang} failed: {e:#}", src.display()));
         fs::write(&stamp, flags).expect("writing the flags stamp");
     }
-    compile_test_objects(&out, &clang, newest_header);
+    compile_test_objects(&out, &clang);
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=tests/objects");
     println!("cargo:rerun-if-changed=examples");
@@ -83,21 +86,27 @@ fn main() {
 /// Compiles the integration tests' BPF objects (`tests/objects/*.bpf.c`,
 /// and the README's `examples/**/*.bpf.c`) into `OUT_DIR/test-objects/`,
 /// as a user would: plain objects, no skeleton, default CPU version.
-fn compile_test_objects(out: &Path, clang: &str, _headers: Option<SystemTime>) {
+fn compile_test_objects(out: &Path, clang: &str) {
     let dir = out.join("test-objects");
     fs::create_dir_all(&dir).expect("creating test-objects");
-    let mut sources = Vec::new();
+    let (mut sources, mut headers) = (Vec::new(), Vec::new());
     for dir in ["tests/objects", "examples"] {
         walk(Path::new(dir), &mut |p| {
-            if p.to_string_lossy().ends_with(BPF_SUFFIX) {
+            let name = p.to_string_lossy();
+            if name.ends_with(BPF_SUFFIX) {
                 sources.push(p.to_path_buf());
+            } else if name.ends_with(".h") {
+                headers.push(p.to_path_buf());
             }
         });
     }
+    // An object depends on its source and on the headers beside the test objects.
+    let newest_header = headers.iter().filter_map(|h| mtime(h)).max();
     for src in sources {
         let file = src.file_name().and_then(|n| n.to_str()).expect("UTF-8 file name");
         let object = dir.join(file.replace(".bpf.c", ".bpf.o"));
-        if matches!((mtime(&object), mtime(&src)), (Some(built), Some(input)) if built >= input) {
+        let inputs_newest = mtime(&src).into_iter().chain(newest_header).max();
+        if matches!((mtime(&object), inputs_newest), (Some(built), Some(input)) if built >= input) {
             continue;
         }
         SkeletonBuilder::new()

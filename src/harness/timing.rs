@@ -53,14 +53,14 @@ pub struct TimedProgram {
     ctl: bench_ctl,
     /// Where runs go instead of the kernel: the same program in the
     /// userspace runtime, timing itself with the same loop.
-    user: Option<UserProgram>,
+    user: Option<UserspaceProgram>,
     /// The context every kernel run gets (an skb program's `__sk_buff`).
     ctx: Option<Vec<u8>>,
 }
 
 /// A program of an object in the userspace runtime; the object's programs
 /// share its runtime (and so its maps), as they share maps in the kernel.
-pub struct UserProgram {
+pub struct UserspaceProgram {
     pub runtime: SharedRuntime,
     pub name: String,
 }
@@ -93,7 +93,7 @@ impl TimedProgram {
     /// Runs this program in the userspace runtime from now on (its
     /// instructions as prepared for the kernel, under the same name).
     pub fn run_in_user(&mut self, runtime: SharedRuntime, name: &str) -> Result<()> {
-        self.user = Some(UserProgram { runtime, name: name.to_string() });
+        self.user = Some(UserspaceProgram { runtime, name: name.to_string() });
         self.write_ctl(self.ctl)
     }
 
@@ -103,7 +103,7 @@ impl TimedProgram {
     }
 
     /// Whether runs go to the userspace runtime.
-    pub fn user(&self) -> Option<&UserProgram> {
+    pub fn user(&self) -> Option<&UserspaceProgram> {
         self.user.as_ref()
     }
 

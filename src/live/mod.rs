@@ -8,10 +8,10 @@
 //! balancer and a user's own object each implement it beside their other
 //! code; this module knows neither.
 
+pub mod attached;
 pub mod run;
 pub mod sink;
 pub mod sweep;
-pub mod testbed;
 
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
@@ -19,9 +19,9 @@ use std::os::fd::BorrowedFd;
 use anyhow::Result;
 
 use crate::record::live::{CrossCheck, LiveStep, StepRatio};
+pub use attached::{Attached, LiveSettings};
 pub use run::{LiveObserver, LivePlan, run};
 pub use sweep::Sweep;
-pub use testbed::{LiveSettings, Testbed};
 
 /// A program `bpfbench live` can attach and read.
 pub trait LiveProgram {

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::sweep::StepTraffic;
-use super::{LiveProgram, LiveSettings, Sweep, Testbed};
+use super::{Attached, LiveProgram, LiveSettings, Sweep};
 use crate::kernel::netdev::XdpMode;
 use crate::record::live::{LIVE_SCHEMA, LiveRecord, LiveStep};
 use crate::system::{self, environment, interrupt};
@@ -57,15 +57,15 @@ pub fn run(program: &mut dyn LiveProgram, plan: LivePlan, observer: &mut dyn Liv
         (plan.settings.warmup.as_secs_f64(), plan.settings.step.as_secs_f64(), plan.settings.flow_order);
     let mut measured = Vec::new();
     let overhead = {
-        let mut testbed = Testbed::start(program, plan.settings)?;
-        observer.measuring_overhead(&testbed.topology().inner);
-        let overhead = testbed.stats_overhead(&plan.steps[0].1)?;
+        let mut attached = Attached::start(program, plan.settings)?;
+        observer.measuring_overhead(&attached.topology().inner);
+        let overhead = attached.stats_overhead(&plan.steps[0].1)?;
         for (index, (value, traffic)) in plan.steps.iter().enumerate() {
             if interrupt::interrupted() {
                 break;
             }
             observer.step_started(index, *value);
-            let step = testbed.measure(*value, traffic)?;
+            let step = attached.measure(*value, traffic)?;
             if interrupt::interrupted() {
                 break;
             }
@@ -73,7 +73,7 @@ pub fn run(program: &mut dyn LiveProgram, plan: LivePlan, observer: &mut dyn Liv
             measured.push(step);
         }
         overhead
-        // The testbed goes here: programs detached, namespace and veths removed.
+        // The set-up goes here: programs detached, namespace and veths removed.
     };
     let interrupted = interrupt::interrupted();
     let cross_check = match measured.first() {

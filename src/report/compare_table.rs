@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+use anyhow::Result;
+
+use super::columns::{self, Field, Table, value};
 use super::grid::{self, Grid};
 use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
 use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, MIN_RUNS_PER_SIDE};
@@ -45,22 +48,50 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
     );
 }
 
+/// Instruction counts per benchmark: A's, B's, the change and B/A.
+fn instruction_columns() -> Table<InstructionDelta> {
+    let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
+    let full = |v: f64| format!("{v:.4}");
+    Table {
+        fields: vec![
+            Field::shown(
+                grid::left("benchmark"),
+                |d: &InstructionDelta, _| d.benchmark.clone(),
+                vec![value("benchmark", |d: &InstructionDelta| d.benchmark.clone())],
+            ),
+            Field::shown(
+                grid::right("A insns/pkt"),
+                move |d: &InstructionDelta, _| num(d.a),
+                vec![value("a_insns_per_packet", move |d: &InstructionDelta| full(d.a))],
+            ),
+            Field::shown(
+                grid::right("B insns/pkt"),
+                move |d: &InstructionDelta, _| num(d.b),
+                vec![value("b_insns_per_packet", move |d: &InstructionDelta| full(d.b))],
+            ),
+            Field::shown(
+                grid::right("delta"),
+                move |d: &InstructionDelta, _| {
+                    if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) }
+                },
+                vec![value("delta", move |d: &InstructionDelta| full(d.delta()))],
+            ),
+            Field::shown(
+                grid::right("B/A"),
+                |d: &InstructionDelta, _| format!("{:.4}", d.ratio()),
+                vec![value("ratio", |d: &InstructionDelta| format!("{:.6}", d.ratio()))],
+            ),
+        ],
+    }
+}
+
 /// Instruction counts per benchmark; `detail` adds what changed in helper
 /// calls, map operations and source lines under each row.
 fn instruction_grid(cmp: &ComparisonRecord, detail: bool) -> Grid {
-    let mut g = Grid::new(vec![
-        grid::left("benchmark"),
-        grid::right("A insns/pkt"),
-        grid::right("B insns/pkt"),
-        grid::right("delta"),
-        grid::right("B/A"),
-    ]);
     let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
-    for d in &cmp.instructions {
-        let delta = if d.delta() > 0.0 { format!("+{}", num(d.delta())) } else { num(d.delta()) };
-        g.row(vec![d.benchmark.clone(), num(d.a), num(d.b), delta, format!("{:.4}", d.ratio())]);
+    instruction_columns().grid_noted(&cmp.instructions, false, |d, g| {
         if !detail {
-            continue;
+            return;
         }
         for (what, (a, b)) in &d.changed {
             g.note(format!("    {what}: {} -> {} per packet", num(*a), num(*b)));
@@ -76,31 +107,67 @@ fn instruction_grid(cmp: &ComparisonRecord, detail: bool) -> Grid {
         if lines.len() > CHANGED_LINES {
             g.note(format!("    ... {} more lines changed (--format json lists them)", lines.len() - CHANGED_LINES));
         }
-    }
-    g
+    })
 }
 
-/// The timed benchmarks with their statistics, for both forms (the
-/// verdict bold in Markdown).
+/// A timed benchmark's columns, for every form: the ratio's, the corrected
+/// p-value, what the verdict rests on, the run-to-run noise it allowed for,
+/// and the verdict (bold in Markdown).
+fn time_columns() -> Table<BenchmarkComparison> {
+    let mut fields = columns::ratio_fields(
+        |b: &BenchmarkComparison| b.benchmark.clone(),
+        |b| b.result.median_a,
+        |b| b.result.median_b,
+        |b| b.result.ratio,
+        |b| b.result.ratio_ci95,
+    );
+    fields.extend([
+        Field::shown(
+            grid::right("p (Holm)"),
+            |b: &BenchmarkComparison, _| format!("{:.4}", b.result.p_adjusted),
+            vec![value("p_holm", |b: &BenchmarkComparison| format!("{:.6}", b.result.p_adjusted))],
+        ),
+        Field::shown(
+            grid::left("rests on"),
+            |b, _| rests_on(b),
+            vec![
+                value("n_a", |b: &BenchmarkComparison| b.n_a.to_string()),
+                value("n_b", |b: &BenchmarkComparison| b.n_b.to_string()),
+                value("rests_on", |b: &BenchmarkComparison| b.method.as_str().to_string()),
+            ],
+        ),
+        Field::shown(
+            grid::right("run noise"),
+            |b, _| run_noise(b),
+            vec![value("run_noise_cv", |b: &BenchmarkComparison| {
+                b.result.run_noise_cv.map_or_else(String::new, |cv| format!("{cv:.5}"))
+            })],
+        ),
+        Field::shown(
+            grid::left("verdict"),
+            |b: &BenchmarkComparison, md| super::verdict_cell(b.result.verdict, md),
+            vec![value("verdict", |b: &BenchmarkComparison| b.result.verdict.as_str().to_string())],
+        ),
+    ]);
+    Table { fields }
+}
+
+/// The timed benchmarks with their statistics, for both forms, and the geometric mean.
 fn time_grid(cmp: &ComparisonRecord, markdown: bool) -> Grid {
-    let mut columns = super::ratio_columns();
-    columns.extend([grid::right("p (Holm)"), grid::left("rests on"), grid::right("run noise"), grid::left("verdict")]);
-    let mut g = Grid::new(columns);
-    for b in &cmp.benchmarks {
-        let r = &b.result;
-        let mut cells = super::ratio_cells(b.benchmark.clone(), r.median_a, r.median_b, r.ratio, r.ratio_ci95);
-        cells.extend([
-            format!("{:.4}", r.p_adjusted),
-            rests_on(b),
-            run_noise(b),
-            super::verdict_cell(r.verdict, markdown),
-        ]);
-        g.row(cells);
-    }
+    let mut g = time_columns().grid(&cmp.benchmarks, markdown);
     if let Some(gm) = cmp.geomean_ratio {
         g.row(super::geomean_cells(gm));
     }
     g
+}
+
+/// The comparison for machines: the timed benchmarks, a row each with the
+/// table's columns; a comparison of instruction counts only, those.
+pub fn csv(cmp: &ComparisonRecord) -> Result<String> {
+    if cmp.benchmarks.is_empty() && !cmp.instructions.is_empty() {
+        return instruction_columns().csv(&cmp.instructions);
+    }
+    time_columns().csv(&cmp.benchmarks)
 }
 
 /// The timed benchmarks, with their statistics.

@@ -2,6 +2,7 @@
 //! Everything here reads records; nothing measures or loads.
 
 pub mod changes_table;
+pub mod columns;
 pub mod compare_table;
 pub mod export;
 pub mod features_table;
@@ -113,24 +114,7 @@ pub(crate) fn verdict_counts(count: impl Fn(Verdict) -> usize) -> String {
     )
 }
 
-/// The columns every A-against-B table starts with: the benchmark, both
-/// medians, their ratio and its interval (`compare` and `ab`).
-pub(crate) fn ratio_columns() -> Vec<grid::Column> {
-    vec![
-        grid::left("benchmark"),
-        grid::right("A ns/op"),
-        grid::right("B ns/op"),
-        grid::right("B/A"),
-        grid::left("95 % CI"),
-    ]
-}
-
-/// A benchmark's cells under [`ratio_columns`].
-pub(crate) fn ratio_cells(name: String, a: f64, b: f64, ratio: f64, ci: (f64, f64)) -> Vec<String> {
-    vec![name, format!("{a:.2}"), format!("{b:.2}"), format!("{ratio:.4}"), format!("[{:.4}, {:.4}]", ci.0, ci.1)]
-}
-
-/// The geometric mean's row under [`ratio_columns`].
+/// The geometric mean's row under [`columns::ratio_fields`].
 pub(crate) fn geomean_cells(g: f64) -> Vec<String> {
     vec!["geomean".into(), String::new(), String::new(), format!("{g:.4}"), format!("({:+.2}%)", (g - 1.0) * 100.0)]
 }
@@ -158,10 +142,11 @@ impl Rendered for ChangesRecord {
 
 impl Rendered for ComparisonRecord {
     const NAME: &'static str = "a run-against-run comparison";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Markdown];
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Markdown];
     fn render_form(&self, format: Format) -> Result<String> {
         Ok(match format {
             Format::Markdown => compare_table::markdown(self),
+            Format::Csv => compare_table::csv(self)?,
             _ => compare_table::render(self),
         })
     }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
+use super::columns::{self, Field, Table, value};
 use super::export::BmfMeasure;
 use super::grid::{self, Grid};
 use crate::record::paired::{PairedCase, PairedRecord};
@@ -17,26 +18,45 @@ fn rests_on(c: &PairedCase) -> String {
     format!("{} loads x {per} pairs, {:.1} s", c.round_ratios.len(), c.elapsed_s)
 }
 
-/// The cases as one grid, for both forms: both medians, the median ratio
-/// with its interval, what it rests on and the verdict (bold in Markdown).
-fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
-    let mut columns = super::ratio_columns();
-    columns.extend([grid::left("rests on"), grid::left("verdict")]);
-    // What the program did, where the workload keeps it (own objects): a
-    // case that times an early exit shows it.
-    let outputs = rec.cases.iter().any(|c| c.output().is_some());
+/// A case's columns, for every form: both medians, the median ratio with
+/// its interval, what it rests on and the verdict (bold in Markdown); what
+/// the program did where the workload keeps it (own objects: a case that
+/// times an early exit shows it); for machines, the rounds behind it.
+fn columns(outputs: bool) -> Table<PairedCase> {
+    let mut fields = columns::ratio_fields(
+        PairedCase::benchmark_name,
+        |c| c.median_a,
+        |c| c.median_b,
+        |c| c.ratio,
+        |c| c.ratio_ci95,
+    );
+    fields.push(Field::shown(grid::left("rests on"), |c, _| rests_on(c), vec![]));
+    fields.push(Field::shown(
+        grid::left("verdict"),
+        |c: &PairedCase, md| super::verdict_cell(c.verdict, md) + &stopped(c),
+        vec![value("verdict", |c: &PairedCase| c.verdict.as_str().to_string())],
+    ));
     if outputs {
-        columns.push(grid::left("program output"));
+        fields.push(Field::shown(
+            grid::left("program output"),
+            |c, _| c.output().unwrap_or_else(|| "-".into()),
+            vec![],
+        ));
     }
-    let mut g = Grid::new(columns);
-    for c in &rec.cases {
-        let mut cells = super::ratio_cells(c.benchmark_name(), c.median_a, c.median_b, c.ratio, c.ratio_ci95);
-        cells.extend([rests_on(c), super::verdict_cell(c.verdict, markdown) + &stopped(c)]);
-        if outputs {
-            cells.push(c.output().unwrap_or_else(|| "-".into()));
-        }
-        g.row(cells);
-    }
+    fields.push(Field::machines_only(vec![
+        value("loads", |c: &PairedCase| c.round_ratios.len().to_string()),
+        value("pairs", |c: &PairedCase| c.ratios.len().to_string()),
+        value("batch_iters", |c: &PairedCase| c.batch_iters.to_string()),
+        value("elapsed_s", |c: &PairedCase| format!("{:.2}", c.elapsed_s)),
+        value("stop", |c: &PairedCase| c.stop.clone()),
+    ]));
+    Table { fields }
+}
+
+/// The cases as one grid, for both forms, with the geometric mean.
+fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
+    let outputs = rec.cases.iter().any(|c| c.output().is_some());
+    let mut g = columns(outputs).grid(&rec.cases, markdown);
     if let Some(gm) = rec.geomean_ratio {
         g.row(super::geomean_cells(gm));
     }
@@ -107,39 +127,9 @@ fn stopped(c: &PairedCase) -> String {
 const METHOD: &str = "B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; geometric mean of the rounds' median ratios, Student-t CI over rounds";
 const INTERRUPTED: &str = "the cases above are all that was measured";
 
+/// The cases for machines: the same columns' fields, a row per case.
 pub fn csv(rec: &PairedRecord) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "benchmark",
-        "median_a_ns",
-        "median_b_ns",
-        "ratio",
-        "ci95_low",
-        "ci95_high",
-        "verdict",
-        "loads",
-        "pairs",
-        "batch_iters",
-        "elapsed_s",
-        "stop",
-    ])?;
-    for c in &rec.cases {
-        w.write_record([
-            c.benchmark_name(),
-            format!("{:.3}", c.median_a),
-            format!("{:.3}", c.median_b),
-            format!("{:.5}", c.ratio),
-            format!("{:.5}", c.ratio_ci95.0),
-            format!("{:.5}", c.ratio_ci95.1),
-            c.verdict.as_str().to_string(),
-            c.round_ratios.len().to_string(),
-            c.ratios.len().to_string(),
-            c.batch_iters.to_string(),
-            format!("{:.2}", c.elapsed_s),
-            c.stop.clone(),
-        ])?;
-    }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    columns(false).csv(&rec.cases)
 }
 
 /// B's latency and the B/A ratio per benchmark, for Bencher's thresholds.

@@ -76,6 +76,51 @@ fn comparison_tables_line_up() {
     assert!(rows.iter().all(|r| r.len() == rows[0].len()), "{rows:?}");
 }
 
+/// A comparison's CSV has the columns its table shows, in the same order,
+/// a row per benchmark with the table's figures at full precision.
+#[test]
+fn comparison_csv_has_the_table_columns_a_row_each() {
+    let a = run_of(&[("tcp-v4", 50.0), ("tcp-v6", 60.0)]);
+    let b = run_of(&[("tcp-v4", 55.0), ("tcp-v6", 60.0)]);
+    let cmp = compare_runs(&[a], "a", &[b], "b", 0.01, &Default::default());
+    let csv = bpfbench::report::render_as(&cmp, Format::Csv).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let head: Vec<String> = reader.headers().unwrap().iter().map(str::to_string).collect();
+    assert_eq!(
+        head,
+        [
+            "benchmark",
+            "median_a_ns",
+            "median_b_ns",
+            "ratio",
+            "ci95_low",
+            "ci95_high",
+            "p_holm",
+            "n_a",
+            "n_b",
+            "rests_on",
+            "run_noise_cv",
+            "verdict"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), cmp.benchmarks.len());
+    for (row, b) in rows.iter().zip(&cmp.benchmarks) {
+        assert_eq!(&row[0], b.benchmark);
+        let ratio: f64 = row[3].parse().unwrap();
+        assert!((ratio - b.result.ratio).abs() < 1e-4, "{ratio} against {}", b.result.ratio);
+        assert_eq!(&row[11], b.result.verdict.as_str());
+    }
+    // The paired table's CSV keeps its columns too.
+    let paired = bpfbench::report::render_as(&paired_record(), Format::Csv).unwrap();
+    assert!(
+        paired.starts_with(
+            "benchmark,median_a_ns,median_b_ns,ratio,ci95_low,ci95_high,verdict,loads,pairs,batch_iters,elapsed_s,stop\n"
+        ),
+        "{paired}"
+    );
+}
+
 #[test]
 fn history_listings_line_up() {
     let summary = |id: i64, tag: &str, kernel: &str| RunSummary {

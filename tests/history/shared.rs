@@ -153,13 +153,14 @@ const WRITER_ENV: &str = "BPFBENCH_TEST_PG_WRITER_DB";
 
 #[test]
 fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
-    let _machine = common::machine();
     if let Ok(url) = std::env::var(WRITER_ENV) {
         // Child: store one run; the parent holds the results table, so
-        // this waits inside the transaction, its run row written.
+        // this waits inside the transaction, its run row written. (Not
+        // the machine: the parent holds it.)
         History::open(Location::parse(&url)).unwrap().store(&run(Some("half"), 1.0)).unwrap();
         return;
     }
+    let _machine = common::machine();
     let pg = Postgres::start();
     let db = Location::parse(&pg.database("killed"));
     let Location::Postgres(url) = &db else { unreachable!() };
@@ -168,7 +169,7 @@ fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
     let mut lock = blocker.transaction().unwrap();
     lock.batch_execute("LOCK TABLE results IN EXCLUSIVE MODE").unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_writer_killed_mid_transaction_leaves_nothing_half_stored", "--nocapture"])
+        .args(["--exact", "shared::a_writer_killed_mid_transaction_leaves_nothing_half_stored", "--nocapture"])
         .env(WRITER_ENV, url)
         .spawn()
         .unwrap();

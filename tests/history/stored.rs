@@ -231,7 +231,7 @@ fn a_writer_killed_mid_write_leaves_the_database_consistent() {
     h.store(&run(Some("before"), 1.0)).unwrap();
     drop(h);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_writer_killed_mid_write_leaves_the_database_consistent", "--nocapture"])
+        .args(["--exact", "stored::a_writer_killed_mid_write_leaves_the_database_consistent", "--nocapture"])
         .env(HALF_WRITER_ENV, &path)
         .spawn()
         .unwrap();

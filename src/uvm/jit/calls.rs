@@ -1,6 +1,6 @@
 //! What JIT code calls: the helpers, as C functions taking BPF's r1–r5,
 //! and the out-of-line arithmetic. The helpers reach the run's maps and
-//! helper state through [`Env`], set for the duration of one run.
+//! helper state through [`HelperEnv`], set for the duration of one run.
 //!
 //! A helper must not panic (it would abort the process from inside JIT
 //! code): each checks what it is given and answers as the kernel does.
@@ -13,7 +13,7 @@ use super::super::uapi::*;
 use super::super::{tc, xdp};
 
 /// A run's helper state and maps, and the XDP frame the packet lives in.
-pub struct Env {
+pub struct HelperEnv {
     pub helpers: *mut Helpers,
     pub maps: *mut UserMaps,
     /// The XDP frame's first byte (adjust_head may not go below it).
@@ -27,9 +27,9 @@ pub struct Env {
     pub error: Option<String>,
 }
 
-impl Env {
-    pub fn new(helpers: &mut Helpers, maps: &mut UserMaps, frame: u64, targets: &Vec<(u32, TailEntry)>) -> Env {
-        Env { helpers, maps, frame, targets, tail_calls: 0, error: None }
+impl HelperEnv {
+    pub fn new(helpers: &mut Helpers, maps: &mut UserMaps, frame: u64, targets: &Vec<(u32, TailEntry)>) -> HelperEnv {
+        HelperEnv { helpers, maps, frame, targets, tail_calls: 0, error: None }
     }
 }
 
@@ -42,23 +42,23 @@ pub struct TailEntry {
 }
 
 thread_local! {
-    static ENV: Cell<*mut Env> = const { Cell::new(std::ptr::null_mut()) };
+    static ENV: Cell<*mut HelperEnv> = const { Cell::new(std::ptr::null_mut()) };
 }
 
 /// Sets the environment for the helpers for as long as the guard lives.
-pub struct EnvGuard(());
+pub struct HelperEnvGuard(());
 
-impl EnvGuard {
+impl HelperEnvGuard {
     /// # Safety
     /// `env` and what it points to must outlive the guard, and nothing else
     /// may touch the helpers or maps while it lives.
-    pub unsafe fn set(env: &mut Env) -> EnvGuard {
+    pub unsafe fn set(env: &mut HelperEnv) -> HelperEnvGuard {
         ENV.with(|e| e.set(env));
-        EnvGuard(())
+        HelperEnvGuard(())
     }
 }
 
-impl Drop for EnvGuard {
+impl Drop for HelperEnvGuard {
     fn drop(&mut self) {
         ENV.with(|e| e.set(std::ptr::null_mut()));
     }
@@ -67,7 +67,7 @@ impl Drop for EnvGuard {
 /// The current run's environment.
 fn env<'a>() -> Option<(&'a mut Helpers, &'a mut UserMaps, u64)> {
     let p = ENV.with(Cell::get);
-    // SAFETY: set by EnvGuard::set for the duration of the run (see its contract).
+    // SAFETY: set by HelperEnvGuard::set for the duration of the run (see its contract).
     unsafe { p.as_mut().map(|e| (&mut *e.helpers, &mut *e.maps, e.frame)) }
 }
 
@@ -160,7 +160,7 @@ pub struct TailCallResult {
 pub extern "C" fn tail_call(ctx: u64, map: u64, index: u64) -> TailCallResult {
     let failed = TailCallResult { r0: 0, done: 0 };
     let p = ENV.with(Cell::get);
-    // SAFETY: set by EnvGuard::set for the duration of the run (see its contract).
+    // SAFETY: set by HelperEnvGuard::set for the duration of the run (see its contract).
     let Some(e) = (unsafe { p.as_mut() }) else { return failed };
     // SAFETY: as above.
     let maps = unsafe { &mut *e.maps };
@@ -230,7 +230,7 @@ extern "C" fn xdp_adjust_meta(ctx: u64, delta: u64) -> u64 {
 /// the 32-bit page, its data fields real addresses).
 fn skb_packet(ctx: u64) -> Option<tc::SkbPacket> {
     let p = ENV.with(Cell::get);
-    // SAFETY: set by EnvGuard::set for the duration of the run.
+    // SAFETY: set by HelperEnvGuard::set for the duration of the run.
     let frame = unsafe { p.as_ref() }?.frame;
     // SAFETY: r1 of a tc program is the __sk_buff the runtime handed it.
     let field = |at: usize| u64::from(unsafe { ((ctx as usize + at) as *const u32).read_unaligned() });
@@ -273,7 +273,7 @@ extern "C" fn skb_change_tail(ctx: u64, new_len: u64, flags: u64) -> u64 {
             rc
         }
         Err(why) => {
-            // SAFETY: set by EnvGuard::set for the duration of the run.
+            // SAFETY: set by HelperEnvGuard::set for the duration of the run.
             if let Some(e) = unsafe { ENV.with(Cell::get).as_mut() } {
                 e.error = Some(why);
             }

@@ -9,7 +9,7 @@ use super::super::maps::UserMaps;
 use super::super::tc;
 use super::super::xdp::{FRAME, HEADROOM, TAILROOM, XDP_MD_BYTES};
 use super::JitProgram;
-use super::calls::{Env, EnvGuard, TailEntry, XdpMd};
+use super::calls::{HelperEnv, HelperEnvGuard, TailEntry, XdpMd};
 
 /// One page for the frame, one for the context.
 const MAPPING: usize = 2 * FRAME;
@@ -96,10 +96,10 @@ impl Frame32 {
                 (tc::SKB_DATA, tc::SKB_DATA_END)
             }
         };
-        let mut env = Env::new(helpers, maps, frame, targets);
+        let mut env = HelperEnv::new(helpers, maps, frame, targets);
         let verdict = {
             // SAFETY: env outlives the guard; the runtime is borrowed mutably throughout.
-            let _guard = unsafe { EnvGuard::set(&mut env) };
+            let _guard = unsafe { HelperEnvGuard::set(&mut env) };
             // SAFETY: the caller's contract; the context is what the program's type expects.
             unsafe { prog.call(ctx) }
         };

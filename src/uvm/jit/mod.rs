@@ -150,7 +150,7 @@ impl JitProgram {
     ///
     /// # Safety
     /// The program must be one the kernel's verifier accepted, `ctx` what
-    /// its type expects, and the helpers' environment ([`calls::Env`]) set.
+    /// its type expects, and the helpers' environment ([`calls::HelperEnv`]) set.
     pub unsafe fn call(&mut self, ctx: u64) -> u64 {
         *self.may_goto_left = MAY_GOTO_BUDGET;
         // SAFETY: the code follows the C calling convention (see the module docs).

@@ -43,7 +43,8 @@ use chain::{ChainRequest, ChainTimer, NotInLoop};
 pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
 use per_call::PerCall;
 use restore::Restore;
-use spliced::{SpliceRequest, Spliced, UserProgram};
+use splice::PreparedProgram;
+use spliced::{SpliceRequest, Spliced};
 
 crate::bpf_skeleton!("driver_xdp");
 /// The drivers' configuration and per-CPU state, from their BTF (driver.h).
@@ -677,7 +678,7 @@ impl Loaded<'_> {
         notes: &mut Vec<String>,
     ) -> Result<(Timer<'_>, Timing, String)> {
         let (bench, kind, name) = (self.bench, self.bench.kind, self.bench.program.name.as_str());
-        let user = UserProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
+        let user = PreparedProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
         let construct = self.construct.unwrap_or_default();
         let request = SpliceRequest {
             user: &user,

@@ -141,11 +141,10 @@ pub fn calls_helper(insns: &[Insn], id: i32) -> bool {
 pub fn splice(
     driver: &ObjectFile,
     entry_name: &str,
-    user: &UserParts<'_>,
-    kind: ProgKind,
+    user: &PreparedProgram<'_>,
     inline: Option<Scrub>,
 ) -> Result<Loaded> {
-    let UserParts { object: user, program, insns, funcs } = *user;
+    let PreparedProgram { object: user, name: program, kind, insns, funcs } = *user;
     if insns.iter().any(|i| i.code == insn::CALL_OP && i.src == insn::KFUNC_CALL && i.off != 0) {
         bail!("program '{program}' calls kfuncs of a kernel module, which a spliced program cannot reach");
     }
@@ -185,12 +184,13 @@ pub fn splice(
     Ok(Loaded { fd: load_program(&spec, &code.insns)?, insns: code.insns, lines, scrubbed })
 }
 
-/// The user's program as libbpf prepared it: its object, name,
+/// The user's program as libbpf prepared it: its object, name, type,
 /// instructions and function records.
 #[derive(Clone, Copy)]
-pub struct UserParts<'a> {
+pub struct PreparedProgram<'a> {
     pub object: &'a ObjectFile,
-    pub program: &'a str,
+    pub name: &'a str,
+    pub kind: ProgKind,
     pub insns: &'a [Insn],
     pub funcs: &'a [FuncInfo],
 }

@@ -13,7 +13,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use anyhow::{Context, Result, bail};
 
-use super::splice::{self, DRIVER, DRIVER_OVERHEAD, driver_object};
+use super::splice::{self, DRIVER, DRIVER_OVERHEAD, PreparedProgram, driver_object};
 use super::{DriverState, Rodata, outputs_differ, write_variants};
 
 /// driver.h's BENCH_RESTORE_DROP_META, beside the bytes written back.
@@ -25,12 +25,12 @@ use crate::harness::inline::Scrub;
 use crate::harness::timing::{BodyChoice, cannot_inline, place};
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::insn::Insn;
+use crate::kernel::AttachType;
 use crate::kernel::lines::LineTable;
 use crate::kernel::object::{ObjectFile, ProgKind};
 use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::map_handle_from_fd;
 use crate::kernel::test_run::RunOutput;
-use crate::kernel::{AttachType, FuncInfo};
 use crate::record::{Body, LoopConstruct, Runtime};
 use crate::uvm::UserRuntime;
 
@@ -83,20 +83,11 @@ pub struct Spliced {
     ctx: Option<Vec<u8>>,
 }
 
-/// What the user's program was prepared as.
-pub struct UserProgram<'a> {
-    pub object: &'a ObjectFile,
-    pub name: &'a str,
-    pub kind: ProgKind,
-    pub insns: &'a [Insn],
-    pub funcs: &'a [FuncInfo],
-}
-
 /// What a spliced case is built from: the user's program, its packets
 /// (`restore` bytes of each written back per iteration) and its own
 /// outputs, and where and how it is timed.
 pub struct SpliceRequest<'a> {
-    pub user: &'a UserProgram<'a>,
+    pub user: &'a PreparedProgram<'a>,
     pub variants: &'a [Vec<u8>],
     pub restore: u32,
     pub references: Vec<RunOutput>,
@@ -148,17 +139,16 @@ impl Spliced {
         driver.set_value_size("bench_variants", restore.max(8))?;
         driver.prepare()?;
         write_variants(&map_handle_from_fd(driver.map_fd("bench_variants")?)?, variants, restore)?;
-        let parts = splice::UserParts { object: user.object, program: user.name, insns: user.insns, funcs: user.funcs };
         let loaded = match body {
-            Body::Call => splice::splice(&driver, &entry, &parts, user.kind, None)
+            Body::Call => splice::splice(&driver, &entry, user, None)
                 .context("the kernel refused the program spliced into the batch loop")?,
             // The cheapest inline loop first; where the verifier's states do
             // not converge at the loop head, each exit zeroes the stack slots
             // its paths wrote (in the body's figure); failing that, the whole
             // frame after each iteration (and the overhead's the same).
-            Body::Inline => splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::None))
-                .or_else(|_| splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::Written)))
-                .or_else(|_| splice::splice(&driver, &entry, &parts, user.kind, Some(Scrub::Frame)))
+            Body::Inline => splice::splice(&driver, &entry, user, Some(Scrub::None))
+                .or_else(|_| splice::splice(&driver, &entry, user, Some(Scrub::Written)))
+                .or_else(|_| splice::splice(&driver, &entry, user, Some(Scrub::Frame)))
                 .context("the body could not be inlined in the batch loop")?,
         };
         let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines, scrubbed } = loaded;
@@ -197,7 +187,7 @@ impl Spliced {
     /// alone must give the kernel's output for every packet there first.
     fn move_to_user(
         &mut self,
-        user: &UserProgram<'_>,
+        user: &PreparedProgram<'_>,
         spliced: (&[Insn], LineTable),
         variants: &[Vec<u8>],
     ) -> Result<()> {
@@ -307,7 +297,7 @@ mod tests {
     /// in userspace already where the program runs alone.
     /// A test object's program `name` prepared and loaded, its prepared
     /// instructions and function records, and the CPU this thread is pinned to.
-    fn loaded(name: &str) -> (usize, ObjectFile, Vec<Insn>, Vec<FuncInfo>) {
+    fn loaded(name: &str) -> (usize, ObjectFile, Vec<Insn>, Vec<crate::kernel::FuncInfo>) {
         crate::system::check_privileges().unwrap();
         let cpu = crate::system::cpu::default_cpu().unwrap();
         crate::system::cpu::pin_to_cpu(cpu).unwrap();
@@ -325,7 +315,8 @@ mod tests {
         let (cpu, object, insns, funcs) = loaded("xdp_swap");
         let packet: Vec<u8> = (0..64u8).collect();
         let reference = run(object.prog_fd("xdp_swap").unwrap(), &packet).unwrap();
-        let user = UserProgram { object: &object, name: "xdp_swap", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
+        let user =
+            PreparedProgram { object: &object, name: "xdp_swap", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
         let variants = [packet.clone()];
         let super::super::restore::Restore::Bytes(restore) =
             super::super::restore::plan(ProgKind::Xdp, &variants, std::slice::from_ref(&reference.packet))
@@ -390,8 +381,13 @@ mod tests {
         assert_eq!(variants.len(), 3);
         let prog = object.prog_fd("xdp_flow_count").unwrap();
         let references: Vec<RunOutput> = variants.iter().map(|p| run(prog, p).unwrap()).collect();
-        let user =
-            UserProgram { object: &object, name: "xdp_flow_count", kind: ProgKind::Xdp, insns: &insns, funcs: &funcs };
+        let user = PreparedProgram {
+            object: &object,
+            name: "xdp_flow_count",
+            kind: ProgKind::Xdp,
+            insns: &insns,
+            funcs: &funcs,
+        };
         let outputs: Vec<Vec<u8>> = references.iter().map(|r| r.packet.clone()).collect();
         let super::super::restore::Restore::Bytes(restore) =
             super::super::restore::plan(ProgKind::Xdp, &variants, &outputs)

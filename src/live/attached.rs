@@ -1,4 +1,4 @@
-//! The live test-bed: the topology built, the program under test attached to
+//! A live run's set-up: the topology built, the program under test attached to
 //! the namespace's end of the veth, a sink on the generator's end, the
 //! kernel's run-time statistics on, and steps measured one after another.
 //!
@@ -47,7 +47,7 @@ const OVERHEAD_PHASE: Duration = Duration::from_millis(250);
 /// Where `kernel.bpf_stats_enabled` says whether someone keeps the statistics on.
 const STATS_SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
-pub struct Testbed<'p> {
+pub struct Attached<'p> {
     // Fields drop in order: links first, then the topology they sit on.
     _dut_link: OwnedFd,
     _sink_link: OwnedFd,
@@ -66,9 +66,9 @@ struct Counters {
     program: BTreeMap<String, u64>,
 }
 
-impl<'p> Testbed<'p> {
+impl<'p> Attached<'p> {
     /// Builds the topology and attaches `program`; the statistics go on.
-    pub fn start(program: &'p mut dyn LiveProgram, settings: LiveSettings) -> Result<Testbed<'p>> {
+    pub fn start(program: &'p mut dyn LiveProgram, settings: LiveSettings) -> Result<Attached<'p>> {
         let topology = Topology::create()?;
         let dut_link = topology
             .attach_inner(program.prog(), settings.mode)
@@ -76,7 +76,7 @@ impl<'p> Testbed<'p> {
         let sink = sink::load_drop_program()?;
         let sink_link = topology.attach_outer(sink.as_fd(), XdpMode::Native)?;
         let stats = Some(bpf_stats::enable()?);
-        Ok(Testbed { _dut_link: dut_link, _sink_link: sink_link, _sink: sink, stats, program, topology, settings })
+        Ok(Attached { _dut_link: dut_link, _sink_link: sink_link, _sink: sink, stats, program, topology, settings })
     }
 
     pub fn topology(&self) -> &Topology {
