@@ -52,8 +52,8 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 rust_minor=$(rustc --version | awk '{split($2, v, "."); print v[2]}')
-if [ "${rust_minor:-0}" -lt 85 ]; then
-  echo "setup.sh: Rust $(rustc --version | awk '{print $2}') is too old: bpfbench needs 1.85 or newer (rustup update stable)" >&2
+if [ "${rust_minor:-0}" -lt 88 ]; then
+  echo "setup.sh: Rust $(rustc --version | awk '{print $2}') is too old: bpfbench needs 1.88 or newer (Cargo.toml rust-version) (rustup update stable)" >&2
   exit 1
 fi
 
