@@ -325,12 +325,12 @@ fn a_form_a_record_lacks_is_refused_before_anything_runs() {
             "a paired comparison is written as table, json, csv, bmf",
         ),
         (
-            vec!["ab", none, none, "--metric", "insns", "--format", "csv"],
-            "a run-against-run comparison is written as table, json",
+            vec!["ab", none, none, "--metric", "insns", "--format", "bmf"],
+            "a run-against-run comparison is written as table, json, csv, markdown",
         ),
         (
-            vec!["compare", "1", "2", "--format", "csv", "--db", "/nonexistent/h.sqlite"],
-            "a run-against-run comparison is written as table, json",
+            vec!["compare", "1", "2", "--format", "gobench", "--db", "/nonexistent/h.sqlite"],
+            "a run-against-run comparison is written as table, json, csv, markdown",
         ),
     ] {
         common::assert_one_line_error(&args, needle);
