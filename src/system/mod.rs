@@ -98,3 +98,29 @@ pub fn prepare_for_timing(cpu: Option<usize>) -> Result<usize> {
     interrupt::install_handler();
     Ok(cpu)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guests_owner_is_alive_only_while_it_runs_and_if_it_started_first() {
+        let me = std::process::id();
+        let parent = std::os::unix::process::parent_id();
+        // The parent started before this process: the owner of what this process made.
+        assert!(owner_alive(parent, Some(me)));
+        assert!(owner_alive(parent, None));
+        // A process started after this one cannot own what this one made (a
+        // reused pid); start times count clock ticks, so it starts ticks later.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut later = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        assert!(!owner_alive(later.id(), Some(me)));
+        assert!(owner_alive(later.id(), None));
+        let gone = later.id();
+        later.kill().unwrap();
+        later.wait().unwrap();
+        assert!(!owner_alive(gone, None), "a reaped process owns nothing");
+        // This process never counts: its own leftovers are its to remove.
+        assert!(!owner_alive(me, None));
+    }
+}
