@@ -3,9 +3,10 @@
 //! for SQLite), values cross as four plain kinds, and a transaction either
 //! commits whole or leaves nothing.
 
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::location::Location;
@@ -93,6 +94,35 @@ pub enum Connection {
 /// a connection, before giving up with an error.
 const WAIT: Duration = Duration::from_secs(30);
 
+/// Puts a SQLite database in WAL mode. Switching a new file to WAL takes
+/// its exclusive lock, and SQLite answers "database is locked" at once,
+/// without its busy handler, when another opener holds a shared lock at
+/// that moment: so the switch is retried until `WAIT` is out.
+fn wal_mode(conn: &rusqlite::Connection, path: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
+            {
+                bail!(
+                    "{} stayed locked by another writer for {} s; try again when it is done",
+                    path.display(),
+                    WAIT.as_secs()
+                )
+            }
+            Err(e) => bail!("{} is not a bpfbench history database ({e}); choose another --db", path.display()),
+        }
+    }
+}
+
 impl Connection {
     pub fn open(location: &Location) -> Result<Connection> {
         match location {
@@ -103,9 +133,7 @@ impl Connection {
                 let conn = rusqlite::Connection::open(path)
                     .with_context(|| format!("opening the history database {}", path.display()))?;
                 conn.busy_timeout(WAIT)?;
-                conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| {
-                    anyhow!("{} is not a bpfbench history database ({e}); choose another --db", path.display())
-                })?;
+                wal_mode(&conn, path)?;
                 Ok(Connection::Sqlite(conn))
             }
             Location::Postgres(url) => {
