@@ -118,7 +118,8 @@ fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
     x_label: &str,
-    x_range: (f64, f64),
+    x_range: (i64, i64),
+    xs: &[i64],
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
@@ -132,28 +133,24 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(x_range.0..x_range.1, 0.0..y_max)
+        // Ticks at the sweep's values only: evenly spaced ticks put
+        // "1 1 1 2 2 2" under a sweep of threads=1,2.
+        .build_cartesian_2d((x_range.0..x_range.1).with_key_points(xs.to_vec()), 0.0..y_max)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(panel.y_label)
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .draw()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    chart.configure_mesh().x_desc(x_label).y_desc(panel.y_label).draw().map_err(|e| anyhow::anyhow!("{e}"))?;
     for (i, (name, color, points)) in panel.series.iter().enumerate() {
         let color = *color;
         let width = if i == 0 && panel.series.len() > 1 { 5 } else { 2 };
         chart
             .draw_series(LineSeries::new(
-                points.iter().copied(),
+                points.iter().map(|&(x, y)| (x as i64, y)),
                 color.mix(if width == 5 { 0.5 } else { 1.0 }).stroke_width(width),
             ))
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .label(name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width)));
         chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+            .draw_series(points.iter().map(|&(x, y)| Circle::new((x as i64, y), 4, color.filled())))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     chart
@@ -172,12 +169,13 @@ where
 {
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let sweep = rec.sweep.context("a plot needs a sweep (--sweep VAR=...)")?;
-    let xs: Vec<f64> = rec.steps.iter().map(|s| s.value.unwrap_or(0) as f64).collect();
-    let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let pad = ((hi - lo) * 0.05).max(0.5);
+    // A sweep's values are whole numbers (threads, sizes, ports).
+    let xs: Vec<i64> = rec.steps.iter().map(|s| s.value.unwrap_or(0) as i64).collect();
+    let (lo, hi) = (*xs.iter().min().unwrap_or(&0), *xs.iter().max().unwrap_or(&0));
+    let pad = ((hi - lo) / 20).max(1);
     let areas = root.split_evenly((panels.len(), 1));
     for (area, panel) in areas.iter().zip(panels) {
-        draw_panel(area, panel, sweep.axis_label(), (lo - pad, hi + pad))?;
+        draw_panel(area, panel, sweep.axis_label(), (lo - pad, hi + pad), &xs)?;
     }
     root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
@@ -206,10 +204,26 @@ pub fn plot(rec: &LiveRecord, path: &Path) -> Result<()> {
     let size = (WIDTH, PANEL_HEIGHT * panels.len() as u32);
     match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("svg") => draw(SVGBackend::new(path, size).into_drawing_area(), rec, &panels),
-        Some("png") => draw(BitMapBackend::new(path, size).into_drawing_area(), rec, &panels),
+        Some("png") => {
+            let mut rgb = vec![0u8; 3 * size.0 as usize * size.1 as usize];
+            draw(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area(), rec, &panels)?;
+            write_png(path, size, &rgb)
+        }
         _ => bail!("--plot {}: give a file ending in .svg or .png", path.display()),
     }
     .with_context(|| format!("drawing {}", path.display()))
+}
+
+/// Writes 8-bit RGB pixels as a PNG file. The png crate, not plotters'
+/// own encoder, which brings the whole image crate (JPEG and all) to the
+/// build for this one format.
+fn write_png(path: &Path, (width, height): (u32, u32), rgb: &[u8]) -> Result<()> {
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut encoder = png::Encoder::new(file, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.write_header()?.write_image_data(rgb)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -293,6 +293,7 @@ impl PairedRequest<'_> {
                     image: image.to_path_buf(),
                     append: append.filter(|a| !a.is_empty()),
                     bound: GUEST_BOUND,
+                    cpus: 1,
                 };
                 let labels = (format!("kernel A ({})", self.kernels[0]), format!("kernel B ({})", self.kernels[1]));
                 // Both boot at once.

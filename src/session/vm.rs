@@ -137,6 +137,8 @@ impl VmArgs {
             image: image.to_path_buf(),
             append: self.append.clone(),
             bound: Duration::from_secs(self.timeout),
+            // One guest at a time: two CPUs boot it faster.
+            cpus: 2,
         };
         if let Err(e) = guest::boot(&spec, accel, &folder, &script, interrupt::flag()) {
             bail!("{e}; the console's last lines: {}", guest::console_tail(&folder, 3));

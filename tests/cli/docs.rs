@@ -8,6 +8,7 @@
 //! `<!-- doc-test: not run: needs a NIC -->` (an HTML comment, so readers
 //! do not see it). Runs are shortened (two samples of 1 ms batches, one
 //! sweep; `ab` 0.3 s a case, `live` 0.5 s a step); nothing else of a command changes.
+//! A command shown twice alike runs once.
 
 use crate::common;
 
@@ -249,8 +250,17 @@ fn documented_commands_run() {
     let dir = sandbox();
     let db = dir.join("history.sqlite");
     let (mut ran, mut failed, mut selected_elsewhere) = (0, Vec::new(), Vec::new());
+    // Where the test's time goes (shown with --nocapture).
+    let mut took: Vec<(f64, String, String)> = Vec::new();
+    // A command two pages show alike runs once (`ab --workload xdp-lb
+    // kernel user`, 16 s, is in the A/B and the userspace guides).
+    let mut seen = std::collections::HashSet::new();
     for c in all_commands().iter().filter(|c| c.not_run.is_none()) {
         let args = shortened(&c.args);
+        if !seen.insert(args.clone()) {
+            continue;
+        }
+        let started = std::time::Instant::now();
         let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
             .args(&args)
             .current_dir(&*dir)
@@ -260,6 +270,7 @@ fn documented_commands_run() {
             .output()
             .expect("running bpfbench");
         ran += 1;
+        took.push((started.elapsed().as_secs_f64(), c.at.clone(), args.join(" ")));
         // A gate's exit 1 is its answer (a regression it found), not a failure.
         let gate = c.args.iter().any(|a| a == "--fail-on-regression") && o.status.code() == Some(1);
         // A selection of another machine's runs (`--kernel 6.12` here, on
@@ -275,6 +286,10 @@ fn documented_commands_run() {
         if !o.status.success() && !gate && !elsewhere {
             failed.push(format!("{}: bpfbench {}\n    {}", c.at, args.join(" "), stderr(&o).trim()));
         }
+    }
+    took.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (secs, at, args) in took.iter().take(12) {
+        eprintln!("{secs:6.1} s  {at}: bpfbench {args}");
     }
     assert!(failed.is_empty(), "{} of {ran} documented commands failed:\n{}", failed.len(), failed.join("\n"));
     assert!(ran > 60, "only {ran} documented commands ran");

@@ -35,6 +35,8 @@ pub struct GuestRun {
     pub dir: PathBuf,
     pub kernel_release: String,
     pub elapsed: Duration,
+    /// When the test started the guest, in seconds since the epoch.
+    began: f64,
 }
 
 impl Drop for GuestRun {
@@ -53,6 +55,27 @@ impl GuestRun {
     pub fn stderr(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.join(format!("{name}.err"))).unwrap_or_default()
     }
+    /// How long each command took in the guest (the emulator's seconds),
+    /// in their order: where a guest test's time goes.
+    pub fn command_seconds(&self, names: &[&str]) -> String {
+        let done = |n: &str| -> Option<f64> {
+            std::fs::read_to_string(self.dir.join(format!("{n}.done"))).ok()?.trim().parse().ok()
+        };
+        let mut last = done("started");
+        let mut parts = Vec::new();
+        if let (Some(up), Some(finished)) = (last, names.last().and_then(|n| done(n))) {
+            // The guest's clock starts from the host's: near enough to see where a run's time goes.
+            parts.push(format!("booted after {:.1} s, ran {:.1} s", up - self.began, finished - up));
+        }
+        for n in names {
+            let end = done(n);
+            if let (Some(a), Some(b)) = (last, end) {
+                parts.push(format!("{n} {:.1}", b - a));
+            }
+            last = end;
+        }
+        parts.join(", ")
+    }
     pub fn code(&self, name: &str) -> Option<i32> {
         std::fs::read_to_string(self.dir.join(format!("{name}.rc"))).ok()?.trim().parse().ok()
     }
@@ -69,18 +92,20 @@ pub fn run(image: &Path, label: &str, commands: &[(&str, Vec<String>)], bound: D
     let dir = folder.path.clone();
     let bin = env!("CARGO_BIN_EXE_bpfbench");
     // system::guest starts the script in this folder and writes `release`.
-    let mut script = String::new();
+    let mut script = "date +%s.%N > $OUT/started.done\n".to_string();
     for (name, args) in commands {
         let words: Vec<String> = std::iter::once(bin.to_string()).chain(args.iter().cloned()).collect();
         script += &format!(
-            "{} > $OUT/{name}.out 2> $OUT/{name}.err; echo $? > $OUT/{name}.rc\n",
+            "{} > $OUT/{name}.out 2> $OUT/{name}.err; echo $? > $OUT/{name}.rc; date +%s.%N > $OUT/{name}.done\n",
             guest::shell_command(&words)
         );
     }
     let started = Instant::now();
+    let began = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     let accel = guest::accelerator(image);
     eprintln!("guests run under {}", accel.as_str());
-    let spec = guest::GuestSpec { image: image.to_path_buf(), append: None, bound };
+    // Tests run guests two at a time: one CPU each is faster (GuestSpec::cpus).
+    let spec = guest::GuestSpec { image: image.to_path_buf(), append: None, bound, cpus: 1 };
     let never = AtomicBool::new(false);
     if let Err(e) = guest::boot(&spec, accel, &folder, &script, &never) {
         panic!("{label} guest ({}): {e:#}", image.display());
@@ -91,5 +116,5 @@ pub fn run(image: &Path, label: &str, commands: &[(&str, Vec<String>)], bound: D
         })
         .trim()
         .to_string();
-    GuestRun { dir, kernel_release, elapsed: started.elapsed() }
+    GuestRun { dir, kernel_release, elapsed: started.elapsed(), began }
 }

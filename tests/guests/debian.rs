@@ -21,11 +21,14 @@ fn args(words: &[&str]) -> Vec<String> {
     words.iter().chain(QUICK.iter()).map(|s| s.to_string()).collect()
 }
 
-fn commands() -> Vec<(&'static str, Vec<String>)> {
+/// The commands a guest of `suite` runs. Asking for may_goto is for the
+/// kernels that lack it (its refusal); on trixie the "lb" run already
+/// times in may_goto, and a second load of xdp-lb costs 9 s under TCG.
+fn commands(suite: &str) -> Vec<(&'static str, Vec<String>)> {
     let encap = common::test_object("xdp_encap.bpf.o").display().to_string();
     let services = format!("services={}/examples/encap/services.json", env!("CARGO_MANIFEST_DIR"));
     let packet = "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)";
-    vec![
+    let mut commands = vec![
         ("features", vec!["features".to_string()]),
         (
             "lb",
@@ -55,7 +58,11 @@ fn commands() -> Vec<(&'static str, Vec<String>)> {
         ("lpm", args(&["run", "lpm-trie", "--op", "lookup,update,delete", "--format", "json"])),
         // The host refuses fentry; the guests' kernels allow it.
         ("free", args(&["run", "lpm-trie", "--op", "free", "--format", "json"])),
-    ]
+    ];
+    if suite == "trixie" {
+        commands.retain(|(name, _)| *name != "may_goto");
+    }
+    commands
 }
 
 /// The run's scenarios validated, were timed, and used `mode`.
@@ -88,8 +95,15 @@ fn assert_encap_validated(run: &GuestRun, mode: &str) {
 
 fn boot(suite: &str) -> Option<GuestRun> {
     let image = guest::kernel(suite)?;
-    let run = guest::run(&image, suite, &commands(), BOUND);
-    eprintln!("{suite} guest ({}) took {:.0} s", run.kernel_release, run.elapsed.as_secs_f64());
+    let commands = commands(suite);
+    let run = guest::run(&image, suite, &commands, BOUND);
+    let names: Vec<&str> = commands.iter().map(|(n, _)| *n).collect();
+    eprintln!(
+        "{suite} guest ({}) took {:.0} s; its commands: {}",
+        run.kernel_release,
+        run.elapsed.as_secs_f64(),
+        run.command_seconds(&names)
+    );
     Some(run)
 }
 
@@ -129,7 +143,6 @@ fn debian_13_linux_6_12_times_with_may_goto() {
     assert!(run.kernel_release.starts_with("6.12."), "{}", run.kernel_release);
     assert_validated_in(&run, "lb", "may-goto");
     assert_encap_validated(&run, "may-goto");
-    assert_eq!(run.code("may_goto"), Some(0), "{}", run.stderr("may_goto"));
     assert_validated_in(&run, "maps", "may-goto");
     assert_validated_in(&run, "lpm", "may-goto");
     assert_validated_in(&run, "free", "traced");

@@ -154,16 +154,37 @@ fn the_plot_has_labelled_axes_and_csv_a_row_per_step() {
         "0",
         "--no-store",
         "--format",
-        "csv",
+        "json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let rows: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    let rec: bpfbench::record::live::LiveRecord = serde_json::from_slice(&o.stdout).unwrap();
+    // `--format csv` renders this record.
+    let csv = bpfbench::report::render_as(&rec, bpfbench::report::Format::Csv).unwrap();
+    let rows: Vec<String> = csv.lines().map(str::to_string).collect();
     assert_eq!(rows.len(), 3, "header and two steps: {rows:?}");
     assert!(rows[0].starts_with("program,sweep,value,") && rows[2].contains(",threads,2,"), "{rows:?}");
     let text = std::fs::read_to_string(&svg).unwrap();
     for label in ["generator threads", "Mpps", "ns per packet"] {
         assert!(text.contains(label), "{label} missing from the plot");
     }
+    // The x axis is labelled at the sweep's values only, once a panel (it
+    // read "1 1 1 1 1 2 2 2 2 2" when ticks were spaced evenly).
+    let labels: Vec<&str> = text.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
+    let whole: Vec<&str> =
+        labels.iter().copied().filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit())).collect();
+    assert_eq!(whole, ["1", "2", "1", "2"], "the x labels of two panels: {labels:?}");
+    // The same plot as a PNG (`--plot sweep.png`): a picture of the SVG's
+    // size, with more than the background in it.
+    let png = dir.join("sweep.png");
+    bpfbench::report::live_plot::plot(&rec, &png).unwrap();
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let svg_width = text.split("width=\"").nth(1).and_then(|r| r.split('"').next()).unwrap();
+    assert_eq!(frame.width.to_string(), svg_width);
+    let distinct: std::collections::HashSet<&[u8]> = pixels[..frame.buffer_size()].chunks(3).collect();
+    assert!(distinct.len() > 3, "{} colours: an empty picture", distinct.len());
 }
 
 #[test]
