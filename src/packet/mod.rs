@@ -2,6 +2,8 @@
 //! that names the header field that differs.
 
 mod diff;
+mod layout;
+pub mod mask;
 pub mod pcap;
 pub mod spec;
 mod tuple;

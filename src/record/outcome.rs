@@ -49,28 +49,37 @@ impl fmt::Display for PacketBytes {
 }
 
 /// Which expectations a case had: `--expect` (the verdict) and
-/// `--expect-packet` (the output, byte for byte).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `--expect-packet` (the output, byte for byte), and what `--ignore` left
+/// out of every comparison of output packets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expected {
     pub verdict: bool,
     pub packet: bool,
+    /// "tcp.seq, ts.val"; `None`: nothing was left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
 }
 
 impl Expected {
-    pub fn nothing(self) -> bool {
+    pub fn nothing(&self) -> bool {
         !self.verdict && !self.packet
     }
 }
 
 impl fmt::Display for Expected {
-    /// "verdict, packet", "verdict", "packet" or "nothing".
+    /// "verdict, packet", "verdict", "packet" or "nothing", then what was
+    /// left out: "verdict, packet (ignored: tcp.seq)".
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match (self.verdict, self.packet) {
             (true, true) => "verdict, packet",
             (true, false) => "verdict",
             (false, true) => "packet",
             (false, false) => "nothing",
-        })
+        })?;
+        match &self.ignored {
+            Some(ignored) => write!(f, " (ignored: {ignored})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -90,7 +99,9 @@ mod tests {
 
     #[test]
     fn expectations_name_what_was_checked() {
-        assert_eq!(Expected { verdict: true, packet: true }.to_string(), "verdict, packet");
+        assert_eq!(Expected { verdict: true, packet: true, ignored: None }.to_string(), "verdict, packet");
+        let masked = Expected { verdict: true, packet: true, ignored: Some("tcp.seq, ts.val".into()) };
+        assert_eq!(masked.to_string(), "verdict, packet (ignored: tcp.seq, ts.val)");
         assert_eq!(Expected::default().to_string(), "nothing");
         assert!(Expected::default().nothing());
     }

@@ -226,7 +226,9 @@ fn shortened(args: &[String]) -> Vec<String> {
 /// A folder with the example's files as the docs name them
 /// (`examples/encap/...`), its object compiled as the README says; the
 /// names the docs give a reader's own program and its builds
-/// (`before.bpf.o`, `mine.bpf.o`, `before.toml`, ...) are copies of it.
+/// (`before.bpf.o`, `mine.bpf.o`, `before.toml`, ...) are copies of it;
+/// the test objects the docs name by file (`xdp_config.bpf.o`) are there
+/// as compiled from tests/objects/.
 fn sandbox() -> common::TempDir {
     let dir = temp_dir("docs");
     let to = dir.join("examples/encap");
@@ -240,6 +242,9 @@ fn sandbox() -> common::TempDir {
     }
     for spec in ["before.toml", "after.toml"] {
         std::fs::copy(to.join("bench.toml"), dir.join(spec)).unwrap();
+    }
+    for object in ["xdp_config.bpf.o", "xdp_stamp.bpf.o"] {
+        std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
     dir
 }

@@ -312,6 +312,154 @@ fn packets_that_differ_past_64_bytes_are_put_back_in_the_batch_loop() {
 }
 
 #[test]
+fn frames_of_any_length_are_written_back_whole_in_the_batch_loop() {
+    let _machine = common::machine();
+    // xdp_trailer flips the frame's last byte: the loop writes the whole
+    // frame back, a TCP ACK's 54 bytes, a SYN's 60, 61, 90 as well as 64
+    // (it wrote whole words only, and timed these per call).
+    let trailer = object("xdp_trailer.bpf.o");
+    for (len, packet) in [
+        (14, "eth"),
+        (54, "eth/ipv4/tcp"),
+        (60, "eth/ipv4/tcp/payload(6)"),
+        (61, "eth/ipv4/tcp/payload(7)"),
+        (64, "eth/ipv4/tcp/payload(10)"),
+        (90, "eth/ipv4/udp/payload(48)"),
+    ] {
+        for runtime in ["kernel", "user"] {
+            let (code, results, err) =
+                run_json(&[trailer.as_str(), "--packet", packet, "--expect", "XDP_TX", "--runtime", runtime]);
+            assert_eq!(code, Some(0), "{len} bytes, {runtime}: {err}");
+            let r = &results[0];
+            assert_eq!(r["timing"]["mode"], "in-bpf", "{len} bytes, {runtime}: {r}");
+            let notes = r["notes"].to_string();
+            assert!(notes.contains(&format!("{len} bytes written back per iteration")), "{len}: {notes}");
+            assert!(r["checks"].to_string().contains("the last iteration of every checked batch matched"), "{r}");
+        }
+    }
+}
+
+#[test]
+fn globals_set_before_load_choose_the_programs_path_in_both_runtimes() {
+    let _machine = common::machine();
+    // xdp_config is configured by `volatile const` globals, as libbpf
+    // programs are: the same packet takes another path for other values.
+    let config = object("xdp_config.bpf.o");
+    let packet = "eth(dst=02:00:00:00:00:02)/ipv4(dst=10.0.0.10)/tcp(dport=80)";
+    let service = ["--global", "service_ip=10.0.0.10", "--global", "service_port=80"];
+    let next_hop = "--global=next_hop=02:00:00:00:00:99";
+    let forwarded = "eth(src=02:00:00:00:00:02,dst=02:00:00:00:00:99)/ipv4(dst=10.0.0.10)/tcp(dport=80)";
+    for runtime in ["kernel", "user"] {
+        let mut args = vec![config.as_str(), "--packet", packet, "--runtime", runtime, next_hop];
+        args.extend(service);
+        // To the service: sent on to the next hop, its MAC from a global.
+        let tx = [&args[..], &["--expect", "XDP_TX", "--expect-packet", forwarded]].concat();
+        let (code, results, err) = run_json(&tx);
+        assert_eq!(code, Some(0), "{runtime}: {err}");
+        let r = &results[0];
+        assert_eq!((r["verdict"].as_str(), r["timing"]["mode"].as_str()), (Some("XDP_TX"), Some("in-bpf")), "{r}");
+        for note in ["global service_ip=10.0.0.10: set before load", "global next_hop=02:00:00:00:00:99"] {
+            assert!(r["notes"].to_string().contains(note), "{note}: {}", r["notes"]);
+        }
+        // Another port: not the service, so passed; with drop_others, dropped.
+        let other = [&args[..], &["--global", "service_port=443", "--expect", "XDP_PASS"]].concat();
+        let (code, _, err) = run_json(&other);
+        assert_eq!(code, Some(0), "{runtime}: {err}");
+        let dropped =
+            [&args[..], &["--global", "service_port=443", "--global", "drop_others=true", "--expect", "XDP_DROP"]]
+                .concat();
+        let (code, _, err) = run_json(&dropped);
+        assert_eq!(code, Some(0), "{runtime}: {err}");
+        // One field of a struct; the other keeps its compiled value (1500).
+        let short_lived = [&args[..], &["--global", r#"limits={"ttl_min": 65}"#, "--expect", "XDP_DROP"]].concat();
+        let (code, _, err) = run_json(&short_lived);
+        assert_eq!(code, Some(0), "{runtime}: {err}");
+    }
+    // A spec file's [globals], .data and .bss ones too.
+    let dir = temp_dir("globals");
+    let spec = dir.join("config.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "object = \"{config}\"\n[globals]\nservice_ip = \"10.0.0.10\"\nservice_port = 80\nforwarded = 7\nothers = 9\n\
+             [[case]]\nname = \"to-service\"\npacket = \"{packet}\"\nexpect = \"XDP_TX\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, results, err) = run_json(&[spec.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(results[0]["notes"].to_string().contains("global others=9: set before load"), "{}", results[0]["notes"]);
+    // Wrong names and values: one line naming the variable.
+    for (extra, needle) in [
+        ("--global=no_such=1", "has no global variable 'no_such'; its globals are"),
+        ("--global=service_port=70000", "service_port=70000: 70000 does not fit in 2 bytes"),
+        ("--global=service_ip=10.0.0.300", "service_ip=10.0.0.300: '10.0.0.300' is neither an address"),
+        ("--global=limits={\"ttl\": 1}", "no field 'ttl'; the fields are max_len, ttl_min"),
+        ("--global=drop_others", "--global expects NAME=VALUE"),
+    ] {
+        common::assert_one_line_error(&["run", config.as_str(), "--packet", packet, "--no-store", extra], needle);
+    }
+    common::assert_one_line_error(
+        &["run", spec.to_str().unwrap(), "--global", "service_port=1", "--no-store"],
+        "--global are set in",
+    );
+}
+
+#[test]
+fn a_field_from_the_clock_is_left_out_of_every_comparison_with_ignore() {
+    let _machine = common::machine();
+    // xdp_stamp writes the clock into the TCP sequence number: without
+    // --ignore its two reference runs differ; with it, validation and every
+    // batch's check compare the rest, and the table says what was left out.
+    let stamp = object("xdp_stamp.bpf.o");
+    let packet = "eth/ipv4/tcp(seq=1)";
+    let (code, results, err) = run_json(&[stamp.as_str(), "--packet", packet]);
+    assert_eq!(code, Some(1), "{err}");
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("TCP sequence number") && error.contains("--ignore"), "{error}");
+    for runtime in ["kernel", "user"] {
+        // The expected packet's own sequence number is left out too, and
+        // the checksum over it (the program leaves it as it was).
+        let args =
+            [stamp.as_str(), "--packet", packet, "--runtime", runtime, "--ignore", "tcp.seq", "--ignore", "tcp.csum"];
+        let expect = ["--expect", "XDP_TX", "--expect-packet", "eth/ipv4/tcp(seq=99)"];
+        let (code, results, err) = run_json(&[&args[..], &expect].concat());
+        assert_eq!(code, Some(0), "{runtime}: {err}");
+        let r = &results[0];
+        assert_eq!(r["timing"]["mode"], "in-bpf", "{runtime}: {r}");
+        assert_eq!(r["outcome"]["expected"]["ignored"], "tcp.seq, tcp.csum", "{r}");
+        let checks = r["checks"].to_string();
+        assert!(checks.contains("byte-exact as expected outside tcp.seq, tcp.csum"), "{checks}");
+        assert!(checks.contains("the last iteration of every checked batch matched"), "{checks}");
+        // Only that field: another difference still fails.
+        let (code, results, err) = run_json(&[&args[..], &["--expect-packet", "eth/ipv4(ttl=7)/tcp(seq=99)"]].concat());
+        assert_eq!(code, Some(1), "{err}");
+        let error = results[0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("IPv4 TTL"), "{error}");
+    }
+    // The table's expected column says it; the verdict alone with `packet`.
+    let o = bpfbench(&[
+        "run",
+        &stamp,
+        "--packet",
+        packet,
+        "--ignore",
+        "packet",
+        "--expect",
+        "XDP_TX",
+        "--samples",
+        "3",
+        "--no-store",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("verdict (ignored: packet)"), "{}", stdout(&o));
+    common::assert_one_line_error(
+        &["run", &stamp, "--packet", packet, "--ignore", "tcp.sequence", "--no-store"],
+        "--ignore tcp.sequence: not a field, a byte range (38..42) or 'packet'; the fields are",
+    );
+}
+
+#[test]
 fn metadata_a_program_leaves_is_dropped_between_iterations() {
     let _machine = common::machine();
     // xdp_meta aborts unless it starts without metadata, and leaves 4 bytes:

@@ -15,7 +15,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::libbpf_sys as sys;
 
 pub use checks::{check_bpf_elf, is_bpf_elf};
@@ -216,6 +216,35 @@ impl ObjectFile {
             bail!("setting {}'s .rodata: {}", self.path.display(), errno_error(rc));
         }
         Ok(())
+    }
+
+    /// The initial bytes of data section `section` (`.rodata`, `.data`,
+    /// `.bss`, `.rodata.config`, `.data.NAME`) before `prepare`.
+    pub fn section_data(&self, section: &str) -> Result<&[u8]> {
+        let (data, size) = self.section_raw(section)?;
+        // SAFETY: `size` bytes at `data`, libbpf's copy of the section, borrowed through self.
+        Ok(unsafe { std::slice::from_raw_parts(data, size) })
+    }
+
+    /// The same, to change before `prepare`: libbpf creates the section's
+    /// map from them (and freezes a `.rodata*` one after load, so the
+    /// verifier sees its values as constants).
+    pub fn section_data_mut(&mut self, section: &str) -> Result<&mut [u8]> {
+        let (data, size) = self.section_raw(section)?;
+        // SAFETY: as above, borrowed mutably through self.
+        Ok(unsafe { std::slice::from_raw_parts_mut(data, size) })
+    }
+
+    fn section_raw(&self, section: &str) -> Result<(*mut u8, usize)> {
+        let c = CString::new(section).context("the section name holds a NUL byte")?;
+        // SAFETY: the object's own map list; libbpf finds an internal map by its section's name.
+        let m = unsafe { sys::bpf_object__find_map_by_name(self.obj.as_ptr(), c.as_ptr()) };
+        ensure!(!m.is_null(), "{} has no data section {section}", self.path.display());
+        let mut size = 0;
+        // SAFETY: a map of this object; the memory lives as long as the object.
+        let data = unsafe { sys::bpf_map__initial_value(m, &mut size) };
+        ensure!(!data.is_null(), "{}: {section} has no initial data to set", self.path.display());
+        Ok((data.cast::<u8>(), size as usize))
     }
 
     /// Sets map `name`'s value size before `prepare`.

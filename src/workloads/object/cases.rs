@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use crate::kernel::object::ProgKind;
 use crate::kernel::test_run::{TC_ACTIONS, TestInput, tc_action_name, xdp_action_name};
+use crate::packet::mask::Mask;
 use crate::packet::{FiveTuple, PacketSpec, pcap};
 
 /// The packet used when a case names none: a small IPv4 UDP datagram.
@@ -28,6 +29,8 @@ pub struct CaseSpec {
     /// The context of a raw tracepoint or syscall program (`--ctx`): a JSON
     /// array of integers (u64 each) or a string of hex bytes.
     pub ctx: Option<serde_json::Value>,
+    /// What the packet comparisons leave out (`--ignore`).
+    pub ignore: Vec<String>,
 }
 
 /// An expected verdict: a kernel action name of one program kind, or a
@@ -133,6 +136,9 @@ pub struct Case {
     pub contexts: Option<PacketContexts>,
     /// `--ctx` as bytes, for the types that take it.
     pub raw_ctx: Option<Vec<u8>>,
+    /// What every comparison of an output packet leaves out: the
+    /// expectations, the two reference runs, every batch's check.
+    pub mask: Mask,
 }
 
 /// Bytes a raw tracepoint's test run is given: its 12 possible u64
@@ -219,12 +225,14 @@ impl CaseSpec {
             .skb
             .as_ref()
             .map(|fields| -> Result<SkbContext> {
-                let bytes = super::map_json::skb_context(fields, &format!("case {}: skb", self.name))?;
+                let bytes = super::btf_value::skb_context(fields, &format!("case {}: skb", self.name))?;
                 Ok(SkbContext { bytes, fields: fields.to_string() })
             })
             .transpose()?;
         let raw_ctx = self.ctx.as_ref().map(|v| raw_context(v, &format!("case {}: ctx", self.name))).transpose()?;
+        let mask = Mask::parse(&self.ignore).with_context(|| format!("case {}", self.name))?;
         Ok(Case {
+            mask,
             name: self.name.clone(),
             source,
             packets,
@@ -306,7 +314,7 @@ impl Case {
         let mut ctxs = Vec::with_capacity(self.packets.len());
         for (i, p) in self.packets.iter().enumerate() {
             let what = format!("case {}, packet {i}", self.name);
-            ctxs.push(super::map_json::kernel_struct(type_name, &fields(&self.name, i, p)?, &what)?);
+            ctxs.push(super::btf_value::kernel_struct(type_name, &fields(&self.name, i, p)?, &what)?);
         }
         self.contexts = Some(PacketContexts { ctxs, with_packet });
         Ok(())

@@ -20,6 +20,7 @@ use crate::kernel::object::ProgKind;
 use crate::kernel::prepared::PreparedCode;
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::kernel::test_run::{RunOutput, run_in};
+use crate::packet::mask::Mask;
 use crate::uvm::UserRuntime;
 
 crate::bpf_skeleton!("driver_chain");
@@ -52,6 +53,7 @@ pub struct ChainTimer {
     /// The test runs' context (a tc program's `__sk_buff`), if any.
     ctx: Option<Vec<u8>>,
     references: Vec<RunOutput>,
+    mask: Mask,
     kind: ProgKind,
     cpu: usize,
     /// Where the runs go when they are the userspace runtime's.
@@ -93,6 +95,8 @@ pub struct ChainRequest<'a> {
     /// Bytes written back per pass (restore::plan's).
     pub restore: u32,
     pub references: Vec<RunOutput>,
+    /// What comparisons with the references leave out (the case's --ignore).
+    pub mask: Mask,
     /// The test runs' context (a tc program's `__sk_buff`), if any.
     pub ctx: Option<Vec<u8>>,
     pub cpu: usize,
@@ -300,6 +304,7 @@ impl ChainTimer {
             packet: req.variants[0].clone(),
             ctx: req.ctx.clone(),
             references: req.references,
+            mask: req.mask.clone(),
             kind: req.kind,
             cpu: req.cpu,
             user,
@@ -333,7 +338,7 @@ impl ChainTimer {
             };
             if body {
                 let i = self.variant()?;
-                if let Some(diff) = outputs_differ(self.kind, &self.references[i], &out) {
+                if let Some(diff) = outputs_differ(self.kind, &self.mask, &self.references[i], &out) {
                     bail!(
                         "the chain, entered from the loop, gave another output than the program itself for packet {i}: {diff}"
                     );
@@ -398,7 +403,7 @@ impl ChainTimer {
 fn check_user_outputs(rt: &mut UserRuntime, entry: &str, req: &ChainRequest<'_>) -> Result<()> {
     for (i, (packet, want)) in req.variants.iter().zip(&req.references).enumerate() {
         let got: RunOutput = rt.run(entry, packet)?.into();
-        if let Some(diff) = outputs_differ(req.kind, want, &got) {
+        if let Some(diff) = outputs_differ(req.kind, &req.mask, want, &got) {
             bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
         }
     }

@@ -78,15 +78,31 @@ impl Case {
                 refs.len()
             ));
         }
-        if self.expect_packets.is_some() {
+        if self.expect_packets.is_some() && !self.mask.verdict_only() {
             for (i, r) in refs.iter().enumerate() {
                 let want = self.expected_packet(i).expect("expectations present");
-                if let Some(diff) = diff_packets(want, &r.packet) {
+                let (blank_want, blank_got) = self.mask.blank(want, &r.packet);
+                if let Some(diff) = diff_packets(&blank_want, &blank_got) {
                     let what = format!("output packet differs from the expected one:\n{diff}");
                     return Err(fail(i, what, want, "expected"));
                 }
             }
-            checks.push(format!("output packet of all {} packet(s): byte-exact as expected", refs.len()));
+            checks.push(match self.mask.is_empty() {
+                true => format!("output packet of all {} packet(s): byte-exact as expected", refs.len()),
+                false => format!(
+                    "output packet of all {} packet(s): byte-exact as expected outside {}",
+                    refs.len(),
+                    self.mask
+                ),
+            });
+        }
+        if self.mask.verdict_only() {
+            checks.push("output packets are not compared (--ignore packet): the verdict alone".into());
+        } else if !self.mask.is_empty() {
+            checks.push(format!(
+                "left out of every comparison of output packets (the two reference runs, the expectations, every checked batch): {}",
+                self.mask
+            ));
         }
         if self.expect_verdict.is_none() && self.expect_packets.is_none() {
             checks.push("no expectation given (--expect, --expect-packet): nothing else was checked".into());
@@ -103,7 +119,11 @@ impl Case {
                     .then(|| PacketBytes::range(refs.iter().map(|r| r.packet.len())))
                     .flatten(),
             }),
-            expected: Expected { verdict: self.expect_verdict.is_some(), packet: self.expect_packets.is_some() },
+            expected: Expected {
+                verdict: self.expect_verdict.is_some(),
+                packet: self.expect_packets.is_some() && !self.mask.verdict_only(),
+                ignored: (!self.mask.is_empty()).then(|| self.mask.to_string()),
+            },
         }
     }
 }

@@ -55,8 +55,9 @@ struct {
  * keeps only the copy of the right size. */
 const volatile __u32 cfg_variants = 1;
 /*
- * The bytes written back per iteration (a multiple of 8, at most
- * BENCH_MAX_RESTORE), with BENCH_RESTORE_DROP_META where an XDP program
+ * The bytes written back per iteration (at least 8, at most
+ * BENCH_MAX_RESTORE; not a multiple of 8 only where it is the packet's
+ * length, a frame of 54 or 61 bytes written back whole), with BENCH_RESTORE_DROP_META where an XDP program
  * moves data_meta (bpf_xdp_adjust_meta): the metadata it left is dropped
  * after each iteration (the kernel's test run outputs it in front of the
  * packet, and the next iteration would add to it). One word, read once per
@@ -113,16 +114,25 @@ static __always_inline void bench_copy_words(void *dst, const __u64 *src, const 
 
 /*
  * Writes the first `bytes` (cfg_restore_bytes) of variant `v` into the
- * packet [data, end). 0 on success.
+ * packet [data, end). 0 on success. The whole words first; a tail of 1 to
+ * 7 bytes then goes as one more word, the 8 bytes that end at `bytes`:
+ * it overlaps the last whole word with the same bytes, so a frame of any
+ * length is written back without a byte beyond it. `bytes` is a constant
+ * (frozen), so the verifier keeps one case and, without a tail, no tail.
  */
 static __always_inline int bench_write_variant(void *data, void *end, const struct bench_variant *v,
 					       __u32 bytes)
 {
-	switch (bytes) {
+	switch (bytes & ~7u) {
 	BENCH_COPY_8(0) BENCH_COPY_8(1) BENCH_COPY_8(2) BENCH_COPY_8(3)
 	BENCH_COPY_8(4) BENCH_COPY_8(5) BENCH_COPY_8(6) BENCH_COPY_8(7)
 	default:
 		return -1;
+	}
+	if (bytes & 7) {
+		if (data + bytes > end)
+			return -1;
+		*(__u64 *)(data + bytes - 8) = *(const __u64 *)((const __u8 *)v->words + bytes - 8);
 	}
 	return 0;
 }

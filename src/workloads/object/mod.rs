@@ -8,9 +8,11 @@
 //! ([`splice`], [`spliced`]), or, when that cannot be done, per call
 //! ([`per_call`]), labelled as such everywhere.
 
+mod btf_value;
 mod cases;
 mod chain;
 mod checks;
+mod globals;
 pub mod live;
 mod map_json;
 mod options;
@@ -35,6 +37,7 @@ use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, FuncInfo};
+use crate::packet::mask::Mask;
 use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
@@ -65,8 +68,9 @@ pub const REGISTRATION: Registration = Registration {
     with_object: None,
 };
 
-/// How two outputs of a program differ, if they do.
-pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) -> Option<String> {
+/// How two outputs of a program differ, if they do, outside what `mask`
+/// leaves out.
+pub(crate) fn outputs_differ(kind: ProgKind, mask: &Mask, want: &RunOutput, got: &RunOutput) -> Option<String> {
     if want.retval != got.retval {
         return Some(format!(
             "verdict {}, expected {}",
@@ -75,10 +79,14 @@ pub(crate) fn outputs_differ(kind: ProgKind, want: &RunOutput, got: &RunOutput) 
         ));
     }
     if kind.outputs_flow_keys() {
-        return map_json::struct_differs("bpf_flow_keys", &want.packet, &got.packet)
+        return btf_value::struct_differs("bpf_flow_keys", &want.packet, &got.packet)
             .map(|d| format!("flow keys differ: {d}"));
     }
-    diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"))
+    if mask.is_empty() {
+        return diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"));
+    }
+    let (want, got) = mask.blank(&want.packet, &got.packet);
+    diff_packets(&want, &got).map(|d| format!("output packet differs (outside {mask}):\n{d}"))
 }
 
 /// Writes the first `restore` bytes of each of a case's packets into a
@@ -374,6 +382,9 @@ fn load_filled(
     for (map, path) in &setup.pins {
         notes.push(format!("map {map}: the map pinned at {}", path.display()));
     }
+    for g in &setup.globals {
+        notes.push(format!("global {}: set before load", g.shown()));
+    }
     let stats = user.load(program)?;
     let others = fill_slots(user, setup, notes)?;
     for (map, file) in &setup.maps {
@@ -492,9 +503,9 @@ impl Loaded<'_> {
             let first = run_input(prog, &input)?;
             let second = run_input(prog, &input)?;
             self.check_no_empty_slot(i)?;
-            if let Some(diff) = outputs_differ(self.bench.kind, &first, &second) {
+            if let Some(diff) = outputs_differ(self.bench.kind, &case.mask, &first, &second) {
                 bail!(
-                    "packet {i} gave different outputs on two runs ({diff}): the program's path depends on state, so no single figure describes it"
+                    "packet {i} gave different outputs on two runs ({diff}): the program's path depends on state, so no single figure describes it; a field it fills from the clock or a counter can be left out with --ignore (tcp.seq, ts.val, ip.id, ...)"
                 );
             }
             refs.push(first);
@@ -685,6 +696,7 @@ impl Loaded<'_> {
             variants: &case.packets,
             restore,
             references: refs.to_vec(),
+            mask: case.mask.clone(),
             cpu: self.cpu,
             runtime: self.runtime,
             ctx: case.ctx_bytes().map(<[u8]>::to_vec),
@@ -775,6 +787,7 @@ impl Loaded<'_> {
             variants,
             restore,
             references: refs.to_vec(),
+            mask: case.mask.clone(),
             ctx,
             cpu: self.cpu,
         };
@@ -828,7 +841,7 @@ impl Loaded<'_> {
         let prog = self.user.prog_fd(&self.bench.program.name).expect("loaded in setup");
         let empty = std::os::fd::AsFd::as_fd(&self.empty);
         let inputs = (0..case.packets.len()).map(|i| case.input(i)).collect();
-        let timer = PerCall::new(prog, empty, inputs, refs, self.bench.kind);
+        let timer = PerCall::new(prog, empty, inputs, refs, case.mask.clone(), self.bench.kind);
         let key = format!("{:?} test run of an empty program", self.bench.kind);
         let host_timed = !self.bench.kind.test_run_times();
         (Timer::PerCall(timer), Timing::PerCall { reason, host_timed }, key)

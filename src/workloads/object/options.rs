@@ -11,6 +11,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use super::cases::CaseSpec;
+pub use super::globals::GlobalValue;
 use crate::harness::timing::{BodyArgs, BodyChoice};
 use crate::kernel::object::ProgKind;
 
@@ -46,6 +47,9 @@ pub struct ObjectArgs {
     /// The context of a raw tracepoint or syscall program, as JSON: its arguments '[1, 2, 3]' (u64 each) or bytes '"0a0b0c0d"'.
     #[arg(long = "ctx", value_name = "JSON")]
     pub ctx: Option<String>,
+    /// Leave FIELD out of every comparison of output packets, for fields a program fills from the clock or a counter: tcp.seq, tcp.ack, tcp.csum, ts.val, ts.ecr, ip.id, ip.csum, udp.csum, ... (every header field: see the docs), a byte range START..END, or `packet` (compare the verdict alone) (repeatable).
+    #[arg(long = "ignore", value_name = "FIELD")]
+    pub ignore: Vec<String>,
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
@@ -62,6 +66,9 @@ pub struct LoadArgs {
     /// Fill the object's map NAME from a JSON file first (repeatable).
     #[arg(long = "map", value_name = "NAME=FILE.json")]
     pub maps: Vec<String>,
+    /// Set the object's global variable NAME before load: `volatile const` configuration in .rodata, or .data, .bss, .rodata.NAME, .data.NAME; VALUE is a number, an IPv4/IPv6/MAC address, an enumerator, or JSON for arrays and structs (repeatable).
+    #[arg(long = "global", value_name = "NAME=VALUE")]
+    pub globals: Vec<String>,
     /// Use the map pinned at PATH (by your control plane) as the object's map NAME (repeatable).
     #[arg(long = "map-pin", value_name = "NAME=PATH")]
     pub pins: Vec<String>,
@@ -131,6 +138,8 @@ pub struct ObjectSetup {
     pub maps: Vec<(String, PathBuf)>,
     /// (map, pinned path) to use instead of the object's own map.
     pub pins: Vec<(String, PathBuf)>,
+    /// The object's global variables to set before load.
+    pub globals: Vec<GlobalValue>,
     /// Prog array slots to fill before validation.
     pub tail_calls: Vec<SlotFill>,
     /// The type of programs whose section libbpf does not know.
@@ -144,11 +153,15 @@ pub struct ObjectSetup {
 
 impl ObjectSetup {
     /// Opens `path` (the user's object, or one a --tail-call names), its
-    /// programs of unknown sections typed as --program-type says.
+    /// programs of unknown sections typed as --program-type says, the
+    /// user's object with its globals set.
     pub fn open(&self, path: &Path) -> Result<crate::kernel::object::ObjectFile> {
         let mut object = crate::kernel::object::ObjectFile::open(path)?;
         if let Some(kind) = self.program_type {
             object.assume_type(kind)?;
+        }
+        if path == self.object {
+            super::globals::set(&mut object, &self.globals)?;
         }
         Ok(object)
     }
@@ -199,6 +212,7 @@ impl ObjectSetup {
                 .as_deref()
                 .map(|s| serde_json::from_str(s).map_err(|e| anyhow::anyhow!("--ctx {s}: not JSON ({e})")))
                 .transpose()?,
+            ignore: args.ignore.clone(),
         };
         Ok(ObjectSetup {
             name: stem(object),
@@ -206,6 +220,7 @@ impl ObjectSetup {
             program: args.load.program.clone(),
             maps: args.load.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
             pins: args.load.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
+            globals: args.load.globals.iter().map(|g| GlobalValue::parse(g)).collect::<Result<_>>()?,
             tail_calls: args
                 .load
                 .tail_calls
@@ -231,10 +246,12 @@ impl ObjectSetup {
             ("--expect-pcap", args.expect_pcap.is_some()),
             ("--map", !args.load.maps.is_empty()),
             ("--map-pin", !args.load.pins.is_empty()),
+            ("--global", !args.load.globals.is_empty()),
             ("--tail-call", !args.load.tail_calls.is_empty()),
             ("--program-type", args.load.program_type.is_some()),
             ("--skb", args.skb.is_some()),
             ("--ctx", args.ctx.is_some()),
+            ("--ignore", !args.ignore.is_empty()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -282,6 +299,7 @@ impl ObjectSetup {
                 expect_packets: c.expect_packet.into_vec(),
                 expect_pcap: c.expect_pcap.as_ref().map(at),
                 skb,
+                ignore: c.ignore.into_vec(),
             });
         }
         Ok(ObjectSetup {
@@ -290,6 +308,15 @@ impl ObjectSetup {
             program: file.program,
             maps: file.maps.iter().map(|(n, p)| (n.clone(), at(p))).collect(),
             pins: file.pinned.into_iter().collect(),
+            globals: file
+                .globals
+                .into_iter()
+                .map(|(name, value)| {
+                    let value =
+                        serde_json::to_value(value).with_context(|| format!("{}: globals: {name}", path.display()))?;
+                    Ok(GlobalValue { name, value })
+                })
+                .collect::<Result<_>>()?,
             tail_calls: file.tail_calls.iter().map(|t| SlotFill::parse(t, dir)).collect::<Result<_>>()?,
             program_type: file
                 .program_type
@@ -316,6 +343,8 @@ impl ObjectSetup {
 /// program = "xdp_encap"             # when the object holds several
 /// [maps]
 /// services = "services.json"        # filled before validation
+/// [globals]
+/// vip = "10.0.0.10"                 # .rodata, set before load
 /// [[case]]
 /// name = "to-service"
 /// packet = "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)"
@@ -329,8 +358,12 @@ struct SpecFile {
     program: Option<String>,
     #[serde(default)]
     maps: BTreeMap<String, PathBuf>,
+    /// Maps pinned by the user's control plane, as --map-pin: NAME = PATH.
     #[serde(default)]
     pinned: BTreeMap<String, PathBuf>,
+    /// The object's global variables, as --global: NAME = VALUE.
+    #[serde(default)]
+    globals: BTreeMap<String, toml::Value>,
     /// Prog array slots, as --tail-call: "MAP:SLOT=PROG[@OBJECT]".
     #[serde(default)]
     tail_calls: Vec<String>,
@@ -359,6 +392,9 @@ struct SpecCase {
     /// A raw tracepoint's or syscall program's context, as `--ctx`:
     /// `ctx = [1, 2]` or `ctx = "0a0b"`.
     ctx: Option<toml::Value>,
+    /// As --ignore: `ignore = ["tcp.seq", "ts.val"]`.
+    #[serde(default)]
+    ignore: OneOrMany,
 }
 
 /// A string or a list of strings.

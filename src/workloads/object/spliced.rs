@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, PreparedProgram, driver_object};
 use super::{DriverState, Rodata, outputs_differ, write_variants};
+use crate::packet::mask::Mask;
 
 /// driver.h's BENCH_RESTORE_DROP_META, beside the bytes written back.
 pub(super) fn drop_meta(drop: bool) -> u32 {
@@ -63,6 +64,8 @@ pub struct Spliced {
     packet: Vec<u8>,
     /// The program's own output for each packet.
     references: Vec<RunOutput>,
+    /// What comparisons with them leave out.
+    mask: Mask,
     kind: ProgKind,
     cpu: usize,
     /// The driver's overhead program for the loop construct in use.
@@ -91,6 +94,8 @@ pub struct SpliceRequest<'a> {
     pub variants: &'a [Vec<u8>],
     pub restore: u32,
     pub references: Vec<RunOutput>,
+    /// What comparisons with the references leave out (the case's --ignore).
+    pub mask: Mask,
     pub cpu: usize,
     pub runtime: Runtime,
     /// The test runs' context (an skb program's `__sk_buff`), if any.
@@ -159,6 +164,7 @@ impl Spliced {
             load_attrs: user.object.load_attrs(user.name)?,
             packet: variants[0].clone(),
             references,
+            mask: req.mask.clone(),
             kind: user.kind,
             cpu,
             driver,
@@ -218,7 +224,7 @@ impl Spliced {
         super::user_context::give_contexts(&mut rt.borrow_mut(), self.kind, variants, self.ctx.as_deref())?;
         for (i, (packet, want)) in variants.iter().zip(&self.references).enumerate() {
             let got: RunOutput = rt.borrow_mut().run(user.name, packet)?.into();
-            if let Some(diff) = outputs_differ(self.kind, want, &got) {
+            if let Some(diff) = outputs_differ(self.kind, &self.mask, want, &got) {
                 bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
             }
         }
@@ -265,7 +271,7 @@ impl Spliced {
     fn run(&mut self, iters: u32) -> Result<BatchTiming> {
         let (timing, out) = self.body.run_batch(&self.packet, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?;
         let i = self.state()?.idx as usize;
-        if let Some(diff) = outputs_differ(self.kind, &self.references[i], &out) {
+        if let Some(diff) = outputs_differ(self.kind, &self.mask, &self.references[i], &out) {
             bail!("gave another output than the program itself for packet {i}: {diff}");
         }
         Ok(timing)
@@ -333,6 +339,7 @@ mod tests {
             variants: &variants,
             restore,
             references,
+            mask: Mask::default(),
             cpu,
             runtime,
             ctx: None,
@@ -418,6 +425,7 @@ mod tests {
                 variants: &variants,
                 restore,
                 references: references.clone(),
+                mask: Mask::default(),
                 cpu,
                 runtime: Runtime::Kernel,
                 ctx: None,

@@ -1,0 +1,347 @@
+//! Values laid out by BTF from JSON: a map's keys and values
+//! (`--map NAME=FILE.json`), a global variable (`--global NAME=VALUE`), a
+//! kernel struct a test run takes (`--skb`, a flow dissector's keys).
+//!
+//! A value is hex bytes (as they sit in memory) or laid out by its BTF
+//! type: objects by field name (nested structs, unions by one member),
+//! arrays, numbers (big-endian for `__be16/32/64` fields, native otherwise),
+//! enumerator names, and address strings: IPv4 into 4-byte fields, IPv6
+//! into 16-byte fields, MAC into 6-byte fields, in network order.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use anyhow::{Context, Result, bail, ensure};
+use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, Int, MemberAttr};
+use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize, TypeId};
+use serde_json::Value;
+
+use crate::packet::spec::{hex_bytes, mac_bytes};
+
+/// How a BTF type stores a number.
+struct Scalar {
+    size: usize,
+    big_endian: bool,
+}
+
+/// The type behind typedefs and qualifiers, and whether a `__be*` typedef
+/// was on the way.
+pub(super) fn resolve<'b>(btf: &'b Btf<'b>, id: TypeId) -> Result<(BtfType<'b>, bool)> {
+    let mut t: BtfType<'b> = btf.type_by_id(id).context("dangling BTF type id")?;
+    let mut big_endian = false;
+    loop {
+        match t.kind() {
+            BtfKind::Typedef | BtfKind::Const | BtfKind::Volatile | BtfKind::Restrict | BtfKind::TypeTag => {
+                if let Some(name) = t.name() {
+                    big_endian |= name.to_string_lossy().starts_with("__be");
+                }
+                t = t.next_type().context("dangling BTF typedef")?;
+            }
+            _ => return Ok((t, big_endian)),
+        }
+    }
+}
+
+/// Bytes a BTF type occupies.
+pub(super) fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
+    let (t, _) = resolve(btf, id)?;
+    Ok(match t.kind() {
+        BtfKind::Int => Int::try_from(t).map(|i| i.size()).unwrap_or(0),
+        BtfKind::Enum => Enum::try_from(t).map(|e| e.size()).unwrap_or(0),
+        BtfKind::Enum64 => Enum64::try_from(t).map(|e| e.size()).unwrap_or(0),
+        BtfKind::Struct | BtfKind::Union => Composite::try_from(t).map(|c| c.size()).unwrap_or(0),
+        BtfKind::Array => {
+            let a = Array::try_from(t).map_err(|_| anyhow::anyhow!("bad BTF array"))?;
+            a.capacity() * size_of(btf, a.ty())?
+        }
+        BtfKind::Ptr => 8,
+        BtfKind::Float => libbpf_rs::btf::types::Float::try_from(t).map(|f| f.size()).unwrap_or(0),
+        other => bail!("BTF kind {other:?} has no size here"),
+    })
+}
+
+/// A string for a field of `size` bytes: an address when it reads as one
+/// of that size, else hex bytes.
+fn string_bytes(s: &str, size: usize, at: &str) -> Result<Vec<u8>> {
+    let by_size = match size {
+        4 => s.parse::<Ipv4Addr>().ok().map(|a| a.octets().to_vec()),
+        16 => s.parse::<Ipv6Addr>().ok().map(|a| a.octets().to_vec()),
+        6 => mac_bytes(s).map(|m| m.to_vec()),
+        _ => None,
+    };
+    if let Some(b) = by_size {
+        return Ok(b);
+    }
+    let bytes = hex_bytes(s)
+        .with_context(|| format!("{at}: '{s}' is neither an address for this {size}-byte field nor hex bytes"))?;
+    ensure!(bytes.len() == size, "{at}: '{s}' is {} bytes, the field has {size}", bytes.len());
+    Ok(bytes)
+}
+
+fn number(v: &Value, at: &str) -> Result<i128> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .with_context(|| format!("{at}: {n} is not an integer")),
+        Value::Bool(b) => Ok(i128::from(*b)),
+        Value::String(s) => {
+            let t = s.trim();
+            match t.strip_prefix("0x") {
+                Some(h) => i128::from_str_radix(h, 16).ok(),
+                None => t.parse::<i128>().ok(),
+            }
+            .with_context(|| format!("{at}: '{s}' is not a number"))
+        }
+        other => bail!("{at}: expected a number, got {other}"),
+    }
+}
+
+fn write_scalar(out: &mut [u8], value: i128, s: &Scalar, at: &str) -> Result<()> {
+    let bits = s.size * 8;
+    let fits = if bits >= 128 { true } else { value >= -(1i128 << (bits - 1)) && value < (1i128 << bits) };
+    ensure!(fits, "{at}: {value} does not fit in {} bytes", s.size);
+    let le = value.to_le_bytes();
+    let bytes = &le[..s.size];
+    if s.big_endian {
+        out.copy_from_slice(&bytes.iter().rev().copied().collect::<Vec<_>>());
+    } else {
+        out.copy_from_slice(bytes);
+    }
+    Ok(())
+}
+
+/// Writes `v` laid out as BTF type `id` into `out` (exactly its size).
+pub(super) fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Result<()> {
+    let (t, big_endian) = resolve(btf, id)?;
+    if let Value::String(s) = v
+        && !matches!(t.kind(), BtfKind::Int | BtfKind::Enum | BtfKind::Enum64)
+    {
+        let b = string_bytes(s, out.len(), at)?;
+        out.copy_from_slice(&b);
+        return Ok(());
+    }
+    match t.kind() {
+        BtfKind::Int => {
+            if let Value::String(s) = v
+                && number(v, at).is_err()
+            {
+                let b = string_bytes(s, out.len(), at)?;
+                out.copy_from_slice(&b);
+                return Ok(());
+            }
+            write_scalar(out, number(v, at)?, &Scalar { size: out.len(), big_endian }, at)
+        }
+        BtfKind::Enum | BtfKind::Enum64 => {
+            let value = match v {
+                Value::String(s) if number(v, at).is_err() => {
+                    let names: Vec<(String, i128)> = match t.kind() {
+                        BtfKind::Enum => Enum::try_from(t)
+                            .map(|e| {
+                                e.iter()
+                                    .map(|m| {
+                                        (
+                                            m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                                            i128::from(m.value),
+                                        )
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        _ => Enum64::try_from(t)
+                            .map(|e| {
+                                e.iter()
+                                    .map(|m| {
+                                        (m.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), m.value)
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    };
+                    names.iter().find(|(n, _)| n == s).map(|(_, v)| *v).with_context(|| {
+                        format!(
+                            "{at}: '{s}' is not one of {}",
+                            names.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                        )
+                    })?
+                }
+                _ => number(v, at)?,
+            };
+            write_scalar(out, value, &Scalar { size: out.len(), big_endian }, at)
+        }
+        BtfKind::Array => {
+            let a = Array::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF array"))?;
+            let elem = size_of(btf, a.ty())?;
+            let Value::Array(items) = v else {
+                bail!("{at}: expected an array of {} elements (or a string), got {v}", a.capacity())
+            };
+            ensure!(
+                items.len() <= a.capacity(),
+                "{at}: {} elements given, the array holds {}",
+                items.len(),
+                a.capacity()
+            );
+            for (i, item) in items.iter().enumerate() {
+                encode(btf, a.ty(), item, &mut out[i * elem..(i + 1) * elem], &format!("{at}[{i}]"))?;
+            }
+            Ok(())
+        }
+        BtfKind::Struct | BtfKind::Union => {
+            let c = Composite::try_from(t).map_err(|_| anyhow::anyhow!("{at}: bad BTF struct"))?;
+            let Value::Object(fields) = v else {
+                bail!("{at}: expected an object with fields {} (or hex bytes), got {v}", field_names(btf, &c))
+            };
+            if !c.is_struct {
+                ensure!(fields.len() == 1, "{at}: a union takes exactly one of its members: {}", field_names(btf, &c));
+            }
+            for (key, value) in fields {
+                let (ty, attr) = find_member(btf, &c, key, 0)?
+                    .with_context(|| format!("{at}: no field '{key}'; the fields are {}", field_names(btf, &c)))?;
+                let here = format!("{at}.{key}");
+                match attr {
+                    MemberAttr::Normal { offset } => {
+                        let start = offset as usize / 8;
+                        let size = size_of(btf, ty)?;
+                        ensure!(start + size <= out.len(), "{here}: the field lies outside the type");
+                        encode(btf, ty, value, &mut out[start..start + size], &here)?;
+                    }
+                    MemberAttr::BitField { size, offset } => {
+                        let n = number(value, &here)?;
+                        ensure!(n >= 0 && n < (1i128 << size), "{here}: {n} does not fit in {size} bits");
+                        for bit in 0..size as u32 {
+                            let pos = (offset + bit) as usize;
+                            let (byte, shift) = (pos / 8, pos % 8);
+                            out[byte] = (out[byte] & !(1 << shift)) | ((((n >> bit) & 1) as u8) << shift);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        other => bail!("{at}: a {other:?} field cannot be given in JSON; give the bytes in hex"),
+    }
+}
+
+/// Member `key` of `c` (at bit offset `base`): a named member, or one of
+/// an anonymous struct or union's, as C lets it be named (`def.vip` for a
+/// `union { __be32 vip; __be32 vipv6[4]; }` inside `def`).
+fn find_member(btf: &Btf<'_>, c: &Composite<'_>, key: &str, base: u32) -> Result<Option<(TypeId, MemberAttr)>> {
+    for m in c.iter() {
+        let shift = |attr: MemberAttr| match attr {
+            MemberAttr::Normal { offset } => MemberAttr::Normal { offset: offset + base },
+            MemberAttr::BitField { size, offset } => MemberAttr::BitField { size, offset: offset + base },
+        };
+        match m.name {
+            Some(n) if n.to_string_lossy() == key => return Ok(Some((m.ty, shift(m.attr)))),
+            None => {
+                let (inner, _) = resolve(btf, m.ty)?;
+                if let (Ok(ic), MemberAttr::Normal { offset }) = (Composite::try_from(inner), m.attr)
+                    && let Some(found) = find_member(btf, &ic, key, base + offset)?
+                {
+                    return Ok(Some(found));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The names a JSON object may use for `c`: its members, with anonymous
+/// members' fields in their place.
+fn field_names(btf: &Btf<'_>, c: &Composite<'_>) -> String {
+    let mut names = Vec::new();
+    for m in c.iter() {
+        match m.name {
+            Some(n) => names.push(n.to_string_lossy().into_owned()),
+            None => match resolve(btf, m.ty).ok().and_then(|(t, _)| Composite::try_from(t).ok()) {
+                Some(inner) => names.push(field_names(btf, &inner)),
+                None => names.push("(anonymous)".into()),
+            },
+        }
+    }
+    names.join(", ")
+}
+
+/// The bytes of a key or value: hex, or laid out by BTF type `id` (0: none).
+pub(super) fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; size];
+    match (v, btf) {
+        (Value::String(s), _) if hex_bytes(s).is_some_and(|b| b.len() == size) => out = hex_bytes(s).expect("checked"),
+        (_, Some(btf)) if id != 0 => {
+            let typed = size_of(btf, TypeId::from(id))?;
+            ensure!(typed == size, "{at}: the map's BTF type has {typed} bytes, the map {size}");
+            encode(btf, TypeId::from(id), v, &mut out, at)?;
+        }
+        _ => bail!("{at}: the map has no BTF type for it; give its {size} bytes as a hex string"),
+    }
+    Ok(out)
+}
+
+/// The bytes of an skb program's test-run context: the running kernel's
+/// `struct __sk_buff` (from its BTF) with the fields `fields` (a JSON object,
+/// as a map value) set and the rest zero. `what` names the input in errors.
+pub fn skb_context(fields: &Value, what: &str) -> Result<Vec<u8>> {
+    kernel_struct("__sk_buff", fields, what)
+}
+
+/// The bytes of the running kernel's `struct type_name` (from its BTF) with
+/// the fields `fields` (a JSON object, as a map value) set, the rest zero.
+pub fn kernel_struct(type_name: &str, fields: &Value, what: &str) -> Result<Vec<u8>> {
+    let btf = Btf::from_vmlinux().map_err(|e| {
+        anyhow::anyhow!("{what}: the kernel's BTF (/sys/kernel/btf/vmlinux) is needed to lay out {type_name}: {e}")
+    })?;
+    let c: Composite<'_> =
+        btf.type_by_name(type_name).with_context(|| format!("{what}: the kernel's BTF has no struct {type_name}"))?;
+    bytes_of(Some(&btf), u32::from(c.type_id()), c.size(), fields, what)
+}
+
+/// How two values of the running kernel's `struct type_name` differ, by
+/// member ("ip_proto: expected 06, got 11"), or `None` if they do not.
+pub fn struct_differs(type_name: &str, want: &[u8], got: &[u8]) -> Option<String> {
+    if want == got {
+        return None;
+    }
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let by_member = || -> Option<String> {
+        let btf = Btf::from_vmlinux().ok()?;
+        let c: Composite<'_> = btf.type_by_name(type_name)?;
+        let mut out = Vec::new();
+        for m in c.iter() {
+            let MemberAttr::Normal { offset } = m.attr else { continue };
+            let (start, size) = ((offset / 8) as usize, size_of(&btf, m.ty).ok()?);
+            let (w, g) = (want.get(start..start + size)?, got.get(start..start + size)?);
+            if w != g {
+                let name = m
+                    .name
+                    .map_or_else(|| format!("bytes {start}..{}", start + size), |n| n.to_string_lossy().into_owned());
+                out.push(format!("{name}: expected {}, got {}", hex(w), hex(g)));
+            }
+        }
+        (!out.is_empty()).then(|| out.join("; "))
+    };
+    Some(by_member().unwrap_or_else(|| format!("expected {}, got {}", hex(want), hex(got))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn struct_differences_are_named_by_the_kernels_btf() {
+        let offset = |name: &str| {
+            let btf = Btf::from_vmlinux().unwrap();
+            let c: Composite<'_> = btf.type_by_name("bpf_flow_keys").unwrap();
+            let m = c.iter().find(|m| m.name.is_some_and(|n| n.to_string_lossy() == name)).unwrap();
+            let MemberAttr::Normal { offset } = m.attr else { panic!("bit field") };
+            (offset / 8) as usize
+        };
+        let want = vec![0u8; 56];
+        assert_eq!(struct_differs("bpf_flow_keys", &want, &want), None);
+        let mut got = want.clone();
+        got[offset("ip_proto")] = 0x11;
+        assert_eq!(struct_differs("bpf_flow_keys", &want, &got).unwrap(), "ip_proto: expected 00, got 11");
+        // An unknown type: the bytes, whole.
+        assert_eq!(struct_differs("no_such_struct", &[1], &[2]).unwrap(), "expected 01, got 02");
+    }
+}
