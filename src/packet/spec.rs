@@ -131,6 +131,13 @@ const TCP: &[Field] = &[
     f("flags", Ty::TcpFlags, Some("S")),
     f("win", Ty::Int(16), Some("8192")),
     f("urg", Ty::Int(16), Some("0")),
+    // Options, each present only when given, in the order Linux sends a SYN's.
+    f("mss", Ty::Int(16), None),
+    f("sackok", Ty::Int(1), None),
+    f("ts", Ty::Int(32), None),
+    f("tsecr", Ty::Int(32), None),
+    f("wscale", Ty::Int(8), None),
+    f("options", Ty::Hex, Some("")),
 ];
 const UDP: &[Field] = &[f("sport", Ty::Int(16), Some("12345")), f("dport", Ty::Int(16), Some("53"))];
 const ICMP: &[Field] = &[
@@ -210,6 +217,48 @@ impl Kind {
             Kind::Eth | Kind::Payload => (None, None),
         }
     }
+}
+
+/// A TCP header's options from its fields (`given`: a field's value, if
+/// set), in the order Linux sends a SYN's: MSS, SACK-permitted with the
+/// timestamp (or each after two NOPs), a NOP and the window scale; then
+/// `raw` bytes; padded with end-of-options to a whole number of words.
+fn tcp_options(given: &dyn Fn(&str) -> Option<u128>, raw: &[u8]) -> Result<Vec<u8>> {
+    let mut o = Vec::new();
+    if let Some(mss) = given("mss") {
+        o.extend_from_slice(&[2, 4]);
+        o.extend_from_slice(&(mss as u16).to_be_bytes());
+    }
+    let sack = given("sackok").is_some_and(|s| s != 0);
+    let ts = given("ts").map(|v| {
+        let mut t = vec![8, 10];
+        t.extend_from_slice(&(v as u32).to_be_bytes());
+        t.extend_from_slice(&(given("tsecr").unwrap_or(0) as u32).to_be_bytes());
+        t
+    });
+    match (sack, ts) {
+        (true, Some(t)) => {
+            o.extend_from_slice(&[4, 2]);
+            o.extend_from_slice(&t);
+        }
+        (false, Some(t)) => {
+            o.extend_from_slice(&[1, 1]);
+            o.extend_from_slice(&t);
+        }
+        (true, None) => o.extend_from_slice(&[1, 1, 4, 2]),
+        (false, None) => {
+            ensure!(given("tsecr").is_none(), "tcp(tsecr=...) needs ts=... (the timestamp option holds both)")
+        }
+    }
+    if let Some(shift) = given("wscale") {
+        o.extend_from_slice(&[1, 3, 3, shift as u8]);
+    }
+    o.extend_from_slice(raw);
+    while o.len() % 4 != 0 {
+        o.push(0);
+    }
+    ensure!(o.len() <= 40, "the TCP options take {} bytes; a header has room for 40", o.len());
+    Ok(o)
 }
 
 /// Splits `s` at `sep` outside parentheses and quotes.
@@ -538,15 +587,17 @@ impl PacketSpec {
                     header.extend_from_slice(&(n("id") as u32).to_be_bytes());
                 }
                 Kind::Tcp => {
+                    let options = tcp_options(&given, bytes(li, 12))?;
                     header.extend_from_slice(&(n("sport") as u16).to_be_bytes());
                     header.extend_from_slice(&(n("dport") as u16).to_be_bytes());
                     header.extend_from_slice(&(n("seq") as u32).to_be_bytes());
                     header.extend_from_slice(&(n("ack") as u32).to_be_bytes());
-                    header.push(5 << 4);
+                    header.push(((5 + options.len() / 4) as u8) << 4);
                     header.push(n("flags") as u8);
                     header.extend_from_slice(&(n("win") as u16).to_be_bytes());
                     header.extend_from_slice(&[0, 0]);
                     header.extend_from_slice(&(n("urg") as u16).to_be_bytes());
+                    header.extend_from_slice(&options);
                     let sum = checksum(&[&self.pseudo_header(li, num, 6, header.len() + out.len())?, &header, &out]);
                     header[16..18].copy_from_slice(&sum.to_be_bytes());
                 }
@@ -666,7 +717,19 @@ impl PacketSpec {
                 }
                 Kind::Ipv6 => 40,
                 Kind::Ipv6Frag | Kind::Udp | Kind::Icmp | Kind::Icmpv6 => 8,
-                Kind::Tcp => 20,
+                Kind::Tcp => {
+                    let fields = Kind::Tcp.fields();
+                    let given = |name: &str| match &l.values[fields.iter().position(|f| f.name == name).expect("known")]
+                    {
+                        Some(Value::Num { lo, .. }) => Some(*lo),
+                        _ => None,
+                    };
+                    let raw = match &l.values[12] {
+                        Some(Value::Bytes(b)) => b.as_slice(),
+                        _ => &[],
+                    };
+                    20 + tcp_options(&given, raw).map_or(0, |o| o.len())
+                }
                 Kind::Payload => 0,
             };
         }

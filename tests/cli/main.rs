@@ -10,4 +10,5 @@ mod common;
 mod commands;
 mod docs;
 mod layers;
+mod packets;
 mod tables;

@@ -1,0 +1,68 @@
+//! The packet language's packets as Wireshark decodes them (tshark,
+//! installed by setup.sh): TCP options and IPv6 extension headers, built
+//! from a spec, read back field by field and without a warning.
+
+use crate::common;
+
+use std::process::Command;
+
+use bpfbench::packet::{PacketSpec, pcap};
+
+/// `tshark -V` of the packets of `specs` (one each), with its warnings.
+fn decoded(specs: &[&str]) -> (String, Vec<String>) {
+    let packets: Vec<Vec<u8>> = specs.iter().map(|s| PacketSpec::parse(s).unwrap().packet(0).unwrap()).collect();
+    let dir = common::temp_dir("packets");
+    let path = dir.join("built.pcap");
+    pcap::write(&path, &packets.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+    let t = Command::new("tshark")
+        .arg("-V")
+        .arg("-r")
+        .arg(&path)
+        .output()
+        .expect("tshark is installed by scripts/setup.sh");
+    let warnings = String::from_utf8_lossy(&t.stderr)
+        .lines()
+        .filter(|l| !l.contains("Running as user"))
+        .map(String::from)
+        .collect();
+    assert!(t.status.success(), "tshark failed: {warnings:?}");
+    (String::from_utf8_lossy(&t.stdout).into_owned(), warnings)
+}
+
+#[test]
+fn tcp_options_and_an_ipv6_fragment_header_decode_cleanly() {
+    let (text, warnings) = decoded(&[
+        // A SYN as Linux sends it: MSS, SACK permitted, timestamps, window scale.
+        "eth/ipv4/tcp(flags=S, mss=1460, sackok=1, ts=1000, tsecr=0, wscale=7)",
+        // A SYN-ACK's timestamps alone, after two NOPs, and a payload.
+        "eth/ipv4/tcp(flags=SA, ts=77, tsecr=1000)/payload(6)",
+        // An IPv6 fragment: the first of several, carrying UDP.
+        "eth/ipv6/ipv6frag(id=0x1234, m=1)/udp/payload(16)",
+    ]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    for needle in [
+        "Options: (20 bytes), Maximum segment size, SACK permitted, Timestamps, No-Operation (NOP), Window scale",
+        "Maximum segment size: 1460 bytes",
+        "Timestamp value: 1000",
+        "Window scale: 7 (multiply by 128)",
+        "Timestamp value: 77",
+        "Timestamp echo reply: 1000",
+        "Fragment Header",
+        "Identification: 0x00001234",
+        "More Fragments: Yes",
+    ] {
+        assert!(text.contains(needle), "{needle} not in tshark's decoding:\n{text}");
+    }
+    // No checksum or length Wireshark would call wrong.
+    for bad in ["Malformed", "incorrect", "Bogus", "[Expert Info (Warning"] {
+        assert!(!text.contains(bad), "{bad} in tshark's decoding:\n{text}");
+    }
+}
+
+#[test]
+fn options_that_do_not_fit_are_refused_naming_the_field() {
+    let err = |s: &str| format!("{:#}", PacketSpec::parse(s).and_then(|p| p.packet(0)).unwrap_err());
+    let nops = "01".repeat(40);
+    assert!(err(&format!("eth/ipv4/tcp(options={nops}, mss=1460)")).contains("a header has room for 40"));
+    assert!(err("eth/ipv4/tcp(tsecr=5)").contains("needs ts="));
+}
