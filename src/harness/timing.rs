@@ -234,7 +234,10 @@ fn fresh_sample(before: &[bench_result], after: &[bench_result], cpu: usize) -> 
         bench_status::BENCH_ERR_RESTORE => {
             bail!("the timing loop could not restore the packet head between iterations")
         }
-        s => bail!("the reset block failed inside the timed loop (status {})", s.0),
+        s => bail!(
+            "the loop could not put the packet back after an iteration (its reset block failed, status {}): a helper refused to restore the length or bytes the program changed",
+            s.0
+        ),
     }
     Ok(BatchTiming { started_ns: a.started_ns, elapsed_ns: a.elapsed_ns, iters: a.iters })
 }

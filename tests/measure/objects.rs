@@ -460,6 +460,38 @@ fn a_field_from_the_clock_is_left_out_of_every_comparison_with_ignore() {
 }
 
 #[test]
+fn tc_programs_that_resize_the_packet_are_timed_or_refused_before_timing_never_failing_mid_run() {
+    let _machine = common::machine();
+    // A decapsulation shrinking at the front ran 64 checked iterations and
+    // then failed mid-run ("measurement failed ... TC_ACT_SHOT"): the
+    // loop's tail restore walks its data, and its helper fails near 64 KiB.
+    let resize = object("tc_resize.bpf.o");
+    for (program, packet, verdict) in [
+        ("tc_decap", "eth/ipv4/ipv4/tcp/payload(10)", "TC_ACT_REDIRECT"),
+        ("tc_encap", "eth/ipv4/tcp/payload(10)", "TC_ACT_REDIRECT"),
+        ("tc_vlan_push", "eth/ipv4/tcp/payload(10)", "TC_ACT_OK"),
+        ("tc_vlan_pop", "eth/vlan(id=42)/ipv4/tcp/payload(10)", "TC_ACT_REDIRECT"),
+    ] {
+        let (code, results, err) =
+            run_json(&[resize.as_str(), "--program", program, "--packet", packet, "--expect", verdict]);
+        assert_eq!(code, Some(0), "{program}: {err}");
+        let r = &results[0];
+        assert!(
+            r["error"].is_null() && r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0,
+            "{program}: {r}"
+        );
+        match r["timing"]["mode"].as_str() {
+            Some("in-bpf") => {}
+            Some("per-call") => {
+                let reason = r["timing"]["reason"].as_str().unwrap();
+                assert!(reason.starts_with("in a check batch of"), "{program}: {reason}");
+            }
+            other => panic!("{program}: timed {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn metadata_a_program_leaves_is_dropped_between_iterations() {
     let _machine = common::machine();
     // xdp_meta aborts unless it starts without metadata, and leaves 4 bytes:

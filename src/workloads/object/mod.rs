@@ -83,10 +83,10 @@ pub(crate) fn outputs_differ(kind: ProgKind, mask: &Mask, want: &RunOutput, got:
             .map(|d| format!("flow keys differ: {d}"));
     }
     if mask.is_empty() {
-        return diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs:\n{d}"));
+        return diff_packets(&want.packet, &got.packet).map(|d| format!("output packet differs: {d}"));
     }
     let (want, got) = mask.blank(&want.packet, &got.packet);
-    diff_packets(&want, &got).map(|d| format!("output packet differs (outside {mask}):\n{d}"))
+    diff_packets(&want, &got).map(|d| format!("output packet differs (outside {mask}): {d}"))
 }
 
 /// Writes the first `restore` bytes of each of a case's packets into a
