@@ -1072,6 +1072,31 @@ fn the_verifier_command_reports_every_object() {
     assert!(out.contains("xdp_swap: loads -> loads") && out.contains("(+0, +0.0%)"), "{out}");
     let o = bpfbench(&["verifier", &object("xdp_encap.bpf.o"), "--format", "csv"]);
     assert!(stdout(&o).starts_with("object,program,section,prog_type,loaded"), "{}", stdout(&o));
+    // A section only its own loader knows: libbpf's refusal, named as
+    // libbpf's (it blamed the kernel's verifier); typed, it loads.
+    let own = object("xdp_own_section.bpf.o");
+    let first = |args: &[&str]| -> Value {
+        let o = bpfbench(&[&["verifier"][..], args, &["--format", "json"]].concat());
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()["objects"][0]["programs"][0].clone()
+    };
+    let p = first(&[&own]);
+    let error = p["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("libbpf refused to load program 'own_section'") && error.contains("--program-type"),
+        "{p}"
+    );
+    assert_eq!(first(&[&own, "--program-type", "xdp"])["loaded"], true);
+    // Globals as `run` sets them: frozen .rodata the verifier sees as
+    // constants, so it walks fewer instructions.
+    let config = object("xdp_config.bpf.o");
+    let walked = |p: Value| p["stats"]["processed_insns"].as_u64().unwrap();
+    let (unset, set) = (
+        walked(first(&[&config])),
+        walked(first(&[&config, "--global", "service_port=80", "--global", "drop_others=true"])),
+    );
+    assert!(set < unset, "{set} instructions with globals set, {unset} without");
+    common::assert_one_line_error(&["verifier", &config, "--global", "nope=1"], "has no global variable 'nope'");
 }
 
 #[test]

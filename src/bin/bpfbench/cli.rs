@@ -180,6 +180,8 @@ pub enum Command {
         /// A second object to compare with the first.
         b: Option<PathBuf>,
         #[command(flatten)]
+        open: bpfbench::workloads::object::VerifierArgs,
+        #[command(flatten)]
         out: OutputArgs,
     },
     /// Fuzz the userspace runtime: random bytecode, and xdp-lb's programs

@@ -13,17 +13,21 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use bpfbench::kernel::object::verify;
 use bpfbench::record::verifier::VerifierReport;
 use bpfbench::report::render_as;
 use bpfbench::session::output::OutputArgs;
 use bpfbench::{harness, system};
 use cli::Command;
 
-fn verifier(a: &std::path::Path, b: Option<&std::path::Path>, out: &OutputArgs) -> Result<ExitCode> {
+fn verifier(
+    a: &std::path::Path,
+    b: Option<&std::path::Path>,
+    open: &bpfbench::workloads::object::VerifierArgs,
+    out: &OutputArgs,
+) -> Result<ExitCode> {
     bpfbench::report::check_format::<VerifierReport>(out.format)?;
     system::check_privileges()?;
-    let report = verify::report(&std::iter::once(a).chain(b).collect::<Vec<_>>())?;
+    let report = open.report(&std::iter::once(a).chain(b).collect::<Vec<_>>())?;
     out.emit(&render_as(&report, out.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -79,7 +83,7 @@ fn main() -> ExitCode {
         Command::List { workload } => run::list(workload.as_deref()),
         Command::Run(args) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
         Command::Loops { cpu, iters, samples } => loops(cpu, iters, samples),
-        Command::Verifier { a, b, out } => verifier(&a, b.as_deref(), &out),
+        Command::Verifier { a, b, open, out } => verifier(&a, b.as_deref(), &open, &out),
         Command::History { limit, live: true, select, db, .. } => live::history(limit, &select, &db.location()),
         Command::History { scenario, limit, ab: false, select, db, .. } => {
             stored::history(scenario.as_deref(), limit, &select, &db.location())

@@ -629,8 +629,22 @@ impl ObjectFile {
         // SAFETY: a prepared object.
         let rc = unsafe { sys::bpf_object__load(self.obj.as_ptr()) };
         let log = self.verifier_log();
+        let said = one_line(&libbpf_log::tail(LOG_TAIL));
+        if rc != 0 && log.trim().is_empty() && !said.contains("BPF program load failed") {
+            // No word from the verifier, and libbpf made no load call that
+            // failed: libbpf refused before the kernel saw the program.
+            let hint = match said.contains("missing BPF prog type") {
+                true => "; its section names no type libbpf knows: give it with --program-type xdp|tc",
+                false => "",
+            };
+            bail!(
+                "libbpf refused to load program '{program}' of {} before the kernel's verifier saw it: {said} ({}){hint}",
+                self.path.display(),
+                errno_error(rc)
+            );
+        }
         if rc != 0 {
-            let reason = refusal(&log).unwrap_or_else(|| one_line(&libbpf_log::tail(LOG_TAIL)));
+            let reason = refusal(&log).unwrap_or(said);
             let processed =
                 parse_stats(&log).processed_insns.map(|n| format!(" after {n} instructions")).unwrap_or_default();
             bail!(

@@ -9,21 +9,25 @@ use super::ObjectFile;
 use crate::kernel::prog_info::program_record;
 use crate::record::verifier::{ObjectVerification, ProgramVerification};
 
-/// `bpfbench verifier`: what the verifier made of each object's programs.
-pub fn report(objects: &[&Path]) -> Result<crate::record::verifier::VerifierReport> {
+/// Opens an object as its loader would (its programs' types, its globals).
+pub type Opener<'a> = &'a dyn Fn(&Path) -> Result<ObjectFile>;
+
+/// `bpfbench verifier`: what the verifier made of each object's programs,
+/// each object opened by `open`.
+pub fn report(objects: &[&Path], open: Opener<'_>) -> Result<crate::record::verifier::VerifierReport> {
     super::super::libbpf_log::capture();
-    let objects = objects.iter().map(|o| verify(o)).collect::<Result<Vec<_>>>()?;
+    let objects = objects.iter().map(|o| verify(o, open)).collect::<Result<Vec<_>>>()?;
     Ok(crate::record::verifier::VerifierReport { schema: crate::record::verifier::VERIFIER_SCHEMA.into(), objects })
 }
 
 /// Loads each program of the object at `path` alone and records the
 /// verifier's figures; a program the kernel refuses is recorded so.
-pub fn verify(path: &Path) -> Result<ObjectVerification> {
-    let listed = ObjectFile::open(path)?.programs();
+pub fn verify(path: &Path, open: Opener<'_>) -> Result<ObjectVerification> {
+    let listed = open(path)?.programs();
     let mut programs = Vec::new();
     for p in listed {
         // A fresh object per program: libbpf loads an object once.
-        let mut obj = ObjectFile::open(path)?;
+        let mut obj = open(path)?;
         obj.configure(&p.name, &[])?;
         let outcome = obj.prepare().and_then(|()| obj.load(&p.name));
         let mut v = ProgramVerification {

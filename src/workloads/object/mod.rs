@@ -43,7 +43,7 @@ use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, Veri
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, verdict_name};
 use chain::{ChainRequest, ChainTimer, NotInLoop};
-pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill};
+pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
 use per_call::PerCall;
 use restore::Restore;
 use splice::PreparedProgram;

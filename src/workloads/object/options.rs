@@ -80,6 +80,34 @@ pub struct LoadArgs {
     pub program_type: Option<ProgKind>,
 }
 
+// How `bpfbench verifier` opens objects: as `run` would.
+#[derive(Debug, Args, Clone, Default)]
+pub struct VerifierArgs {
+    /// The type of programs whose section names libbpf does not know (objects built for their own loader): xdp or tc.
+    #[arg(long = "program-type", value_name = "xdp|tc", value_parser = parse_program_type)]
+    pub program_type: Option<ProgKind>,
+    /// Set the objects' global variable NAME before load, as `run --global` does: .rodata values the verifier then sees as constants (repeatable).
+    #[arg(long = "global", value_name = "NAME=VALUE")]
+    pub globals: Vec<String>,
+}
+
+impl VerifierArgs {
+    /// What the verifier makes of each program of `objects`, opened with
+    /// these programs' type and globals (set in each object that has them).
+    pub fn report(&self, objects: &[&Path]) -> Result<crate::record::verifier::VerifierReport> {
+        let globals = self.globals.iter().map(|g| GlobalValue::parse(g)).collect::<Result<Vec<_>>>()?;
+        let open = |path: &Path| -> Result<crate::kernel::object::ObjectFile> {
+            let mut object = crate::kernel::object::ObjectFile::open(path)?;
+            if let Some(kind) = self.program_type {
+                object.assume_type(kind)?;
+            }
+            super::globals::set(&mut object, &globals)?;
+            Ok(object)
+        };
+        crate::kernel::object::verify::report(objects, &open)
+    }
+}
+
 /// `--program-type`'s value.
 fn parse_program_type(s: &str) -> Result<ProgKind, String> {
     match s {
