@@ -571,6 +571,22 @@ fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
         err,
         "program looks_up calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel"
     );
+    // Helpers and kfuncs are named as the kernel's BTF names them (they
+    // were "helper 21", "a kfunc").
+    let refusal = |insn: Insn| {
+        let code = bpfbench::kernel::prepared::PreparedCode {
+            programs: [("p".to_string(), vec![insn, exit])].into(),
+            ..Default::default()
+        };
+        uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string()
+    };
+    let tunnel = libbpf_rs::libbpf_sys::BPF_FUNC_skb_set_tunnel_key as i32;
+    assert!(refusal(call(tunnel)).contains(&format!("calls helper {tunnel} (bpf_skb_set_tunnel_key)")));
+    let btf = libbpf_rs::btf::Btf::from_vmlinux().unwrap();
+    let kfunc: libbpf_rs::btf::types::Func<'_> = btf.type_by_name("bpf_dynptr_from_skb").unwrap();
+    let kfunc_call =
+        Insn::new(bpfbench::insn::CALL_OP, 0, bpfbench::insn::KFUNC_CALL, 0, u32::from(kfunc.type_id()) as i32);
+    assert!(refusal(kfunc_call).contains("calls kfunc bpf_dynptr_from_skb (instruction 0)"), "{}", refusal(kfunc_call));
     let mut fine = bpfbench::kernel::prepared::PreparedCode {
         programs: [("times".to_string(), vec![call(5), exit])].into(),
         maps: vec![],

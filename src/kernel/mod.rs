@@ -18,6 +18,7 @@
 
 pub mod bpf_stats;
 pub mod bpffs;
+pub mod btf_names;
 pub mod features;
 pub mod libbpf_log;
 pub mod lines;

@@ -276,9 +276,12 @@ fn helper_name(id: i32) -> Option<&'static str> {
     })
 }
 
-/// The one-line refusal of helper `id`.
+/// The one-line refusal of helper `id`, named as the kernel's BTF names it.
 pub fn unsupported(id: i32) -> String {
-    let name = helper_name(id).map_or_else(|| format!("helper {id}"), |n| format!("helper {id} ({n})"));
+    let name = helper_name(id)
+        .map(str::to_string)
+        .or_else(|| crate::kernel::btf_names::helper_name(id))
+        .map_or_else(|| format!("helper {id}"), |n| format!("helper {id} ({n})"));
     format!("calls {name}, which bpfbench's userspace runtime does not have")
 }
 

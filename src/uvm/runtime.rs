@@ -161,9 +161,13 @@ pub fn check_calls(name: &str, insns: &[Insn]) -> Result<()> {
             0 if !helpers::supported(i.imm) => {
                 bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm))
             }
-            KFUNC_CALL => bail!(
-                "program {name} calls a kfunc (instruction {pc}), which bpfbench's userspace runtime does not have; run it with --runtime kernel"
-            ),
+            KFUNC_CALL => {
+                let kfunc = crate::kernel::btf_names::kfunc_name(i.imm)
+                    .map_or_else(|| "a kfunc".to_string(), |n| format!("kfunc {n}"));
+                bail!(
+                    "program {name} calls {kfunc} (instruction {pc}), which bpfbench's userspace runtime does not have; run it with --runtime kernel"
+                )
+            }
             _ => {}
         }
     }
