@@ -9,7 +9,7 @@ use libbpf_rs::btf::{Btf, TypeId};
 pub fn helper_name(id: i32) -> Option<String> {
     let btf = Btf::from_vmlinux().ok()?;
     let ids: Enum<'_> = btf.type_by_name("bpf_func_id")?;
-    let member = ids.iter().find(|m| i64::from(m.value) == i64::from(id))?;
+    let member = ids.iter().find(|m| m.value == i64::from(id))?;
     let name = member.name?.to_string_lossy().into_owned();
     // BPF_FUNC_skb_change_proto -> bpf_skb_change_proto
     Some(format!("bpf_{}", name.strip_prefix("BPF_FUNC_")?))
