@@ -108,6 +108,9 @@ const IPV4: &[Field] = &[
     f("frag", Ty::Int(13), Some("0")),
     f("proto", Ty::Int(8), None),
     f("options", Ty::Hex, Some("")),
+    // Overrides of what is otherwise derived (a selftest's tot_len of 123 in a 54-byte frame).
+    f("len", Ty::Int(16), None),
+    f("csum", Ty::Int(16), None),
 ];
 const IPV6: &[Field] = &[
     f("src", Ty::V6, Some("fc00::1")),
@@ -138,8 +141,14 @@ const TCP: &[Field] = &[
     f("tsecr", Ty::Int(32), None),
     f("wscale", Ty::Int(8), None),
     f("options", Ty::Hex, Some("")),
+    f("csum", Ty::Int(16), None),
 ];
-const UDP: &[Field] = &[f("sport", Ty::Int(16), Some("12345")), f("dport", Ty::Int(16), Some("53"))];
+const UDP: &[Field] = &[
+    f("sport", Ty::Int(16), Some("12345")),
+    f("dport", Ty::Int(16), Some("53")),
+    f("len", Ty::Int(16), None),
+    f("csum", Ty::Int(16), None),
+];
 const ICMP: &[Field] = &[
     f("type", Ty::Int(8), Some("8")),
     f("code", Ty::Int(8), Some("0")),
@@ -558,7 +567,8 @@ impl PacketSpec {
                     let flags_frag = (n("df") << 14 | n("mf") << 13 | n("frag")) as u16;
                     header.push(0x40 | ihl as u8);
                     header.push(n("tos") as u8);
-                    header.extend_from_slice(&(total as u16).to_be_bytes());
+                    let total = given("len").map_or(total as u16, |l| l as u16);
+                    header.extend_from_slice(&total.to_be_bytes());
                     header.extend_from_slice(&(n("id") as u16).to_be_bytes());
                     header.extend_from_slice(&flags_frag.to_be_bytes());
                     header.push(n("ttl") as u8);
@@ -567,7 +577,7 @@ impl PacketSpec {
                     header.extend_from_slice(&(n("src") as u32).to_be_bytes());
                     header.extend_from_slice(&(n("dst") as u32).to_be_bytes());
                     header.extend_from_slice(options);
-                    let sum = checksum(&[&header]);
+                    let sum = given("csum").map_or_else(|| checksum(&[&header]), |c| c as u16);
                     header[10..12].copy_from_slice(&sum.to_be_bytes());
                 }
                 Kind::Ipv6 => {
@@ -598,7 +608,10 @@ impl PacketSpec {
                     header.extend_from_slice(&[0, 0]);
                     header.extend_from_slice(&(n("urg") as u16).to_be_bytes());
                     header.extend_from_slice(&options);
-                    let sum = checksum(&[&self.pseudo_header(li, num, 6, header.len() + out.len())?, &header, &out]);
+                    let sum = match given("csum") {
+                        Some(c) => c as u16,
+                        None => checksum(&[&self.pseudo_header(li, num, 6, header.len() + out.len())?, &header, &out]),
+                    };
                     header[16..18].copy_from_slice(&sum.to_be_bytes());
                 }
                 Kind::Udp => {
@@ -606,11 +619,18 @@ impl PacketSpec {
                     ensure!(len <= 0xffff, "the UDP datagram is longer than 65535 bytes");
                     header.extend_from_slice(&(n("sport") as u16).to_be_bytes());
                     header.extend_from_slice(&(n("dport") as u16).to_be_bytes());
-                    header.extend_from_slice(&(len as u16).to_be_bytes());
+                    header.extend_from_slice(&given("len").map_or(len as u16, |l| l as u16).to_be_bytes());
                     header.extend_from_slice(&[0, 0]);
-                    let sum = checksum(&[&self.pseudo_header(li, num, 17, len)?, &header, &out]);
-                    // A zero UDP checksum means "none"; a computed zero is sent as all ones.
-                    header[6..8].copy_from_slice(&(if sum == 0 { 0xffff } else { sum }).to_be_bytes());
+                    let sum = match given("csum") {
+                        // As given: 0 is "no checksum".
+                        Some(c) => c as u16,
+                        None => {
+                            let sum = checksum(&[&self.pseudo_header(li, num, 17, len)?, &header, &out]);
+                            // A zero UDP checksum means "none"; a computed zero is sent as all ones.
+                            if sum == 0 { 0xffff } else { sum }
+                        }
+                    };
+                    header[6..8].copy_from_slice(&sum.to_be_bytes());
                 }
                 Kind::Icmp | Kind::Icmpv6 => {
                     header.push(n("type") as u8);
@@ -978,6 +998,20 @@ mod tests {
         assert_eq!(&packets[4][34..36], &1001u16.to_be_bytes());
         let big = PacketSpec::parse("eth/ipv4(src=10.0.0.1-10.0.15.255)/tcp(sport=1024-65535)");
         assert!(big.unwrap_err().to_string().contains("at most 65536"));
+    }
+
+    #[test]
+    fn derived_lengths_and_checksums_can_be_given() {
+        // A selftest's packet: tot_len 123 in a 54-byte frame, a checksum of its choosing.
+        let p = one("eth/ipv4(len=123, csum=0x1234)/tcp(csum=0xbeef)");
+        assert_eq!(p.len(), 54);
+        assert_eq!((&p[16..18], &p[24..26], &p[50..52]), (&[0, 123][..], &[0x12, 0x34][..], &[0xbe, 0xef][..]));
+        let u = one("eth/ipv4/udp(len=9, csum=0)/payload(4)");
+        assert_eq!((&u[38..40], &u[40..42]), (&[0, 9][..], &[0, 0][..]));
+        // Not given: derived as before.
+        let d = one("eth/ipv4/udp/payload(4)");
+        assert_eq!(&d[38..40], &[0, 12]);
+        assert_ne!(&d[40..42], &[0, 0]);
     }
 
     #[test]
