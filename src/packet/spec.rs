@@ -55,6 +55,13 @@ enum Kind {
     Udp,
     Icmp,
     Icmpv6,
+    /// Bytes as given, anywhere in the stack (a GUE header, a header the
+    /// language has no layer for).
+    Raw,
+    /// GRE (RFC 2784): its protocol the next layer's EtherType.
+    Gre,
+    /// VXLAN (RFC 7348): an inner Ethernet frame follows.
+    Vxlan,
     Payload,
 }
 
@@ -161,6 +168,9 @@ const ICMPV6: &[Field] = &[
     f("id", Ty::Int(16), Some("0")),
     f("seq", Ty::Int(16), Some("0")),
 ];
+const RAW: &[Field] = &[f("hex", Ty::Hex, Some(""))];
+const GRE: &[Field] = &[f("proto", Ty::Int(16), None)];
+const VXLAN: &[Field] = &[f("vni", Ty::Int(24), Some("1"))];
 const PAYLOAD: &[Field] = &[
     f("len", Ty::Int(16), Some("0")),
     f("fill", Ty::Int(8), Some("0")),
@@ -169,7 +179,7 @@ const PAYLOAD: &[Field] = &[
 ];
 
 impl Kind {
-    const ALL: [Kind; 10] = [
+    const ALL: [Kind; 13] = [
         Kind::Eth,
         Kind::Vlan,
         Kind::Ipv4,
@@ -179,6 +189,9 @@ impl Kind {
         Kind::Udp,
         Kind::Icmp,
         Kind::Icmpv6,
+        Kind::Raw,
+        Kind::Gre,
+        Kind::Vxlan,
         Kind::Payload,
     ];
 
@@ -193,6 +206,9 @@ impl Kind {
             Kind::Udp => "udp",
             Kind::Icmp => "icmp",
             Kind::Icmpv6 => "icmpv6",
+            Kind::Raw => "raw",
+            Kind::Gre => "gre",
+            Kind::Vxlan => "vxlan",
             Kind::Payload => "payload",
         }
     }
@@ -208,6 +224,9 @@ impl Kind {
             Kind::Udp => UDP,
             Kind::Icmp => ICMP,
             Kind::Icmpv6 => ICMPV6,
+            Kind::Raw => RAW,
+            Kind::Gre => GRE,
+            Kind::Vxlan => VXLAN,
             Kind::Payload => PAYLOAD,
         }
     }
@@ -223,7 +242,10 @@ impl Kind {
             Kind::Udp => (None, Some(17)),
             Kind::Icmp => (None, Some(1)),
             Kind::Icmpv6 => (None, Some(58)),
-            Kind::Eth | Kind::Payload => (None, None),
+            // Transparent Ethernet Bridging: an Ethernet frame inside GRE.
+            Kind::Eth => (Some(0x6558), None),
+            Kind::Gre => (None, Some(47)),
+            Kind::Raw | Kind::Vxlan | Kind::Payload => (None, None),
         }
     }
 }
@@ -442,7 +464,11 @@ impl PacketSpec {
         let layers = split_top(text, '/').into_iter().map(parse_layer).collect::<Result<Vec<_>>>()?;
         ensure!(!layers.is_empty() && layers[0].kind == Kind::Eth, "a packet starts with eth");
         for (i, l) in layers.iter().enumerate() {
-            ensure!(i == 0 || l.kind != Kind::Eth, "eth may only be the first layer");
+            // An inner frame: after a tunnel's header, or bytes that stand for one.
+            ensure!(
+                i == 0 || l.kind != Kind::Eth || matches!(layers[i - 1].kind, Kind::Vxlan | Kind::Gre | Kind::Raw),
+                "eth may only be the first layer, or follow vxlan, gre or raw (a tunnel's inner frame)"
+            );
             ensure!(l.kind != Kind::Payload || i + 1 == layers.len(), "payload must be the last layer");
         }
         Ok(PacketSpec { text: text.trim().to_string(), layers })
@@ -516,14 +542,15 @@ impl PacketSpec {
             let given = |name: &str| -> Option<u128> {
                 num(li, l.kind.fields().iter().position(|f| f.name == name).expect("known field"))
             };
-            let ethertype = || -> Result<u16> {
-                Ok(match (given("type"), next(li).and_then(|k| k.ids().0)) {
+            let ethertype_of = |field: &str| -> Result<u16> {
+                Ok(match (given(field), next(li).and_then(|k| k.ids().0)) {
                     (Some(t), _) => t as u16,
                     (None, Some(t)) => t,
                     // Local experimental EtherType (IEEE 802).
                     (None, None) => 0x88b5,
                 })
             };
+            let ethertype = || ethertype_of("type");
             let protocol = |field: &str| -> u8 {
                 match (given(field), next(li).and_then(|k| k.ids().1)) {
                     (Some(p), _) => p as u8,
@@ -544,6 +571,17 @@ impl PacketSpec {
                         vec![n("fill") as u8; n("len") as usize]
                     };
                     continue;
+                }
+                Kind::Raw => header.extend_from_slice(bytes(li, 0)),
+                Kind::Gre => {
+                    // No checksum, key or sequence number: flags and version 0.
+                    header.extend_from_slice(&[0, 0]);
+                    header.extend_from_slice(&ethertype_of("proto")?.to_be_bytes());
+                }
+                Kind::Vxlan => {
+                    // The I flag: the VNI is valid.
+                    header.extend_from_slice(&[0x08, 0, 0, 0]);
+                    header.extend_from_slice(&((n("vni") as u32) << 8).to_be_bytes());
                 }
                 Kind::Eth => {
                     header.extend_from_slice(&n("dst").to_be_bytes()[10..]);
@@ -728,6 +766,12 @@ impl PacketSpec {
             out.push(at);
             at += match l.kind {
                 Kind::Eth => 14,
+                Kind::Raw => match &self.layers[li].values[0] {
+                    Some(Value::Bytes(b)) => b.len(),
+                    _ => 0,
+                },
+                Kind::Gre => 4,
+                Kind::Vxlan => 8,
                 Kind::Vlan => 4,
                 Kind::Ipv4 => {
                     20 + match &self.layers[li].values[9] {

@@ -8,10 +8,11 @@ use std::process::Command;
 
 use bpfbench::packet::{PacketSpec, pcap};
 
-/// `tshark -V` of the packets of `specs` (one each), with its warnings.
-fn decoded(specs: &[&str]) -> (String, Vec<String>) {
+/// `tshark -V` of the packets of `specs` (one each), with its warnings;
+/// `label` names the test's own folder.
+fn decoded(label: &str, specs: &[&str]) -> (String, Vec<String>) {
     let packets: Vec<Vec<u8>> = specs.iter().map(|s| PacketSpec::parse(s).unwrap().packet(0).unwrap()).collect();
-    let dir = common::temp_dir("packets");
+    let dir = common::temp_dir(label);
     let path = dir.join("built.pcap");
     pcap::write(&path, &packets.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
     let t = Command::new("tshark")
@@ -31,14 +32,17 @@ fn decoded(specs: &[&str]) -> (String, Vec<String>) {
 
 #[test]
 fn tcp_options_and_an_ipv6_fragment_header_decode_cleanly() {
-    let (text, warnings) = decoded(&[
-        // A SYN as Linux sends it: MSS, SACK permitted, timestamps, window scale.
-        "eth/ipv4/tcp(flags=S, mss=1460, sackok=1, ts=1000, tsecr=0, wscale=7)",
-        // A SYN-ACK's timestamps alone, after two NOPs, and a payload.
-        "eth/ipv4/tcp(flags=SA, ts=77, tsecr=1000)/payload(6)",
-        // An IPv6 fragment: the first of several, carrying UDP.
-        "eth/ipv6/ipv6frag(id=0x1234, m=1)/udp/payload(16)",
-    ]);
+    let (text, warnings) = decoded(
+        "packets-options",
+        &[
+            // A SYN as Linux sends it: MSS, SACK permitted, timestamps, window scale.
+            "eth/ipv4/tcp(flags=S, mss=1460, sackok=1, ts=1000, tsecr=0, wscale=7)",
+            // A SYN-ACK's timestamps alone, after two NOPs, and a payload.
+            "eth/ipv4/tcp(flags=SA, ts=77, tsecr=1000)/payload(6)",
+            // An IPv6 fragment: the first of several, carrying UDP.
+            "eth/ipv6/ipv6frag(id=0x1234, m=1)/udp/payload(16)",
+        ],
+    );
     assert!(warnings.is_empty(), "{warnings:?}");
     for needle in [
         "Options: (20 bytes), Maximum segment size, SACK permitted, Timestamps, No-Operation (NOP), Window scale",
@@ -57,6 +61,41 @@ fn tcp_options_and_an_ipv6_fragment_header_decode_cleanly() {
     for bad in ["Malformed", "incorrect", "Bogus", "[Expert Info (Warning"] {
         assert!(!text.contains(bad), "{bad} in tshark's decoding:\n{text}");
     }
+}
+
+#[test]
+fn tunnels_and_raw_bytes_anywhere_in_the_stack_decode_cleanly() {
+    let (text, warnings) = decoded(
+        "packets-tunnels",
+        &[
+            // GRE carrying IPv4, and carrying an Ethernet frame (EtherType 0x6558).
+            "eth/ipv4/gre/ipv4(dst=192.168.1.1)/tcp",
+            "eth/ipv4/gre/eth(dst=02:00:00:00:00:aa)/ipv4/udp(dport=9)/payload(4)",
+            // VXLAN on its port, an inner frame after it.
+            "eth/ipv4/udp(dport=4789)/vxlan(vni=4242)/eth/ipv6/tcp",
+            // Raw bytes in the middle: a GUE header (version 0, protocol 4: IPIP) before the inner packet.
+            "eth/ipv4/udp(dport=6080)/raw(hex=00040000)/ipv4(src=10.1.1.1)/udp(dport=9)/payload(8)",
+        ],
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    for needle in [
+        "Generic Routing Encapsulation (IP)",
+        "Generic Routing Encapsulation (Transparent Ethernet bridging)",
+        "Destination Address: 192.168.1.1",
+        "Virtual eXtensible Local Area Network",
+        "VXLAN Network Identifier (VNI): 4242",
+        "Destination: 02:00:00:00:00:aa",
+    ] {
+        assert!(text.contains(needle), "{needle} not in tshark's decoding:\n{text}");
+    }
+    for bad in ["Malformed", "incorrect", "Bogus", "[Expert Info (Warning"] {
+        assert!(!text.contains(bad), "{bad} in tshark's decoding:\n{text}");
+    }
+    // The raw bytes sit where they were written, the inner header after them.
+    let p = PacketSpec::parse("eth/ipv4/udp(dport=6080)/raw(hex=00040000)/ipv4(src=10.1.1.1)/udp/payload(8)").unwrap();
+    let bytes = p.packet(0).unwrap();
+    assert_eq!(&bytes[42..46], &[0, 4, 0, 0]);
+    assert_eq!(&bytes[46 + 12..46 + 16], &[10, 1, 1, 1]);
 }
 
 #[test]
