@@ -558,35 +558,49 @@ fn runtime_and_metric_mistakes_get_one_line() {
 }
 
 #[test]
-fn a_program_calling_a_helper_the_runtime_lacks_is_refused_when_loaded() {
+fn a_path_that_reaches_a_helper_the_runtime_lacks_fails_naming_it_and_other_paths_run() {
     let _machine = common::machine();
     let (call, exit) = (call_helper, exit());
-    let code = bpfbench::kernel::prepared::PreparedCode {
-        programs: [("looks_up".to_string(), vec![call(69), exit])].into(),
-        maps: vec![],
-        ..Default::default()
-    };
-    let err = uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string();
-    assert_eq!(
-        err,
-        "program looks_up calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have (instruction 0); run it with --runtime kernel"
-    );
-    // Helpers and kfuncs are named as the kernel's BTF names them (they
-    // were "helper 21", "a kfunc").
-    let refusal = |insn: Insn| {
-        let code = bpfbench::kernel::prepared::PreparedCode {
-            programs: [("p".to_string(), vec![insn, exit])].into(),
-            ..Default::default()
-        };
-        uvm::UserRuntime::new(&code, 0).err().expect("refused").to_string()
-    };
-    let tunnel = libbpf_rs::libbpf_sys::BPF_FUNC_skb_set_tunnel_key as i32;
-    assert!(refusal(call(tunnel)).contains(&format!("calls helper {tunnel} (bpf_skb_set_tunnel_key)")));
     let btf = libbpf_rs::btf::Btf::from_vmlinux().unwrap();
     let kfunc: libbpf_rs::btf::types::Func<'_> = btf.type_by_name("bpf_dynptr_from_skb").unwrap();
     let kfunc_call =
         Insn::new(bpfbench::insn::CALL_OP, 0, bpfbench::insn::KFUNC_CALL, 0, u32::from(kfunc.type_id()) as i32);
-    assert!(refusal(kfunc_call).contains("calls kfunc bpf_dynptr_from_skb (instruction 0)"), "{}", refusal(kfunc_call));
+    let tunnel = libbpf_rs::libbpf_sys::BPF_FUNC_skb_set_tunnel_key as i32;
+    // Named as the kernel's BTF names them (they read "helper 21", "a kfunc").
+    for (missing, named) in [
+        (call(69), "calls helper 69 (bpf_fib_lookup)".to_string()),
+        (call(tunnel), format!("calls helper {tunnel} (bpf_skb_set_tunnel_key)")),
+        (kfunc_call, "calls kfunc bpf_dynptr_from_skb".to_string()),
+    ] {
+        // The path that reaches the call, and one that jumps over it (XDP_PASS).
+        let mut code = bpfbench::kernel::prepared::PreparedCode {
+            programs: [
+                ("reaches".to_string(), vec![missing, exit]),
+                ("avoids".to_string(), vec![mov64_imm(0, 2), ja(1), missing, exit]),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        for verified in [false, true] {
+            if verified {
+                code.verified.extend(["reaches".to_string(), "avoids".to_string()]);
+            }
+            let mut rt =
+                uvm::UserRuntime::new(&code, 0).expect("loaded: the program runs until a path reaches the call");
+            let engine = rt.engine_of("reaches");
+            assert_eq!(engine == Engine::Jit, verified);
+            let err = format!("{:#}", rt.run("reaches", &[0u8; 64]).expect_err("the call is reached"));
+            assert!(
+                err.contains(&format!("{named}, which bpfbench's userspace runtime does not have")),
+                "{engine:?}: {err}"
+            );
+            assert_eq!(rt.run("avoids", &[0u8; 64]).unwrap().verdict, 2, "{engine:?}");
+        }
+    }
+    assert_eq!(
+        uvm::runtime::missing_calls(&[call(69), kfunc_call, call(69)]),
+        ["helper 69 (bpf_fib_lookup)", "kfunc bpf_dynptr_from_skb"]
+    );
     let mut fine = bpfbench::kernel::prepared::PreparedCode {
         programs: [("times".to_string(), vec![call(5), exit])].into(),
         maps: vec![],
@@ -832,13 +846,19 @@ fn what_the_userspace_runtime_cannot_run_of_your_objects_is_refused_in_one_line(
             "'sock_udp_head' is a socket_filter program; the userspace runtime runs XDP and tc programs only: use --runtime kernel",
         ),
         (vec!["run", swap.as_str(), "--runtime", "user", "--per-call"], "drop --per-call or use --runtime kernel"),
-        (
-            vec!["run", fib.as_str(), "--runtime", "user"],
-            "program xdp_fib calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have",
-        ),
     ] {
         common::assert_one_line_error(&args, needle);
     }
+    // A helper the runtime lacks: the case whose path reaches it fails,
+    // naming it (every path of xdp_fib does).
+    let o = common::bpfbench(&["run", &fib, "--runtime", "user", "--samples", "3", "--no-store"]);
+    assert_eq!(o.status.code(), Some(1));
+    let report = common::stdout(&o);
+    assert!(
+        report.contains("xdp_fib (user): validation failed: case xdp_fib: cannot run in the userspace runtime")
+            && report.contains("calls helper 69 (bpf_fib_lookup), which bpfbench's userspace runtime does not have"),
+        "{report}"
+    );
     // The kernel refuses the spliced program (its stack and the loop's exceed
     // 512 bytes): the kernel times it per call; userspace cannot time it.
     let big = object("xdp_bigstack.bpf.o");

@@ -285,6 +285,13 @@ pub fn unsupported(id: i32) -> String {
     format!("calls {name}, which bpfbench's userspace runtime does not have")
 }
 
+/// The one-line refusal of the kfunc of BTF id `id`, named as the kernel's BTF names it.
+pub fn missing_kfunc(id: i32) -> String {
+    let kfunc =
+        crate::kernel::btf_names::kfunc_name(id).map_or_else(|| "a kfunc".to_string(), |n| format!("kfunc {n}"));
+    format!("calls {kfunc}, which bpfbench's userspace runtime does not have")
+}
+
 /// The name a count table shows for helper `id`.
 pub fn name_of(id: i32) -> String {
     helper_name(id).map_or_else(|| format!("helper {id}"), str::to_string)

@@ -228,11 +228,7 @@ impl<'p> Interpreter<'p> {
                                 next =
                                     target(pc, i.imm as i64).ok_or_else(|| fail("calls outside the program".into()))?;
                             }
-                            _ => {
-                                return Err(fail(
-                                    "calls a kfunc, which bpfbench's userspace runtime does not have".into(),
-                                ));
-                            }
+                            _ => return Err(fail(super::helpers::missing_kfunc(i.imm))),
                         },
                         EXIT if i.class() == JMP => match frames.pop() {
                             None => {

@@ -6,7 +6,7 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::PacketOutcome;
 use super::helpers::{self, Helpers};
@@ -150,28 +150,23 @@ impl jit::Resolve for JitMaps<'_> {
     }
 }
 
-/// Refuses a program that calls a helper or a kfunc this runtime does not
-/// have: at load time, not when a path first reaches the call.
-pub fn check_calls(name: &str, insns: &[Insn]) -> Result<()> {
-    for (pc, i) in insns.iter().enumerate() {
-        if i.code != (JMP | CALL) {
-            continue;
-        }
-        match i.src {
-            0 if !helpers::supported(i.imm) => {
-                bail!("program {name} {} (instruction {pc}); run it with --runtime kernel", helpers::unsupported(i.imm))
-            }
-            KFUNC_CALL => {
-                let kfunc = crate::kernel::btf_names::kfunc_name(i.imm)
-                    .map_or_else(|| "a kfunc".to_string(), |n| format!("kfunc {n}"));
-                bail!(
-                    "program {name} calls {kfunc} (instruction {pc}), which bpfbench's userspace runtime does not have; run it with --runtime kernel"
-                )
-            }
-            _ => {}
+/// The helpers and kfuncs `insns` call that this runtime does not have,
+/// named ("helper 21 (bpf_skb_set_tunnel_key)"). The program still runs:
+/// a run whose path reaches one fails naming it, and the others run.
+pub fn missing_calls(insns: &[Insn]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for i in insns.iter().filter(|i| i.code == (JMP | CALL)) {
+        let what = match i.src {
+            0 if !helpers::supported(i.imm) => helpers::unsupported(i.imm),
+            KFUNC_CALL => helpers::missing_kfunc(i.imm),
+            _ => continue,
+        };
+        let name = what.trim_start_matches("calls ").split(", which").next().unwrap_or_default().to_string();
+        if !missing.contains(&name) {
+            missing.push(name);
         }
     }
-    Ok(())
+    missing
 }
 
 impl UserRuntime {
@@ -180,9 +175,6 @@ impl UserRuntime {
     /// runtime does not have, and a map type it does not have.
     pub fn new(code: &PreparedCode, cpu: usize) -> Result<UserRuntime> {
         let programs: BTreeMap<String, Vec<Insn>> = code.programs.clone();
-        for (name, insns) in &programs {
-            check_calls(name, insns)?;
-        }
         Ok(UserRuntime {
             programs,
             maps: UserMaps::mirror_ids(&code.maps)?,
