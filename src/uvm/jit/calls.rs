@@ -71,30 +71,6 @@ fn env<'a>() -> Option<(&'a mut Helpers, &'a mut UserMaps, u64)> {
     unsafe { p.as_mut().map(|e| (&mut *e.helpers, &mut *e.maps, e.frame)) }
 }
 
-/// What a run that reaches a helper or kfunc the runtime lacks gets: its
-/// error names the first one (the run's result is then discarded), and r0
-/// says "not supported" to the code that goes on until the run ends.
-fn missing(why: String) -> u64 {
-    // SAFETY: set by HelperEnvGuard::set for the duration of the run.
-    if let Some(e) = unsafe { ENV.with(Cell::get).as_mut() }
-        && e.error.is_none()
-    {
-        e.error = Some(why);
-    }
-    (-95i64) as u64 // EOPNOTSUPP
-}
-
-/// Called where a program calls helper `id`, which the runtime lacks: a
-/// path that never reaches it runs (its other cases are timed).
-pub extern "C" fn missing_helper(id: u64) -> u64 {
-    missing(helpers::unsupported(id as i32))
-}
-
-/// Called where a program calls the kfunc of BTF id `id`.
-pub extern "C" fn missing_kfunc(id: u64) -> u64 {
-    missing(helpers::missing_kfunc(id as i32))
-}
-
 /// `len` bytes at `addr`, a pointer the verifier proved readable.
 unsafe fn slice<'a>(addr: u64, len: usize) -> &'a [u8] {
     // SAFETY: the caller's contract.

@@ -553,29 +553,20 @@ fn translate(insns: &[Insn], resolve: &mut dyn Resolve, may_goto_cell: u64) -> R
                                     epilogue(&mut a);
                                     a.patch(failed, a.len());
                                 }
-                                None => match calls::address(i.imm) {
-                                    Some(f) => {
-                                        a.mov_ri64(asm::RAX, f);
-                                        a.call_r(asm::RAX);
-                                    }
-                                    // A path that reaches it fails, naming it; others run.
-                                    None => {
-                                        a.mov_ri64(asm::RDI, i.imm as u32 as u64);
-                                        a.mov_ri64(asm::RAX, calls::missing_helper as *const () as u64);
-                                        a.call_r(asm::RAX);
-                                    }
-                                },
+                                None => {
+                                    // The runtime runs a program calling what it lacks in the interpreter.
+                                    let f = calls::address(i.imm)
+                                        .ok_or_else(|| fail(&super::helpers::unsupported(i.imm)))?;
+                                    a.mov_ri64(asm::RAX, f);
+                                    a.call_r(asm::RAX);
+                                }
                             }
                         }
                         PSEUDO_CALL => {
                             let t = jump_target(i64::from(i.imm))?;
                             fixups.push(Fixup::Call { at: a.call_rel(), pc: t });
                         }
-                        _ => {
-                            a.mov_ri64(asm::RDI, i.imm as u32 as u64);
-                            a.mov_ri64(asm::RAX, calls::missing_kfunc as *const () as u64);
-                            a.call_r(asm::RAX);
-                        }
+                        _ => return Err(fail(&super::helpers::missing_kfunc(i.imm))),
                     },
                     EXIT if wide => epilogue(&mut a),
                     JCOND if wide => {

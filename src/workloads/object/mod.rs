@@ -298,7 +298,7 @@ impl Workload for ObjectBench {
             let missing = crate::uvm::runtime::missing_calls(&insns);
             if !missing.is_empty() {
                 notes.push(format!(
-                    "the userspace runtime lacks {}: a case whose path reaches it fails, naming it (--runtime kernel runs it); the others run",
+                    "the userspace runtime lacks {}: a case whose path reaches it fails, naming it (--runtime kernel runs it); the others run, in its interpreter (its JIT compiles only programs whose every call it has)",
                     missing.join(", ")
                 ));
             }
