@@ -8,9 +8,11 @@ use std::process::Command;
 
 use bpfbench::packet::{PacketSpec, pcap};
 
-/// `tshark -V` of the packets of `specs` (one each), with its warnings;
-/// `label` names the test's own folder.
-fn decoded(label: &str, specs: &[&str]) -> (String, Vec<String>) {
+/// Has tshark decode the packets of `specs` (one each; `label` names the
+/// test's own folder) and checks that its decoding holds every one of
+/// `needles`, with no warning and no field Wireshark calls wrong (a
+/// checksum, a length).
+fn assert_decoded_cleanly(label: &str, specs: &[&str], needles: &[&str]) {
     let packets: Vec<Vec<u8>> = specs.iter().map(|s| PacketSpec::parse(s).unwrap().packet(0).unwrap()).collect();
     let dir = common::temp_dir(label);
     let path = dir.join("built.pcap");
@@ -21,18 +23,21 @@ fn decoded(label: &str, specs: &[&str]) -> (String, Vec<String>) {
         .arg(&path)
         .output()
         .expect("tshark is installed by scripts/setup.sh");
-    let warnings = String::from_utf8_lossy(&t.stderr)
-        .lines()
-        .filter(|l| !l.contains("Running as user"))
-        .map(String::from)
-        .collect();
-    assert!(t.status.success(), "tshark failed: {warnings:?}");
-    (String::from_utf8_lossy(&t.stdout).into_owned(), warnings)
+    let stderr = String::from_utf8_lossy(&t.stderr);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| !l.contains("Running as user")).collect();
+    assert!(t.status.success() && warnings.is_empty(), "tshark: {warnings:?}");
+    let text = String::from_utf8_lossy(&t.stdout);
+    for needle in needles {
+        assert!(text.contains(needle), "{needle} not in tshark's decoding:\n{text}");
+    }
+    for bad in ["Malformed", "incorrect", "Bogus", "[Expert Info (Warning"] {
+        assert!(!text.contains(bad), "{bad} in tshark's decoding:\n{text}");
+    }
 }
 
 #[test]
 fn tcp_options_and_an_ipv6_fragment_header_decode_cleanly() {
-    let (text, warnings) = decoded(
+    assert_decoded_cleanly(
         "packets-options",
         &[
             // A SYN as Linux sends it: MSS, SACK permitted, timestamps, window scale.
@@ -42,30 +47,23 @@ fn tcp_options_and_an_ipv6_fragment_header_decode_cleanly() {
             // An IPv6 fragment: the first of several, carrying UDP.
             "eth/ipv6/ipv6frag(id=0x1234, m=1)/udp/payload(16)",
         ],
+        &[
+            "Options: (20 bytes), Maximum segment size, SACK permitted, Timestamps, No-Operation (NOP), Window scale",
+            "Maximum segment size: 1460 bytes",
+            "Timestamp value: 1000",
+            "Window scale: 7 (multiply by 128)",
+            "Timestamp value: 77",
+            "Timestamp echo reply: 1000",
+            "Fragment Header",
+            "Identification: 0x00001234",
+            "More Fragments: Yes",
+        ],
     );
-    assert!(warnings.is_empty(), "{warnings:?}");
-    for needle in [
-        "Options: (20 bytes), Maximum segment size, SACK permitted, Timestamps, No-Operation (NOP), Window scale",
-        "Maximum segment size: 1460 bytes",
-        "Timestamp value: 1000",
-        "Window scale: 7 (multiply by 128)",
-        "Timestamp value: 77",
-        "Timestamp echo reply: 1000",
-        "Fragment Header",
-        "Identification: 0x00001234",
-        "More Fragments: Yes",
-    ] {
-        assert!(text.contains(needle), "{needle} not in tshark's decoding:\n{text}");
-    }
-    // No checksum or length Wireshark would call wrong.
-    for bad in ["Malformed", "incorrect", "Bogus", "[Expert Info (Warning"] {
-        assert!(!text.contains(bad), "{bad} in tshark's decoding:\n{text}");
-    }
 }
 
 #[test]
 fn tunnels_and_raw_bytes_anywhere_in_the_stack_decode_cleanly() {
-    let (text, warnings) = decoded(
+    assert_decoded_cleanly(
         "packets-tunnels",
         &[
             // GRE carrying IPv4, and carrying an Ethernet frame (EtherType 0x6558).
@@ -76,21 +74,15 @@ fn tunnels_and_raw_bytes_anywhere_in_the_stack_decode_cleanly() {
             // Raw bytes in the middle: a GUE header (version 0, protocol 4: IPIP) before the inner packet.
             "eth/ipv4/udp(dport=6080)/raw(hex=00040000)/ipv4(src=10.1.1.1)/udp(dport=9)/payload(8)",
         ],
+        &[
+            "Generic Routing Encapsulation (IP)",
+            "Generic Routing Encapsulation (Transparent Ethernet bridging)",
+            "Destination Address: 192.168.1.1",
+            "Virtual eXtensible Local Area Network",
+            "VXLAN Network Identifier (VNI): 4242",
+            "Destination: 02:00:00:00:00:aa",
+        ],
     );
-    assert!(warnings.is_empty(), "{warnings:?}");
-    for needle in [
-        "Generic Routing Encapsulation (IP)",
-        "Generic Routing Encapsulation (Transparent Ethernet bridging)",
-        "Destination Address: 192.168.1.1",
-        "Virtual eXtensible Local Area Network",
-        "VXLAN Network Identifier (VNI): 4242",
-        "Destination: 02:00:00:00:00:aa",
-    ] {
-        assert!(text.contains(needle), "{needle} not in tshark's decoding:\n{text}");
-    }
-    for bad in ["Malformed", "incorrect", "Bogus", "[Expert Info (Warning"] {
-        assert!(!text.contains(bad), "{bad} in tshark's decoding:\n{text}");
-    }
     // The raw bytes sit where they were written, the inner header after them.
     let p = PacketSpec::parse("eth/ipv4/udp(dport=6080)/raw(hex=00040000)/ipv4(src=10.1.1.1)/udp/payload(8)").unwrap();
     let bytes = p.packet(0).unwrap();
