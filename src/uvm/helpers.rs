@@ -278,18 +278,25 @@ fn helper_name(id: i32) -> Option<&'static str> {
 
 /// The one-line refusal of helper `id`, named as the kernel's BTF names it.
 pub fn unsupported(id: i32) -> String {
-    let name = helper_name(id)
-        .map(str::to_string)
-        .or_else(|| crate::kernel::btf_names::helper_name(id))
-        .map_or_else(|| format!("helper {id}"), |n| format!("helper {id} ({n})"));
-    format!("calls {name}, which bpfbench's userspace runtime does not have")
+    format!("calls {}, which bpfbench's userspace runtime does not have", helper_label(id))
 }
 
-/// The one-line refusal of the kfunc of BTF id `id`, named as the kernel's BTF names it.
+/// The one-line refusal of the kfunc of BTF id `id`.
 pub fn missing_kfunc(id: i32) -> String {
-    let kfunc =
-        crate::kernel::btf_names::kfunc_name(id).map_or_else(|| "a kfunc".to_string(), |n| format!("kfunc {n}"));
-    format!("calls {kfunc}, which bpfbench's userspace runtime does not have")
+    format!("calls {}, which bpfbench's userspace runtime does not have", kfunc_label(id))
+}
+
+/// "helper 21 (bpf_skb_set_tunnel_key)": named as the kernel's BTF names it.
+pub fn helper_label(id: i32) -> String {
+    helper_name(id)
+        .map(str::to_string)
+        .or_else(|| crate::kernel::btf_names::helper_name(id))
+        .map_or_else(|| format!("helper {id}"), |n| format!("helper {id} ({n})"))
+}
+
+/// "kfunc bpf_dynptr_from_skb", for the kfunc of BTF id `id`.
+pub fn kfunc_label(id: i32) -> String {
+    crate::kernel::btf_names::kfunc_name(id).map_or_else(|| "a kfunc".to_string(), |n| format!("kfunc {n}"))
 }
 
 /// The name a count table shows for helper `id`.

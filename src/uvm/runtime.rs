@@ -155,13 +155,8 @@ impl jit::Resolve for JitMaps<'_> {
 /// a run whose path reaches one fails naming it, and the others run.
 pub fn missing_calls(insns: &[Insn]) -> Vec<String> {
     let mut missing = Vec::new();
-    for i in insns.iter().filter(|i| i.code == (JMP | CALL)) {
-        let what = match i.src {
-            0 if !helpers::supported(i.imm) => helpers::unsupported(i.imm),
-            KFUNC_CALL => helpers::missing_kfunc(i.imm),
-            _ => continue,
-        };
-        let name = what.trim_start_matches("calls ").split(", which").next().unwrap_or_default().to_string();
+    for i in insns.iter().filter(|i| lacks(i)) {
+        let name = if i.src == KFUNC_CALL { helpers::kfunc_label(i.imm) } else { helpers::helper_label(i.imm) };
         if !missing.contains(&name) {
             missing.push(name);
         }
@@ -169,10 +164,15 @@ pub fn missing_calls(insns: &[Insn]) -> Vec<String> {
     missing
 }
 
+/// Whether `i` calls a helper or kfunc this runtime does not have.
+fn lacks(i: &Insn) -> bool {
+    i.code == (JMP | CALL) && (i.src == KFUNC_CALL || (i.src == 0 && !helpers::supported(i.imm)))
+}
+
 impl UserRuntime {
     /// The object's programs and maps (as setup left them in the kernel),
-    /// run as if on `cpu`. Refuses a program that calls a helper this
-    /// runtime does not have, and a map type it does not have.
+    /// run as if on `cpu`. Refuses a map type it does not have; a program
+    /// calling a helper or kfunc it lacks loads (see [`missing_calls`]).
     pub fn new(code: &PreparedCode, cpu: usize) -> Result<UserRuntime> {
         let programs: BTreeMap<String, Vec<Insn>> = code.programs.clone();
         Ok(UserRuntime {
@@ -185,7 +185,7 @@ impl UserRuntime {
             verified: code
                 .verified
                 .iter()
-                .filter(|p| code.programs.get(*p).is_none_or(|insns| missing_calls(insns).is_empty()))
+                .filter(|p| code.programs.get(*p).is_none_or(|insns| !insns.iter().any(lacks)))
                 .cloned()
                 .collect(),
             helpers: Helpers::new(cpu, 1),
