@@ -222,34 +222,85 @@ impl Drop for OutputFolder {
 const KVM_PROBE_BOUND: Duration = Duration::from_secs(20);
 
 /// Whether QEMU runs guests of `image` under KVM here: tried once per
-/// process with a guest that only writes a file. Nested KVM fails in
-/// more than one way: QEMU exits ("failed to set MSR 0x10a"), or KVM
-/// stops the guest with an emulation error and QEMU waits, paused, for
-/// ever ("KVM internal error"): the probe stops at either.
+/// boot of this machine with a guest that only writes a file, the answer
+/// kept for later runs ([`remembered_accelerator`]). Nested KVM fails in
+/// more than one way: QEMU exits ("failed to set MSR 0x10a"), KVM stops
+/// the guest with an emulation error and QEMU waits, paused, for ever
+/// ("KVM internal error"): the probe stops at either; or the guest spins
+/// without a word (Debian's 5.10 and 6.1 here), which only the bound ends.
 pub fn accelerator(image: &Path) -> Accelerator {
     static ACCEL: OnceLock<Accelerator> = OnceLock::new();
     *ACCEL.get_or_init(|| {
         if !Path::new("/dev/kvm").exists() {
             return Accelerator::Tcg;
         }
-        let Ok(out) = OutputFolder::new("kvm-probe") else { return Accelerator::Tcg };
-        let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: KVM_PROBE_BOUND, cpus: 1 };
-        let Ok(mut guest) = start(&spec, Accelerator::Kvm, &out, "echo ok > $OUT/kvm", None) else {
-            return Accelerator::Tcg;
-        };
-        let started = Instant::now();
-        while !guest.exited() && started.elapsed() < KVM_PROBE_BOUND {
-            let console = out.read("console.log").unwrap_or_default();
-            if console.contains("KVM internal error") || console.contains("failed to set MSR") {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        let boot = boot_id();
+        if let Some(known) = remembered_accelerator(ACCELERATOR_FILE, boot.as_deref()) {
+            return known;
         }
-        // Killed here if it still runs.
-        drop(guest);
-        let ok = out.read("kvm").is_some_and(|s| s.trim() == "ok");
-        if ok { Accelerator::Kvm } else { Accelerator::Tcg }
+        // A probe that could not start a guest decided nothing: not kept.
+        let Some(probed) = probe_kvm(image) else { return Accelerator::Tcg };
+        if let Some(boot) = boot {
+            remember_accelerator(ACCELERATOR_FILE, &boot, probed);
+        }
+        probed
     })
+}
+
+/// Where the probe's answer waits for the next run: /run is emptied at
+/// boot, and the file names the boot it was found in. A probe of a kernel
+/// that spins under a broken KVM costs its whole bound (20 s), which every
+/// `vm` and `ab --kernel` run, and each guest test's process, paid again.
+const ACCELERATOR_FILE: &str = "/run/bpfbench/accelerator";
+
+/// This boot of the machine (the kernel's random boot id).
+fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string())
+}
+
+/// The accelerator `file` holds for `boot`, if it holds one for this boot.
+fn remembered_accelerator(file: impl AsRef<Path>, boot: Option<&str>) -> Option<Accelerator> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let (of_boot, accel) = text.trim().split_once(' ')?;
+    if Some(of_boot) != boot {
+        return None;
+    }
+    [Accelerator::Kvm, Accelerator::Tcg].into_iter().find(|a| a.as_str() == accel)
+}
+
+/// Keeps `accel` in `file` for `boot`; a run that cannot write it probes
+/// again next time, nothing worse.
+fn remember_accelerator(file: impl AsRef<Path>, boot: &str, accel: Accelerator) {
+    let file = file.as_ref();
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    // Written whole then renamed, so a concurrent reader sees all or nothing.
+    let partial = file.with_extension(format!("{}", std::process::id()));
+    if std::fs::write(&partial, format!("{boot} {}\n", accel.as_str())).is_ok() {
+        let _ = std::fs::rename(&partial, file);
+    }
+}
+
+/// Boots `image` under KVM with a script that only writes a file: KVM
+/// works here if the file is written within [`KVM_PROBE_BOUND`]; `None`
+/// when no guest could be started to tell.
+fn probe_kvm(image: &Path) -> Option<Accelerator> {
+    let out = OutputFolder::new("kvm-probe").ok()?;
+    let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: KVM_PROBE_BOUND, cpus: 1 };
+    let mut guest = start(&spec, Accelerator::Kvm, &out, "echo ok > $OUT/kvm", None).ok()?;
+    let started = Instant::now();
+    while !guest.exited() && started.elapsed() < KVM_PROBE_BOUND {
+        let console = out.read("console.log").unwrap_or_default();
+        if console.contains("KVM internal error") || console.contains("failed to set MSR") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Killed here if it still runs.
+    drop(guest);
+    let ok = out.read("kvm").is_some_and(|s| s.trim() == "ok");
+    Some(if ok { Accelerator::Kvm } else { Accelerator::Tcg })
 }
 
 /// Boots `spec` and runs `script` (bash, in this process's folder; `$OUT`
@@ -388,5 +439,20 @@ mod tests {
             tail_of("booting\n\0\0\0\0qemu: invalid kernel header\n", 3),
             "booting | qemu: invalid kernel header"
         );
+    }
+
+    #[test]
+    fn the_probes_answer_holds_for_the_boot_it_was_found_in_only() {
+        let file = std::env::temp_dir().join(format!("bpfbench-accel-{}/accelerator", std::process::id()));
+        assert_eq!(remembered_accelerator(&file, Some("boot-a")), None, "nothing kept yet");
+        remember_accelerator(&file, "boot-a", Accelerator::Tcg);
+        assert_eq!(remembered_accelerator(&file, Some("boot-a")), Some(Accelerator::Tcg));
+        assert_eq!(remembered_accelerator(&file, Some("boot-b")), None, "another boot probes again");
+        assert_eq!(remembered_accelerator(&file, None), None, "an unknown boot probes again");
+        remember_accelerator(&file, "boot-b", Accelerator::Kvm);
+        assert_eq!(remembered_accelerator(&file, Some("boot-b")), Some(Accelerator::Kvm));
+        std::fs::write(&file, "boot-b qemu\n").unwrap();
+        assert_eq!(remembered_accelerator(&file, Some("boot-b")), None, "an answer it cannot read");
+        let _ = std::fs::remove_dir_all(file.parent().unwrap());
     }
 }
