@@ -132,3 +132,114 @@ pub fn holds_descriptors(map_type: u32) -> bool {
             | sys::BPF_MAP_TYPE_XSKMAP
     )
 }
+
+/// Whether a map of this type can be read whole and written back: hash,
+/// array, LRU and LPM trie maps and their per-CPU forms.
+pub fn resettable(map_type: u32) -> bool {
+    matches!(
+        map_type,
+        sys::BPF_MAP_TYPE_HASH
+            | sys::BPF_MAP_TYPE_ARRAY
+            | sys::BPF_MAP_TYPE_PERCPU_HASH
+            | sys::BPF_MAP_TYPE_PERCPU_ARRAY
+            | sys::BPF_MAP_TYPE_LRU_HASH
+            | sys::BPF_MAP_TYPE_LRU_PERCPU_HASH
+            | sys::BPF_MAP_TYPE_LPM_TRIE
+    )
+}
+
+/// Bytes a lookup of one value of the map `info` describes fills: one
+/// 8-byte-aligned slot per possible CPU for a per-CPU map.
+pub fn value_len(info: &sys::bpf_map_info, possible_cpus: usize) -> usize {
+    if MapType::from(info.type_).is_percpu() {
+        (info.value_size as usize).div_ceil(8) * 8 * possible_cpus
+    } else {
+        info.value_size as usize
+    }
+}
+
+/// The value at `key`, every CPU's slot for a per-CPU map (`len` bytes,
+/// [`value_len`]), or `None` where the map has no such key.
+pub fn lookup(map: BorrowedFd<'_>, key: &[u8], len: usize) -> Result<Option<Vec<u8>>> {
+    let mut value = vec![0u8; len];
+    // SAFETY: `key` is the map's key size and `value` holds `len` bytes,
+    // what the kernel writes for the map's type.
+    let rc = unsafe { sys::bpf_map_lookup_elem(map.as_raw_fd(), key.as_ptr().cast(), value.as_mut_ptr().cast()) };
+    if rc == 0 {
+        return Ok(Some(value));
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ENOENT) { Ok(None) } else { Err(err.into()) }
+}
+
+/// Every key of the map, in the kernel's order.
+fn keys(map: BorrowedFd<'_>, key_size: usize) -> Result<Vec<Vec<u8>>> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut next = vec![0u8; key_size];
+    loop {
+        let prev = keys.last().map_or(std::ptr::null(), |k| k.as_ptr().cast());
+        // SAFETY: `prev` is null or a key of the map's size, `next` holds one.
+        let rc = unsafe { sys::bpf_map_get_next_key(map.as_raw_fd(), prev, next.as_mut_ptr().cast()) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::ENOENT) {
+                return Ok(keys);
+            }
+            return Err(err.into());
+        }
+        keys.push(next.clone());
+    }
+}
+
+/// A map's entries as they were, to put them back: what a case that
+/// checks the maps after its packets starts from.
+pub struct MapSnapshot {
+    map: std::os::fd::OwnedFd,
+    array: bool,
+    key_size: usize,
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl MapSnapshot {
+    /// The entries of `map` (of a [`resettable`] type) now.
+    pub fn take(map: BorrowedFd<'_>, possible_cpus: usize) -> Result<MapSnapshot> {
+        let info = libbpf_rs::MapInfo::new(map).context("reading a map's info")?.info;
+        if !resettable(info.type_) {
+            bail!("a map of type {} cannot be read whole", info.type_);
+        }
+        let (key_size, len) = (info.key_size as usize, value_len(&info, possible_cpus));
+        let mut entries = Vec::new();
+        for key in keys(map, key_size)? {
+            // A key deleted meanwhile is simply not there.
+            if let Some(value) = lookup(map, &key, len)? {
+                entries.push((key, value));
+            }
+        }
+        let array = matches!(info.type_, sys::BPF_MAP_TYPE_ARRAY | sys::BPF_MAP_TYPE_PERCPU_ARRAY);
+        Ok(MapSnapshot { map: map.try_clone_to_owned()?, array, key_size, entries })
+    }
+
+    /// Puts the map back as it was taken: keys added since are deleted (an
+    /// array's slots are only rewritten), every entry it held is rewritten.
+    pub fn restore(&self) -> Result<()> {
+        use std::os::fd::AsFd;
+        let map = self.map.as_fd();
+        if !self.array {
+            for key in keys(map, self.key_size)? {
+                if !self.entries.iter().any(|(k, _)| *k == key) {
+                    // SAFETY: a key of the map's size; the kernel copies it.
+                    if unsafe { sys::bpf_map_delete_elem(map.as_raw_fd(), key.as_ptr().cast()) } != 0 {
+                        let err = std::io::Error::last_os_error();
+                        if err.raw_os_error() != Some(libc::ENOENT) {
+                            return Err(err).context("deleting an entry added since");
+                        }
+                    }
+                }
+            }
+        }
+        for (key, value) in &self.entries {
+            update(map, key, value).context("writing an entry back")?;
+        }
+        Ok(())
+    }
+}

@@ -58,24 +58,27 @@ pub struct Expected {
     /// "tcp.seq, ts.val"; `None`: nothing was left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignored: Option<String>,
+    /// The maps whose entries were checked after the case (`--expect-map`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<String>,
 }
 
 impl Expected {
     pub fn nothing(&self) -> bool {
-        !self.verdict && !self.packet
+        !self.verdict && !self.packet && self.maps.is_empty()
     }
 }
 
 impl fmt::Display for Expected {
-    /// "verdict, packet", "verdict", "packet" or "nothing", then what was
-    /// left out: "verdict, packet (ignored: tcp.seq)".
+    /// "verdict, packet", "verdict", "packet", "maps (flows)" or
+    /// "nothing", then what was left out: "verdict, packet (ignored: tcp.seq)".
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match (self.verdict, self.packet) {
-            (true, true) => "verdict, packet",
-            (true, false) => "verdict",
-            (false, true) => "packet",
-            (false, false) => "nothing",
-        })?;
+        let maps = (!self.maps.is_empty()).then(|| format!("maps ({})", self.maps.join(", ")));
+        let parts: Vec<&str> = [self.verdict.then_some("verdict"), self.packet.then_some("packet"), maps.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        f.write_str(if parts.is_empty() { "nothing".to_string() } else { parts.join(", ") }.as_str())?;
         match &self.ignored {
             Some(ignored) => write!(f, " (ignored: {ignored})"),
             None => Ok(()),
@@ -99,9 +102,13 @@ mod tests {
 
     #[test]
     fn expectations_name_what_was_checked() {
-        assert_eq!(Expected { verdict: true, packet: true, ignored: None }.to_string(), "verdict, packet");
-        let masked = Expected { verdict: true, packet: true, ignored: Some("tcp.seq, ts.val".into()) };
+        let both = Expected { verdict: true, packet: true, ..Default::default() };
+        assert_eq!(both.to_string(), "verdict, packet");
+        let masked = Expected { ignored: Some("tcp.seq, ts.val".into()), ..both.clone() };
         assert_eq!(masked.to_string(), "verdict, packet (ignored: tcp.seq, ts.val)");
+        let maps = Expected { verdict: true, maps: vec!["flows".into(), "stats".into()], ..Default::default() };
+        assert_eq!(maps.to_string(), "verdict, maps (flows, stats)");
+        assert!(!maps.nothing());
         assert_eq!(Expected::default().to_string(), "nothing");
         assert!(Expected::default().nothing());
     }

@@ -258,9 +258,12 @@ fn sandbox() -> common::TempDir {
     for spec in ["before.toml", "after.toml"] {
         std::fs::copy(to.join("bench.toml"), dir.join(spec)).unwrap();
     }
-    for object in ["xdp_config.bpf.o", "xdp_stamp.bpf.o"] {
+    for object in ["xdp_config.bpf.o", "xdp_stamp.bpf.o", "xdp_flow_count.bpf.o"] {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
+    // The counts own-program.md's --expect-map example names.
+    let totals = r#"[{"key": 0, "value": {"frames": 2, "bad_ip_csum": 0, "bad_l4_csum": 0}}]"#;
+    std::fs::write(dir.join("totals.json"), totals).unwrap();
     dir
 }
 

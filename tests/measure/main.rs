@@ -9,6 +9,7 @@ mod common;
 
 mod inline;
 mod kernel;
+mod map_state;
 mod maps;
 mod objects;
 mod runner;

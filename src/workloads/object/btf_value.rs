@@ -278,6 +278,62 @@ pub(super) fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, a
     Ok(out)
 }
 
+/// An expected key or value, laid out as [`bytes_of`] does, with which of
+/// its bytes `v` gives: a struct's fields it leaves out are not compared.
+/// (Laid out twice, over zeros and over 0xff: the bytes `v` writes agree.)
+pub(super) fn expected_bytes(
+    btf: Option<&Btf<'_>>,
+    id: u32,
+    size: usize,
+    v: &Value,
+    at: &str,
+) -> Result<(Vec<u8>, Vec<bool>)> {
+    let want = bytes_of(btf, id, size, v, at)?;
+    let given = match (v, btf) {
+        (Value::String(s), _) if hex_bytes(s).is_some_and(|b| b.len() == size) => vec![true; size],
+        (_, Some(btf)) => {
+            let mut ones = vec![0xffu8; size];
+            encode(btf, TypeId::from(id), v, &mut ones, at)?;
+            want.iter().zip(&ones).map(|(a, b)| a == b).collect()
+        }
+        _ => vec![true; size],
+    };
+    Ok((want, given))
+}
+
+/// How `got` differs from `want` in the bytes `given` marks, by member of
+/// BTF type `id` where it is a struct ("packets: expected 01000000, got
+/// 02000000"), else as bytes; `None` if it does not.
+pub(super) fn value_differs(btf: Option<&Btf<'_>>, id: u32, want: &[u8], got: &[u8], given: &[bool]) -> Option<String> {
+    let differs = |r: std::ops::Range<usize>| r.clone().any(|i| given[i] && want[i] != got[i]);
+    if !differs(0..want.len()) {
+        return None;
+    }
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let by_member = || -> Option<String> {
+        let btf = btf?;
+        let (t, _) = resolve(btf, TypeId::from(id)).ok()?;
+        let c = Composite::try_from(t).ok()?;
+        let mut out = Vec::new();
+        for m in c.iter() {
+            let MemberAttr::Normal { offset } = m.attr else { continue };
+            let (start, size) = ((offset / 8) as usize, size_of(btf, m.ty).ok()?);
+            if start + size <= want.len() && differs(start..start + size) {
+                let name = m
+                    .name
+                    .map_or_else(|| format!("bytes {start}..{}", start + size), |n| n.to_string_lossy().into_owned());
+                out.push(format!(
+                    "{name}: expected {}, got {}",
+                    hex(&want[start..start + size]),
+                    hex(&got[start..start + size])
+                ));
+            }
+        }
+        (!out.is_empty()).then(|| out.join("; "))
+    };
+    Some(by_member().unwrap_or_else(|| format!("expected {}, got {}", hex(want), hex(got))))
+}
+
 /// The bytes of an skb program's test-run context: the running kernel's
 /// `struct __sk_buff` (from its BTF) with the fields `fields` (a JSON object,
 /// as a map value) set and the rest zero. `what` names the input in errors.

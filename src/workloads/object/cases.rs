@@ -12,6 +12,8 @@ use crate::kernel::test_run::{TC_ACTIONS, TestInput, tc_action_name, xdp_action_
 use crate::packet::mask::Mask;
 use crate::packet::{FiveTuple, PacketSpec, pcap};
 
+use super::map_state::MapExpectation;
+
 /// The packet used when a case names none: a small IPv4 UDP datagram.
 pub const DEFAULT_PACKET: &str = "eth/ipv4/udp/payload(18)";
 
@@ -31,6 +33,8 @@ pub struct CaseSpec {
     pub ctx: Option<serde_json::Value>,
     /// What the packet comparisons leave out (`--ignore`).
     pub ignore: Vec<String>,
+    /// What the maps must hold after the case's packets (`--expect-map`).
+    pub expect_maps: Vec<MapExpectation>,
 }
 
 /// An expected verdict: a kernel action name of one program kind, or a
@@ -139,6 +143,8 @@ pub struct Case {
     /// What every comparison of an output packet leaves out: the
     /// expectations, the two reference runs, every batch's check.
     pub mask: Mask,
+    /// What the maps must hold after each packet ran once from the maps as set up.
+    pub expect_maps: Vec<MapExpectation>,
 }
 
 /// Bytes a raw tracepoint's test run is given: its 12 possible u64
@@ -241,6 +247,7 @@ impl CaseSpec {
             ctx,
             contexts: None,
             raw_ctx,
+            expect_maps: self.expect_maps.clone(),
         })
     }
 }

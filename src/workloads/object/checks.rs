@@ -104,8 +104,10 @@ impl Case {
                 self.mask
             ));
         }
-        if self.expect_verdict.is_none() && self.expect_packets.is_none() {
-            checks.push("no expectation given (--expect, --expect-packet): nothing else was checked".into());
+        if self.expect_verdict.is_none() && self.expect_packets.is_none() && self.expect_maps.is_empty() {
+            checks.push(
+                "no expectation given (--expect, --expect-packet, --expect-map): nothing else was checked".into(),
+            );
         }
         Ok(checks)
     }
@@ -123,6 +125,7 @@ impl Case {
                 verdict: self.expect_verdict.is_some(),
                 packet: self.expect_packets.is_some() && !self.mask.verdict_only(),
                 ignored: (!self.mask.is_empty()).then(|| self.mask.to_string()),
+                maps: self.expect_maps.iter().map(|e| e.map.clone()).collect(),
             },
         }
     }

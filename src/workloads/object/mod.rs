@@ -15,6 +15,7 @@ mod checks;
 mod globals;
 pub mod live;
 mod map_json;
+mod map_state;
 mod options;
 mod per_call;
 mod restore;
@@ -33,6 +34,7 @@ use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::insn::{Insn, helper};
 use crate::kernel::load::constant_program;
+use crate::kernel::maps::MapSnapshot;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
@@ -124,7 +126,20 @@ impl ObjectBench {
     pub fn new(mut setup: ObjectSetup) -> Result<ObjectBench> {
         let object = setup.open(&setup.object)?;
         let (program, kind) = object.select(setup.program.as_deref())?;
+        let maps = object.map_names();
         drop(object);
+        for (c, e) in setup.cases.iter().flat_map(|c| c.expect_maps.iter().map(move |e| (c, e))) {
+            if !maps.contains(&e.map) {
+                bail!(
+                    "case {}: --expect-map {}: {} has no map '{}'; its maps: {}",
+                    c.name,
+                    e.map,
+                    setup.object.display(),
+                    e.map,
+                    maps.join(", ")
+                );
+            }
+        }
         if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
             setup.cases[0].name = program.name.clone();
         }
@@ -312,7 +327,12 @@ impl Workload for ObjectBench {
         };
         let empty = empty_program(self.kind, attach, flags)?;
         let construct = self.loop_construct(runtime)?;
+        let maps_as_set_up = match self.cases.iter().any(|c| !c.expect_maps.is_empty()) {
+            true => snapshot_own_maps(&user, &self.setup.pins)?,
+            false => Vec::new(),
+        };
         Ok(Box::new(Loaded {
+            maps_as_set_up,
             bench: self,
             user,
             tail_call_objects: others,
@@ -403,6 +423,31 @@ fn load_filled(
         }
     }
     Ok((stats, others))
+}
+
+/// The object's own maps as the setup left them (--map files, globals),
+/// for cases that check the maps after their packets: those a program may
+/// write and bpfbench can read whole; not the read-only ones (.rodata),
+/// nor maps pinned by the user's control plane, which are not ours to
+/// put back.
+fn snapshot_own_maps(user: &ObjectFile, pins: &[(String, std::path::PathBuf)]) -> Result<Vec<MapSnapshot>> {
+    let ncpus = crate::system::cpu::possible_cpus()?;
+    let mut snapshots = Vec::new();
+    for (fd, _, name) in user.created_maps()? {
+        if pins.iter().any(|(pinned, _)| *pinned == name) {
+            continue;
+        }
+        // SAFETY: the object holds the fd open as long as `user` lives.
+        let map = unsafe { BorrowedFd::borrow_raw(fd) };
+        let info = libbpf_rs::MapInfo::new(map).with_context(|| format!("reading map {name}"))?.info;
+        if !crate::kernel::maps::resettable(info.type_)
+            || info.map_flags & libbpf_rs::libbpf_sys::BPF_F_RDONLY_PROG != 0
+        {
+            continue;
+        }
+        snapshots.push(MapSnapshot::take(map, ncpus).with_context(|| format!("reading map {name} as set up"))?);
+    }
+    Ok(snapshots)
 }
 
 /// The programs of the user's own object that prog array slots name.
@@ -496,6 +541,8 @@ struct Loaded<'a> {
     runtime: Runtime,
     /// The driver's loop; `None` where the kernel verifies none of them.
     construct: Option<LoopConstruct>,
+    /// The maps as the setup left them, when a case checks the maps.
+    maps_as_set_up: Vec<MapSnapshot>,
 }
 
 impl Loaded<'_> {
@@ -517,6 +564,25 @@ impl Loaded<'_> {
             refs.push(first);
         }
         Ok(refs)
+    }
+
+    /// The case's expectations of the maps: the maps put back as set up,
+    /// each packet run once, then each expected entry looked up.
+    fn check_maps(&self, case: &Case) -> Result<Vec<String>> {
+        if case.expect_maps.is_empty() {
+            return Ok(Vec::new());
+        }
+        for m in &self.maps_as_set_up {
+            m.restore().with_context(|| format!("case {}: putting the maps back as set up", case.name))?;
+        }
+        let prog = self.user.prog_fd(&self.bench.program.name)?;
+        for i in 0..case.packets.len() {
+            run_input(prog, &case.input(i))?;
+        }
+        case.expect_maps
+            .iter()
+            .map(|e| e.check(&self.user, self.cpu).with_context(|| format!("case {}", case.name)))
+            .collect()
     }
 
     /// Fails naming the empty prog array slot the runs of packet `i` reached.
@@ -629,6 +695,7 @@ impl LoadedWorkload for Loaded<'_> {
         let case = bench.case(info)?;
         let mut notes = self.notes.clone();
         notes.extend(case.input_notes(kind));
+        let map_checks = self.check_maps(case)?;
         let refs = self.references(case)?;
         let mut checks = vec![format!(
             "the program's own verdict and output are the same on two runs of each of the {} packet(s)",
@@ -636,6 +703,7 @@ impl LoadedWorkload for Loaded<'_> {
         )];
         self.record(case, &refs, &mut notes)?;
         checks.extend(case.check_outputs(kind, bench.name(), &refs)?);
+        checks.extend(map_checks);
         let (timer, timing, key) = match self.restore_plan(case, &refs) {
             Restore::PerCall(reason) if self.runtime == Runtime::User => {
                 bail!(

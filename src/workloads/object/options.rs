@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::cases::CaseSpec;
 pub use super::globals::GlobalValue;
+use super::map_state::MapExpectation;
 use crate::harness::timing::{BodyArgs, BodyChoice};
 use crate::kernel::object::ProgKind;
 
@@ -50,6 +51,9 @@ pub struct ObjectArgs {
     /// Leave FIELD out of every comparison of output packets, for fields a program fills from the clock or a counter: tcp.seq, tcp.ack, tcp.csum, ts.val, ts.ecr, ip.id, ip.csum, udp.csum, ... (every header field: see the docs), a byte range START..END, or `packet` (compare the verdict alone) (repeatable).
     #[arg(long = "ignore", value_name = "FIELD")]
     pub ignore: Vec<String>,
+    /// What map NAME must hold after each packet ran once from the maps as set up: a JSON file of {"key": K, "value": V} (fields left out are not compared) or {"key": K, "absent": true} (repeatable).
+    #[arg(long = "expect-map", value_name = "NAME=FILE.json")]
+    pub expect_maps: Vec<String>,
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
@@ -241,6 +245,7 @@ impl ObjectSetup {
                 .map(|s| serde_json::from_str(s).map_err(|e| anyhow::anyhow!("--ctx {s}: not JSON ({e})")))
                 .transpose()?,
             ignore: args.ignore.clone(),
+            expect_maps: args.expect_maps.iter().map(|m| MapExpectation::parse_flag(m)).collect::<Result<_>>()?,
         };
         Ok(ObjectSetup {
             name: stem(object),
@@ -280,6 +285,7 @@ impl ObjectSetup {
             ("--skb", args.skb.is_some()),
             ("--ctx", args.ctx.is_some()),
             ("--ignore", !args.ignore.is_empty()),
+            ("--expect-map", !args.expect_maps.is_empty()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -318,6 +324,18 @@ impl ObjectSetup {
                 .map(serde_json::to_value)
                 .transpose()
                 .with_context(|| format!("{}: case '{}': ctx", path.display(), c.name))?;
+            let expect_maps = c
+                .expect_maps
+                .into_iter()
+                .map(|(map, v)| match v {
+                    toml::Value::String(file) => MapExpectation::from_file(&map, &at(&PathBuf::from(file))),
+                    entries => {
+                        let json = serde_json::to_value(entries)
+                            .with_context(|| format!("{}: case '{}': expect-maps.{map}", path.display(), c.name))?;
+                        MapExpectation::from_value(&map, &path.display().to_string(), json)
+                    }
+                })
+                .collect::<Result<_>>()?;
             cases.push(CaseSpec {
                 ctx,
                 name: c.name,
@@ -328,6 +346,7 @@ impl ObjectSetup {
                 expect_pcap: c.expect_pcap.as_ref().map(at),
                 skb,
                 ignore: c.ignore.into_vec(),
+                expect_maps,
             });
         }
         Ok(ObjectSetup {
@@ -423,6 +442,10 @@ struct SpecCase {
     /// As --ignore: `ignore = ["tcp.seq", "ts.val"]`.
     #[serde(default)]
     ignore: OneOrMany,
+    /// As --expect-map: `expect-maps = { flows = "after.json" }`, or the
+    /// entries inline: `flows = [{ key = 1, value = { packets = 1 } }]`.
+    #[serde(default)]
+    expect_maps: BTreeMap<String, toml::Value>,
 }
 
 /// A string or a list of strings.
