@@ -61,23 +61,31 @@ pub struct Expected {
     /// The maps whose entries were checked after the case (`--expect-map`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<String>,
+    /// A flow dissector's keys were checked (`--expect-flow-keys`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flow_keys: bool,
 }
 
 impl Expected {
     pub fn nothing(&self) -> bool {
-        !self.verdict && !self.packet && self.maps.is_empty()
+        !self.verdict && !self.packet && self.maps.is_empty() && !self.flow_keys
     }
 }
 
 impl fmt::Display for Expected {
-    /// "verdict, packet", "verdict", "packet", "maps (flows)" or
-    /// "nothing", then what was left out: "verdict, packet (ignored: tcp.seq)".
+    /// "verdict, packet", "verdict", "packet", "flow keys", "maps (flows)"
+    /// or "nothing", then what was left out: "verdict, packet (ignored: tcp.seq)".
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let maps = (!self.maps.is_empty()).then(|| format!("maps ({})", self.maps.join(", ")));
-        let parts: Vec<&str> = [self.verdict.then_some("verdict"), self.packet.then_some("packet"), maps.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
+        let parts: Vec<&str> = [
+            self.verdict.then_some("verdict"),
+            self.packet.then_some("packet"),
+            self.flow_keys.then_some("flow keys"),
+            maps.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         f.write_str(if parts.is_empty() { "nothing".to_string() } else { parts.join(", ") }.as_str())?;
         match &self.ignored {
             Some(ignored) => write!(f, " (ignored: {ignored})"),

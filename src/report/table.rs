@@ -151,7 +151,7 @@ fn run_grid(report: &RunRecord, groups: &[&str], columns: Columns) -> Grid {
 /// nothing (their verdict may be an exit the user did not mean to time).
 fn outcome_notes(results: &[ScenarioRecord]) -> String {
     let mut out = String::from(
-        "verdict, bytes: what the program returned and its packets' sizes in -> out, as validation saw them; expected: what --expect, --expect-packet and --expect-map checked (ignored: what --ignore left out of every comparison).\n",
+        "verdict, bytes: what the program returned and its packets' sizes in -> out, as validation saw them; expected: what --expect, --expect-packet, --expect-map and --expect-flow-keys checked (ignored: what --ignore left out of every comparison).\n",
     );
     let unchecked: Vec<String> = results
         .iter()

@@ -9,8 +9,8 @@ mod common;
 
 mod inline;
 mod kernel;
-mod map_state;
 mod maps;
 mod objects;
 mod runner;
+mod state_checks;
 mod timing_modes;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* Test object: a flow dissector for IPv4 TCP and UDP: fills the flow keys
  * (addresses, protocol, ports, offsets) and returns BPF_OK; anything else
- * is BPF_DROP. */
+ * is BPF_DROP. A fragment is marked so (is_frag, is_first_frag); its ports
+ * are read only from a first fragment and only when the caller's flags
+ * ask for it (BPF_FLOW_DISSECTOR_F_PARSE_1ST_FRAG), as the kernel's own
+ * dissector and the selftests' bpf_flow.c do. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -42,6 +45,14 @@ int flow_ipv4(struct __sk_buff *skb)
 	keys->ipv4_dst = ip->daddr;
 	keys->ip_proto = ip->protocol;
 	keys->thoff = keys->nhoff + ip->ihl * 4;
+	if (ip->frag_off & bpf_htons(0x3fff)) {
+		keys->is_frag = 1;
+		if (ip->frag_off & bpf_htons(0x1fff))
+			return BPF_OK;
+		keys->is_first_frag = 1;
+		if (!(keys->flags & BPF_FLOW_DISSECTOR_F_PARSE_1ST_FRAG))
+			return BPF_OK;
+	}
 	if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP)
 		return BPF_OK;
 	/* TCP and UDP both start with the two ports. */

@@ -352,6 +352,99 @@ pub fn kernel_struct(type_name: &str, fields: &Value, what: &str) -> Result<Vec<
     bytes_of(Some(&btf), u32::from(c.type_id()), c.size(), fields, what)
 }
 
+/// An expected value of the running kernel's `struct type_name`: the
+/// fields `fields` gives, and which bytes they are ([`expected_bytes`]).
+pub fn expected_kernel_struct(type_name: &str, fields: &Value, what: &str) -> Result<(Vec<u8>, Vec<bool>)> {
+    let btf = Btf::from_vmlinux().map_err(|e| {
+        anyhow::anyhow!("{what}: the kernel's BTF (/sys/kernel/btf/vmlinux) is needed to lay out {type_name}: {e}")
+    })?;
+    let c: Composite<'_> =
+        btf.type_by_name(type_name).with_context(|| format!("{what}: the kernel's BTF has no struct {type_name}"))?;
+    expected_bytes(Some(&btf), u32::from(c.type_id()), c.size(), fields, what)
+}
+
+/// How `got` differs from an expected kernel struct `want` in the bytes
+/// `given` marks, by member; `None` if it does not.
+pub fn kernel_struct_differs(type_name: &str, want: &[u8], got: &[u8], given: &[bool]) -> Option<String> {
+    let btf = Btf::from_vmlinux().ok();
+    let id =
+        btf.as_ref().and_then(|b| b.type_by_name::<Composite<'_>>(type_name)).map_or(0, |c| u32::from(c.type_id()));
+    value_differs(btf.as_ref(), id, want, got, given)
+}
+
+/// The running kernel's `struct type_name` in `bytes` as its non-zero
+/// fields read ("nhoff=14 thoff=34 ip_proto=6 sport=1000 ipv4_src=10.0.0.1"),
+/// anonymous structs and unions flattened: numbers in the field's byte
+/// order, a `__be32` as an IPv4 address, 16 bytes as an IPv6 address,
+/// other arrays as hex. `None` without the kernel's BTF.
+pub fn describe_kernel_struct(type_name: &str, bytes: &[u8]) -> Option<String> {
+    let btf = Btf::from_vmlinux().ok()?;
+    let c: Composite<'_> = btf.type_by_name(type_name)?;
+    let mut fields = Vec::new();
+    describe_members(&btf, &c, 0, bytes, &mut fields);
+    Some(if fields.is_empty() { "all zero".into() } else { fields.join(" ") })
+}
+
+fn describe_members(btf: &Btf<'_>, c: &Composite<'_>, base: usize, bytes: &[u8], out: &mut Vec<String>) {
+    for m in c.iter() {
+        let MemberAttr::Normal { offset } = m.attr else { continue };
+        let start = base + (offset / 8) as usize;
+        let Ok((t, big_endian)) = resolve(btf, m.ty) else { continue };
+        let Some(name) = m.name.map(|n| n.to_string_lossy().into_owned()) else {
+            if let Ok(inner) = Composite::try_from(t) {
+                match t.kind() {
+                    BtfKind::Union => describe_union(btf, &inner, start, bytes, out),
+                    _ => describe_members(btf, &inner, start, bytes, out),
+                }
+            }
+            continue;
+        };
+        let Some(field) = size_of(btf, m.ty).ok().and_then(|size| bytes.get(start..start + size)) else { continue };
+        if field.iter().all(|b| *b == 0) {
+            continue;
+        }
+        let shown = match (t.kind(), field.len()) {
+            (BtfKind::Int | BtfKind::Enum, 4) if big_endian => {
+                Ipv4Addr::from(<[u8; 4]>::try_from(field).expect("4 bytes")).to_string()
+            }
+            (BtfKind::Int | BtfKind::Enum, n @ (1 | 2 | 4 | 8)) => {
+                let mut word = [0u8; 8];
+                if big_endian {
+                    word[8 - n..].copy_from_slice(field);
+                    u64::from_be_bytes(word).to_string()
+                } else {
+                    word[..n].copy_from_slice(field);
+                    u64::from_le_bytes(word).to_string()
+                }
+            }
+            (_, 16) => Ipv6Addr::from(<[u8; 16]>::try_from(field).expect("16 bytes")).to_string(),
+            _ => field.iter().map(|b| format!("{b:02x}")).collect(),
+        };
+        out.push(format!("{name}={shown}"));
+    }
+}
+
+/// An anonymous union's one reading: the largest member with non-zero
+/// bytes beyond what its smaller siblings cover (bpf_flow_keys' IPv6
+/// addresses), else the first (its IPv4 ones), so that the bytes are
+/// not shown twice.
+fn describe_union(btf: &Btf<'_>, u: &Composite<'_>, base: usize, bytes: &[u8], out: &mut Vec<String>) {
+    let mut members: Vec<(usize, TypeId)> =
+        u.iter().filter_map(|m| size_of(btf, m.ty).ok().map(|size| (size, m.ty))).collect();
+    members.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+    let beyond_the_rest = |i: usize| {
+        let (size, _) = members[i];
+        let rest = members.get(i + 1).map_or(0, |(s, _)| *s);
+        bytes.get(base + rest..base + size).is_some_and(|b| b.iter().any(|x| *x != 0))
+    };
+    let chosen =
+        (0..members.len()).find(|&i| beyond_the_rest(i)).map(|i| members[i].1).or(u.iter().next().map(|m| m.ty));
+    let Some(ty) = chosen else { return };
+    if let Some(inner) = resolve(btf, ty).ok().and_then(|(t, _)| Composite::try_from(t).ok()) {
+        describe_members(btf, &inner, base, bytes, out);
+    }
+}
+
 /// How two values of the running kernel's `struct type_name` differ, by
 /// member ("ip_proto: expected 06, got 11"), or `None` if they do not.
 pub fn struct_differs(type_name: &str, want: &[u8], got: &[u8]) -> Option<String> {

@@ -35,6 +35,10 @@ pub struct CaseSpec {
     pub ignore: Vec<String>,
     /// What the maps must hold after the case's packets (`--expect-map`).
     pub expect_maps: Vec<MapExpectation>,
+    /// Fields of the flow keys a flow dissector must fill (`--expect-flow-keys`).
+    pub expect_flow_keys: Option<serde_json::Value>,
+    /// A flow dissector's input flags (`--flow-flags`).
+    pub flow_flags: Option<String>,
 }
 
 /// An expected verdict: a kernel action name of one program kind, or a
@@ -145,6 +149,52 @@ pub struct Case {
     pub mask: Mask,
     /// What the maps must hold after each packet ran once from the maps as set up.
     pub expect_maps: Vec<MapExpectation>,
+    /// The flow keys a flow dissector must fill, and which of their bytes were given.
+    pub expect_flow_keys: Option<ExpectedFlowKeys>,
+    /// A flow dissector's input: its flow keys with the flags set.
+    pub flow_flags: Option<FlowFlags>,
+}
+
+/// The flow keys a flow dissector must fill: the fields given, as bytes.
+#[derive(Debug, Clone)]
+pub struct ExpectedFlowKeys {
+    pub bytes: Vec<u8>,
+    pub given: Vec<bool>,
+    /// As the user gave them, for messages.
+    pub shown: String,
+}
+
+/// The flags a flow dissector's test runs pass in (`struct bpf_flow_keys`'
+/// `flags`, the only field a test run may set).
+#[derive(Debug, Clone)]
+pub struct FlowFlags {
+    pub ctx: Vec<u8>,
+    pub names: String,
+}
+
+/// The kernel's `BPF_FLOW_DISSECTOR_F_*` flags.
+const FLOW_FLAGS: [(&str, u32); 3] = [("PARSE_1ST_FRAG", 1), ("STOP_AT_FLOW_LABEL", 2), ("STOP_AT_ENCAP", 4)];
+
+impl FlowFlags {
+    /// "PARSE_1ST_FRAG,STOP_AT_ENCAP" (the `BPF_FLOW_DISSECTOR_F_` prefix
+    /// optional, any case) or a number.
+    pub fn parse(text: &str, what: &str) -> Result<FlowFlags> {
+        let mut flags = 0u32;
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let up = word.to_ascii_uppercase();
+            let name = up.trim_start_matches("BPF_FLOW_DISSECTOR_F_");
+            flags |= match (FLOW_FLAGS.iter().find(|(n, _)| *n == name), word.parse::<u32>()) {
+                (Some((_, bit)), _) => *bit,
+                (None, Ok(n)) => n,
+                (None, Err(_)) => bail!(
+                    "{what} {word}: not a flow dissector flag; the flags are {} (or a number)",
+                    FLOW_FLAGS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ),
+            };
+        }
+        let ctx = super::btf_value::kernel_struct("bpf_flow_keys", &serde_json::json!({ "flags": flags }), what)?;
+        Ok(FlowFlags { ctx, names: text.to_string() })
+    }
 }
 
 /// Bytes a raw tracepoint's test run is given: its 12 possible u64
@@ -248,6 +298,20 @@ impl CaseSpec {
             contexts: None,
             raw_ctx,
             expect_maps: self.expect_maps.clone(),
+            expect_flow_keys: self
+                .expect_flow_keys
+                .as_ref()
+                .map(|v| -> Result<ExpectedFlowKeys> {
+                    let what = format!("case {}: --expect-flow-keys", self.name);
+                    let (bytes, given) = super::btf_value::expected_kernel_struct("bpf_flow_keys", v, &what)?;
+                    Ok(ExpectedFlowKeys { bytes, given, shown: v.to_string() })
+                })
+                .transpose()?,
+            flow_flags: self
+                .flow_flags
+                .as_deref()
+                .map(|f| FlowFlags::parse(f, &format!("case {}: --flow-flags", self.name)))
+                .transpose()?,
         })
     }
 }
@@ -338,9 +402,10 @@ impl Case {
         }
     }
 
-    /// The test runs' context bytes, if the case sets fields.
+    /// The test runs' context bytes, if the case sets fields (an skb
+    /// program's) or flags (a flow dissector's).
     pub fn ctx_bytes(&self) -> Option<&[u8]> {
-        self.ctx.as_ref().map(|c| c.bytes.as_slice())
+        self.ctx.as_ref().map(|c| c.bytes.as_slice()).or(self.flow_flags.as_ref().map(|f| f.ctx.as_slice()))
     }
 
     /// The packet input `i` must come out as, if one is expected.

@@ -7,10 +7,14 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use super::btf_value::{describe_kernel_struct, kernel_struct_differs};
 use super::cases::{Case, verdict_name};
 use crate::kernel::object::ProgKind;
 use crate::kernel::test_run::RunOutput;
 use crate::packet::{diff_packets, pcap};
+
+/// Packets whose flow keys the checks show (a case of many shows its first).
+const MAX_SHOWN_KEYS: usize = 4;
 use crate::record::{Expected, Outcome, PacketBytes};
 
 /// Where a failed validation writes the expected and actual packets.
@@ -33,6 +37,10 @@ impl Case {
         if let Some(ctx) = &self.ctx {
             notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
         }
+        if let Some(flags) = &self.flow_flags {
+            notes
+                .push(format!("flow dissector flags: {} in every test run (struct bpf_flow_keys' flags)", flags.names));
+        }
         if kind.takes_raw_context() {
             notes.push(format!("input: the {}, in every run", self.source));
         } else {
@@ -52,8 +60,8 @@ impl Case {
     pub fn check_outputs(&self, kind: ProgKind, workload: &str, refs: &[RunOutput]) -> Result<Vec<String>> {
         // `first` is the expected packet, or the input when only a verdict was expected.
         let fail = |i: usize, what: String, first: &[u8], first_is: &str| -> anyhow::Error {
-            // A context is no packet: nothing to write a capture of.
-            if kind.takes_no_packet() {
+            // A context is no packet, nor are flow keys: nothing to write a capture of.
+            if kind.takes_no_packet() || kind.outputs_flow_keys() {
                 return anyhow::anyhow!("case {}, input {i}: {what}", self.name);
             }
             let path = failure_pcap(workload, &self.name);
@@ -77,6 +85,26 @@ impl Case {
                 verdict_name(kind, v.value),
                 refs.len()
             ));
+        }
+        if let Some(keys) = &self.expect_flow_keys {
+            for (i, r) in refs.iter().enumerate() {
+                if let Some(diff) = kernel_struct_differs("bpf_flow_keys", &keys.bytes, &r.packet, &keys.given) {
+                    return Err(fail(
+                        i,
+                        format!("flow keys differ from {}: {diff}", keys.shown),
+                        &self.packets[i],
+                        "input",
+                    ));
+                }
+            }
+            checks.push(format!("flow keys of all {} packet(s): {} as expected", refs.len(), keys.shown));
+        }
+        if kind.outputs_flow_keys() {
+            for (i, r) in refs.iter().enumerate().take(MAX_SHOWN_KEYS) {
+                let shown = describe_kernel_struct("bpf_flow_keys", &r.packet)
+                    .unwrap_or_else(|| "(no kernel BTF to read them)".into());
+                checks.push(format!("flow keys of packet {i}: {shown}"));
+            }
         }
         if self.expect_packets.is_some() && !self.mask.verdict_only() {
             for (i, r) in refs.iter().enumerate() {
@@ -124,6 +152,7 @@ impl Case {
             expected: Expected {
                 verdict: self.expect_verdict.is_some(),
                 packet: self.expect_packets.is_some() && !self.mask.verdict_only(),
+                flow_keys: self.expect_flow_keys.is_some(),
                 ignored: (!self.mask.is_empty()).then(|| self.mask.to_string()),
                 maps: self.expect_maps.iter().map(|e| e.map.clone()).collect(),
             },

@@ -173,9 +173,17 @@ impl ObjectBench {
             }
             if kind.outputs_flow_keys() && c.expect_packets.is_some() {
                 bail!(
-                    "case {}: '{}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet",
+                    "case {}: '{}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet (--expect-flow-keys checks the keys)",
                     c.name,
                     program.name
+                );
+            }
+            if !kind.outputs_flow_keys() && (c.expect_flow_keys.is_some() || c.flow_flags.is_some()) {
+                bail!(
+                    "case {}: --expect-flow-keys and --flow-flags are for flow dissectors; '{}' is {}",
+                    c.name,
+                    program.name,
+                    program.type_name
                 );
             }
             if c.ctx.is_some() && !kind.has_skb() {

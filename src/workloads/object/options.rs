@@ -54,6 +54,12 @@ pub struct ObjectArgs {
     /// What map NAME must hold after each packet ran once from the maps as set up: a JSON file of {"key": K, "value": V} (fields left out are not compared) or {"key": K, "absent": true} (repeatable).
     #[arg(long = "expect-map", value_name = "NAME=FILE.json")]
     pub expect_maps: Vec<String>,
+    /// The flow keys a flow dissector must fill for every packet, as JSON of struct bpf_flow_keys' fields (those left out are not compared): '{"ip_proto": 6, "dport": 80, "ipv4_dst": "10.0.0.2"}'.
+    #[arg(long = "expect-flow-keys", value_name = "JSON")]
+    pub expect_flow_keys: Option<String>,
+    /// The flags a flow dissector's test runs pass in its flow keys: PARSE_1ST_FRAG, STOP_AT_FLOW_LABEL, STOP_AT_ENCAP (comma-separated), or a number.
+    #[arg(long = "flow-flags", value_name = "FLAGS")]
+    pub flow_flags: Option<String>,
     /// Time each packet with its own BPF_PROG_TEST_RUN instead of in BPF.
     #[arg(long)]
     pub per_call: bool,
@@ -246,6 +252,15 @@ impl ObjectSetup {
                 .transpose()?,
             ignore: args.ignore.clone(),
             expect_maps: args.expect_maps.iter().map(|m| MapExpectation::parse_flag(m)).collect::<Result<_>>()?,
+            expect_flow_keys: args
+                .expect_flow_keys
+                .as_deref()
+                .map(|s| {
+                    serde_json::from_str(s)
+                        .map_err(|e| anyhow::anyhow!("--expect-flow-keys {s}: not a JSON object ({e})"))
+                })
+                .transpose()?,
+            flow_flags: args.flow_flags.clone(),
         };
         Ok(ObjectSetup {
             name: stem(object),
@@ -286,6 +301,8 @@ impl ObjectSetup {
             ("--ctx", args.ctx.is_some()),
             ("--ignore", !args.ignore.is_empty()),
             ("--expect-map", !args.expect_maps.is_empty()),
+            ("--expect-flow-keys", args.expect_flow_keys.is_some()),
+            ("--flow-flags", args.flow_flags.is_some()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -336,6 +353,11 @@ impl ObjectSetup {
                     }
                 })
                 .collect::<Result<_>>()?;
+            let expect_flow_keys = c
+                .expect_flow_keys
+                .map(serde_json::to_value)
+                .transpose()
+                .with_context(|| format!("{}: case '{}': expect-flow-keys", path.display(), c.name))?;
             cases.push(CaseSpec {
                 ctx,
                 name: c.name,
@@ -347,6 +369,8 @@ impl ObjectSetup {
                 skb,
                 ignore: c.ignore.into_vec(),
                 expect_maps,
+                expect_flow_keys,
+                flow_flags: c.flow_flags,
             });
         }
         Ok(ObjectSetup {
@@ -446,6 +470,10 @@ struct SpecCase {
     /// entries inline: `flows = [{ key = 1, value = { packets = 1 } }]`.
     #[serde(default)]
     expect_maps: BTreeMap<String, toml::Value>,
+    /// As --expect-flow-keys: `expect-flow-keys = { ip_proto = 6, dport = 80 }`.
+    expect_flow_keys: Option<toml::Table>,
+    /// As --flow-flags: `flow-flags = "PARSE_1ST_FRAG"`.
+    flow_flags: Option<String>,
 }
 
 /// A string or a list of strings.

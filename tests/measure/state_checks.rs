@@ -1,9 +1,12 @@
-//! What a case expects of the maps after its packets (`--expect-map`, a
-//! spec case's `expect-maps`), against the real kernel: a counter and a
-//! flow table (xdp_flow_count) hold what one run of each packet leaves,
-//! from the maps as set up, also in a case that follows another's timing
-//! loop; a value or an absence that does not hold fails validation naming
-//! the map, the entry and the field; bad expectations are one-line errors.
+//! State a case checks besides the verdict and the packet, against the
+//! real kernel. The maps after its packets (`--expect-map`, a spec case's
+//! `expect-maps`): a counter and a flow table (xdp_flow_count) hold what
+//! one run of each packet leaves, from the maps as set up, also in a case
+//! that follows another's timing loop; a value or an absence that does not
+//! hold fails validation naming the map, the entry and the field; bad
+//! expectations are one-line errors. A flow dissector's keys
+//! (`--expect-flow-keys`), shown and checked, with its input flags
+//! (`--flow-flags`) changing what it parses of a first fragment.
 
 use crate::common;
 
@@ -144,4 +147,46 @@ fn bad_map_expectations_are_one_line_errors() {
         &["run", &object, "--expect-map", &format!("totals={}/missing.json", dir.display()), "--no-store"],
         "cannot read the file",
     );
+}
+
+#[test]
+fn a_flow_dissectors_keys_are_shown_and_checked_and_its_flags_reach_it() {
+    let _machine = common::machine();
+    let flow = test_object("flow_ipv4.bpf.o").display().to_string();
+    // A first fragment: its ports only with PARSE_1ST_FRAG (flow_ipv4 reads the flags).
+    let fragment = "eth/ipv4(mf=1)/udp(sport=1000,dport=53)/payload(18)";
+    let keys =
+        r#"{"ip_proto": 17, "is_frag": 1, "is_first_frag": 1, "sport": 1000, "dport": 53, "ipv4_dst": "10.0.0.2"}"#;
+    let (code, results, err) =
+        run_json(&[&flow, "--packet", fragment, "--flow-flags", "PARSE_1ST_FRAG", "--expect-flow-keys", keys]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = &results[0];
+    assert!(r["error"].is_null(), "{r}");
+    assert_eq!(r["outcome"]["expected"]["flow_keys"], json!(true), "{r}");
+    let checks = r["checks"].to_string();
+    assert!(
+        checks.contains("flow keys of packet 0: nhoff=14 thoff=34 addr_proto=2048 is_frag=1 is_first_frag=1 ip_proto=17 n_proto=2048 sport=1000 dport=53 ipv4_src=10.0.0.1 ipv4_dst=10.0.0.2 flags=1"),
+        "{checks}"
+    );
+    assert!(r["notes"].to_string().contains("flow dissector flags: PARSE_1ST_FRAG in every test run"), "{r}");
+
+    // Without the flag the dissector stops before the ports: the same expectation fails, naming them.
+    let (code, results, _) = run_json(&[&flow, "--packet", fragment, "--expect-flow-keys", keys]);
+    assert_eq!(code, Some(1));
+    let error = results[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("flow keys differ from")
+            && error.contains("sport: expected 03e8, got 0000; dport: expected 0035, got 0000"),
+        "{error}"
+    );
+    assert!(!error.contains("pcap"), "flow keys are no packet to capture: {error}");
+
+    // Flags and flow keys are a flow dissector's; a bad flag is named.
+    let swap = test_object("xdp_swap.bpf.o").display().to_string();
+    assert_one_line_error(&["run", &swap, "--flow-flags", "PARSE_1ST_FRAG", "--no-store"], "are for flow dissectors");
+    assert_one_line_error(
+        &["run", &flow, "--flow-flags", "STOP_AT_L4", "--no-store"],
+        "--flow-flags STOP_AT_L4: not a flow dissector flag; the flags are PARSE_1ST_FRAG, STOP_AT_FLOW_LABEL, STOP_AT_ENCAP",
+    );
+    assert_one_line_error(&["run", &flow, "--expect-flow-keys", r#"{"no_field": 1}"#, "--no-store"], "no_field");
 }
