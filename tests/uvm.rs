@@ -995,3 +995,61 @@ fn csum_diff_gives_the_kernels_checksums_in_both_engines() {
     }
     assert!(results.len() > 300, "distinct checksums: {}", results.len());
 }
+
+/// `ab --metric insns` of two builds from files of their own names
+/// (before.bpf.c, after.bpf.c, one line changed): their cases meet by case
+/// name and their lines by file and text, the renamed file taken as the
+/// same, so the profile names the changed lines alone (it said "no
+/// scenario in common", and every line -N/+N).
+#[test]
+fn ab_counts_two_builds_of_their_own_names_case_by_case_and_line_by_line() {
+    let _machine = common::machine();
+    let dir = common::temp_dir("ab-insns-names");
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/encap/xdp_encap.bpf.c")).unwrap();
+    assert!(source.contains("*n += 1;"));
+    for (name, text) in
+        [("before", source.clone()), ("after", source.replace("*n += 1;", "__sync_fetch_and_add(n, 1);"))]
+    {
+        let c = dir.join(format!("{name}.bpf.c"));
+        std::fs::write(&c, text).unwrap();
+        let cc = std::process::Command::new("clang-19")
+            .args(["-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c"])
+            .arg(&c)
+            .arg("-o")
+            .arg(dir.join(format!("{name}.bpf.o")))
+            .output()
+            .unwrap();
+        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    }
+    let services = format!("services={}", concat!(env!("CARGO_MANIFEST_DIR"), "/examples/encap/services.json"));
+    let (a, b) = (dir.join("before.bpf.o"), dir.join("after.bpf.o"));
+    let o = common::bpfbench(&[
+        "ab",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--map",
+        &services,
+        "--packet",
+        "eth/ipv4(dst=10.0.0.10)/tcp(dport=80)/payload(32)",
+        "--expect",
+        "XDP_TX",
+        "--metric",
+        "insns",
+        "--no-store",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let deltas = rec["instructions"].as_array().unwrap();
+    assert_eq!(deltas.len(), 1, "{rec}");
+    let d = &deltas[0];
+    assert_eq!(d["benchmark"], "before/xdp_encap@user@insns", "{d}");
+    // The counter's add became one atomic add: only the lines around it changed.
+    let lines: Vec<&String> = d["lines"].as_object().unwrap().keys().collect();
+    assert!(lines.iter().any(|l| *l == "before.bpf.c: *n += 1;"), "{lines:?}");
+    assert!(lines.iter().any(|l| *l == "before.bpf.c: __sync_fetch_and_add(n, 1);"), "{lines:?}");
+    assert!(lines.len() <= 4, "only the lines around the edit: {lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("bpf_map_lookup_elem(&services")), "{lines:?}");
+}

@@ -74,10 +74,31 @@ impl InstructionDelta {
         }
         let mut lines = std::collections::BTreeMap::new();
         if !a.lines.is_empty() && !b.lines.is_empty() {
+            let file_of =
+                |l: &crate::record::LineCount| l.at.rsplit_once(':').map_or(l.at.clone(), |(f, _)| f.to_string());
+            let files = |c: &crate::record::InstructionCount| -> std::collections::BTreeSet<String> {
+                c.lines.iter().map(file_of).collect()
+            };
+            let (fa, fb) = (files(a), files(b));
+            // Two builds of one program from files of their own names
+            // (before.bpf.c, after.bpf.c): the one file only A has and the
+            // one only B has are the same file, named as A names it.
+            let renamed = match (
+                fa.difference(&fb).collect::<Vec<_>>().as_slice(),
+                fb.difference(&fa).collect::<Vec<_>>().as_slice(),
+            ) {
+                ([only_a], [only_b]) => Some(((*only_b).clone(), (*only_a).clone())),
+                _ => None,
+            };
             let by_text = |c: &crate::record::InstructionCount| {
                 let mut m: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
                 for l in &c.lines {
-                    let file = l.at.rsplit_once(':').map_or(l.at.as_str(), |(f, _)| f);
+                    let mut file = file_of(l);
+                    if let Some((from, to)) = &renamed
+                        && file == *from
+                    {
+                        file = to.clone();
+                    }
                     *m.entry(format!("{file}: {}", l.text)).or_default() += l.insns;
                 }
                 m

@@ -357,7 +357,13 @@ impl PairedRequest<'_> {
             }
             Ok(run)
         };
-        let (ra, rb) = (count(wa.as_ref())?, count(wb.as_ref())?);
+        let (ra, mut rb) = (count(wa.as_ref())?, count(wb.as_ref())?);
+        // Cases match by name (check_same_scenarios): B's benchmarks take
+        // A's workload name, which is each build's file name (before.bpf.o,
+        // after.toml), so that they meet A's in the comparison.
+        for r in &mut rb.results {
+            r.workload = wa.name().to_string();
+        }
         let (la, lb) = (self.a.display().to_string(), self.b.display().to_string());
         let cmp = compare_runs(&[ra], &la, &[rb], &lb, self.threshold, &RunNoise::new());
         if cmp.instructions.is_empty() {
