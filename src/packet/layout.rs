@@ -96,16 +96,25 @@ pub(super) fn layout(pkt: &[u8]) -> Vec<Field> {
         _ => None,
     };
     while let Some(layer) = next.take() {
-        let (len, proto) = match layer {
+        let (len, mut proto) = match layer {
             Layer::Ip4 if pkt.len() >= off + 20 => (((pkt[off] & 0x0f) as usize * 4).max(20), pkt[off + 9]),
             Layer::Ip6 if pkt.len() >= off + 40 => (40, pkt[off + 6]),
             Layer::Tcp if pkt.len() >= off + 20 => (((pkt[off + 12] >> 4) as usize * 4).max(20), 0),
             Layer::Udp if pkt.len() >= off + 8 => (8, 0),
             _ => break,
         };
-        let is_ip = matches!(layer, Layer::Ip4 | Layer::Ip6);
+        let (is_ip, is_ip6) = (matches!(layer, Layer::Ip4 | Layer::Ip6), matches!(layer, Layer::Ip6));
         layers.push((layer, off, len));
         off += len;
+        if is_ip6 {
+            // Extension headers (hop-by-hop 0, routing 43, fragment 44,
+            // destination options 60): stepped over, to what they carry.
+            while matches!(proto, 0 | 43 | 44 | 60) && pkt.len() >= off + 8 {
+                let ext = if proto == 44 { 8 } else { (pkt[off + 1] as usize + 1) * 8 };
+                proto = pkt[off];
+                off += ext;
+            }
+        }
         if is_ip {
             next = match proto {
                 4 => Some(Layer::Ip4),
@@ -194,4 +203,19 @@ fn tcp_options(fields: &mut Vec<Field>, pkt: &[u8], start: usize, end: usize) {
         }
     }
     bytes(fields, plain, end);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketSpec;
+
+    #[test]
+    fn ipv6_extension_headers_are_stepped_over_to_the_transport_header() {
+        for spec in ["eth/ipv6/tcp(seq=7)", "eth/ipv6/ipv6hbh(options=05020000)/ipv6dst/ipv6frag/tcp(seq=7)"] {
+            let pkt = PacketSpec::parse(spec).unwrap().packet(0).unwrap();
+            let seq = layout(&pkt).into_iter().find(|f| f.key == "tcp.seq").unwrap_or_else(|| panic!("{spec}"));
+            assert_eq!(&pkt[seq.start..seq.end], &7u32.to_be_bytes(), "{spec}");
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! ```
 //!
 //! Layers are written outermost first and separated by `/`: `eth`, `vlan`,
-//! `ipv4`, `ipv6`, `ipv6frag`, `tcp`, `udp`, `icmp`, `icmpv6`, `payload`.
+//! `ipv4`, `ipv6`, `ipv6hbh`, `ipv6dst`, `ipv6frag`, `tcp`, `udp`, `icmp`,
+//! `icmpv6`, `gre`, `vxlan`, `geneve`, `gue`, `raw`, `payload`.
 //! Every field has a default; type, protocol and length fields follow from
 //! the layers around them, and every checksum is computed. Any number or
 //! address may be a range, `src=10.0.0.1-10.0.15.255` or `sport=1024-2047`:
@@ -62,6 +63,14 @@ enum Kind {
     Gre,
     /// VXLAN (RFC 7348): an inner Ethernet frame follows.
     Vxlan,
+    /// IPv6 Hop-by-Hop Options (RFC 8200 4.3): options padded to 8 bytes.
+    Ipv6Hbh,
+    /// IPv6 Destination Options (RFC 8200 4.6), laid out as Hop-by-Hop.
+    Ipv6Dst,
+    /// Geneve (RFC 8926): its protocol the next layer's EtherType.
+    Geneve,
+    /// GUE variant 0 (draft-ietf-intarea-gue): its protocol the next layer's IP protocol.
+    Gue,
     Payload,
 }
 
@@ -171,6 +180,10 @@ const ICMPV6: &[Field] = &[
 const RAW: &[Field] = &[f("hex", Ty::Hex, Some(""))];
 const GRE: &[Field] = &[f("proto", Ty::Int(16), None)];
 const VXLAN: &[Field] = &[f("vni", Ty::Int(24), Some("1"))];
+const IPV6_OPTIONS: &[Field] = &[f("options", Ty::Hex, Some("")), f("nh", Ty::Int(8), None)];
+const GENEVE: &[Field] =
+    &[f("vni", Ty::Int(24), Some("1")), f("proto", Ty::Int(16), None), f("options", Ty::Hex, Some(""))];
+const GUE: &[Field] = &[f("proto", Ty::Int(8), None)];
 const PAYLOAD: &[Field] = &[
     f("len", Ty::Int(16), Some("0")),
     f("fill", Ty::Int(8), Some("0")),
@@ -179,7 +192,7 @@ const PAYLOAD: &[Field] = &[
 ];
 
 impl Kind {
-    const ALL: [Kind; 13] = [
+    const ALL: [Kind; 17] = [
         Kind::Eth,
         Kind::Vlan,
         Kind::Ipv4,
@@ -192,6 +205,10 @@ impl Kind {
         Kind::Raw,
         Kind::Gre,
         Kind::Vxlan,
+        Kind::Ipv6Hbh,
+        Kind::Ipv6Dst,
+        Kind::Geneve,
+        Kind::Gue,
         Kind::Payload,
     ];
 
@@ -209,6 +226,10 @@ impl Kind {
             Kind::Raw => "raw",
             Kind::Gre => "gre",
             Kind::Vxlan => "vxlan",
+            Kind::Ipv6Hbh => "ipv6hbh",
+            Kind::Ipv6Dst => "ipv6dst",
+            Kind::Geneve => "geneve",
+            Kind::Gue => "gue",
             Kind::Payload => "payload",
         }
     }
@@ -227,6 +248,9 @@ impl Kind {
             Kind::Raw => RAW,
             Kind::Gre => GRE,
             Kind::Vxlan => VXLAN,
+            Kind::Ipv6Hbh | Kind::Ipv6Dst => IPV6_OPTIONS,
+            Kind::Geneve => GENEVE,
+            Kind::Gue => GUE,
             Kind::Payload => PAYLOAD,
         }
     }
@@ -245,7 +269,9 @@ impl Kind {
             // Transparent Ethernet Bridging: an Ethernet frame inside GRE.
             Kind::Eth => (Some(0x6558), None),
             Kind::Gre => (None, Some(47)),
-            Kind::Raw | Kind::Vxlan | Kind::Payload => (None, None),
+            Kind::Ipv6Hbh => (None, Some(0)),
+            Kind::Ipv6Dst => (None, Some(60)),
+            Kind::Raw | Kind::Vxlan | Kind::Geneve | Kind::Gue | Kind::Payload => (None, None),
         }
     }
 }
@@ -466,8 +492,10 @@ impl PacketSpec {
         for (i, l) in layers.iter().enumerate() {
             // An inner frame: after a tunnel's header, or bytes that stand for one.
             ensure!(
-                i == 0 || l.kind != Kind::Eth || matches!(layers[i - 1].kind, Kind::Vxlan | Kind::Gre | Kind::Raw),
-                "eth may only be the first layer, or follow vxlan, gre or raw (a tunnel's inner frame)"
+                i == 0
+                    || l.kind != Kind::Eth
+                    || matches!(layers[i - 1].kind, Kind::Vxlan | Kind::Geneve | Kind::Gre | Kind::Raw),
+                "eth may only be the first layer, or follow vxlan, geneve, gre or raw (a tunnel's inner frame)"
             );
             ensure!(l.kind != Kind::Payload || i + 1 == layers.len(), "payload must be the last layer");
         }
@@ -582,6 +610,39 @@ impl PacketSpec {
                     // The I flag: the VNI is valid.
                     header.extend_from_slice(&[0x08, 0, 0, 0]);
                     header.extend_from_slice(&((n("vni") as u32) << 8).to_be_bytes());
+                }
+                Kind::Ipv6Hbh | Kind::Ipv6Dst => {
+                    let options = bytes(li, 0);
+                    // Padded to a whole number of 8 bytes: Pad1 for one byte, PadN for more.
+                    let padded = (2 + options.len()).div_ceil(8) * 8;
+                    ensure!(padded <= 2048, "{} options longer than 2046 bytes", l.kind.name());
+                    header.push(protocol("nh"));
+                    header.push((padded / 8 - 1) as u8);
+                    header.extend_from_slice(options);
+                    match padded - 2 - options.len() {
+                        0 => {}
+                        1 => header.push(0),
+                        n => {
+                            header.extend_from_slice(&[1, (n - 2) as u8]);
+                            header.resize(padded, 0);
+                        }
+                    }
+                }
+                Kind::Geneve => {
+                    let options = bytes(li, 2);
+                    ensure!(
+                        options.len() % 4 == 0 && options.len() <= 252,
+                        "geneve options must be a multiple of 4 bytes, at most 252"
+                    );
+                    header.push((options.len() / 4) as u8);
+                    header.push(0);
+                    header.extend_from_slice(&ethertype_of("proto")?.to_be_bytes());
+                    header.extend_from_slice(&((n("vni") as u32) << 8).to_be_bytes());
+                    header.extend_from_slice(options);
+                }
+                Kind::Gue => {
+                    // Version 0, no control message, no extension fields, no flags.
+                    header.extend_from_slice(&[0, protocol("proto"), 0, 0]);
                 }
                 Kind::Eth => {
                     header.extend_from_slice(&n("dst").to_be_bytes()[10..]);
@@ -770,8 +831,18 @@ impl PacketSpec {
                     Some(Value::Bytes(b)) => b.len(),
                     _ => 0,
                 },
-                Kind::Gre => 4,
+                Kind::Gre | Kind::Gue => 4,
                 Kind::Vxlan => 8,
+                Kind::Ipv6Hbh | Kind::Ipv6Dst => match &self.layers[li].values[0] {
+                    Some(Value::Bytes(b)) => (2 + b.len()).div_ceil(8) * 8,
+                    _ => 8,
+                },
+                Kind::Geneve => {
+                    8 + match &self.layers[li].values[2] {
+                        Some(Value::Bytes(b)) => b.len(),
+                        _ => 0,
+                    }
+                }
                 Kind::Vlan => 4,
                 Kind::Ipv4 => {
                     20 + match &self.layers[li].values[9] {

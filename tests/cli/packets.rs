@@ -97,3 +97,40 @@ fn options_that_do_not_fit_are_refused_naming_the_field() {
     assert!(err(&format!("eth/ipv4/tcp(options={nops}, mss=1460)")).contains("a header has room for 40"));
     assert!(err("eth/ipv4/tcp(tsecr=5)").contains("needs ts="));
 }
+
+#[test]
+fn ipv6_option_headers_geneve_gue_and_qinq_decode_cleanly() {
+    assert_decoded_cleanly(
+        "packets-more",
+        &[
+            // Hop-by-hop with a router alert (MLD), padded to 8 bytes with PadN.
+            "eth/ipv6/ipv6hbh(options=05020000)/icmpv6(type=143)",
+            // Hop-by-hop, then destination options (empty: padding alone), then a fragment header.
+            "eth/ipv6/ipv6hbh/ipv6dst/ipv6frag(m=1, id=7)/udp/payload(8)",
+            // Geneve on its port, an inner Ethernet frame (protocol 0x6558) after it.
+            "eth/ipv4/udp(dport=6081)/geneve(vni=77)/eth/ipv4/tcp",
+            // GUE variant 0 carrying IPv4 (protocol 4), as the selftests' decapsulator takes it.
+            "eth/ipv4/udp(dport=6080)/gue/ipv4(src=10.1.1.1)/udp(dport=9)/payload(8)",
+            // QinQ: an 802.1ad service tag (0x88a8) around an 802.1Q customer tag.
+            "eth(type=0x88a8)/vlan(id=100)/vlan(id=200)/ipv4/udp",
+        ],
+        &[
+            "IPv6 Hop-by-Hop Option",
+            "Router Alert",
+            "Destination Options for IPv6",
+            "Fragment Header",
+            "Generic Network Virtualization Encapsulation",
+            "Virtual Network Identifier (VNI): 0x00004d",
+            "Protocol Type: Transparent Ethernet bridging (0x6558)",
+            "IEEE 802.1ad, ID: 100",
+            "802.1Q Virtual LAN, PRI: 0, DEI: 0, ID: 200",
+        ],
+    );
+    // GUE's header is four bytes: version 0, then the protocol of what follows.
+    let p = PacketSpec::parse("eth/ipv4/udp(dport=6080)/gue/ipv6/tcp").unwrap().packet(0).unwrap();
+    assert_eq!(&p[42..46], &[0, 41, 0, 0]);
+    // Hop-by-hop options: next header, length in 8-byte units less one, options, padding.
+    let p = PacketSpec::parse("eth/ipv6/ipv6hbh(options=0502000000)/tcp").unwrap().packet(0).unwrap();
+    assert_eq!(p[20], 0, "IPv6 next header: hop-by-hop");
+    assert_eq!(&p[54..62], &[6, 0, 5, 2, 0, 0, 0, 0x00], "one byte of padding is Pad1");
+}
