@@ -20,8 +20,15 @@ static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_dr
 	__u32 fields = cfg_skb_fields;
 
 	if (skb->len != st->len0) {
+#ifdef BENCH_TC_RESET_AT_MAC
+		/* The room goes back where a decapsulation or a grown head took or
+		 * made it, after the MAC header; the host writes every byte back. */
+		if (bpf_skb_adjust_room(skb, (__s32)st->len0 - (__s32)skb->len, BPF_ADJ_ROOM_MAC, 0))
+			return -1;
+#else
 		if (bpf_skb_change_tail(skb, st->len0, 0))
 			return -1;
+#endif
 		st->resized++;
 	}
 	if (fields & BENCH_SKB_MARK)

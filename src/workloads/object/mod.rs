@@ -784,8 +784,20 @@ impl Loaded<'_> {
             ctx: case.ctx_bytes().map(<[u8]>::to_vec),
             construct,
             body: bench.setup.body,
+            reset_at_mac: false,
         };
-        Ok(match Spliced::build(request) {
+        // A tc program that changes the length is put back at the tail; where
+        // that fails (a decapsulation's data walks forward), at the MAC
+        // header, in the kernel (the userspace runtime has no
+        // bpf_skb_adjust_room). The tail's reason stands if both fail.
+        let resizes_tc = kind == ProgKind::Tc && refs.iter().zip(&case.packets).any(|(r, p)| r.packet.len() != p.len());
+        let built = match Spliced::build(request.clone()) {
+            Err(at_tail) if resizes_tc && self.runtime == Runtime::Kernel => {
+                Spliced::build(SpliceRequest { reset_at_mac: true, ..request }).map_err(|_| at_tail)
+            }
+            built => built,
+        };
+        Ok(match built {
             Ok(s) => {
                 if s.user().is_some() {
                     checks.push(format!("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)", refs.len()));
@@ -793,7 +805,7 @@ impl Loaded<'_> {
                 }
                 checks.push("spliced into the batch loop: the last iteration of every checked batch matched the program's own output".into());
                 if s.resized()? > 0 {
-                    notes.push("the program changes the packet's length: the loop puts it back after every iteration (adjust_head/tail), inside the timed region".into());
+                    notes.push(format!("the program changes the packet's length: the loop puts it back after every iteration ({}), inside the timed region", s.length_reset));
                 }
                 let placement = match (&s.placement, &s.why_called) {
                     (Body::Inline, _) => "inline in the batch loop".to_string(),

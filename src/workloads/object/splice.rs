@@ -49,10 +49,15 @@ pub fn driver_programs(construct: LoopConstruct) -> Result<(String, String)> {
     Ok((format!("{DRIVER}{sfx}"), format!("{DRIVER_OVERHEAD}{sfx}")))
 }
 
-/// The driver object for a program kind, as bpfbench compiled it.
-pub fn driver_object(kind: ProgKind) -> Result<ObjectFile> {
+/// The driver object for a program kind, as bpfbench compiled it; for tc,
+/// `reset_at_mac` takes the one that puts the packet's length back at the
+/// MAC header (driver_tc_mac.bpf.c) rather than at the tail.
+pub fn driver_object(kind: ProgKind, reset_at_mac: bool) -> Result<ObjectFile> {
     match kind {
         ProgKind::Xdp => ObjectFile::open_memory("driver_xdp", crate::bpf_object_bytes!("driver_xdp")),
+        ProgKind::Tc if reset_at_mac => {
+            ObjectFile::open_memory("driver_tc_mac", crate::bpf_object_bytes!("driver_tc_mac"))
+        }
         ProgKind::Tc => ObjectFile::open_memory("driver_tc", crate::bpf_object_bytes!("driver_tc")),
         other => anyhow::bail!("no batch loop runs {other:?} programs"),
     }

@@ -93,6 +93,8 @@ pub struct Spliced {
     pub placement: Body,
     /// Why it is called, where inline was asked for or possible.
     pub why_called: Option<String>,
+    /// The helper the loop puts a changed length back with.
+    pub length_reset: &'static str,
     /// The userspace runtime the batches run in, when they do.
     user: Option<SharedRuntime>,
     /// The test runs' context (an skb program's `__sk_buff`), if any.
@@ -102,6 +104,7 @@ pub struct Spliced {
 /// What a spliced case is built from: the user's program, its packets
 /// (`restore` bytes of each written back per iteration) and its own
 /// outputs, and where and how it is timed.
+#[derive(Clone)]
 pub struct SpliceRequest<'a> {
     pub user: &'a PreparedProgram<'a>,
     pub variants: &'a [Vec<u8>],
@@ -115,6 +118,9 @@ pub struct SpliceRequest<'a> {
     pub ctx: Option<Vec<u8>>,
     pub construct: LoopConstruct,
     pub body: BodyChoice,
+    /// tc: put a changed length back at the MAC header (driver_tc_mac)
+    /// rather than at the tail.
+    pub reset_at_mac: bool,
 }
 
 impl Spliced {
@@ -138,7 +144,8 @@ impl Spliced {
         let SpliceRequest { user, variants, restore, cpu, runtime, construct, .. } = *req;
         let references = req.references.clone();
         let (entry, overhead_name) = splice::driver_programs(construct)?;
-        let mut driver = driver_object(user.kind)?;
+        let reset_at_mac = req.reset_at_mac;
+        let mut driver = driver_object(user.kind, reset_at_mac)?;
         let cfg_skb_fields = match user.kind {
             ProgKind::Tc => splice::skb_fields_written(user.insns),
             _ => 0,
@@ -187,6 +194,11 @@ impl Spliced {
             scrubbed,
             placement: body,
             why_called: None,
+            length_reset: match user.kind {
+                ProgKind::Tc if reset_at_mac => "bpf_skb_adjust_room at the MAC header",
+                ProgKind::Tc => "bpf_skb_change_tail",
+                _ => "bpf_xdp_adjust_head/tail",
+            },
             user: None,
             ctx: req.ctx.clone(),
         };
@@ -360,6 +372,7 @@ mod tests {
             ctx: None,
             construct,
             body,
+            reset_at_mac: false,
         };
         for (runtime, construct) in builds {
             let s = Spliced::build(request(vec![reference.clone()], runtime, construct, BodyChoice::Auto))
@@ -446,6 +459,7 @@ mod tests {
                 ctx: None,
                 construct: LoopConstruct::MayGoto,
                 body: choice,
+                reset_at_mac: false,
             };
             let mut s = Spliced::build(request).unwrap_or_else(|e| panic!("{choice:?}: {e:#}"));
             assert_eq!(s.placement, placement);
