@@ -305,6 +305,9 @@ pub(super) fn expected_bytes(
 /// BTF type `id` where it is a struct ("packets: expected 01000000, got
 /// 02000000"), else as bytes; `None` if it does not.
 pub(super) fn value_differs(btf: Option<&Btf<'_>>, id: u32, want: &[u8], got: &[u8], given: &[bool]) -> Option<String> {
+    if want.len() != got.len() {
+        return Some(format!("expected {} bytes, got {}", want.len(), got.len()));
+    }
     let differs = |r: std::ops::Range<usize>| r.clone().any(|i| given[i] && want[i] != got[i]);
     if !differs(0..want.len()) {
         return None;
@@ -344,12 +347,7 @@ pub fn skb_context(fields: &Value, what: &str) -> Result<Vec<u8>> {
 /// The bytes of the running kernel's `struct type_name` (from its BTF) with
 /// the fields `fields` (a JSON object, as a map value) set, the rest zero.
 pub fn kernel_struct(type_name: &str, fields: &Value, what: &str) -> Result<Vec<u8>> {
-    let btf = Btf::from_vmlinux().map_err(|e| {
-        anyhow::anyhow!("{what}: the kernel's BTF (/sys/kernel/btf/vmlinux) is needed to lay out {type_name}: {e}")
-    })?;
-    let c: Composite<'_> =
-        btf.type_by_name(type_name).with_context(|| format!("{what}: the kernel's BTF has no struct {type_name}"))?;
-    bytes_of(Some(&btf), u32::from(c.type_id()), c.size(), fields, what)
+    expected_kernel_struct(type_name, fields, what).map(|(bytes, _)| bytes)
 }
 
 /// An expected value of the running kernel's `struct type_name`: the
@@ -448,28 +446,7 @@ fn describe_union(btf: &Btf<'_>, u: &Composite<'_>, base: usize, bytes: &[u8], o
 /// How two values of the running kernel's `struct type_name` differ, by
 /// member ("ip_proto: expected 06, got 11"), or `None` if they do not.
 pub fn struct_differs(type_name: &str, want: &[u8], got: &[u8]) -> Option<String> {
-    if want == got {
-        return None;
-    }
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-    let by_member = || -> Option<String> {
-        let btf = Btf::from_vmlinux().ok()?;
-        let c: Composite<'_> = btf.type_by_name(type_name)?;
-        let mut out = Vec::new();
-        for m in c.iter() {
-            let MemberAttr::Normal { offset } = m.attr else { continue };
-            let (start, size) = ((offset / 8) as usize, size_of(&btf, m.ty).ok()?);
-            let (w, g) = (want.get(start..start + size)?, got.get(start..start + size)?);
-            if w != g {
-                let name = m
-                    .name
-                    .map_or_else(|| format!("bytes {start}..{}", start + size), |n| n.to_string_lossy().into_owned());
-                out.push(format!("{name}: expected {}, got {}", hex(w), hex(g)));
-            }
-        }
-        (!out.is_empty()).then(|| out.join("; "))
-    };
-    Some(by_member().unwrap_or_else(|| format!("expected {}, got {}", hex(want), hex(got))))
+    kernel_struct_differs(type_name, want, got, &vec![true; want.len()])
 }
 
 #[cfg(test)]
