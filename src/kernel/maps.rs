@@ -148,6 +148,14 @@ pub fn resettable(map_type: u32) -> bool {
     )
 }
 
+/// Whether the map behind `map` can be read whole and written back from
+/// outside: of a [`resettable`] type, and not read-only to programs (a
+/// frozen `.rodata`, which the syscall refuses to write).
+pub fn writable_whole(map: BorrowedFd<'_>) -> Result<bool> {
+    let info = libbpf_rs::MapInfo::new(map).context("reading a map's info")?.info;
+    Ok(resettable(info.type_) && info.map_flags & sys::BPF_F_RDONLY_PROG == 0)
+}
+
 /// Bytes a lookup of one value of the map `info` describes fills: one
 /// 8-byte-aligned slot per possible CPU for a per-CPU map.
 pub fn value_len(info: &sys::bpf_map_info, possible_cpus: usize) -> usize {

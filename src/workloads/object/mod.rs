@@ -447,10 +447,7 @@ fn snapshot_own_maps(user: &ObjectFile, pins: &[(String, std::path::PathBuf)]) -
         }
         // SAFETY: the object holds the fd open as long as `user` lives.
         let map = unsafe { BorrowedFd::borrow_raw(fd) };
-        let info = libbpf_rs::MapInfo::new(map).with_context(|| format!("reading map {name}"))?.info;
-        if !crate::kernel::maps::resettable(info.type_)
-            || info.map_flags & libbpf_rs::libbpf_sys::BPF_F_RDONLY_PROG != 0
-        {
+        if !crate::kernel::maps::writable_whole(map).with_context(|| format!("reading map {name}"))? {
             continue;
         }
         snapshots.push(MapSnapshot::take(map, ncpus).with_context(|| format!("reading map {name} as set up"))?);
