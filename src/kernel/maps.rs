@@ -156,11 +156,17 @@ pub fn writable_whole(map: BorrowedFd<'_>) -> Result<bool> {
     Ok(resettable(info.type_) && info.map_flags & sys::BPF_F_RDONLY_PROG == 0)
 }
 
+/// Bytes one CPU's value of `value_size` bytes takes in a per-CPU map's
+/// lookup or update buffer: each starts 8-byte aligned.
+pub fn percpu_stride(value_size: usize) -> usize {
+    value_size.div_ceil(8) * 8
+}
+
 /// Bytes a lookup of one value of the map `info` describes fills: one
 /// 8-byte-aligned slot per possible CPU for a per-CPU map.
 pub fn value_len(info: &sys::bpf_map_info, possible_cpus: usize) -> usize {
     if MapType::from(info.type_).is_percpu() {
-        (info.value_size as usize).div_ceil(8) * 8 * possible_cpus
+        percpu_stride(info.value_size as usize) * possible_cpus
     } else {
         info.value_size as usize
     }
@@ -233,8 +239,9 @@ impl MapSnapshot {
         use std::os::fd::AsFd;
         let map = self.map.as_fd();
         if !self.array {
+            let held: std::collections::HashSet<&[u8]> = self.entries.iter().map(|(k, _)| k.as_slice()).collect();
             for key in keys(map, self.key_size)? {
-                if !self.entries.iter().any(|(k, _)| *k == key) {
+                if !held.contains(key.as_slice()) {
                     // SAFETY: a key of the map's size; the kernel copies it.
                     if unsafe { sys::bpf_map_delete_elem(map.as_raw_fd(), key.as_ptr().cast()) } != 0 {
                         let err = std::io::Error::last_os_error();

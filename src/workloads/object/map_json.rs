@@ -39,7 +39,7 @@ pub fn fill(obj: &ObjectFile, name: &str, path: &Path) -> Result<usize> {
         let one = bytes_of(btf.as_ref(), value_id, info.value_size as usize, v, &format!("{at}: value"))?;
         let value = if percpu {
             // Per-CPU maps take one 8-byte-aligned value per possible CPU: the same for all.
-            let stride = one.len().div_ceil(8) * 8;
+            let stride = maps::percpu_stride(one.len());
             let mut all = vec![0u8; stride * ncpus];
             for c in 0..ncpus {
                 all[c * stride..c * stride + one.len()].copy_from_slice(&one);

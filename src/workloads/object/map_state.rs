@@ -105,7 +105,7 @@ impl MapExpectation {
             };
             let Some(got) = got else { bail!("{entry}: key {shown_key} is absent, expected present") };
             let got = match percpu {
-                true => got[cpu * value_size.div_ceil(8) * 8..][..value_size].to_vec(),
+                true => got[cpu * maps::percpu_stride(value_size)..][..value_size].to_vec(),
                 false => got,
             };
             let (want, given) = expected_bytes(btf.as_ref(), value_id, value_size, value, &format!("{entry}: value"))?;
