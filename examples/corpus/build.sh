@@ -7,6 +7,13 @@
 #   examples/corpus/build.sh --katran ~/src/katran --xdp-tools ~/src/xdp-tools --cilium ~/src/cilium
 #   bpfbench run examples/corpus/katran-balancer.toml
 #
+# Cilium's BPF unit tests (bpf/tests/*.c), each built into OUT/NAME.o with
+# the flags of Cilium's bpf/tests/Makefile, for `bpfbench run --tests cilium OUT`:
+#
+#   examples/corpus/build.sh --cilium ~/src/cilium --cilium-tests OUT
+#
+# --cilium also takes the Go module's zip (v1.18.4.zip) as it is.
+#
 # A project left out is skipped; its spec files then fail to find their
 # object. Tested with katran 19f08fec, xdp-tools f0b4ac2 and cilium
 # v1.18.4 (a checkout, or the module the Go proxy serves:
@@ -18,21 +25,37 @@ clang=${BPF_CLANG:-clang-19}
 katran=
 xdp_tools=
 cilium=
+cilium_tests=
 while [ $# -gt 0 ]; do
     case "$1" in
+        --cilium-tests) cilium_tests=$2; shift 2 ;;
         --katran) katran=$2; shift 2 ;;
         --xdp-tools) xdp_tools=$2; shift 2 ;;
         --cilium) cilium=$2; shift 2 ;;
         *)
-            echo "build.sh: unknown argument '$1'; give --katran DIR, --xdp-tools DIR and/or --cilium DIR (checkouts of those projects)" >&2
+            echo "build.sh: unknown argument '$1'; give --katran DIR, --xdp-tools DIR and/or --cilium DIR (checkouts of those projects), and --cilium-tests OUT to build Cilium's unit tests" >&2
             exit 2
             ;;
     esac
 done
 if [ -z "$katran$xdp_tools$cilium" ]; then
-    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR] [--cilium DIR]" >&2
+    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR] [--cilium DIR|ZIP [--cilium-tests OUT]]" >&2
     exit 2
 fi
+if [ -n "$cilium_tests" ] && [ -z "$cilium" ]; then
+    echo "build.sh: --cilium-tests needs --cilium DIR (a checkout) or --cilium FILE.zip (the Go module)" >&2
+    exit 2
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+case "$cilium" in
+    *.zip)
+        # The Go module proxy's zip: github.com/cilium/cilium@vX.Y.Z/...
+        unzip -q "$cilium" '*/bpf/*' -d "$tmp/module"
+        cilium=$(dirname "$(find "$tmp/module" -path '*/bpf/bpf_xdp.c' | head -n 1)")
+        cilium=$(dirname "$cilium")
+        ;;
+esac
 mkdir -p "$out"
 cc() { # source, object, flags...
     src=$1
@@ -73,8 +96,6 @@ if [ -n "$cilium" ]; then
     # program): their symbols are made global in the object. Their
     # sections (xdp/entry, xdp/tail) are Cilium's too: the spec says
     # program-type = "xdp".
-    tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
     cp -r "$cilium/bpf" "$tmp/bpf"
     cat >"$tmp/bpf/include/bpf/loader.h" <<'SHIM'
 /* bpfbench's build of Cilium: bpf/loader.h with pinning values libbpf takes. */
@@ -96,4 +117,28 @@ SHIM
     globalize=$(llvm-objdump-19 -t "$tmp/cilium_xdp.o" | awk '$NF != "" && ($0 ~ / xdp\/tail/ || $0 ~ / xdp\/entry/) {printf "--globalize-symbol=%s ", $NF}')
     # shellcheck disable=SC2086
     llvm-objcopy-19 $globalize "$tmp/cilium_xdp.o" "$out/cilium_xdp.bpf.o"
+fi
+if [ -n "$cilium_tests" ]; then
+    # Cilium's bpf/tests/Makefile: -I bpf -I bpf/include -g, the loader's
+    # standard flags (pkg/datapath/loader/compile.go) and -mcpu=v3; each
+    # test #includes the datapath it drives. Built from the copy with the
+    # mended loader.h (above); bpfbench makes the static tail programs
+    # global in memory when it opens each object.
+    mkdir -p "$cilium_tests"
+    cilium_tests=$(cd "$cilium_tests" && pwd)
+    flags="-I$tmp/bpf -I$tmp/bpf/include -g -O2 --target=bpf -std=gnu99 -nostdinc -ftrap-function=__undefined_trap \
+-Wall -Wextra -Werror -Wshadow -Wno-address-of-packed-member -Wno-unknown-warning-option \
+-Wno-gnu-variable-sized-type-not-at-end -Wimplicit-int-conversion -Wenum-conversion -Wimplicit-fallthrough -mcpu=v3"
+    export clang flags cilium_tests
+    # Every CPU at once: ~1-5 s a file.
+    # From bpf/tests, the file by its name alone, as the Makefile's
+    # pattern rule: each log line of a CHECK starts with __FILE__, and
+    # its length must fit the one byte the framework gives it.
+    cd "$tmp/bpf/tests"
+    find . -maxdepth 1 -name '*.c' | sort | xargs -P "$(nproc)" -I{} sh -c '
+        name=$(basename {} .c)
+        # shellcheck disable=SC2086
+        "$clang" $flags -c "$name.c" -o "$cilium_tests/$name.o" || echo "build.sh: $name.c did not compile" >&2'
+    cd - >/dev/null
+    echo "build.sh: $(find "$cilium_tests" -maxdepth 1 -name '*.o' | wc -l) test objects in $cilium_tests"
 fi

@@ -148,14 +148,6 @@ pub fn resettable(map_type: u32) -> bool {
     )
 }
 
-/// Whether the map behind `map` can be read whole and written back from
-/// outside: of a [`resettable`] type, and not read-only to programs (a
-/// frozen `.rodata`, which the syscall refuses to write).
-pub fn writable_whole(map: BorrowedFd<'_>) -> Result<bool> {
-    let info = libbpf_rs::MapInfo::new(map).context("reading a map's info")?.info;
-    Ok(resettable(info.type_) && info.map_flags & sys::BPF_F_RDONLY_PROG == 0)
-}
-
 /// Bytes one CPU's value of `value_size` bytes takes in a per-CPU map's
 /// lookup or update buffer: each starts 8-byte aligned.
 pub fn percpu_stride(value_size: usize) -> usize {
@@ -187,7 +179,7 @@ pub fn lookup(map: BorrowedFd<'_>, key: &[u8], len: usize) -> Result<Option<Vec<
 }
 
 /// Every key of the map, in the kernel's order.
-fn keys(map: BorrowedFd<'_>, key_size: usize) -> Result<Vec<Vec<u8>>> {
+pub(super) fn keys(map: BorrowedFd<'_>, key_size: usize) -> Result<Vec<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let mut next = vec![0u8; key_size];
     loop {
@@ -205,56 +197,13 @@ fn keys(map: BorrowedFd<'_>, key_size: usize) -> Result<Vec<Vec<u8>>> {
     }
 }
 
-/// A map's entries as they were, to put them back: what a case that
-/// checks the maps after its packets starts from.
-pub struct MapSnapshot {
-    map: std::os::fd::OwnedFd,
-    array: bool,
-    key_size: usize,
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
-impl MapSnapshot {
-    /// The entries of `map` (of a [`resettable`] type) now.
-    pub fn take(map: BorrowedFd<'_>, possible_cpus: usize) -> Result<MapSnapshot> {
-        let info = libbpf_rs::MapInfo::new(map).context("reading a map's info")?.info;
-        if !resettable(info.type_) {
-            bail!("a map of type {} cannot be read whole", info.type_);
-        }
-        let (key_size, len) = (info.key_size as usize, value_len(&info, possible_cpus));
-        let mut entries = Vec::new();
-        for key in keys(map, key_size)? {
-            // A key deleted meanwhile is simply not there.
-            if let Some(value) = lookup(map, &key, len)? {
-                entries.push((key, value));
-            }
-        }
-        let array = matches!(info.type_, sys::BPF_MAP_TYPE_ARRAY | sys::BPF_MAP_TYPE_PERCPU_ARRAY);
-        Ok(MapSnapshot { map: map.try_clone_to_owned()?, array, key_size, entries })
+/// A descriptor of the map of id `id` (an inner map of a map of maps).
+pub(super) fn map_by_id(id: u32) -> Result<std::os::fd::OwnedFd> {
+    // SAFETY: a plain syscall wrapper; a negative result is an error.
+    let fd = unsafe { sys::bpf_map_get_fd_by_id(id) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).with_context(|| format!("opening inner map {id}"));
     }
-
-    /// Puts the map back as it was taken: keys added since are deleted (an
-    /// array's slots are only rewritten), every entry it held is rewritten.
-    pub fn restore(&self) -> Result<()> {
-        use std::os::fd::AsFd;
-        let map = self.map.as_fd();
-        if !self.array {
-            let held: std::collections::HashSet<&[u8]> = self.entries.iter().map(|(k, _)| k.as_slice()).collect();
-            for key in keys(map, self.key_size)? {
-                if !held.contains(key.as_slice()) {
-                    // SAFETY: a key of the map's size; the kernel copies it.
-                    if unsafe { sys::bpf_map_delete_elem(map.as_raw_fd(), key.as_ptr().cast()) } != 0 {
-                        let err = std::io::Error::last_os_error();
-                        if err.raw_os_error() != Some(libc::ENOENT) {
-                            return Err(err).context("deleting an entry added since");
-                        }
-                    }
-                }
-            }
-        }
-        for (key, value) in &self.entries {
-            update(map, key, value).context("writing an entry back")?;
-        }
-        Ok(())
-    }
+    // SAFETY: a new descriptor we own.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }

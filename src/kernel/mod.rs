@@ -23,6 +23,7 @@ pub mod features;
 pub mod libbpf_log;
 pub mod lines;
 pub mod load;
+pub mod map_snapshot;
 pub mod maps;
 pub mod netdev;
 pub mod object;

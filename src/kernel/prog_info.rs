@@ -20,6 +20,23 @@ pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info>
     Ok(info)
 }
 
+/// The ids of the maps the loaded program uses.
+pub fn map_ids(fd: BorrowedFd<'_>) -> Result<Vec<u32>> {
+    let n = prog_info(fd)?.nr_map_ids;
+    let mut ids = vec![0u32; n as usize];
+    // SAFETY: zero is a valid bpf_prog_info; the kernel writes at most `nr_map_ids` ids.
+    let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    info.nr_map_ids = n;
+    info.map_ids = ids.as_mut_ptr() as u64;
+    let mut len = size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    if rc != 0 {
+        bail!("BPF_OBJ_GET_INFO_BY_FD: {}", std::io::Error::last_os_error());
+    }
+    ids.truncate(info.nr_map_ids.min(n) as usize);
+    Ok(ids)
+}
+
 /// The kernel's id of the loaded program: what a prog array holding it gives back.
 pub fn prog_id(fd: BorrowedFd<'_>) -> Result<u32> {
     Ok(prog_info(fd)?.id)

@@ -30,6 +30,18 @@ pub fn run(prog: BorrowedFd<'_>, packet: &[u8]) -> Result<RunOutput> {
 /// empty `packet` passes none, for the types that take a context alone
 /// (sk_lookup), whose test run refuses packet buffers.
 pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result<RunOutput> {
+    run_keeping_ctx(prog, packet, ctx).map(|(out, _)| out)
+}
+
+/// As [`run_in`], with the context as the run left it (`ctx_out`): the
+/// `__sk_buff` fields a tc program wrote (mark, priority, cb[], ...), which
+/// a test framework hands to the next program of a test as its input.
+pub fn run_keeping_ctx(
+    prog: BorrowedFd<'_>,
+    packet: &[u8],
+    ctx: Option<&[u8]>,
+) -> Result<(RunOutput, Option<Vec<u8>>)> {
+    let mut ctx_out = ctx.filter(|_| !packet.is_empty()).map(|c| vec![0u8; c.len()]);
     let mut out = if packet.is_empty() { Vec::new() } else { vec![0u8; packet.len() + HEADROOM_GROWTH] };
     // The kernel writes a syscall program's context back into ctx_in: a copy.
     let mut ctx_copy = ctx.map(<[u8]>::to_vec);
@@ -49,6 +61,10 @@ pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result
         opts.ctx_in = ctx.as_mut_ptr().cast();
         opts.ctx_size_in = ctx.len() as u32;
     }
+    if let Some(out) = ctx_out.as_mut() {
+        opts.ctx_out = out.as_mut_ptr().cast();
+        opts.ctx_size_out = out.len() as u32;
+    }
     // SAFETY: the buffers outlive the call and their sizes are passed with them.
     let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
     if rc != 0 {
@@ -66,13 +82,16 @@ pub fn run_in(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> Result
         bail!("BPF_PROG_TEST_RUN failed: {err}");
     }
     out.truncate(opts.data_size_out as usize);
+    if let Some(c) = ctx_out.as_mut() {
+        c.truncate(opts.ctx_size_out as usize);
+    }
     // Without a packet, the output is the context as the run left it (a
     // syscall program's; the other types leave ctx_in as it was).
     let packet = match ctx_copy {
         Some(ctx) if packet.is_empty() => ctx,
         _ => out,
     };
-    Ok(RunOutput { retval: opts.retval, packet, duration_ns: opts.duration })
+    Ok((RunOutput { retval: opts.retval, packet, duration_ns: opts.duration }, ctx_out))
 }
 
 /// What one test run is given.

@@ -403,10 +403,9 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
             "per call: one BPF_PROG_TEST_RUN per packet, timed by the kernel around the program; loop p50 is then an empty program's test run. Not comparable with in-BPF figures.\n",
         );
     }
+    out.push_str(&per_call_reasons(&report.results));
+    out.push_str(&state_dependent_rows(&report.results));
     for r in &report.results {
-        if let Timing::PerCall { reason, .. } = &r.timing {
-            let _ = writeln!(out, "{}: timed per call because {reason}", label(r));
-        }
         if let Some(why) = &r.unavailable {
             let _ = writeln!(out, "\n{}: N/A ({why})", label(r));
         }
@@ -425,4 +424,45 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         out.push_str("\ninterrupted: the results above are those finished before Ctrl-C\n");
     }
     out
+}
+
+/// Why rows were timed per call: one line a reason, naming its rows (a
+/// test suite's fresh rows share one reason; a few rows are named, many
+/// counted).
+fn per_call_reasons(results: &[ScenarioRecord]) -> String {
+    let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
+    for r in results {
+        if let Timing::PerCall { reason, .. } = &r.timing {
+            match reasons.iter_mut().find(|(why, _)| *why == reason.as_str()) {
+                Some((_, rows)) => rows.push(label(r)),
+                None => reasons.push((reason, vec![label(r)])),
+            }
+        }
+    }
+    let mut out = String::new();
+    for (why, rows) in reasons {
+        let _ = match rows.as_slice() {
+            [one] => writeln!(out, "{one}: timed per call because {why}"),
+            few if few.len() <= 3 => writeln!(out, "{}: timed per call because {why}", few.join(", ")),
+            many => writeln!(out, "{} rows ({}, ...) timed per call because {why}", many.len(), many[0]),
+        };
+    }
+    out
+}
+
+/// The rows whose program takes another path on later packets than on
+/// its first (a test suite's steady rows): their verdict says so.
+fn state_dependent_rows(results: &[ScenarioRecord]) -> String {
+    let rows: Vec<String> = results
+        .iter()
+        .filter(|r| r.verdict.as_deref().is_some_and(|v| v.ends_with("(state-dependent)")))
+        .map(label)
+        .collect();
+    match rows.is_empty() {
+        true => String::new(),
+        false => format!(
+            "state-dependent (later packets take another path than the first, or fail the test's own check; -v says how): {}\n",
+            rows.join(", ")
+        ),
+    }
 }

@@ -1,6 +1,7 @@
 //! The registry of workloads. Each lives in its own folder with its BPF C
 //! beside the Rust that drives it, and registers here in one line.
 
+pub mod bpf_tests;
 #[cfg(test)]
 mod example;
 pub mod live;
@@ -17,7 +18,8 @@ use clap::{Arg, ArgAction, Command};
 use crate::harness::Workload;
 
 /// Every workload, in `bpfbench list` order. Adding a workload is one line here.
-pub const REGISTRY: &[&Registration] = &[&xdp_lb::REGISTRATION, &maps::REGISTRATION, &object::REGISTRATION];
+pub const REGISTRY: &[&Registration] =
+    &[&xdp_lb::REGISTRATION, &maps::REGISTRATION, &bpf_tests::REGISTRATION, &object::REGISTRATION];
 
 /// The workload `bpfbench run` runs when none is named.
 pub const DEFAULT: &str = "xdp-lb";

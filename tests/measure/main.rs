@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod framework_tests;
 mod inline;
 mod kernel;
 mod maps;

@@ -73,3 +73,48 @@ pub fn is_bpf_elf(path: &Path) -> bool {
     let machine = if head[5] == 2 { u16::from_be_bytes(machine) } else { u16::from_le_bytes(machine) };
     machine == EM_BPF
 }
+
+/// Makes the static functions of `data`'s program sections (every
+/// executable section but `.text`) global, in place, and returns their
+/// names. libbpf loads no static program ("program 'X' is static and not
+/// supported"), and Cilium declares its tail-call programs static: its own
+/// loader takes them. The symbol's binding is the only byte changed, as
+/// `llvm-objcopy --globalize-symbol` changes it.
+pub fn globalize_static_programs(data: &mut [u8]) -> Result<Vec<String>> {
+    use object::elf;
+    use object::read::elf::{FileHeader, SectionHeader, Sym};
+    let endian = object::LittleEndian;
+    let (symtab_offset, fix) = {
+        let header = elf::FileHeader64::<object::LittleEndian>::parse(&*data).context("a damaged ELF header")?;
+        let sections = header.sections(endian, &*data).context("a damaged ELF section table")?;
+        let Some((_, symtab_header)) = sections.iter().enumerate().find(|(_, s)| s.sh_type(endian) == elf::SHT_SYMTAB)
+        else {
+            return Ok(Vec::new());
+        };
+        let symbols = sections.symbols(endian, &*data, elf::SHT_SYMTAB).context("a damaged ELF symbol table")?;
+        let mut fix = Vec::new();
+        for (i, sym) in symbols.iter().enumerate() {
+            if sym.st_type() != elf::STT_FUNC || sym.st_bind() != elf::STB_LOCAL {
+                continue;
+            }
+            let Some(index) = sym.st_shndx(endian).index() else { continue };
+            let Ok(section) = sections.section(object::SectionIndex(usize::from(index))) else { continue };
+            let executable = section.sh_flags(endian).0 & elf::SHF_EXECINSTR.0 != 0;
+            let section_name = sections.section_name(endian, section).unwrap_or_default();
+            if !executable || section_name == b".text" {
+                continue;
+            }
+            let name = String::from_utf8_lossy(symbols.symbol_name(endian, sym).unwrap_or_default()).into_owned();
+            fix.push((i, name));
+        }
+        (symtab_header.sh_offset(endian) as usize, fix)
+    };
+    let entry = size_of::<elf::Sym64<object::LittleEndian>>();
+    // st_info follows the 4-byte st_name.
+    let info = elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_FUNC).0;
+    for (i, _) in &fix {
+        let at = symtab_offset + i * entry + 4;
+        *data.get_mut(at).context("a symbol past the end of the file")? = info;
+    }
+    Ok(fix.into_iter().map(|(_, name)| name).collect())
+}

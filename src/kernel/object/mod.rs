@@ -25,7 +25,7 @@ use crate::kernel::libbpf_log;
 use crate::record::VerifierStats;
 
 /// Program types bpfbench can time, as the kernel calls them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProgKind {
     Xdp,
     /// tc (BPF_PROG_TYPE_SCHED_CLS).
@@ -196,6 +196,34 @@ impl ObjectFile {
         Ok(ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
     }
 
+    /// Opens `path` as a project's own loader takes it, for objects built
+    /// for one (Cilium's): its static programs made global first, in memory
+    /// (the file is untouched), since libbpf loads no static program.
+    /// Returns the object and the names made global.
+    pub fn open_mended(path: &Path) -> Result<(ObjectFile, Vec<String>)> {
+        let elf = check_bpf_elf(path)?;
+        let mut image = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let globalized = checks::globalize_static_programs(&mut image)
+            .with_context(|| format!("{} is a damaged ELF file", path.display()))?;
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let c_name = CString::new(stem).context("the file name holds a NUL byte")?;
+        // SAFETY: zero is a valid opts; libbpf reads `sz` first.
+        let mut opts: sys::bpf_object_open_opts = unsafe { std::mem::zeroed() };
+        opts.sz = size_of::<sys::bpf_object_open_opts>() as _;
+        opts.object_name = c_name.as_ptr();
+        libbpf_log::take();
+        // SAFETY: libbpf parses the image during the call and keeps copies
+        // of what it needs (instructions, BTF), so `image` may go after it.
+        let raw = unsafe { sys::bpf_object__open_mem(image.as_ptr().cast(), image.len() as _, &opts) };
+        let Some(obj) = NonNull::new(raw) else {
+            let err = std::io::Error::last_os_error();
+            bail!("libbpf cannot open {} ({err}): {}", path.display(), one_line(&libbpf_log::tail(3)));
+        };
+        let object =
+            ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() };
+        Ok((object, globalized))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -301,12 +329,20 @@ impl ObjectFile {
     /// loader name sections their way (Cilium's `xdp/entry`, `xdp/tail`).
     /// Returns how many programs it typed.
     pub fn assume_type(&mut self, kind: ProgKind) -> Result<usize> {
+        self.assume_types(|_| Some(kind))
+    }
+
+    /// As [`ObjectFile::assume_type`], the type of each program chosen by
+    /// its section name (`None`: left as it is).
+    pub fn assume_types(&mut self, kind_of: impl Fn(&str) -> Option<ProgKind>) -> Result<usize> {
         let mut typed = 0;
         for p in self.programs_raw() {
             // SAFETY: a program of this object, before load.
             if unsafe { sys::bpf_program__type(p) } != sys::BPF_PROG_TYPE_UNSPEC {
                 continue;
             }
+            // SAFETY: as above.
+            let Some(kind) = kind_of(&cstr(unsafe { sys::bpf_program__section_name(p) })) else { continue };
             // SAFETY: as above.
             let rc = unsafe { sys::bpf_program__set_type(p, kind.prog_type()) };
             if rc != 0 {
@@ -472,6 +508,48 @@ impl ObjectFile {
             }
         }
         Ok(())
+    }
+
+    /// Loads every program of the object, as a test framework's loader
+    /// does (a test file's tests share its maps), pinning nothing.
+    /// A refusal names the program and carries the verifier's reason.
+    pub fn load_every_program(&mut self) -> Result<()> {
+        for m in self.maps_raw() {
+            // SAFETY: a map of this object, before load.
+            let rc = unsafe { sys::bpf_map__set_pin_path(m, std::ptr::null()) };
+            if rc != 0 {
+                bail!("unpinning map '{}': {}", cstr(unsafe { sys::bpf_map__name(m) }), errno_error(rc));
+            }
+        }
+        libbpf_log::take();
+        // SAFETY: an opened object, loaded once.
+        let rc = unsafe { sys::bpf_object__load(self.obj.as_ptr()) };
+        if rc != 0 {
+            let said = libbpf_log::tail(LOG_TAIL);
+            let reason = refusal(&said).unwrap_or_else(|| one_line(&said));
+            bail!("loading {}: {reason} ({})", self.path.display(), errno_error(rc));
+        }
+        Ok(())
+    }
+
+    /// The BTF declaration tags on the object's functions: (function, tag),
+    /// such as Cilium's `tail:cilium_calls/7` on a tail-call program.
+    pub fn function_tags(&self) -> Vec<(String, String)> {
+        use libbpf_rs::btf::types::DeclTag;
+        use libbpf_rs::btf::{BtfType, ReferencesType};
+        let Some(btf) = self.typed_btf() else { return Vec::new() };
+        let mut out = Vec::new();
+        for tag in btf.type_by_kind::<DeclTag<'_>>() {
+            if tag.component_index().is_some() {
+                continue;
+            }
+            let Some(name) = tag.name().map(|n| n.to_string_lossy().into_owned()) else { continue };
+            let target: Option<BtfType<'_>> = btf.type_by_id(tag.referenced_type_id());
+            if let Some(func) = target.and_then(|t| t.name().map(|n| n.to_string_lossy().into_owned())) {
+                out.push((func, name));
+            }
+        }
+        out
     }
 
     /// Loads `programs` too (after `configure`): the programs a prog array

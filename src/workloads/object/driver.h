@@ -35,6 +35,7 @@ struct bench_driver_state {
 	__u32 priority0;
 	__u32 tc_index0;
 	__u32 tc_classid0;
+	__u32 cb0[5];	/* tc: cb[], scratch a chain passes between its programs */
 };
 
 struct {
@@ -77,8 +78,10 @@ enum bench_skb_field {
 	BENCH_SKB_PRIORITY = 2,
 	BENCH_SKB_TC_INDEX = 4,
 	BENCH_SKB_TC_CLASSID = 8,
+	BENCH_SKB_CB = 16,	/* all five words of cb[] */
 };
-const volatile __u32 cfg_skb_fields = BENCH_SKB_MARK | BENCH_SKB_PRIORITY | BENCH_SKB_TC_INDEX | BENCH_SKB_TC_CLASSID;
+const volatile __u32 cfg_skb_fields =
+	BENCH_SKB_MARK | BENCH_SKB_PRIORITY | BENCH_SKB_TC_INDEX | BENCH_SKB_TC_CLASSID | BENCH_SKB_CB;
 
 static __always_inline struct bench_driver_state *bench_driver_state_get(void)
 {

@@ -39,6 +39,13 @@ static __always_inline int bench_tc_reset(struct __sk_buff *skb, struct bench_dr
 		skb->tc_index = st->tc_index0;
 	if (fields & BENCH_SKB_TC_CLASSID)
 		skb->tc_classid = st->tc_classid0;
+	if (fields & BENCH_SKB_CB) {
+		skb->cb[0] = st->cb0[0];
+		skb->cb[1] = st->cb0[1];
+		skb->cb[2] = st->cb0[2];
+		skb->cb[3] = st->cb0[3];
+		skb->cb[4] = st->cb0[4];
+	}
 	return bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, only, cfg_restore_bytes);
 }
 
@@ -53,6 +60,11 @@ static __always_inline struct bench_driver_state *bench_tc_start(struct __sk_buf
 	st->priority0 = skb->priority;
 	st->tc_index0 = skb->tc_index;
 	st->tc_classid0 = skb->tc_classid;
+	st->cb0[0] = skb->cb[0];
+	st->cb0[1] = skb->cb[1];
+	st->cb0[2] = skb->cb[2];
+	st->cb0[3] = skb->cb[3];
+	st->cb0[4] = skb->cb[4];
 	if (bench_next_variant((void *)(long)skb->data, (void *)(long)skb->data_end, st, bench_only_variant(),
 			       cfg_restore_bytes))
 		return 0;

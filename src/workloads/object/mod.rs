@@ -34,7 +34,7 @@ use crate::harness::timing::{BodyChoice, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::insn::{Insn, helper};
 use crate::kernel::load::constant_program;
-use crate::kernel::maps::MapSnapshot;
+use crate::kernel::map_snapshot::MapSnapshot;
 use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
@@ -44,10 +44,10 @@ use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
 pub use cases::{Case, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, verdict_name};
-use chain::{ChainRequest, ChainTimer, NotInLoop};
+pub(crate) use chain::{ChainRequest, ChainTimer, NotInLoop};
 pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
 use per_call::PerCall;
-use restore::Restore;
+pub(crate) use restore::{Restore, plan as restore_plan};
 use splice::PreparedProgram;
 use spliced::{SpliceRequest, Spliced};
 
@@ -104,7 +104,7 @@ fn write_variants(map: &MapHandle, variants: &[Vec<u8>], restore: u32) -> Result
 }
 
 /// The program the per-call overhead is measured with: it returns at once.
-fn empty_program(kind: ProgKind, attach: AttachType, flags: u32) -> Result<OwnedFd> {
+pub(crate) fn empty_program(kind: ProgKind, attach: AttachType, flags: u32) -> Result<OwnedFd> {
     constant_program(kind, "bench_empty", kind.pass_verdict(), attach, flags)
         .context("loading the empty program of per-call timing")
 }
@@ -447,7 +447,7 @@ fn snapshot_own_maps(user: &ObjectFile, pins: &[(String, std::path::PathBuf)]) -
         }
         // SAFETY: the object holds the fd open as long as `user` lives.
         let map = unsafe { BorrowedFd::borrow_raw(fd) };
-        if !crate::kernel::maps::writable_whole(map).with_context(|| format!("reading map {name}"))? {
+        if !crate::kernel::map_snapshot::restorable(map).with_context(|| format!("reading map {name}"))? {
             continue;
         }
         snapshots.push(MapSnapshot::take(map, ncpus).with_context(|| format!("reading map {name} as set up"))?);

@@ -125,8 +125,9 @@ impl Code {
 /// field put back needlessly costs ~0.15 ns, a field missed would hand the
 /// next iteration another input.
 pub fn skb_fields_written(insns: &[Insn]) -> u32 {
-    // (offset in struct __sk_buff, bit): mark, priority, tc_index, tc_classid.
-    const FIELDS: [(i16, u32); 4] = [(8, 1), (32, 2), (44, 4), (72, 8)];
+    // (offset in struct __sk_buff, bit): mark, priority, tc_index, cb[0..5], tc_classid.
+    const FIELDS: [(i16, u32); 9] =
+        [(8, 1), (32, 2), (44, 4), (48, 16), (52, 16), (56, 16), (60, 16), (64, 16), (72, 8)];
     insns
         .iter()
         .filter(|i| matches!(i.class(), insn::ST | insn::STX) && i.access_bytes() == 4 && i.dst != insn::FP)
@@ -244,6 +245,8 @@ mod tests {
         assert_eq!(skb_fields_written(&[stx(4, 1, 2, 8), st_imm(4, 6, 72, 0)]), 1 | 8);
         // priority (32) and tc_index (44): every 4-byte store there counts, whatever the base.
         assert_eq!(skb_fields_written(&[stx(4, 2, 1, 32), stx(4, 3, 1, 44)]), 2 | 4);
+        // cb[0] (48) and cb[4] (64): the five words of cb[] are put back together.
+        assert_eq!(skb_fields_written(&[stx(4, 1, 2, 48), st_imm(4, 1, 64, 0)]), 16);
         // Not: the program's own stack, other widths, other offsets.
         assert_eq!(skb_fields_written(&[stx(4, 10, 1, 8), stx(2, 1, 2, 8), stx(4, 1, 2, 12)]), 0);
     }

@@ -1,0 +1,308 @@
+//! One test object loaded and replayed as Cilium's Go runner
+//! (bpf/tests/bpftest/bpf_test.go) replays it: every program loaded
+//! together, maps unpinned, `cilium_calls` filled from the tail programs'
+//! BTF tags; then each test in sorted name order, sharing the maps, so a
+//! test sees the state the tests before it left (a reply after its
+//! request):
+//!
+//! 1. `pktgen` runs on 3520 zero bytes (and a zeroed 256-byte `__sk_buff`
+//!    for tc); its output packet and context are `setup`'s input.
+//! 2. `setup` seeds maps and tail-calls the datapath entry; the verdict, as
+//!    a native-endian u32 in front of the output packet, and the context
+//!    go to `check`, whose report in `suite_result_map` is decoded: the
+//!    test's own pass or fail. That map and `mock_skb_meta_map` are zeroed
+//!    after.
+//! 3. A test whose setup jumps is then split, from the maps as they were
+//!    before its setup: the setup runs again with a recorder in every prog
+//!    array slot, which names the slot the jump reached while the run's
+//!    output is the packet and context the entry would have been given;
+//!    the maps as they are now are the test's *fresh* state. The entry
+//!    runs alone on that input, and its output must pass the test's check
+//!    as the runner's sequence did. The maps are then put back as the
+//!    runner's sequence left them, for the next test.
+
+use std::os::fd::{AsFd, BorrowedFd};
+
+use anyhow::{Context, Result, bail};
+
+use super::result::CheckOutcome;
+use super::suite::{Test, TestFile, section_kind};
+use crate::kernel::map_snapshot::{MapSnapshot, restore_all};
+use crate::kernel::object::{ObjectFile, ProgKind};
+use crate::kernel::slot_traps::{Reached, SlotRecorder};
+use crate::kernel::test_run::{RunOutput, run_keeping_ctx};
+
+/// The packet buffer pktgen starts from (Cilium's runner: a page less
+/// the test run's head- and tailroom).
+pub const PKTGEN_BYTES: usize = 4096 - 256 - 320;
+/// The `__sk_buff` a tc test's first program is given: zeroes (larger
+/// than the struct, as the runner's).
+pub const SKB_BYTES: usize = 256;
+/// The map a `CHECK` writes its report into, and the one the framework's
+/// skb metadata mock keeps; both zeroed after each test.
+const RESULT_MAP: &str = "suite_result_map";
+const MOCK_META_MAP: &str = "mock_skb_meta_map";
+
+/// The datapath entry a test's setup jumps into, and what it is given.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The program in the slot the setup reached.
+    pub program: String,
+    /// "entry_call_map[0]", for notes.
+    pub slot: String,
+    pub packet: Vec<u8>,
+    /// The context (tc: `__sk_buff` as the setup left it), if any.
+    pub ctx: Option<Vec<u8>>,
+    /// The entry's output in the replay.
+    pub output: RunOutput,
+}
+
+/// One test as the replay ran it.
+pub struct Replayed {
+    pub test: Test,
+    /// What its `CHECK` said, or why the replay could not get that far.
+    pub outcome: std::result::Result<CheckOutcome, String>,
+    /// The entry the setup jumped into in the replay, or why it cannot be
+    /// timed on its own (None: the test drives no entry).
+    pub entry: Option<std::result::Result<Entry, String>>,
+    /// The setup and its input (pktgen's output, its context), and the maps
+    /// before it ran: what the setup is run again from, so that each
+    /// validation times the state the setup makes then (a setup may stamp
+    /// the time, as Cilium's agent-liveness tests do).
+    setup: Option<(String, Vec<u8>, Option<Vec<u8>>)>,
+    before: Vec<MapSnapshot>,
+}
+
+/// The setup run again up to its jump: the entry's input and the maps as
+/// the setup left them (the test's fresh state).
+pub struct Split {
+    pub entry: Entry,
+    pub fresh: Vec<MapSnapshot>,
+}
+
+/// A test object loaded and replayed.
+pub struct Collection {
+    pub object: ObjectFile,
+    recorder: SlotRecorder,
+    /// Each map's descriptor, shared by the snapshots of it.
+    maps: Vec<(String, std::sync::Arc<std::os::fd::OwnedFd>)>,
+    pub kind: ProgKind,
+    pub replayed: Vec<Replayed>,
+    /// Facts for every test's notes (slots filled, programs made global).
+    pub notes: Vec<String>,
+}
+
+impl Collection {
+    /// Loads `file` and replays its tests in order.
+    pub fn load(file: &TestFile) -> Result<Collection> {
+        let (mut object, globalized) = ObjectFile::open_mended(&file.path)?;
+        object.assume_types(section_kind)?;
+        object.load_every_program()?;
+        let mut notes = Vec::new();
+        if !globalized.is_empty() {
+            notes.push(format!(
+                "{} static program(s) made global in memory, as Cilium's loader takes them",
+                globalized.len()
+            ));
+        }
+        let filled = fill_tail_slots(&object)?;
+        if filled > 0 {
+            notes.push(format!("{filled} prog array slot(s) filled from the programs' BTF tags (tail:MAP/N)"));
+        }
+        let kind = file.kind;
+        let some_check = &file.tests[0].check;
+        let (attach, flags) = object.load_attrs(some_check)?;
+        // Traps in the slots the setups can jump to: the prog arrays they use.
+        let setups: Vec<BorrowedFd<'_>> =
+            file.tests.iter().filter_map(|t| t.setup.as_ref()).map(|s| object.prog_fd(s)).collect::<Result<_>>()?;
+        let recorder = SlotRecorder::new(&object, &setups, kind, attach, flags)?;
+        drop(setups);
+        let mut maps = Vec::new();
+        for (fd, _, name) in object.created_maps()? {
+            // SAFETY: the object holds the fd open as long as it lives.
+            let map = unsafe { BorrowedFd::borrow_raw(fd) };
+            if crate::kernel::map_snapshot::restorable(map).with_context(|| format!("reading map {name}"))? {
+                maps.push((name, std::sync::Arc::new(map.try_clone_to_owned()?)));
+            }
+        }
+        let mut collection = Collection { object, recorder, maps, kind, replayed: Vec::new(), notes };
+        for test in &file.tests {
+            let replayed = collection.replay(test);
+            collection.clear_framework_maps()?;
+            collection.replayed.push(replayed?);
+        }
+        Ok(collection)
+    }
+
+    fn prog(&self, name: &str) -> Result<BorrowedFd<'_>> {
+        self.object.prog_fd(name)
+    }
+
+    /// The context a test starts with: a zeroed `__sk_buff` for tc, none for XDP.
+    fn first_ctx(&self) -> Option<Vec<u8>> {
+        (self.kind == ProgKind::Tc).then(|| vec![0u8; SKB_BYTES])
+    }
+
+    /// One test, as the runner runs it (see the module's comment): its
+    /// outcome is that of the runner's own sequence, the setup's tail call
+    /// taken. A test whose setup jumps is then split from the state before
+    /// that run ([`Collection::split`]); the split stands where the
+    /// entry's output passes the test's CHECK as the runner's did. The
+    /// tests after go on from the state the runner's sequence left.
+    fn replay(&self, test: &Test) -> Result<Replayed> {
+        let mut data = vec![0u8; PKTGEN_BYTES];
+        let mut ctx = self.first_ctx();
+        let mut replayed =
+            Replayed { test: test.clone(), outcome: Err(String::new()), entry: None, setup: None, before: Vec::new() };
+        if let Some(pktgen) = &test.pktgen {
+            let (out, c) = run_keeping_ctx(self.prog(pktgen)?, &data, ctx.as_deref())
+                .with_context(|| format!("test {}: running its pktgen program {pktgen}", test.name))?;
+            (data, ctx) = (out.packet, c.or(ctx));
+        }
+        if let Some(setup) = test.setup.as_ref().filter(|_| test.enters_datapath) {
+            replayed.before = self.snapshot()?;
+            replayed.setup = Some((setup.clone(), data.clone(), ctx.clone()));
+        }
+        if let Some(setup) = &test.setup {
+            let (out, c) = run_keeping_ctx(self.prog(setup)?, &data, ctx.as_deref())
+                .with_context(|| format!("test {}: running its setup program {setup}", test.name))?;
+            data = out.retval.to_ne_bytes().to_vec();
+            data.extend_from_slice(&out.packet);
+            ctx = c.or(ctx);
+        }
+        let outcome = self.check(test, &data, ctx.as_deref())?;
+        if replayed.setup.is_some() {
+            let after = self.snapshot()?;
+            replayed.entry = Some(match self.split(&replayed)? {
+                Ok(split) => {
+                    let (output, own) = self
+                        .run_entry_and_check(test, &split.entry)
+                        .with_context(|| format!("test {}: running the entry {}", test.name, split.entry.program))?;
+                    match outcome.passed() && !own.passed() {
+                        true => Err(format!(
+                            "run on its own, on the packet and context its setup hands it, the entry {} fails the test's CHECK ({}), which the setup's own jump passes: the jump hands it state a test run cannot give (an skb whose Ethernet header the setup removed, ...)",
+                            split.entry.program,
+                            own.explain()
+                        )),
+                        false => Ok(Entry { output, ..split.entry }),
+                    }
+                }
+                Err(why) => Err(why),
+            });
+            restore_all(&after)?;
+        }
+        replayed.outcome = Ok(outcome);
+        Ok(replayed)
+    }
+
+    /// Runs `r`'s setup again from the maps as they were before it, up to
+    /// its jump (the recorder in every prog array slot): the entry and its
+    /// input, and the maps as the setup left them; or why it reached no
+    /// entry.
+    pub fn split(&self, r: &Replayed) -> Result<std::result::Result<Split, String>> {
+        let Some((setup, data, ctx)) = &r.setup else {
+            return Ok(Err("the test drives no datapath entry".into()));
+        };
+        restore_all(&r.before)?;
+        let ((out, c), reached) = self.recorder.capture(|| run_keeping_ctx(self.prog(setup)?, data, ctx.as_deref()))?;
+        let (slot, id) = match reached {
+            Some(Reached { slot, program_id: Some(id) }) => (slot, id),
+            Some(Reached { slot, program_id: None }) => {
+                return Ok(Err(format!("its setup tail-calls slot {} of {}, which is empty", slot.index, slot.map)));
+            }
+            None => return Ok(Err("its setup returned without a tail call".into())),
+        };
+        let entry = Entry {
+            program: self.program_of(id)?,
+            slot: format!("{}[{}]", slot.map, slot.index),
+            packet: out.packet,
+            ctx: c.or(ctx.clone()),
+            output: RunOutput { retval: 0, packet: Vec::new(), duration_ns: 0 },
+        };
+        Ok(Ok(Split { entry, fresh: self.snapshot()? }))
+    }
+
+    /// Runs `test`'s check on `data` (the verdict in front of the packet)
+    /// and decodes its report.
+    pub fn check(&self, test: &Test, data: &[u8], ctx: Option<&[u8]>) -> Result<CheckOutcome> {
+        let (out, _) = run_keeping_ctx(self.prog(&test.check)?, data, ctx)
+            .with_context(|| format!("test {}: running its check program {}", test.name, test.check))?;
+        let map = self.object.map_fd(RESULT_MAP).with_context(|| format!("a test object has a map {RESULT_MAP}"))?;
+        let len = libbpf_rs::MapInfo::new(map)?.info.value_size as usize;
+        let value = crate::kernel::maps::lookup(map, &0u32.to_ne_bytes(), len)?.unwrap_or_default();
+        let outcome = CheckOutcome::decode(out.retval, &value)
+            .with_context(|| format!("test {}: decoding its report", test.name))?;
+        self.clear_framework_maps()?;
+        Ok(outcome)
+    }
+
+    /// The entry run on `entry`'s input, its output and context after; then
+    /// its check given them: how a test is validated again before timing.
+    pub fn run_entry_and_check(&self, test: &Test, entry: &Entry) -> Result<(RunOutput, CheckOutcome)> {
+        let (out, ctx) = run_keeping_ctx(self.prog(&entry.program)?, &entry.packet, entry.ctx.as_deref())?;
+        let mut data = out.retval.to_ne_bytes().to_vec();
+        data.extend_from_slice(&out.packet);
+        let ctx = ctx.or(entry.ctx.clone());
+        let outcome = self.check(test, &data, ctx.as_deref())?;
+        Ok((out, outcome))
+    }
+
+    /// Zeroes the report map and the skb metadata mock, as the runner does after each test.
+    fn clear_framework_maps(&self) -> Result<()> {
+        for name in [RESULT_MAP, MOCK_META_MAP] {
+            let Ok(map) = self.object.map_fd(name) else { continue };
+            let len = libbpf_rs::MapInfo::new(map)?.info.value_size as usize;
+            crate::kernel::maps::update(map, &0u32.to_ne_bytes(), &vec![0u8; len])
+                .with_context(|| format!("clearing {name}"))?;
+        }
+        Ok(())
+    }
+
+    /// Every map a program may write and bpfbench can put back, now.
+    fn snapshot(&self) -> Result<Vec<MapSnapshot>> {
+        let ncpus = crate::system::cpu::possible_cpus()?;
+        self.maps
+            .iter()
+            .map(|(name, fd)| MapSnapshot::take_shared(fd, ncpus).with_context(|| format!("reading map {name}")))
+            .collect()
+    }
+
+    /// The name of this object's program of kernel id `id`.
+    fn program_of(&self, id: u32) -> Result<String> {
+        for p in self.object.programs() {
+            let Ok(fd) = self.object.prog_fd(&p.name) else { continue };
+            if crate::kernel::prog_info::prog_id(fd)? == id {
+                return Ok(p.name);
+            }
+        }
+        bail!("the slot the setup reached holds a program of another object (id {id})")
+    }
+
+    /// The program's expected attach type and flags (a prog array takes
+    /// only programs like the first it held).
+    pub fn load_attrs(&self, program: &str) -> Result<(crate::kernel::AttachType, u32)> {
+        self.object.load_attrs(program)
+    }
+
+    pub fn entry_fd(&self, entry: &Entry) -> Result<BorrowedFd<'_>> {
+        self.prog(&entry.program)
+    }
+}
+
+/// Fills prog array slots from the functions' BTF tags `tail:MAP/N`, as
+/// Cilium's loader fills `cilium_calls`. Returns how many it filled.
+fn fill_tail_slots(object: &ObjectFile) -> Result<usize> {
+    let arrays: Vec<String> = object.prog_arrays().into_iter().map(|(name, _)| name).collect();
+    let mut filled = 0;
+    for (func, tag) in object.function_tags() {
+        let Some((map, slot)) = tag.strip_prefix("tail:").and_then(|t| t.rsplit_once('/')) else { continue };
+        let Ok(slot) = slot.parse::<u32>() else { continue };
+        if !arrays.iter().any(|a| a == map) {
+            continue;
+        }
+        let Ok(fd) = object.prog_fd(&func) else { continue };
+        object.fill_prog_array(map, slot, fd.as_fd()).with_context(|| format!("{tag} on {func}"))?;
+        filled += 1;
+    }
+    Ok(filled)
+}

@@ -1,0 +1,503 @@
+//! A project's own BPF unit tests as benchmarks (`bpfbench run --tests
+//! cilium PATH`): each test object is replayed as its framework's runner
+//! replays it, every test reporting its own pass or fail from its own
+//! `CHECK` ([`collection`]), then the datapath entry each test drives is
+//! timed on the packet and context the test's setup hands it, in two
+//! states, named in every benchmark (`cilium/FILE/TEST/steady|fresh`):
+//!
+//! - `steady`: the flow's Nth packet. State is kept between iterations, as
+//!   on a live datapath once a connection is established; timed in BPF, the
+//!   entry entered by a tail call from the chain loop.
+//! - `fresh`: the flow's first packet every time: the maps put back as the
+//!   setup left them before each call ([`fresh`]); timed per call.
+//!
+//! A test whose later packets take another path than its first (its
+//! output differs, or its own `CHECK` fails after the timed batches) is
+//! labelled state-dependent: its steady figure is of another path than the
+//! one the test asserts.
+
+mod collection;
+mod per_call;
+mod result;
+mod suite;
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, FromArgMatches, ValueEnum};
+
+use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all as restore};
+use crate::kernel::object::ProgKind;
+use crate::packet::mask::Mask;
+use crate::record::{ScenarioFacts, Timing};
+use crate::workloads::Registration;
+use crate::workloads::object::{
+    ChainRequest, ChainTimer, NotInLoop, Restore, empty_program, outputs_differ, restore_plan, verdict_name,
+};
+use collection::{Collection, Entry, Replayed, Split};
+use per_call::{CallState, CallTimer, MAX_CALLS};
+use suite::TestFile;
+
+pub const REGISTRATION: Registration = Registration {
+    names: &[],
+    about: "a test framework's BPF unit tests replayed and timed: Cilium's test objects (FILE.o or a folder of them)",
+    // A folder is a folder of test objects (one without any says so).
+    claims: |target| Path::new(target).is_dir() || suite::holds_tests(Path::new(target)),
+    options: TestsArgs::augment_args,
+    build: |target, matches| {
+        let args = TestsArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Box::new(TestSuite::new(Path::new(target), args.tests)?))
+    },
+    with_object: None,
+};
+
+/// The test frameworks whose tests bpfbench replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Framework {
+    /// Cilium's bpf/tests: PKTGEN, SETUP and CHECK programs per test.
+    Cilium,
+}
+
+impl Framework {
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Cilium => "cilium",
+        }
+    }
+}
+
+/// Options of a test framework's objects.
+#[derive(Args, Debug, Clone)]
+pub struct TestsArgs {
+    /// The framework the test objects are written for: each test is replayed
+    /// as its runner replays it, validated by its own CHECK, then its datapath
+    /// timed (steady and fresh)
+    #[arg(long = "tests", value_enum, default_value = "cilium")]
+    pub tests: Framework,
+}
+
+/// The state a test's entry is timed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Steady,
+    Fresh,
+}
+
+impl State {
+    fn as_str(self) -> &'static str {
+        match self {
+            State::Steady => "steady",
+            State::Fresh => "fresh",
+        }
+    }
+}
+
+/// Where a scenario is: (file, test, state; None for a test that drives no entry).
+type Place = (usize, usize, Option<State>);
+
+/// Open descriptors a run of many test objects asks for (Cilium's 87
+/// files hold ~20,000 loaded).
+const OPEN_FILES: u64 = 1 << 16;
+
+/// Test objects, configured: their tests found, nothing loaded.
+pub struct TestSuite {
+    framework: Framework,
+    files: Vec<TestFile>,
+    infos: Vec<ScenarioInfo>,
+    places: Vec<Place>,
+}
+
+impl TestSuite {
+    pub fn new(path: &Path, framework: Framework) -> Result<TestSuite> {
+        let files = suite::test_files(path)?.iter().map(|p| TestFile::read(p)).collect::<Result<Vec<_>>>()?;
+        let (mut infos, mut places) = (Vec::new(), Vec::new());
+        for (f, file) in files.iter().enumerate() {
+            if file.refused.is_some() {
+                infos.push(ScenarioInfo {
+                    name: file.stem.clone().into(),
+                    group: file.stem.clone().into(),
+                    description: "a test object libbpf cannot open".into(),
+                    facts: ScenarioFacts::TABLE_ROW,
+                });
+                places.push((f, usize::MAX, None));
+                continue;
+            }
+            for (t, test) in file.tests.iter().enumerate() {
+                let base = format!("{}/{}", file.stem, test.name);
+                let states: &[Option<State>] = match test.enters_datapath {
+                    true => &[Some(State::Steady), Some(State::Fresh)],
+                    false => &[None],
+                };
+                for state in states {
+                    let (name, description) = match state {
+                        Some(s) => (
+                            format!("{base}/{}", s.as_str()),
+                            format!(
+                                "{} {}: the entry its setup jumps into, {} state",
+                                file.kind_name(),
+                                test.name,
+                                s.as_str()
+                            ),
+                        ),
+                        None => (
+                            base.clone(),
+                            format!("{} {}: no datapath entry, checked only", file.kind_name(), test.name),
+                        ),
+                    };
+                    infos.push(ScenarioInfo {
+                        name: name.into(),
+                        group: file.stem.clone().into(),
+                        description: description.into(),
+                        facts: ScenarioFacts::TABLE_ROW,
+                    });
+                    places.push((f, t, *state));
+                }
+            }
+        }
+        Ok(TestSuite { framework, files, infos, places })
+    }
+
+    fn place(&self, info: &ScenarioInfo) -> Result<Place> {
+        let i =
+            self.infos.iter().position(|s| s.name == info.name).with_context(|| format!("no test '{}'", info.name))?;
+        Ok(self.places[i])
+    }
+}
+
+impl TestFile {
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            ProgKind::Xdp => "XDP",
+            _ => "tc",
+        }
+    }
+}
+
+impl Workload for TestSuite {
+    fn name(&self) -> &str {
+        self.framework.name()
+    }
+
+    fn scenarios(&self) -> &[ScenarioInfo] {
+        &self.infos
+    }
+
+    fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
+        // Every file stays loaded: a descriptor per program and map of each.
+        crate::system::raise_open_files(OPEN_FILES);
+        Ok(Box::new(Loaded { suite: self, cpu, collections: HashMap::new(), empties: HashMap::new() }))
+    }
+}
+
+/// The test objects loaded so far: each is loaded and replayed when its
+/// first test is validated, so that a selection loads only its files.
+struct Loaded<'a> {
+    suite: &'a TestSuite,
+    cpu: usize,
+    collections: HashMap<usize, Collection>,
+    /// An empty program per kind: per-call timing's own cost.
+    empties: HashMap<ProgKind, OwnedFd>,
+}
+
+impl Loaded<'_> {
+    fn collection(&mut self, f: usize) -> Result<&Collection> {
+        if !self.collections.contains_key(&f) {
+            let file = &self.suite.files[f];
+            let c = Collection::load(file).with_context(|| format!("replaying {}", file.path.display()))?;
+            self.collections.insert(f, c);
+        }
+        Ok(&self.collections[&f])
+    }
+}
+
+/// Fails with the test's own report unless its replay passed.
+fn replay_passed(file: &Path, r: &Replayed) -> Result<String> {
+    match &r.outcome {
+        Err(e) => bail!("test {} of {}: {e}", r.test.name, file.display()),
+        Ok(o) if !o.passed() => bail!("test {} failed its own CHECK in the replay: {}", r.test.name, o.explain()),
+        Ok(o) => Ok(match o.subtests().as_slice() {
+            [] => "its own CHECK passed in the replay".to_string(),
+            subtests => format!("its own CHECK passed in the replay ({})", subtests.join(", ")),
+        }),
+    }
+}
+
+impl LoadedWorkload for Loaded<'_> {
+    fn unavailable(&mut self, info: &ScenarioInfo) -> Option<String> {
+        let (f, t, state) = self.suite.place(info).ok()?;
+        if self.suite.files[f].refused.is_some() {
+            return None;
+        }
+        let file = self.suite.files[f].path.clone();
+        let c = self.collection(f).ok()?;
+        let r = &c.replayed[t];
+        let passed = replay_passed(&file, r).ok()?;
+        match (state, &r.entry) {
+            (None, _) => {
+                Some(format!("not timed: the test drives no datapath entry (its setup makes no tail call); {passed}"))
+            }
+            (Some(_), Some(Err(why))) => Some(format!("not timed: {why}; {passed}")),
+            _ => None,
+        }
+    }
+
+    fn validate(&mut self, info: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
+        let (f, t, state) = self.suite.place(info)?;
+        if let Some(why) = &self.suite.files[f].refused {
+            bail!("{why}");
+        }
+        let cpu = self.cpu;
+        let file_path: PathBuf = self.suite.files[f].path.clone();
+        self.collection(f)?;
+        let kind = self.collections[&f].kind;
+        if !self.empties.contains_key(&kind) {
+            let c = &self.collections[&f];
+            let (attach, flags) = c.load_attrs(&c.replayed[t].test.check)?;
+            self.empties.insert(kind, empty_program(kind, attach, flags)?);
+        }
+        let (c, empty) = (&self.collections[&f], self.empties[&kind].as_fd());
+        let r = &c.replayed[t];
+        let passed = replay_passed(&file_path, r)?;
+        let Some(state) = state else {
+            bail!("test {} drives no datapath entry: nothing to time", r.test.name);
+        };
+        let replayed_output = match &r.entry {
+            Some(Ok(e)) => e.output.clone(),
+            Some(Err(why)) => bail!("test {}: {why}: nothing to time", r.test.name),
+            None => bail!("test {}: its setup reached no datapath entry", r.test.name),
+        };
+        // The setup again, from the maps as they were before it: the state it makes now.
+        let Split { entry, fresh } = match c.split(r)? {
+            Ok(split) => split,
+            Err(why) => bail!("test {}: run again, {why}", r.test.name),
+        };
+        let mut checks = vec![passed];
+        let mut notes = c.notes.clone();
+        notes.push(format!(
+            "entry: {} (slot {}), on the {}-byte packet and the context its setup handed it",
+            entry.program,
+            entry.slot,
+            entry.packet.len()
+        ));
+        // Validated again from the fresh state: the entry's output, then the test's own CHECK.
+        let (first, outcome) = c.run_entry_and_check(&r.test, &entry)?;
+        if !outcome.passed() {
+            bail!("test {}: from its fresh state, its own CHECK fails: {}", r.test.name, outcome.explain());
+        }
+        checks.push(
+            "from the fresh state (the maps as its setup left them), the entry's output passed the test's own CHECK"
+                .into(),
+        );
+        let mut labels = Vec::new();
+        if let Some(diff) = outputs_differ(kind, &Mask::default(), &replayed_output, &first) {
+            // Its own CHECK passed on both: chosen afresh for each first packet (a SNAT port, a backend).
+            notes.push(format!("from the fresh state the entry's output differs from the replay's, and both pass the test's own CHECK: {}", one_line(&diff)));
+        }
+        let fd = c.entry_fd(&entry)?;
+        let (prepared, timing): (Box<dyn PreparedScenario + '_>, Timing) = match state {
+            State::Fresh => {
+                let dirty = Dirty::after(&fresh, || {
+                    crate::kernel::test_run::run_in(fd, &entry.packet, entry.ctx.as_deref()).map(|_| ())
+                })?;
+                notes.push(format!(
+                    "the first packet changes {} map(s); their changed entries are put back before every call, every map before every batch",
+                    dirty.maps()
+                ));
+                let timer = CallTimer {
+                    state: CallState::Fresh { state: fresh, dirty },
+                    collection: c,
+                    test: &r.test,
+                    input: entry,
+                    entry: fd,
+                    empty,
+                    reference: first.clone(),
+                    kind,
+                };
+                notes.push(format!(
+                    "timing: per call (one BPF_PROG_TEST_RUN of the entry, timed by the kernel), the maps put back as the setup left them before each call, outside the timed region; at most {MAX_CALLS} calls a batch"
+                ));
+                let timing = Timing::PerCall {
+                    reason: "fresh state: the maps are put back as the test's setup left them before every call".into(),
+                    host_timed: false,
+                };
+                let prepared = Prepared {
+                    timer: Timer::PerCall(Box::new(timer)),
+                    program: fd,
+                    overhead_key: format!("{kind:?} test run of an empty program"),
+                };
+                (Box::new(prepared), timing)
+            }
+            State::Steady => {
+                // After the packets the timer runs: the Nth packet, checked by the test's own CHECK.
+                let late_input = entry.clone();
+                let (timer, timing) = steady(c, &r.test, entry, &fresh, kind, cpu, empty, &mut labels, &mut notes)
+                    .with_context(|| format!("test {}: timing its entry in the steady state", r.test.name))?;
+                let (_, late) = c.run_entry_and_check(&r.test, &late_input)?;
+                if !late.passed() {
+                    labels.push(format!("after the batches its own CHECK fails: {}", late.explain()));
+                }
+                if labels.is_empty() {
+                    checks.push("the flow's later packets take the first packet's path: same output, and its own CHECK still passes after the batches".into());
+                }
+                let overhead_key = match &timer {
+                    Timer::Chain(t) => format!("{kind:?} chain loop, {} passes per run", t.per_run),
+                    Timer::PerCall(_) => format!("{kind:?} test run of an empty program"),
+                };
+                let prepared = Prepared { overhead_key, program: fd, timer };
+                (Box::new(prepared), timing)
+            }
+        };
+        let state_dependent = !labels.is_empty();
+        if state_dependent {
+            notes.push(format!("state-dependent: {}", labels.join("; ")));
+        }
+        let verdict = match state_dependent {
+            true => format!("{} (state-dependent)", verdict_name(kind, first.retval)),
+            false => verdict_name(kind, first.retval),
+        };
+        let validation = Validation { verdict, outcome: None, timing, checks, notes, outputs: vec![first] };
+        Ok((validation, prepared))
+    }
+}
+
+/// A comparison's lines on one.
+fn one_line(text: &str) -> String {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// Packets of the flow run before the steady state's reference is taken:
+/// a path that settles after its first few packets (a rate limiter, a
+/// connection's state machine) is timed where it settled.
+const WARM_PACKETS: usize = 8;
+
+/// Passes of the chain loop run before the steady state is timed, every
+/// run's last pass checked against the reference.
+const STABLE_PASSES: u32 = 100_000;
+
+/// The entry in the chain loop, from the state the flow's first packets
+/// left; the reference is the last of them. Per call, the state kept,
+/// where the loop cannot hold it (the state-dependent label says why the
+/// packets differ).
+#[allow(clippy::too_many_arguments)]
+fn steady<'a>(
+    c: &'a Collection,
+    test: &'a suite::Test,
+    entry: Entry,
+    fresh: &[MapSnapshot],
+    kind: ProgKind,
+    cpu: usize,
+    empty: BorrowedFd<'a>,
+    labels: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Result<(Timer<'a>, Timing)> {
+    restore(fresh)?;
+    let fd = c.entry_fd(&entry)?;
+    let run = || crate::kernel::test_run::run_in(fd, &entry.packet, entry.ctx.as_deref());
+    let first = run()?;
+    let mut outputs = Vec::with_capacity(WARM_PACKETS);
+    for _ in 0..WARM_PACKETS {
+        outputs.push(run()?);
+    }
+    if let Some(diff) = outputs_differ(kind, &Mask::default(), &first, &outputs[0]) {
+        labels.push(format!("the flow's second packet takes another path than its first ({})", one_line(&diff)));
+    }
+    let last = outputs.last().expect("warm packets").clone();
+    if let Some(diff) = outputs_differ(kind, &Mask::default(), &outputs[0], &last) {
+        labels.push(format!("its packets still change path after the second ({})", one_line(&diff)));
+    }
+    let restore_bytes =
+        match restore_plan(kind, std::slice::from_ref(&entry.packet), std::slice::from_ref(&last.packet)) {
+            Restore::Bytes(n) => Ok(n),
+            Restore::PerCall(why) => Err(why),
+        };
+    let built = restore_bytes.map_err(|why| format!("the loop cannot put the packet back: {why}")).and_then(|n| {
+        let req = ChainRequest {
+            kind,
+            entry: fd,
+            user: None,
+            load_attrs: c.load_attrs(&entry.program).map_err(|e| format!("{e:#}"))?,
+            variants: std::slice::from_ref(&entry.packet),
+            restore: n,
+            references: vec![last.clone()],
+            mask: Mask::default(),
+            ctx: entry.ctx.clone(),
+            cpu,
+        };
+        match ChainTimer::build(req) {
+            // A path that changes after many packets fails in the batches:
+            // one long batch here finds it before any is timed.
+            Ok(Ok(mut t)) => match t.run_batch(true, t.batch_cap().min(STABLE_PASSES)) {
+                Ok(_) => Ok((t, n)),
+                Err(e) => Err(format!("after many packets, {}", one_line(&format!("{e:#}")))),
+            },
+            Ok(Err(NotInLoop(why))) => Err(why),
+            Err(e) => Err(one_line(&format!("{e:#}"))),
+        }
+    });
+    match built {
+        Ok((timer, n)) => {
+            notes.push(format!(
+                "timing: in BPF, the entry entered by a tail call from the chain loop ({} timed passes per test run), state kept between passes; mark and cb[] put back after each; {n} bytes written back per pass",
+                timer.per_run
+            ));
+            let timing = Timing::Chain { tail_calls: timer.tail_calls, per_run: timer.per_run };
+            Ok((Timer::Chain(Box::new(timer)), timing))
+        }
+        Err(why) => {
+            let reason = format!("the chain loop cannot hold the entry in its steady state: {why}");
+            notes.push(format!(
+                "timing: per call (one BPF_PROG_TEST_RUN of the entry, timed by the kernel), state kept between calls, because {reason}"
+            ));
+            let timer = CallTimer {
+                state: CallState::Kept,
+                collection: c,
+                test,
+                input: entry,
+                entry: fd,
+                empty,
+                reference: last,
+                kind,
+            };
+            Ok((Timer::PerCall(Box::new(timer)), Timing::PerCall { reason, host_timed: false }))
+        }
+    }
+}
+
+enum Timer<'a> {
+    Chain(Box<ChainTimer>),
+    PerCall(Box<CallTimer<'a>>),
+}
+
+struct Prepared<'a> {
+    timer: Timer<'a>,
+    program: BorrowedFd<'a>,
+    overhead_key: String,
+}
+
+impl PreparedScenario for Prepared<'_> {
+    fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming> {
+        let body = variant == Variant::Body;
+        match &mut self.timer {
+            Timer::Chain(t) => t.run_batch(body, iters),
+            Timer::PerCall(t) => t.run_batch(body, iters),
+        }
+    }
+
+    fn batch_cap(&self) -> Option<u32> {
+        match &self.timer {
+            Timer::Chain(t) => Some(t.batch_cap()),
+            Timer::PerCall(_) => Some(MAX_CALLS),
+        }
+    }
+
+    fn overhead_key(&self) -> String {
+        self.overhead_key.clone()
+    }
+
+    fn program(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.program)
+    }
+}
