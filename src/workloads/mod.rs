@@ -32,6 +32,9 @@ pub struct Registration {
     pub about: &'static str,
     /// Whether a target that is no workload's name is this workload's (a file).
     pub claims: fn(&str) -> bool,
+    /// An option of this workload's that, given on the command line, makes
+    /// the target this workload's whatever it names (`--tests cilium DIR`).
+    pub selected_by: Option<&'static str>,
     /// Adds the workload's own options to a command (clap's
     /// `Args::augment_args` of its options struct).
     pub options: fn(Command) -> Command,
@@ -67,6 +70,25 @@ impl Registration {
     }
 }
 
+/// The registration an option given on the command line selects, if any.
+fn selected(matches: Option<&clap::ArgMatches>) -> Option<&'static Registration> {
+    let m = matches?;
+    REGISTRY.iter().copied().find(|r| {
+        r.selected_by.is_some_and(|id| {
+            m.try_contains_id(id).unwrap_or(false) && m.value_source(id) == Some(ValueSource::CommandLine)
+        })
+    })
+}
+
+/// The registration that runs `target` on the command line `matches`: the
+/// one an option given selects, else as [`find`].
+fn find_given(target: &str, matches: Option<&clap::ArgMatches>) -> Result<&'static Registration> {
+    match selected(matches) {
+        Some(r) => Ok(r),
+        None => find(target),
+    }
+}
+
 /// The registration that runs `target`: the one naming it, else the one claiming it.
 fn find(target: &str) -> Result<&'static Registration> {
     if let Some(r) = REGISTRY.iter().find(|r| r.names.contains(&target)) {
@@ -88,8 +110,8 @@ pub fn names() -> Vec<&'static str> {
 
 /// Adds `target`'s options to `cmd` (the `run` command); none when the
 /// target is unknown, so that its error comes from `build`.
-pub fn with_options_of(target: &str, cmd: Command) -> Command {
-    match find(target) {
+pub fn with_options_of(target: &str, probed: Option<&clap::ArgMatches>, cmd: Command) -> Command {
+    match find_given(target, probed) {
         Ok(r) => (r.options)(cmd),
         Err(_) => cmd,
     }
@@ -124,7 +146,7 @@ pub fn with_all_options(cmd: Command) -> Command {
 /// from a command built by [`with_all_options`]) that only other
 /// workloads than `target`'s take.
 pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
-    let Ok(chosen) = find(target) else { return Ok(()) };
+    let Ok(chosen) = find_given(target, Some(matches)) else { return Ok(()) };
     let own = chosen.flags();
     for other in REGISTRY.iter().filter(|r| !std::ptr::eq(**r, chosen)) {
         for (id, flag) in other.flags().iter().filter(|(id, _)| !own.iter().any(|(o, _)| o == id)) {
@@ -141,7 +163,7 @@ pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
 
 /// Builds the workload for `target` from a command parsed with its options.
 pub fn build(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>> {
-    (find(target)?.build)(target, matches)
+    (find_given(target, Some(matches))?.build)(target, matches)
 }
 
 /// Builds the workload `name` on `object`, a build of its own BPF source.

@@ -258,7 +258,9 @@ fn sandbox() -> common::TempDir {
     for spec in ["before.toml", "after.toml"] {
         std::fs::copy(to.join("bench.toml"), dir.join(spec)).unwrap();
     }
-    for object in ["xdp_config.bpf.o", "xdp_stamp.bpf.o", "xdp_flow_count.bpf.o", "flow_ipv4.bpf.o"] {
+    for object in
+        ["xdp_config.bpf.o", "xdp_stamp.bpf.o", "xdp_flow_count.bpf.o", "flow_ipv4.bpf.o", "tc_framework_tests.bpf.o"]
+    {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
     // The counts own-program.md's --expect-map example names.

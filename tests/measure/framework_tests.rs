@@ -111,9 +111,13 @@ fn a_folder_of_test_objects_and_bad_input_are_one_line_errors() {
         &["run", dir.to_str().unwrap(), "--tests", "cilium"],
         "holds no test objects (*.o with sections PREFIX/test/NAME/check): build them with examples/corpus/build.sh --cilium-tests",
     );
-    // An object without tests is not a test object: --tests is refused for it.
+    // An object without tests is not a test object.
     let plain = test_object("xdp_pass.bpf.o").display().to_string();
-    assert_one_line_error(&["run", &plain, "--tests", "cilium"], "--tests applies to");
+    assert_one_line_error(
+        &["run", &plain, "--tests", "cilium"],
+        "holds no test programs (no section PREFIX/test/NAME/check)",
+    );
+    assert_one_line_error(&["run", "missing.o", "--tests", "cilium"], "missing.o does not exist");
     // A folder holding a test object lists its tests.
     std::fs::copy(test_object("tc_framework_tests.bpf.o"), dir.join("tc_framework_tests.o")).unwrap();
     let o = bpfbench(&["list", dir.to_str().unwrap()]);

@@ -267,7 +267,7 @@ pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
         }
     }
     let with_target = |c: clap::Command| match &target {
-        Some(t) => workloads::with_options_of(t, c),
+        Some(t) => workloads::with_options_of(t, probed, c),
         None => c,
     };
     let cmd = Cli::command()

@@ -42,6 +42,7 @@ use per_call::{CallState, CallTimer, MAX_CALLS};
 use suite::TestFile;
 
 pub const REGISTRATION: Registration = Registration {
+    selected_by: Some("tests"),
     names: &[],
     about: "a test framework's BPF unit tests replayed and timed: Cilium's test objects (FILE.o or a folder of them)",
     // A folder is a folder of test objects (one without any says so).

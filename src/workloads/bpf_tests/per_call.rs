@@ -57,8 +57,14 @@ impl CallTimer<'_> {
         let n = iters.min(MAX_CALLS);
         let started_ns = crate::system::monotonic_ns();
         let mut elapsed = 0u64;
-        if body && let CallState::Fresh { state, .. } = &self.state {
+        if body && let CallState::Fresh { state, dirty } = &self.state {
+            // Every map back, then one call untimed: each timed call then
+            // follows a call and the restore of what it changed alike (the
+            // first after a whole restore ran ~1.2x slower, and batches of
+            // 2N took 1.85x batches of N).
             restore_all(state)?;
+            run_in(self.entry, &self.input.packet, self.input.ctx.as_deref())?;
+            dirty.restore(state)?;
         }
         let what = match self.state {
             CallState::Fresh { .. } => "from the fresh state",

@@ -63,6 +63,9 @@ pub fn holds_tests(path: &Path) -> bool {
 /// The test objects at `path`: the file, or a folder's `*.o` files that
 /// hold tests, by name.
 pub fn test_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.exists() {
+        bail!("{} does not exist: give a test object or a folder of them", path.display());
+    }
     if !path.is_dir() {
         if !holds_tests(path) {
             bail!(

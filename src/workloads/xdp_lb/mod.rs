@@ -33,6 +33,7 @@ use scenarios::{Flows, LbScenario, SCENARIOS};
 const XDP_PASS: u32 = 2;
 
 pub const REGISTRATION: Registration = Registration {
+    selected_by: None,
     names: &["xdp-lb"],
     about: "Katran-model XDP load balancer: 24 scenarios over its code paths (the default suite)",
     claims: crate::workloads::no_files,
