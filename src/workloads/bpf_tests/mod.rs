@@ -42,11 +42,11 @@ use per_call::{CallState, CallTimer, MAX_CALLS};
 use suite::TestFile;
 
 pub const REGISTRATION: Registration = Registration {
-    selected_by: Some("tests"),
     names: &[],
     about: "a test framework's BPF unit tests replayed and timed: Cilium's test objects (FILE.o or a folder of them)",
     // A folder is a folder of test objects (one without any says so).
     claims: |target| Path::new(target).is_dir() || suite::holds_tests(Path::new(target)),
+    selected_by: Some("tests"),
     options: TestsArgs::augment_args,
     build: |target, matches| {
         let args = TestsArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;

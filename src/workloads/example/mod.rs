@@ -13,10 +13,10 @@ use crate::workloads::{Registration, no_files};
 crate::bpf_skeleton!("xdp_pass");
 
 pub const REGISTRATION: Registration = Registration {
-    selected_by: None,
     names: &["xdp-pass"],
     about: "XDP_PASS in the timing loop",
     claims: no_files,
+    selected_by: None,
     options: |command| command,
     build: |_, _| Ok(Box::new(XdpPass)),
     with_object: None,

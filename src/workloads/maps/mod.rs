@@ -30,10 +30,10 @@ pub use ops::{KeyLayout, MapKind, MapOp};
 pub use options::{MapParams, Suite};
 
 pub const REGISTRATION: Registration = Registration {
-    selected_by: None,
     names: &["lpm-trie", "maps"],
     about: "map operations in BPF: the kernel selftests' LPM-trie suite, and a map type x op x size matrix",
     claims: crate::workloads::no_files,
+    selected_by: None,
     options: options::MapArgs::augment_args,
     build: |name, matches| {
         let suite = if name == Suite::LpmTrie.name() { Suite::LpmTrie } else { Suite::Maps };

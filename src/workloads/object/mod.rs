@@ -59,10 +59,10 @@ crate::impl_pod!(DriverState, Rodata);
 pub const MAX_RESTORE: u32 = size_of::<skel::types::bench_variant>() as u32;
 
 pub const REGISTRATION: Registration = Registration {
-    selected_by: None,
     names: &[],
     about: "your own XDP or tc program: an object file (FILE.bpf.o) or a spec file (FILE.toml)",
     claims: |target| target.ends_with(".o") || target.ends_with(".toml") || Path::new(target).is_file(),
+    selected_by: None,
     options: ObjectArgs::augment_args,
     build: |target, matches| {
         let args = ObjectArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -33,10 +33,10 @@ use scenarios::{Flows, LbScenario, SCENARIOS};
 const XDP_PASS: u32 = 2;
 
 pub const REGISTRATION: Registration = Registration {
-    selected_by: None,
     names: &["xdp-lb"],
     about: "Katran-model XDP load balancer: 24 scenarios over its code paths (the default suite)",
     claims: crate::workloads::no_files,
+    selected_by: None,
     options: |cmd| <BodyArgs as clap::Args>::augment_args(cmd),
     build: |_, matches| Ok(Box::new(XdpLb { body: BodyArgs::from_matches(matches), ..Default::default() })),
     with_object: Some(|_, matches, object| {
