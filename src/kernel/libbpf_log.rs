@@ -6,10 +6,18 @@ use std::sync::Mutex;
 use libbpf_rs::PrintLevel;
 
 static LOG: Mutex<String> = Mutex::new(String::new());
+/// The warnings alone: the reason of a refusal, without the debug lines
+/// libbpf writes after it.
+static WARNINGS: Mutex<String> = Mutex::new(String::new());
 
 fn collect(level: PrintLevel, msg: String) {
     if let Ok(mut log) = LOG.lock() {
         log.push_str(&msg);
+    }
+    if level == PrintLevel::Warn
+        && let Ok(mut warnings) = WARNINGS.lock()
+    {
+        warnings.push_str(&msg);
     }
     if level == PrintLevel::Warn && std::env::var_os("BPFBENCH_LIBBPF_DEBUG").is_some() {
         eprint!("{msg}");
@@ -23,7 +31,18 @@ pub fn capture() {
 
 /// Takes what libbpf logged since the last call.
 pub fn take() -> String {
+    if let Ok(mut w) = WARNINGS.lock() {
+        w.clear();
+    }
     LOG.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default()
+}
+
+/// The last `lines` warnings since the last [`take`], and clears the log.
+pub fn warnings_tail(lines: usize) -> String {
+    let warnings = WARNINGS.lock().map(|mut w| std::mem::take(&mut *w)).unwrap_or_default();
+    take();
+    let all: Vec<&str> = warnings.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// The last `lines` non-empty lines of what libbpf logged (and clears it).

@@ -181,17 +181,8 @@ impl ObjectFile {
 
     /// Opens an object compiled into bpfbench (see `bpf_object_bytes!`).
     pub fn open_memory(name: &str, bytes: &'static [u8]) -> Result<ObjectFile> {
-        let c_name = CString::new(name).context("the name holds a NUL byte")?;
-        // SAFETY: zero is a valid opts; libbpf reads `sz` first.
-        let mut opts: sys::bpf_object_open_opts = unsafe { std::mem::zeroed() };
-        opts.sz = size_of::<sys::bpf_object_open_opts>() as _;
-        opts.object_name = c_name.as_ptr();
-        libbpf_log::take();
-        // SAFETY: the bytes are static; libbpf copies the name.
-        let raw = unsafe { sys::bpf_object__open_mem(bytes.as_ptr().cast(), bytes.len() as _, &opts) };
-        let Some(obj) = NonNull::new(raw) else {
-            bail!("libbpf cannot open bpfbench's own {name} object: {}", one_line(&libbpf_log::tail(3)));
-        };
+        let obj = open_image(name, bytes)
+            .map_err(|why| anyhow::anyhow!("libbpf cannot open bpfbench's own {name} object {why}"))?;
         let elf = checks::ElfFacts { license: "Dual BSD/GPL".into(), prog_array_targets: Vec::new() };
         Ok(ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
     }
@@ -206,19 +197,8 @@ impl ObjectFile {
         let globalized = checks::globalize_static_programs(&mut image)
             .with_context(|| format!("{} is a damaged ELF file", path.display()))?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let c_name = CString::new(stem).context("the file name holds a NUL byte")?;
-        // SAFETY: zero is a valid opts; libbpf reads `sz` first.
-        let mut opts: sys::bpf_object_open_opts = unsafe { std::mem::zeroed() };
-        opts.sz = size_of::<sys::bpf_object_open_opts>() as _;
-        opts.object_name = c_name.as_ptr();
-        libbpf_log::take();
-        // SAFETY: libbpf parses the image during the call and keeps copies
-        // of what it needs (instructions, BTF), so `image` may go after it.
-        let raw = unsafe { sys::bpf_object__open_mem(image.as_ptr().cast(), image.len() as _, &opts) };
-        let Some(obj) = NonNull::new(raw) else {
-            let err = std::io::Error::last_os_error();
-            bail!("libbpf cannot open {} ({err}): {}", path.display(), one_line(&libbpf_log::tail(3)));
-        };
+        let obj =
+            open_image(&stem, &image).map_err(|why| anyhow::anyhow!("libbpf cannot open {} {why}", path.display()))?;
         let object =
             ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() };
         Ok((object, globalized))
@@ -828,6 +808,26 @@ impl Drop for ObjectFile {
         // SAFETY: we own the object; this closes its programs and maps.
         unsafe { sys::bpf_object__close(self.obj.as_ptr()) };
     }
+}
+
+/// libbpf's object of the ELF image `image`, named `name`; where libbpf
+/// refuses it, "(errno): libbpf's last lines" on one line. libbpf parses the image during the
+/// call and keeps copies of what it needs (instructions, BTF, the name).
+fn open_image(name: &str, image: &[u8]) -> Result<NonNull<sys::bpf_object>> {
+    let c_name = CString::new(name).context("the name holds a NUL byte")?;
+    // SAFETY: zero is a valid opts; libbpf reads `sz` first.
+    let mut opts: sys::bpf_object_open_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<sys::bpf_object_open_opts>() as _;
+    opts.object_name = c_name.as_ptr();
+    // libbpf's reasons come to the error, not to standard error.
+    libbpf_log::capture();
+    libbpf_log::take();
+    // SAFETY: the image and the name outlive the call.
+    let raw = unsafe { sys::bpf_object__open_mem(image.as_ptr().cast(), image.len() as _, &opts) };
+    NonNull::new(raw).ok_or_else(|| {
+        let err = std::io::Error::last_os_error();
+        anyhow::anyhow!("({err}): {}", one_line(&libbpf_log::warnings_tail(3)))
+    })
 }
 
 /// The verifier's reason for a refusal: its last line that is not a statistic.
