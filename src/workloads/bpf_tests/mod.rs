@@ -9,7 +9,7 @@
 //!   on a live datapath once a connection is established; timed in BPF, the
 //!   entry entered by a tail call from the chain loop.
 //! - `fresh`: the flow's first packet every time: the maps put back as the
-//!   setup left them before each call ([`fresh`]); timed per call.
+//!   setup left them before each call ([`per_call`]); timed per call.
 //!
 //! A test whose later packets take another path than its first (its
 //! output differs, or its own `CHECK` fails after the timed batches) is
