@@ -13,8 +13,9 @@
 //!    test's own pass or fail. That map and `mock_skb_meta_map` are zeroed
 //!    after.
 //! 3. A test whose setup jumps is then split, from the maps as they were
-//!    before its setup: the setup runs again with a recorder in every prog
-//!    array slot, which names the slot the jump reached while the run's
+//!    before its setup: the setup runs again with a recorder in every slot
+//!    of the prog arrays the setups use, which names the slot the jump
+//!    reached while the run's
 //!    output is the packet and context the entry would have been given;
 //!    the maps as they are now are the test's *fresh* state. The entry
 //!    runs alone on that input, and its output must pass the test's check
@@ -196,7 +197,7 @@ impl Collection {
     }
 
     /// Runs `r`'s setup again from the maps as they were before it, up to
-    /// its jump (the recorder in every prog array slot): the entry and its
+    /// its jump (the recorder in the slots of the arrays the setups use): the entry and its
     /// input, and the maps as the setup left them; or why it reached no
     /// entry.
     pub fn split(&self, r: &Replayed) -> Result<std::result::Result<Split, String>> {
