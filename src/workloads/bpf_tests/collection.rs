@@ -15,9 +15,9 @@
 //! 3. A test whose setup jumps is then split, from the maps as they were
 //!    before its setup: the setup runs again with a recorder in every slot
 //!    of the prog arrays the setups use, which names the slot the jump
-//!    reached while the run's
-//!    output is the packet and context the entry would have been given;
-//!    the maps as they are now are the test's *fresh* state. The entry
+//!    reached, while the run's output is the packet and context the entry
+//!    would have been given; the maps as they are now are the test's
+//!    *fresh* state. The entry
 //!    runs alone on that input, and its output must pass the test's check
 //!    as the runner's sequence did. The maps are then put back as the
 //!    runner's sequence left them, for the next test.
@@ -197,9 +197,9 @@ impl Collection {
     }
 
     /// Runs `r`'s setup again from the maps as they were before it, up to
-    /// its jump (the recorder in the slots of the arrays the setups use): the entry and its
-    /// input, and the maps as the setup left them; or why it reached no
-    /// entry.
+    /// its jump (the recorder in the slots of the arrays the setups use):
+    /// the entry and its input, and the maps as the setup left them; or why
+    /// it reached no entry.
     pub fn split(&self, r: &Replayed) -> Result<std::result::Result<Split, String>> {
         let Some((setup, data, ctx)) = &r.setup else {
             return Ok(Err("the test drives no datapath entry".into()));
