@@ -14,6 +14,15 @@
 #
 # --cilium also takes the Go module's zip (v1.18.4.zip) as it is.
 #
+# The kernel selftests' programs the corpus runs (test_l4lb.c,
+# test_xdp_noinline.c, bpf_flow.c), from a kernel tree or from the tarball
+# Debian's linux-source-6.12 package installs, with the selftests' flags:
+#
+#   apt-get install linux-source-6.12
+#   examples/corpus/build.sh --linux /usr/src/linux-source-6.12.tar.xz
+#
+# --out DIR writes the objects there instead of examples/corpus/build/.
+#
 # A project left out is skipped; its spec files then fail to find their
 # object. Tested with katran 19f08fec, xdp-tools f0b4ac2 and cilium
 # v1.18.4 (a checkout, or the module the Go proxy serves:
@@ -26,20 +35,23 @@ katran=
 xdp_tools=
 cilium=
 cilium_tests=
+linux=
 while [ $# -gt 0 ]; do
     case "$1" in
         --cilium-tests) cilium_tests=$2; shift 2 ;;
         --katran) katran=$2; shift 2 ;;
         --xdp-tools) xdp_tools=$2; shift 2 ;;
         --cilium) cilium=$2; shift 2 ;;
+        --linux) linux=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
         *)
-            echo "build.sh: unknown argument '$1'; give --katran DIR, --xdp-tools DIR and/or --cilium DIR (checkouts of those projects), and --cilium-tests OUT to build Cilium's unit tests" >&2
+            echo "build.sh: unknown argument '$1'; give --katran DIR, --xdp-tools DIR and/or --cilium DIR (checkouts of those projects), --linux DIR|TARBALL (a kernel tree), and --cilium-tests OUT to build Cilium's unit tests" >&2
             exit 2
             ;;
     esac
 done
-if [ -z "$katran$xdp_tools$cilium" ]; then
-    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR] [--cilium DIR|ZIP [--cilium-tests OUT]]" >&2
+if [ -z "$katran$xdp_tools$cilium$linux" ]; then
+    echo "usage: build.sh [--katran DIR] [--xdp-tools DIR] [--cilium DIR|ZIP [--cilium-tests OUT]] [--linux DIR|TARBALL] [--out DIR]" >&2
     exit 2
 fi
 if [ -n "$cilium_tests" ] && [ -z "$cilium" ]; then
@@ -57,6 +69,7 @@ case "$cilium" in
         ;;
 esac
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 cc() { # source, object, flags...
     src=$1
     obj=$2
@@ -117,6 +130,42 @@ SHIM
     globalize=$(llvm-objdump-19 -t "$tmp/cilium_xdp.o" | awk '$NF != "" && ($0 ~ / xdp\/tail/ || $0 ~ / xdp\/entry/) {printf "--globalize-symbol=%s ", $NF}')
     # shellcheck disable=SC2086
     llvm-objcopy-19 $globalize "$tmp/cilium_xdp.o" "$out/cilium_xdp.bpf.o"
+fi
+if [ -n "$linux" ]; then
+    selftests=tools/testing/selftests/bpf
+    case "$linux" in
+        *.tar.*)
+            [ -f "$linux" ] || { echo "build.sh: $linux: no such file (apt-get install linux-source-6.12 installs /usr/src/linux-source-6.12.tar.xz)" >&2; exit 1; }
+            # Only what the three programs and the helper definitions need.
+            # Its top folder is named as the file is (linux-source-6.12, linux-6.12).
+            top=$(basename "$linux" | sed 's/\.tar\..*//')
+            # (gnu/stubs.h: the selftests' empty one, which lets glibc's
+            # headers be included for --target=bpf.)
+            tar xf "$linux" -C "$tmp" "$top/$selftests/progs" "$top/$selftests/gnu" \
+                "$top/$selftests/test_iptunnel_common.h" "$top/tools/include/uapi" "$top/tools/lib/bpf" \
+                "$top/scripts/bpf_doc.py"
+            linux=$tmp/$top
+            ;;
+    esac
+    [ -f "$linux/$selftests/progs/bpf_flow.c" ] || { echo "build.sh: $linux is not a kernel tree (no $selftests/progs/bpf_flow.c)" >&2; exit 1; }
+    # The selftests' Makefile: libbpf's headers from the tree, with the
+    # helper definitions generated from its UAPI bpf.h as libbpf's build
+    # generates them; -I the selftests' folder and the tree's UAPI;
+    # -mcpu=v3 (CLANG_BPF_BUILD_RULE); test_xdp_noinline with -fno-inline.
+    mkdir -p "$tmp/libbpf/bpf"
+    cp "$linux"/tools/lib/bpf/bpf_helpers.h "$linux"/tools/lib/bpf/bpf_endian.h "$tmp/libbpf/bpf/"
+    python3 "$linux/scripts/bpf_doc.py" --header --file "$linux/tools/include/uapi/linux/bpf.h" >"$tmp/libbpf/bpf/bpf_helper_defs.h"
+    selftest() { # program, extra flags...
+        name=$1
+        shift
+        echo "build.sh: $name.bpf.o"
+        "$clang" -g -Wall -Werror -D__TARGET_ARCH_x86 -I"$tmp/libbpf" -I"$linux/$selftests" \
+            -I"$linux/tools/include/uapi" -I/usr/include/x86_64-linux-gnu -Wno-compare-distinct-pointer-types \
+            "$@" -O2 --target=bpf -mcpu=v3 -c "$linux/$selftests/progs/$name.c" -o "$out/$name.bpf.o"
+    }
+    selftest test_l4lb
+    selftest test_xdp_noinline -fno-inline
+    selftest bpf_flow
 fi
 if [ -n "$cilium_tests" ]; then
     # Cilium's bpf/tests/Makefile: -I bpf -I bpf/include -g, the loader's
