@@ -2,6 +2,7 @@
 //! beside the Rust that drives it, and registers here in one line.
 
 pub mod bpf_tests;
+pub mod corpus;
 #[cfg(test)]
 mod example;
 pub mod live;
@@ -18,8 +19,14 @@ use clap::{Arg, ArgAction, Command};
 use crate::harness::Workload;
 
 /// Every workload, in `bpfbench list` order. Adding a workload is one line here.
-pub const REGISTRY: &[&Registration] =
-    &[&xdp_lb::REGISTRATION, &maps::REGISTRATION, &bpf_tests::REGISTRATION, &object::REGISTRATION];
+pub const REGISTRY: &[&Registration] = &[
+    &xdp_lb::REGISTRATION,
+    &maps::REGISTRATION,
+    // Before the test objects: a folder of spec files is a corpus.
+    &corpus::REGISTRATION,
+    &bpf_tests::REGISTRATION,
+    &object::REGISTRATION,
+];
 
 /// The workload `bpfbench run` runs when none is named.
 pub const DEFAULT: &str = "xdp-lb";

@@ -424,3 +424,35 @@ pub fn assert_boxed_aligned(text: &str) {
         }
     }
 }
+
+/// The kernel tree whose selftests' programs the corpus builds
+/// (`scripts/setup.sh test` installs Debian's linux-source-6.12).
+pub const LINUX_SOURCE: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+/// A copy of examples/corpus in `dir` (its spec files and maps) whose
+/// build/ holds the kernel selftests' three programs, built by
+/// `build.sh --linux` as the corpus README says, and nothing else: the
+/// specs of Katran, xdp-tools and Cilium stand unbuilt whatever this
+/// machine has built. Returns the copy's folder.
+pub fn corpus_with_selftests(dir: &std::path::Path) -> PathBuf {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/corpus");
+    let to = dir.join("examples/corpus");
+    std::fs::create_dir_all(to.join("maps")).unwrap();
+    for e in std::fs::read_dir(&corpus).unwrap().chain(std::fs::read_dir(corpus.join("maps")).unwrap()) {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml" || x == "json") {
+            std::fs::copy(&p, to.join(p.strip_prefix(&corpus).unwrap())).unwrap();
+        }
+    }
+    assert!(
+        std::path::Path::new(LINUX_SOURCE).exists(),
+        "{LINUX_SOURCE} is missing: scripts/setup.sh test installs it (apt-get install linux-source-6.12)"
+    );
+    let build = Command::new(corpus.join("build.sh"))
+        .args(["--linux", LINUX_SOURCE, "--out"])
+        .arg(to.join("build"))
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "build.sh --linux: {}", String::from_utf8_lossy(&build.stderr));
+    to
+}

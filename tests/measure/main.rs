@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod corpus;
 mod framework_tests;
 mod inline;
 mod kernel;

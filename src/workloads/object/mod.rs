@@ -92,6 +92,14 @@ pub(crate) fn outputs_differ(kind: ProgKind, mask: &Mask, want: &RunOutput, got:
     diff_packets(&want, &got).map(|d| format!("output packet differs (outside {mask}): {d}"))
 }
 
+/// Why case `name` (`what`: "" or " the chain") cannot run in the
+/// userspace runtime: N/A where the runtime lacks what the path needs (a
+/// helper, a map type), a failure otherwise.
+fn not_in_user_runtime(name: &str, what: &str, e: anyhow::Error) -> anyhow::Error {
+    let why = format!("case {name}: cannot run{what} in the userspace runtime: {e:#}");
+    if crate::uvm::lacks(&e) { crate::harness::NotRunnable(why).into() } else { anyhow::anyhow!(why) }
+}
+
 /// Writes the first `restore` bytes of each of a case's packets into a
 /// driver's `bench_variants` (sized to the bytes written back).
 fn write_variants(map: &MapHandle, variants: &[Vec<u8>], restore: u32) -> Result<()> {
@@ -125,6 +133,9 @@ impl ObjectBench {
     /// Checks the object, picks the program and resolves every case, so
     /// bad input is refused before anything reaches the kernel.
     pub fn new(mut setup: ObjectSetup) -> Result<ObjectBench> {
+        if let Some(build) = setup.build.as_deref().filter(|_| !setup.object.exists()) {
+            bail!("{} is not built; build it with: {build}", setup.object.display());
+        }
         let object = setup.open(&setup.object)?;
         let (program, kind) = object.select(setup.program.as_deref())?;
         let maps = object.map_names();
@@ -823,9 +834,7 @@ impl Loaded<'_> {
                     Timing::InBpf { construct: s.construct, body: s.placement, why_called: s.why_called.clone() };
                 (Timer::InBpf(Box::new(s)), timing, key)
             }
-            Err(e) if self.runtime == Runtime::User => {
-                bail!("case {}: cannot run in the userspace runtime: {e:#}", case.name)
-            }
+            Err(e) if self.runtime == Runtime::User => return Err(not_in_user_runtime(&case.name, "", e)),
             Err(e) if bench.timing.forced_loop().is_some() => {
                 bail!("case {}: --timing-mode {}: {e:#}", case.name, bench.timing.as_str())
             }
@@ -888,9 +897,7 @@ impl Loaded<'_> {
             Ok(Err(NotInLoop(why))) if self.runtime == Runtime::User => {
                 bail!("case {}: the userspace runtime times chains in the batch loop only, and {why}", case.name)
             }
-            Err(e) if self.runtime == Runtime::User => {
-                bail!("case {}: cannot run the chain in the userspace runtime: {e:#}", case.name)
-            }
+            Err(e) if self.runtime == Runtime::User => return Err(not_in_user_runtime(&case.name, " the chain", e)),
             Ok(Err(NotInLoop(why))) => {
                 return Ok(self.per_call(case, refs.to_vec(), format!("it makes tail calls, and {why}")));
             }

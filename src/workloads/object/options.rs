@@ -171,6 +171,12 @@ pub struct ObjectSetup {
     /// The workload's name in results: the object's or the spec file's.
     pub name: String,
     pub object: PathBuf,
+    /// The project the program comes from (a spec's `project`): the
+    /// corpus groups its table by it.
+    pub project: Option<String>,
+    /// The command that builds the object (a spec's `build`), said when
+    /// the object is missing.
+    pub build: Option<String>,
     pub program: Option<String>,
     /// (map, JSON file) to fill before validation.
     pub maps: Vec<(String, PathBuf)>,
@@ -265,6 +271,8 @@ impl ObjectSetup {
         Ok(ObjectSetup {
             name: stem(object),
             object: object.to_path_buf(),
+            project: None,
+            build: None,
             program: args.load.program.clone(),
             maps: args.load.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
             pins: args.load.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
@@ -376,6 +384,8 @@ impl ObjectSetup {
         Ok(ObjectSetup {
             name: file.name.unwrap_or_else(|| stem(path)),
             object: at(&file.object),
+            project: file.project,
+            build: file.build,
             program: file.program,
             maps: file.maps.iter().map(|(n, p)| (n.clone(), at(p))).collect(),
             pins: file.pinned.into_iter().collect(),
@@ -412,6 +422,8 @@ impl ObjectSetup {
 /// ```toml
 /// object = "xdp_encap.bpf.o"        # relative to this file
 /// program = "xdp_encap"             # when the object holds several
+/// project = "encap"                 # the corpus's group
+/// build = "make -C encap"           # said when the object is missing
 /// [maps]
 /// services = "services.json"        # filled before validation
 /// [globals]
@@ -426,6 +438,10 @@ impl ObjectSetup {
 struct SpecFile {
     name: Option<String>,
     object: PathBuf,
+    /// Where the program comes from: "katran", "linux selftests".
+    project: Option<String>,
+    /// The command that builds `object`, for when it is missing.
+    build: Option<String>,
     program: Option<String>,
     #[serde(default)]
     maps: BTreeMap<String, PathBuf>,
