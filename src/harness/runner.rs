@@ -495,6 +495,10 @@ impl Runner {
                 rec.notes = v.notes;
                 prepared
             }
+            Err(e) if e.is::<super::NotRunnable>() => {
+                rec.unavailable = Some(format!("{e:#}"));
+                return (rec, None);
+            }
             Err(e) => {
                 rec.error = Some(format!("validation failed: {e:#}"));
                 return (rec, None);

@@ -276,14 +276,17 @@ fn helper_name(id: i32) -> Option<&'static str> {
     })
 }
 
+/// How a refusal of a call the runtime lacks ends ([`VmError::lacks`](super::VmError::lacks)).
+pub const LACKED: &str = "which bpfbench's userspace runtime does not have";
+
 /// The one-line refusal of helper `id`, named as the kernel's BTF names it.
 pub fn unsupported(id: i32) -> String {
-    format!("calls {}, which bpfbench's userspace runtime does not have", helper_label(id))
+    format!("calls {}, {LACKED}", helper_label(id))
 }
 
 /// The one-line refusal of the kfunc of BTF id `id`.
 pub fn missing_kfunc(id: i32) -> String {
-    format!("calls {}, which bpfbench's userspace runtime does not have", kfunc_label(id))
+    format!("calls {}, {LACKED}", kfunc_label(id))
 }
 
 /// "helper 21 (bpf_skb_set_tunnel_key)": named as the kernel's BTF names it.

@@ -76,6 +76,14 @@ impl fmt::Display for VmError {
 
 impl std::error::Error for VmError {}
 
+impl VmError {
+    /// Whether the instruction calls a helper or kfunc the runtime does not
+    /// have (the program is fine; the runtime lacks it).
+    pub fn lacks(&self) -> bool {
+        self.what.ends_with(super::helpers::LACKED)
+    }
+}
+
 /// What one run executed: identical for the same program and input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {

@@ -41,4 +41,23 @@ impl From<PacketOutcome> for crate::kernel::test_run::RunOutput {
     }
 }
 pub use interp::{Counts, Interpreter, VmError};
+
+/// What the userspace runtime does not have (a map type), which a program
+/// needs: the program runs in the kernel only.
+#[derive(Debug)]
+pub struct Lacks(pub String);
+
+impl std::fmt::Display for Lacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Lacks {}
+
+/// Whether `e` stops at something this runtime does not have (a helper,
+/// kfunc or map type), rather than at a fault of the program or the runtime.
+pub fn lacks(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<Lacks>() || c.downcast_ref::<VmError>().is_some_and(VmError::lacks))
+}
 pub use runtime::{RunCounts, UserRuntime};

@@ -122,7 +122,10 @@ impl UserMap {
                 let stride = if percpu(def.map_type) { def.value_size.next_multiple_of(8) } else { def.value_size };
                 Store::Lru { stride, lru: Box::new(LruHash::new(def.max_entries as usize, stride * copies, cpus)) }
             }
-            t => bail!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name),
+            t => {
+                let why = format!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name);
+                return Err(super::Lacks(why).into());
+            }
         };
         Ok(UserMap { def, store, cpus: copies, graveyard: Vec::new() })
     }
