@@ -152,26 +152,30 @@ fn sample_counts(m: &MatrixRecord) -> String {
 }
 
 /// The timed programs as each kernel's verifier and JIT made them: a row
-/// per program (xdp-lb's 24 scenarios time one), a cell per kernel.
+/// per program (xdp-lb's 24 scenarios time one), a cell per kernel. A
+/// program is its workload, name and tag: a corpus's specs may hold
+/// programs whose names the kernel cuts alike (15 characters), which are
+/// then told apart by the first scenario that timed each.
 fn programs(m: &MatrixRecord) -> String {
-    let mut names: Vec<(String, String)> = Vec::new();
+    // (workload, name, tag, first scenario).
+    let mut keys: Vec<(&str, &str, &str, &str)> = Vec::new();
     for r in m.columns.iter().filter_map(|c| c.run.as_ref()).flat_map(|run| &run.results) {
         if let Some(p) = &r.program
-            && !names.contains(&(r.workload.clone(), p.name.clone()))
+            && !keys.iter().any(|k| (k.0, k.1, k.2) == (r.workload.as_str(), p.name.as_str(), p.tag.as_str()))
         {
-            names.push((r.workload.clone(), p.name.clone()));
+            keys.push((&r.workload, &p.name, &p.tag, &r.name));
         }
     }
-    let cells: Vec<Vec<String>> = names
+    let cells: Vec<Vec<String>> = keys
         .iter()
-        .map(|(workload, name)| {
+        .map(|&(workload, name, tag, _)| {
             m.columns
                 .iter()
                 .map(|c| {
                     let p = c.run.as_ref().and_then(|run| {
-                        run.results
-                            .iter()
-                            .find_map(|r| r.program.as_ref().filter(|p| r.workload == *workload && p.name == *name))
+                        run.results.iter().find_map(|r| {
+                            r.program.as_ref().filter(|p| r.workload == workload && p.name == name && p.tag == tag)
+                        })
                     });
                     match p {
                         None => "-".to_string(),
@@ -185,7 +189,16 @@ fn programs(m: &MatrixRecord) -> String {
                 .collect()
         })
         .collect();
-    let labels: Vec<String> = names.iter().map(|(w, n)| format!("{w}: {n}")).collect();
+    let labels: Vec<String> = keys
+        .iter()
+        .map(|&(w, n, _, first)| {
+            if keys.iter().filter(|k| (k.0, k.1) == (w, n)).count() > 1 {
+                format!("{w}: {n} ({first})")
+            } else {
+                format!("{w}: {n}")
+            }
+        })
+        .collect();
     grid(
         m,
         "programs: xlated bytes / jited bytes / verifier's processed instructions (- where the kernel does not say)",

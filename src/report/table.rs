@@ -405,10 +405,12 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     }
     out.push_str(&per_call_reasons(&report.results));
     out.push_str(&state_dependent_rows(&report.results));
+    // Rows that cannot run for one reason (a spec not built, a program type
+    // the userspace runtime lacks) share one line.
+    for (why, rows) in by_reason(report.results.iter().filter_map(|r| Some((r.unavailable.as_deref()?, label(r))))) {
+        let _ = writeln!(out, "\n{}: N/A ({why})", rows_phrase(&rows));
+    }
     for r in &report.results {
-        if let Some(why) = &r.unavailable {
-            let _ = writeln!(out, "\n{}: N/A ({why})", label(r));
-        }
         if let Some(e) = &r.error {
             let _ = writeln!(out, "\n{}: {}", label(r), e);
         }
@@ -427,27 +429,37 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
 }
 
 /// Why rows were timed per call: one line a reason, naming its rows (a
-/// test suite's fresh rows share one reason; a few rows are named, many
-/// counted).
+/// test suite's fresh rows share one reason).
 fn per_call_reasons(results: &[ScenarioRecord]) -> String {
-    let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
-    for r in results {
-        if let Timing::PerCall { reason, .. } = &r.timing {
-            match reasons.iter_mut().find(|(why, _)| *why == reason.as_str()) {
-                Some((_, rows)) => rows.push(label(r)),
-                None => reasons.push((reason, vec![label(r)])),
-            }
-        }
-    }
+    let reasons = by_reason(results.iter().filter_map(|r| match &r.timing {
+        Timing::PerCall { reason, .. } => Some((reason.as_str(), label(r))),
+        _ => None,
+    }));
     let mut out = String::new();
     for (why, rows) in reasons {
-        let _ = match rows.as_slice() {
-            [one] => writeln!(out, "{one}: timed per call because {why}"),
-            few if few.len() <= 3 => writeln!(out, "{}: timed per call because {why}", few.join(", ")),
-            many => writeln!(out, "{} rows ({}, ...) timed per call because {why}", many.len(), many[0]),
-        };
+        let _ = writeln!(out, "{} timed per call because {why}", rows_phrase(&rows));
     }
     out
+}
+
+/// (reason, row) pairs gathered by reason, in the order reasons first appear.
+fn by_reason<'a>(pairs: impl Iterator<Item = (&'a str, String)>) -> Vec<(&'a str, Vec<String>)> {
+    let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
+    for (why, row) in pairs {
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, rows)) => rows.push(row),
+            None => reasons.push((why, vec![row])),
+        }
+    }
+    reasons
+}
+
+/// Rows named: a few by name, many counted ("14 rows (ipv4, ...)").
+fn rows_phrase(rows: &[String]) -> String {
+    match rows {
+        few if few.len() <= 3 => few.join(", "),
+        many => format!("{} rows ({}, ...)", many.len(), many[0]),
+    }
 }
 
 /// The rows whose program takes another path on later packets than on

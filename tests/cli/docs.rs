@@ -263,6 +263,9 @@ fn sandbox() -> common::TempDir {
     {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
+    // The corpus guide's `bpfbench run corpus`: the corpus's specs, the
+    // kernel selftests' programs built as it says.
+    common::corpus_with_selftests(&dir);
     // The counts own-program.md's --expect-map example names.
     let totals = r#"[{"key": 0, "value": {"frames": 2, "bad_ip_csum": 0, "bad_l4_csum": 0}}]"#;
     std::fs::write(dir.join("totals.json"), totals).unwrap();
