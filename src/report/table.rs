@@ -437,7 +437,9 @@ fn per_call_reasons(results: &[ScenarioRecord]) -> String {
     }));
     let mut out = String::new();
     for (why, rows) in reasons {
-        let _ = writeln!(out, "{} timed per call because {why}", rows_phrase(&rows));
+        // "a, b: timed ..." names its rows; "14 rows (a, ...) timed ..." counts them.
+        let sep = if rows.len() <= FEW_ROWS { ":" } else { "" };
+        let _ = writeln!(out, "{}{sep} timed per call because {why}", rows_phrase(&rows));
     }
     out
 }
@@ -454,10 +456,13 @@ fn by_reason<'a>(pairs: impl Iterator<Item = (&'a str, String)>) -> Vec<(&'a str
     reasons
 }
 
+/// Rows up to this many are named in a line about them; more are counted.
+const FEW_ROWS: usize = 3;
+
 /// Rows named: a few by name, many counted ("14 rows (ipv4, ...)").
 fn rows_phrase(rows: &[String]) -> String {
     match rows {
-        few if few.len() <= 3 => few.join(", "),
+        few if few.len() <= FEW_ROWS => few.join(", "),
         many => format!("{} rows ({}, ...)", many.len(), many[0]),
     }
 }
