@@ -480,6 +480,7 @@ impl Runner {
             measurement: None,
             runtime,
             instructions: None,
+            kernel_insns: None,
         };
         if let Some(why) = w.unavailable(s) {
             rec.unavailable = Some(why);
@@ -505,6 +506,13 @@ impl Runner {
             }
         };
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
+        if self.metric == Metric::KernelInsns {
+            match mark_kernel_regions(prepared.as_mut()) {
+                Ok(k) => rec.kernel_insns = Some(k),
+                Err(e) => rec.error = Some(format!("counting kernel instructions failed: {e:#}")),
+            }
+            return (rec, None);
+        }
         if self.metric == Metric::Insns {
             match prepared.count_instructions(COUNT_ITERS, self.profile) {
                 Ok(Some(c)) => rec.instructions = Some(c),
@@ -519,6 +527,38 @@ impl Runner {
         }
         (rec, Some(prepared))
     }
+}
+
+/// Packets each region of `--metric kernel-insns` runs: enough that the
+/// test run's entry and exit are a small share, few enough for TCG.
+pub const KERNEL_COUNT_ITERS: u32 = 1000;
+/// Rounds of each region: the host keeps the fewest (an interrupt only adds).
+const KERNEL_COUNT_ROUNDS: usize = 3;
+
+/// Runs the scenario's batches, and the empty loop's, in regions the TCG
+/// plugin counts (system::tcg_counter): per round a batch of N packets and
+/// one of 2N, whose difference leaves out what a batch costs once. One
+/// unmarked run of each comes first, so that first-run effects (page
+/// faults, cold code) stay out.
+fn mark_kernel_regions(p: &mut dyn PreparedScenario) -> anyhow::Result<crate::record::KernelInsns> {
+    use crate::system::tcg_counter;
+    let iters = p.batch_cap().map_or(KERNEL_COUNT_ITERS, |cap| (cap / 2).min(KERNEL_COUNT_ITERS)).max(1);
+    p.run_batch(Variant::Body, 2 * iters)?;
+    p.run_batch(Variant::Overhead, 2 * iters)?;
+    let mut pair = |variant: Variant| -> anyhow::Result<(u64, u64)> {
+        let (r, short) = tcg_counter::marked(|| p.run_batch(variant, iters));
+        r?;
+        let (r, long) = tcg_counter::marked(|| p.run_batch(variant, 2 * iters));
+        r?;
+        Ok((short, long))
+    };
+    let (mut body_regions, mut loop_regions) = (Vec::new(), Vec::new());
+    for _ in 0..KERNEL_COUNT_ROUNDS {
+        body_regions.push(pair(Variant::Body)?);
+        loop_regions.push(pair(Variant::Overhead)?);
+    }
+    let jit_symbols = tcg_counter::jit_symbols()?;
+    Ok(crate::record::KernelInsns { iters, body_regions, loop_regions, jit_symbols, counts: None })
 }
 
 /// A scenario between the sweeps of a run: its record so far and the

@@ -20,6 +20,7 @@ pub mod bpf_stats;
 pub mod bpffs;
 pub mod btf_names;
 pub mod features;
+pub mod hash_seed;
 pub mod libbpf_log;
 pub mod lines;
 pub mod load;

@@ -17,7 +17,8 @@ const VERIFIER_LOG_LINES: usize = 25;
 
 /// Loads an opened skeleton; when the kernel refuses it, the error names
 /// `what` and carries the tail of the verifier's log.
-pub fn load<'obj, O: OpenSkel<'obj>>(open: O, what: &str) -> Result<O::Output> {
+pub fn load<'obj, O: OpenSkel<'obj>>(mut open: O, what: &str) -> Result<O::Output> {
+    super::hash_seed::apply(open.open_object_mut())?;
     libbpf_log::take();
     open.load().map_err(|e| {
         anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES))
@@ -94,7 +95,8 @@ impl ObjectSource {
 
 /// Loads an opened object; a refusal names `what` and carries the tail of
 /// the verifier's log.
-pub fn load_object(open: libbpf_rs::OpenObject, what: &str) -> Result<libbpf_rs::Object> {
+pub fn load_object(mut open: libbpf_rs::OpenObject, what: &str) -> Result<libbpf_rs::Object> {
+    super::hash_seed::apply(&mut open)?;
     libbpf_log::take();
     open.load().map_err(|e| {
         anyhow!("the kernel refused {what} ({e}); verifier log tail:\n{}", libbpf_log::tail(VERIFIER_LOG_LINES))
@@ -107,6 +109,7 @@ pub fn load_object_keeping_code(
     mut open: libbpf_rs::OpenObject,
     what: &str,
 ) -> Result<(libbpf_rs::Object, crate::kernel::prepared::PreparedCode)> {
+    super::hash_seed::apply(&mut open)?;
     let mut code =
         crate::kernel::prepared::PreparedCode::capture(&mut open).with_context(|| format!("preparing {what}"))?;
     let obj = load_object(open, what)?;

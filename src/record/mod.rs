@@ -276,6 +276,54 @@ pub struct ScenarioRecord {
     /// What the userspace runtime executed per packet (`--metric insns`).
     #[serde(default)]
     pub instructions: Option<InstructionCount>,
+    /// The kernel's native instructions per packet (`--metric kernel-insns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_insns: Option<KernelInsns>,
+}
+
+/// A scenario counted by the TCG plugin: the guest's bpfbench marks the
+/// regions and names the JIT images; the host, which reads the plugin's
+/// file, fills in the counts. Each round runs a batch of `iters` packets
+/// and one of twice as many: their difference is `iters` packets' worth,
+/// with what a batch costs once (the system call, the copies) left out.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelInsns {
+    /// Packets of the shorter batch of each pair.
+    pub iters: u32,
+    /// The plugin's numbers of the regions that ran the program: (the
+    /// batch of `iters`, the batch of twice as many), a round each.
+    pub body_regions: Vec<(u64, u64)>,
+    /// ... and of those that ran the empty loop (the harness's own share).
+    pub loop_regions: Vec<(u64, u64)>,
+    /// The JIT images while the regions ran: kallsyms' `[bpf]` symbols.
+    pub jit_symbols: Vec<(u64, String)>,
+    /// Per packet, from the plugin's counts (None until the host attributed them).
+    #[serde(default)]
+    pub counts: Option<KernelCounts>,
+}
+
+/// Native instructions per packet: of each batch size the round with the
+/// fewest (an interrupt only adds), their difference per packet, the empty
+/// loop's taken off.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelCounts {
+    /// In the program's JIT images (the timed program and its tail calls).
+    pub jit: f64,
+    /// In kernel functions (helpers, map operations, the test run's loop).
+    pub kernel: f64,
+    /// The empty loop's own, per packet (JIT and kernel), already taken off.
+    pub harness: f64,
+    /// Each round's whole count of the longer batch, for how exactly it repeats.
+    pub round_totals: Vec<u64>,
+    /// Per function, per packet, the loop's share included, most first:
+    /// `bpf_prog_<tag>_<name>` for a JIT image.
+    pub symbols: Vec<(String, f64)>,
+}
+
+impl KernelCounts {
+    pub fn total(&self) -> f64 {
+        self.jit + self.kernel
+    }
 }
 
 /// Where a scenario's program runs.
@@ -325,6 +373,10 @@ pub enum Metric {
     /// BPF instructions executed per packet, counted by the userspace
     /// runtime's interpreter: the same on every run and every machine.
     Insns,
+    /// Native instructions the kernel executes per packet (the JIT image,
+    /// the kernel functions it reaches), counted in a guest under QEMU's
+    /// TCG by bpfbench's plugin (`vm --metric kernel-insns`).
+    KernelInsns,
 }
 
 /// Instructions, helper calls and map operations per packet, counted by
@@ -437,9 +489,10 @@ impl ScenarioRecord {
         self.id().to_string()
     }
 
-    /// Neither measured nor counted nor excused as unavailable.
+    /// Neither measured nor counted (in either runtime) nor excused as unavailable.
     pub fn failed(&self) -> bool {
-        self.measurement.is_none() && self.instructions.is_none() && self.unavailable.is_none()
+        let counted = self.kernel_insns.as_ref().is_some_and(|k| k.counts.is_some());
+        self.measurement.is_none() && self.instructions.is_none() && !counted && self.unavailable.is_none()
     }
 }
 

@@ -105,6 +105,17 @@ pub fn table(m: &MatrixRecord) -> String {
         Some(super::insns_table::per_packet(c.body_insns as f64 - c.loop_insns as f64, c.packets))
     });
     out.push_str(&grid(m, "BPF instructions per packet", &labels, &insns));
+    let kernel = scenario_cells(m, &keys, |r| {
+        let c = r.kernel_insns.as_ref()?.counts.as_ref()?;
+        Some(format!("{:.1} = {:.1} JIT + {:.1} kernel (loop {:.1})", c.total(), c.jit, c.kernel, c.harness))
+    });
+    out.push_str(&grid(
+        m,
+        "kernel instructions per packet (TCG plugin; the empty loop's own taken off, shown in brackets)",
+        &labels,
+        &kernel,
+    ));
+    out.push_str(&kernel_profiles(m, &keys));
     let mut problems = Vec::new();
     for c in &m.columns {
         match (&c.run, &c.error) {
@@ -130,6 +141,35 @@ pub fn table(m: &MatrixRecord) -> String {
         let _ = writeln!(out, "stored: {} ('bpfbench compare ID ID' compares two of them)", stored.join(", "));
     }
     out
+}
+
+/// Where each counted scenario's kernel instructions go, per kernel: its
+/// functions with the most per packet (a JIT image is `bpf_prog_<tag>_<name>`).
+fn kernel_profiles(m: &MatrixRecord, keys: &[RowKey]) -> String {
+    const TOP: usize = 6;
+    let mut out = String::new();
+    for k in keys {
+        for (c, col) in m.columns.iter().enumerate() {
+            let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns.as_ref()?.counts.as_ref()) else {
+                continue;
+            };
+            let top: Vec<String> = counts.symbols.iter().take(TOP).map(|(name, n)| format!("{name} {n:.1}")).collect();
+            let totals: Vec<String> = counts.round_totals.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                out,
+                "  {} on {}: {} (rounds: {})",
+                row_label(k),
+                col.heading(),
+                top.join(", "),
+                totals.join(", ")
+            );
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("per function, per packet, the loop's share included (most first; each round's whole count):\n{out}\n")
+    }
 }
 
 /// The samples behind each column's figures ("5", or "3-200" where they differ).

@@ -275,6 +275,10 @@ pub fn run(plan: Plan<'_>, observer: &mut dyn Observer) -> Result<Outcome> {
         progress,
     } = plan;
     let cpu = system::prepare_for_timing(cpu)?;
+    if metric == crate::record::Metric::KernelInsns {
+        // The same buckets on every boot and kernel (kernel::hash_seed).
+        crate::kernel::hash_seed::use_zero_seed();
+    }
     let mut sides = Vec::new();
     for runtime in runtimes {
         let loaded = workload.setup_in(cpu, runtime)?;

@@ -46,7 +46,7 @@ impl SamplingArgs {
 /// `--metric` as the command line spells it (the record's enum knows no clap).
 impl clap::ValueEnum for Metric {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Metric::Time, Metric::Insns]
+        &[Metric::Time, Metric::Insns, Metric::KernelInsns]
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
@@ -54,6 +54,9 @@ impl clap::ValueEnum for Metric {
             Metric::Time => clap::builder::PossibleValue::new("time").help("ns per operation, timed in batches"),
             Metric::Insns => clap::builder::PossibleValue::new("insns")
                 .help("BPF instructions executed per packet, counted by the userspace runtime's interpreter"),
+            Metric::KernelInsns => clap::builder::PossibleValue::new("kernel-insns").help(
+                "native instructions the kernel executes per packet (JIT image and kernel functions), counted in a guest under QEMU's TCG (bpfbench vm)",
+            ),
         })
     }
 }
@@ -176,6 +179,12 @@ impl RunArgs {
                     "--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user"
                 )
             }
+            (Metric::KernelInsns, Some(RuntimeChoice::User | RuntimeChoice::Both)) => {
+                anyhow::bail!("--metric kernel-insns counts the kernel's instructions; drop --runtime")
+            }
+            (Metric::KernelInsns, _) if !crate::system::tcg_counter::plugin_loaded() => anyhow::bail!(
+                "--metric kernel-insns is counted in a guest under QEMU's TCG by bpfbench's plugin: bpfbench vm --kernel KERNEL --metric kernel-insns -- [run arguments]"
+            ),
             (Metric::Insns, _) | (_, Some(RuntimeChoice::User)) => Ok(vec![Runtime::User]),
             (_, None | Some(RuntimeChoice::Kernel)) => Ok(vec![Runtime::Kernel]),
             (_, Some(RuntimeChoice::Both)) => Ok(vec![Runtime::Kernel, Runtime::User]),

@@ -294,6 +294,7 @@ impl PairedRequest<'_> {
                     append: append.filter(|a| !a.is_empty()),
                     bound: GUEST_BOUND,
                     cpus: 1,
+                    plugin: None,
                 };
                 let labels = (format!("kernel A ({})", self.kernels[0]), format!("kernel B ({})", self.kernels[1]));
                 // Both boot at once.

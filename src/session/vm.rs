@@ -12,12 +12,12 @@ use clap::Args;
 
 use crate::history::{History, StoreOptions};
 use crate::record::matrix::{MATRIX_SCHEMA, MatrixColumn, MatrixRecord};
-use crate::record::{RunRecord, parse_run};
+use crate::record::{Metric, RunRecord, parse_run};
 use crate::system::guest::{self, GuestSpec, OutputFolder};
 use crate::system::interrupt;
 
 /// The `run` options `vm` sets itself.
-const RESERVED: [&str; 4] = ["--format", "--output", "--compare-to", "--repeat"];
+const RESERVED: [&str; 5] = ["--format", "--output", "--compare-to", "--repeat", "--metric"];
 
 #[derive(Debug, Args, Clone)]
 pub struct VmArgs {
@@ -37,6 +37,12 @@ pub struct VmArgs {
     pub out: super::output::OutputArgs,
     #[command(flatten)]
     pub store: StoreOptions,
+    /// What each kernel measures: time per operation, or kernel-insns: the
+    /// native instructions the kernel executes per packet (JIT image and
+    /// kernel functions), counted under QEMU's TCG by bpfbench's plugin
+    /// (the same count on every boot)
+    #[arg(long, value_enum, default_value_t = Metric::Time)]
+    pub metric: Metric,
     /// The arguments of 'bpfbench run' every kernel gets (after --), e.g.
     /// -- xdp-lb -s tcp-v4-lru-hit --samples 5
     #[arg(last = true)]
@@ -51,6 +57,18 @@ impl VmArgs {
                 bail!("{reserved} is set by 'bpfbench vm' itself; leave it out of the run arguments");
             }
         }
+        let counting = self.metric == Metric::KernelInsns;
+        if counting && self.kernels.iter().any(|k| k == "host") {
+            bail!(
+                "--metric kernel-insns counts in guests under QEMU's TCG; --kernel host runs without one: give guest kernels only"
+            );
+        }
+        if self.metric == Metric::Insns {
+            bail!(
+                "--metric insns counts in the userspace runtime, the same on every kernel: give it to 'bpfbench run'"
+            );
+        }
+        let plugin = if counting { Some(counter_plugin()?) } else { None };
         // Every kernel is checked before the first boots.
         let images: Vec<Option<PathBuf>> = self
             .kernels
@@ -80,9 +98,10 @@ impl VmArgs {
                     self.on_host()
                 }
                 Some(image) => {
-                    let accel = guest::accelerator(image);
+                    // The plugin counts what TCG translates: never KVM.
+                    let accel = if counting { guest::Accelerator::Tcg } else { guest::accelerator(image) };
                     progress(&format!("{kernel}: booting {} ({})", image.display(), accel.as_str()));
-                    self.in_guest(kernel, image, accel)
+                    self.in_guest(kernel, image, accel, plugin.as_deref())
                 }
             };
             match outcome {
@@ -116,6 +135,9 @@ impl VmArgs {
         let mut words = vec![std::env::current_exe()?.display().to_string(), "run".into()];
         words.extend(self.run_args.iter().cloned());
         words.extend(["--format", "json", "--no-store"].map(String::from));
+        if self.metric == Metric::KernelInsns {
+            words.extend(["--metric", "kernel-insns"].map(String::from));
+        }
         Ok(words)
     }
 
@@ -130,15 +152,41 @@ impl VmArgs {
         parse_run(&text).with_context(|| format!("bpfbench run on this machine gave no record ({})", out.status))
     }
 
-    fn in_guest(&self, kernel: &str, image: &Path, accel: guest::Accelerator) -> Result<RunRecord> {
+    fn in_guest(
+        &self,
+        kernel: &str,
+        image: &Path,
+        accel: guest::Accelerator,
+        plugin: Option<&Path>,
+    ) -> Result<RunRecord> {
+        use crate::system::tcg_counter;
         let folder = OutputFolder::new(kernel)?;
-        let script = format!("{} > $OUT/run.json 2> $OUT/run.err\n", guest::shell_command(&self.run_command()?));
+        let mut script = format!("{} > $OUT/run.json 2> $OUT/run.err\n", guest::shell_command(&self.run_command()?));
+        if plugin.is_some() {
+            // The run knows the plugin counts its regions; the JIT images
+            // are named in kallsyms; the kernel's symbols are kept for the host.
+            script = format!(
+                "export {}=1\nsysctl -qw net.core.bpf_jit_kallsyms=1 kernel.kptr_restrict=0\n{script}cat /proc/kallsyms > $OUT/{}\n",
+                tcg_counter::ENV,
+                tcg_counter::KALLSYMS_FILE
+            );
+        }
+        // Counting: the run's CPU (the guest's last) without the periodic
+        // tick where the kernel can stop it (NO_HZ_FULL: Debian's 6.1 and
+        // 6.12), so that fewer timer interrupts land in the counted regions.
+        let append = match (plugin.is_some(), &self.append) {
+            (true, Some(a)) => Some(format!("nohz_full=1 rcu_nocbs=1 {a}")),
+            (true, None) => Some("nohz_full=1 rcu_nocbs=1".to_string()),
+            (false, a) => a.clone(),
+        };
         let spec = GuestSpec {
             image: image.to_path_buf(),
-            append: self.append.clone(),
+            append,
             bound: Duration::from_secs(self.timeout),
             // One guest at a time: two CPUs boot it faster.
             cpus: 2,
+            plugin: plugin
+                .map(|p| format!("{},out={}", p.display(), folder.path.join(tcg_counter::REGIONS_FILE).display())),
         };
         if let Err(e) = guest::boot(&spec, accel, &folder, &script, interrupt::flag()) {
             bail!("{e}; the console's last lines: {}", guest::console_tail(&folder, 3));
@@ -157,9 +205,44 @@ impl VmArgs {
             }
         };
         let mut run = parse_run(&text).context("the guest's run record")?;
+        if plugin.is_some() {
+            attribute_counts(&mut run, &folder)?;
+        }
         run.environment.guest = Some(folder.guest(image, accel));
         // The guest ran on this machine: its testbed, not the guest's host name.
         run.environment.testbed = Some(crate::system::environment::testbed());
         Ok(run)
     }
+}
+
+/// The counting plugin, built beside this executable (the workspace's
+/// tcg-counter crate: `cargo build --release` builds both).
+fn counter_plugin() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().context("bpfbench's folder")?;
+    let plugin = dir.join("libbpfbench_tcg_counter.so");
+    if !plugin.exists() {
+        bail!(
+            "--metric kernel-insns needs bpfbench's TCG plugin, {}, which is not built: cargo build --release (it builds tcg-counter/ too)",
+            plugin.display()
+        );
+    }
+    Ok(plugin)
+}
+
+/// Fills each counted scenario's per-packet counts from the plugin's
+/// regions and the guest's kallsyms.
+fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
+    use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE, Regions, Symbols, attribute};
+    let regions = Regions::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
+    let symbols = Symbols::parse(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?);
+    for r in &mut run.results {
+        if let Some(k) = r.kernel_insns.as_mut() {
+            match attribute(k, &regions, &symbols) {
+                Ok(c) => k.counts = Some(c),
+                Err(e) => r.error = Some(format!("counting kernel instructions failed: {e:#}")),
+            }
+        }
+    }
+    Ok(())
 }

@@ -166,6 +166,9 @@ pub struct GuestSpec {
     /// are faster with one each (three Debian guests, two at a time: 126 s
     /// against 163 s), as QEMU's own thread wants a core too.
     pub cpus: u32,
+    /// A TCG plugin QEMU loads, with its arguments: `PATH,out=FILE`
+    /// (bpfbench's instruction counter, system::tcg_counter).
+    pub plugin: Option<String>,
 }
 
 /// A guest's writable folder: created empty, removed when dropped unless kept.
@@ -287,7 +290,7 @@ fn remember_accelerator(file: impl AsRef<Path>, boot: &str, accel: Accelerator) 
 /// when no guest could be started to tell.
 fn probe_kvm(image: &Path) -> Option<Accelerator> {
     let out = OutputFolder::new("kvm-probe").ok()?;
-    let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: KVM_PROBE_BOUND, cpus: 1 };
+    let spec = GuestSpec { image: image.to_path_buf(), append: None, bound: KVM_PROBE_BOUND, cpus: 1, plugin: None };
     let mut guest = start(&spec, Accelerator::Kvm, &out, "echo ok > $OUT/kvm", None).ok()?;
     let started = Instant::now();
     while !guest.exited() && started.elapsed() < KVM_PROBE_BOUND {
@@ -341,11 +344,18 @@ pub fn start(
     if let Some(append) = &spec.append {
         cmd.arg("--append").arg(append);
     }
+    let mut qemu_opts = Vec::new();
     if let Some(socket) = port {
-        cmd.arg(format!(
-            "--qemu-opts=-device virtio-serial-pci,id=bpfbench_serial -chardev socket,id=bpfbench_port,path={} -device virtserialport,bus=bpfbench_serial.0,chardev=bpfbench_port,name={PORT_NAME}",
+        qemu_opts.push(format!(
+            "-device virtio-serial-pci,id=bpfbench_serial -chardev socket,id=bpfbench_port,path={} -device virtserialport,bus=bpfbench_serial.0,chardev=bpfbench_port,name={PORT_NAME}",
             socket.display()
         ));
+    }
+    if let Some(plugin) = &spec.plugin {
+        qemu_opts.push(format!("-plugin {plugin}"));
+    }
+    if !qemu_opts.is_empty() {
+        cmd.arg(format!("--qemu-opts={}", qemu_opts.join(" ")));
     }
     // The script goes in a file: vng may pass the command on the kernel's
     // command line, which cuts it at 2 KiB (seen: a guest waiting forever).

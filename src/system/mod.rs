@@ -8,6 +8,7 @@ pub mod ethtool;
 pub mod guest;
 pub mod interrupt;
 pub mod sysctl;
+pub mod tcg_counter;
 
 use anyhow::{Context, Result, bail};
 

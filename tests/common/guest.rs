@@ -105,7 +105,7 @@ pub fn run(image: &Path, label: &str, commands: &[(&str, Vec<String>)], bound: D
     let accel = guest::accelerator(image);
     eprintln!("guests run under {}", accel.as_str());
     // Tests run guests two at a time: one CPU each is faster (GuestSpec::cpus).
-    let spec = guest::GuestSpec { image: image.to_path_buf(), append: None, bound, cpus: 1 };
+    let spec = guest::GuestSpec { image: image.to_path_buf(), append: None, bound, cpus: 1, plugin: None };
     let never = AtomicBool::new(false);
     if let Err(e) = guest::boot(&spec, accel, &folder, &script, &never) {
         panic!("{label} guest ({}): {e:#}", image.display());

@@ -187,6 +187,7 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
         }),
         runtime: Default::default(),
         instructions: None,
+        kernel_insns: None,
     }
 }
 

@@ -8,4 +8,5 @@
 mod common;
 
 mod debian;
+mod kernel_insns;
 mod vm;

@@ -176,7 +176,7 @@ impl ObjectFile {
             let err = std::io::Error::last_os_error();
             bail!("libbpf cannot open {} ({err}): {}", path.display(), one_line(&libbpf_log::tail(3)));
         };
-        Ok(ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
+        ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }.seeded()
     }
 
     /// Opens an object compiled into bpfbench (see `bpf_object_bytes!`).
@@ -184,7 +184,7 @@ impl ObjectFile {
         let obj = open_image(name, bytes)
             .map_err(|why| anyhow::anyhow!("libbpf cannot open bpfbench's own {name} object {why}"))?;
         let elf = checks::ElfFacts { license: "Dual BSD/GPL".into(), prog_array_targets: Vec::new() };
-        Ok(ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() })
+        ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }.seeded()
     }
 
     /// Opens `path` as a project's own loader takes it, for objects built
@@ -200,8 +200,17 @@ impl ObjectFile {
         let obj =
             open_image(&stem, &image).map_err(|why| anyhow::anyhow!("libbpf cannot open {} {why}", path.display()))?;
         let object =
-            ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() };
+            ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }
+                .seeded()?;
         Ok((object, globalized))
+    }
+
+    /// The object with its hash maps seeded as [`hash_seed`](crate::kernel::hash_seed) asks.
+    fn seeded(self) -> Result<ObjectFile> {
+        for m in self.maps_raw() {
+            crate::kernel::hash_seed::apply_raw(m)?;
+        }
+        Ok(self)
     }
 
     pub fn path(&self) -> &Path {

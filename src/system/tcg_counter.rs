@@ -1,0 +1,281 @@
+//! Kernel instruction counts through bpfbench's QEMU TCG plugin
+//! (tcg-counter/): the guest side marks the regions to count, the host side
+//! reads the plugin's file and attributes each block to a symbol of the
+//! guest's kallsyms.
+//!
+//! In the guest, [`marked`] runs a closure between the plugin's two marker
+//! instructions (NOPs everywhere else) and returns the region's number;
+//! [`jit_symbols`] reads the JIT images' symbols while the programs are
+//! loaded. On the host, [`Regions::parse`] reads the plugin's file and
+//! [`attribute`] turns a scenario's regions into instructions per packet.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result, bail};
+
+use crate::record::{KernelCounts, KernelInsns};
+
+/// Set in the guest by `bpfbench vm --metric kernel-insns`: the plugin is loaded.
+pub const ENV: &str = "BPFBENCH_TCG_COUNTER";
+
+/// The file the plugin writes in the guest's output folder.
+pub const REGIONS_FILE: &str = "regions.txt";
+/// The guest's kallsyms, written after the run.
+pub const KALLSYMS_FILE: &str = "kallsyms";
+
+/// Regions this process marked; the plugin numbers them in the same order.
+static MARKED: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `f` between the plugin's start and stop markers (tcg-counter's
+/// START and STOP: `nopl` with displacements spelling "BPFS" and "BPFE");
+/// returns its result and the region's number.
+pub fn marked<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    // SAFETY: an 8-byte NOP; it touches no register, memory or flag.
+    unsafe {
+        std::arch::asm!(".byte 0x0f, 0x1f, 0x84, 0x00, 0x42, 0x50, 0x46, 0x53", options(nostack, preserves_flags))
+    };
+    let out = f();
+    // SAFETY: as above.
+    unsafe {
+        std::arch::asm!(".byte 0x0f, 0x1f, 0x84, 0x00, 0x42, 0x50, 0x46, 0x45", options(nostack, preserves_flags))
+    };
+    (out, MARKED.fetch_add(1, Ordering::SeqCst) + 1)
+}
+
+/// Whether this process runs in a guest whose QEMU loaded the plugin.
+pub fn plugin_loaded() -> bool {
+    std::env::var_os(ENV).is_some()
+}
+
+/// The JIT images loaded now: kallsyms' `[bpf]` symbols (address, name).
+pub fn jit_symbols() -> Result<Vec<(u64, String)>> {
+    let text = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
+    let symbols: Vec<(u64, String)> = text
+        .lines()
+        .filter(|l| l.ends_with("[bpf]"))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+            Some((addr, w.nth(1)?.to_string()))
+        })
+        .filter(|(a, _)| *a != 0)
+        .collect();
+    if symbols.is_empty() {
+        bail!(
+            "/proc/kallsyms lists no JIT image: the kernel hides them (net.core.bpf_jit_kallsyms=0, or addresses hidden by kptr_restrict)"
+        );
+    }
+    Ok(symbols)
+}
+
+/// One block's tally in a region: its address, instructions, and times run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub vaddr: u64,
+    pub insns: u64,
+    pub execs: u64,
+}
+
+/// The plugin's file: each region's blocks, by the region's number.
+#[derive(Debug, Default)]
+pub struct Regions(pub HashMap<u64, Vec<Block>>);
+
+impl Regions {
+    /// Reads the plugin's format (tcg-counter/src/lib.rs): `region N vcpu
+    /// V`, a line `VADDR INSNS EXECS` per block, `end`.
+    pub fn parse(text: &str) -> Result<Regions> {
+        let mut regions = HashMap::new();
+        let mut current: Option<(u64, Vec<Block>)> = None;
+        for (i, line) in text.lines().enumerate() {
+            let bad = || format!("the plugin's file, line {}: '{line}'", i + 1);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["region", n, "vcpu", _] => current = Some((n.parse().with_context(bad)?, Vec::new())),
+                ["end"] => {
+                    let (n, blocks) = current.take().with_context(bad)?;
+                    regions.insert(n, blocks);
+                }
+                [vaddr, insns, execs] => {
+                    let block = Block {
+                        vaddr: u64::from_str_radix(vaddr, 16).with_context(bad)?,
+                        insns: insns.parse().with_context(bad)?,
+                        execs: execs.parse().with_context(bad)?,
+                    };
+                    current.as_mut().with_context(bad)?.1.push(block);
+                }
+                _ => bail!("{}", bad()),
+            }
+        }
+        Ok(Regions(regions))
+    }
+}
+
+/// A guest's symbols by address (text symbols of kallsyms).
+pub struct Symbols(BTreeMap<u64, String>);
+
+impl Symbols {
+    pub fn parse(kallsyms: &str) -> Symbols {
+        let map = kallsyms
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let kind = w.next()?;
+                let name = w.next()?;
+                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W")).then(|| (addr, name.to_string()))
+            })
+            .collect();
+        Symbols(map)
+    }
+
+    fn with(&self, extra: &[(u64, String)]) -> Symbols {
+        let mut map = self.0.clone();
+        map.extend(extra.iter().cloned());
+        Symbols(map)
+    }
+
+    /// The symbol `vaddr` lies in: the nearest at or below it.
+    fn of(&self, vaddr: u64) -> Option<&str> {
+        self.0.range(..=vaddr).next_back().map(|(_, n)| n.as_str())
+    }
+}
+
+/// Kernel addresses start here on x86-64; below is the guest's user space.
+const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
+
+/// One region's instructions by function ("[user]" for user space).
+fn by_symbol(blocks: &[Block], symbols: &Symbols) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for b in blocks {
+        let name = if b.vaddr < KERNEL_SPACE { "[user]" } else { symbols.of(b.vaddr).unwrap_or("[unknown]") };
+        *counts.entry(name.to_string()).or_insert(0) += b.insns * b.execs;
+    }
+    counts
+}
+
+/// The kernel side of one region (user space left out), its JIT share.
+fn kernel_total(counts: &BTreeMap<String, u64>, jit: &[(u64, String)]) -> (u64, u64) {
+    let is_jit = |n: &str| jit.iter().any(|(_, j)| j == n);
+    let jit_n = counts.iter().filter(|(n, _)| is_jit(n)).map(|(_, c)| c).sum();
+    let all = counts.iter().filter(|(n, _)| *n != "[user]").map(|(_, c)| c).sum();
+    (jit_n, all)
+}
+
+/// One batch size's counts by function: of its rounds, the one with the
+/// fewest kernel instructions (an interrupt only adds).
+fn fewest(rounds: Vec<BTreeMap<String, u64>>, jit: &[(u64, String)]) -> BTreeMap<String, u64> {
+    rounds.into_iter().min_by_key(|c| kernel_total(c, jit).1).unwrap_or_default()
+}
+
+/// `long` less `short`, per function (what the extra packets executed).
+fn difference(long: &BTreeMap<String, u64>, short: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
+    let mut d: BTreeMap<String, i64> = long.iter().map(|(n, c)| (n.clone(), *c as i64)).collect();
+    for (n, c) in short {
+        *d.entry(n.clone()).or_insert(0) -= *c as i64;
+    }
+    d
+}
+
+/// A scenario's counts per packet from the plugin's regions: for each
+/// batch size the round with the fewest kernel instructions, the longer
+/// batch's less the shorter's (what a batch costs once drops out), per
+/// packet, the empty loop's the same way, taken off.
+pub fn attribute(k: &KernelInsns, regions: &Regions, symbols: &Symbols) -> Result<KernelCounts> {
+    let symbols = symbols.with(&k.jit_symbols);
+    let region =
+        |n: u64| regions.0.get(&n).with_context(|| format!("the plugin wrote no region {n} (was the plugin loaded?)"));
+    let counted = |ids: &[(u64, u64)], long: bool| -> Result<Vec<BTreeMap<String, u64>>> {
+        ids.iter().map(|&(s, l)| Ok(by_symbol(region(if long { l } else { s })?, &symbols))).collect()
+    };
+    let jit = &k.jit_symbols;
+    let body_long = counted(&k.body_regions, true)?;
+    let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1).collect();
+    let body = difference(&fewest(body_long, jit), &fewest(counted(&k.body_regions, false)?, jit));
+    let empty =
+        difference(&fewest(counted(&k.loop_regions, true)?, jit), &fewest(counted(&k.loop_regions, false)?, jit));
+    let is_jit = |n: &str| jit.iter().any(|(_, j)| j == n);
+    let sums = |d: &BTreeMap<String, i64>| {
+        let kernel = d.iter().filter(|(n, _)| *n != "[user]");
+        let jit_n: i64 = kernel.clone().filter(|(n, _)| is_jit(n)).map(|(_, c)| c).sum();
+        (jit_n, kernel.map(|(_, c)| c).sum::<i64>() - jit_n)
+    };
+    let iters = f64::from(k.iters.max(1));
+    let ((b_jit, b_kernel), (e_jit, e_kernel)) = (sums(&body), sums(&empty));
+    // The profile is the program's batch's (the loop's own functions in
+    // it): the loop runs a program of its own, whose symbol would not cancel.
+    let mut symbols: Vec<(String, f64)> = body
+        .iter()
+        .filter(|(n, _)| *n != "[user]")
+        .map(|(n, c)| (n.clone(), *c as f64 / iters))
+        .filter(|(_, c)| c.abs() >= 0.005)
+        .collect();
+    symbols.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok(KernelCounts {
+        jit: (b_jit - e_jit) as f64 / iters,
+        kernel: (b_kernel - e_kernel) as f64 / iters,
+        harness: (e_jit + e_kernel) as f64 / iters,
+        round_totals,
+        symbols,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_are_attributed_by_symbol_longer_less_shorter_batch_the_empty_loop_taken_off() {
+        // Batches of 100 and 200 packets; a batch costs 50 in the kernel
+        // once (a system call), a packet 5 in the program's JIT image and 10
+        // in the kernel, of which the loop's own is 2 and 4.
+        let block = |v: &str, insns: u64, execs: u64| format!("{v} {insns} {execs}\n");
+        let (jit, loop_jit, kern, sys) =
+            ("ffffffffc0000010", "ffffffffc0000810", "ffffffff81000000", "ffffffff81000200");
+        let region = |n: u64, body: bool, packets: u64, extra: &str| {
+            let (j, k) = if body { (jit, 5) } else { (loop_jit, 0) };
+            let mut r = format!("region {n} vcpu 0\n");
+            if body {
+                r += &block(j, k, packets);
+            }
+            r += &block(loop_jit, 2, packets);
+            r += &block(kern, if body { 10 } else { 4 }, packets);
+            r += &block(sys, 50, 1);
+            r += "400000 3 1\n";
+            r + extra + "end\n"
+        };
+        let timer = block("ffffffff81000100", 7, 1);
+        let file = [
+            region(1, true, 100, ""),
+            region(2, true, 200, &timer),
+            region(3, false, 100, ""),
+            region(4, false, 200, ""),
+            region(5, true, 100, &timer),
+            region(6, true, 200, ""),
+            region(7, false, 100, ""),
+            region(8, false, 200, ""),
+        ]
+        .concat();
+        let regions = Regions::parse(&file).unwrap();
+        let symbols = Symbols::parse(
+            "ffffffff81000000 T bpf_prog_test_run_xdp\nffffffff81000100 t timer_tick\nffffffff81000200 T __sys_bpf\n",
+        );
+        let k = KernelInsns {
+            iters: 100,
+            body_regions: vec![(1, 2), (5, 6)],
+            loop_regions: vec![(3, 4), (7, 8)],
+            jit_symbols: vec![
+                (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
+                (0xffffffffc0000800, "bpf_prog_bb_loop".into()),
+            ],
+            counts: None,
+        };
+        let c = attribute(&k, &regions, &symbols).unwrap();
+        // The timer in round 1's long batch and round 2's short one is
+        // left out; the system call's 50 drops out; user space is not counted.
+        assert_eq!(c.round_totals, vec![200 * 17 + 50 + 7, 200 * 17 + 50]);
+        assert_eq!((c.jit, c.kernel, c.harness), (5.0, 6.0, 6.0));
+        assert_eq!(c.symbols[0], ("bpf_prog_test_run_xdp".to_string(), 10.0));
+        assert!(Regions::parse("region 1 vcpu 0\nnonsense\n").is_err());
+    }
+}

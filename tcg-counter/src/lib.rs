@@ -1,0 +1,175 @@
+//! A QEMU TCG plugin that counts the guest instructions one vCPU executes
+//! between two marker instructions, by translation block, for bpfbench's
+//! kernel instruction counts (`--metric kernel-insns` in a guest).
+//!
+//! The guest's bpfbench executes [`START`] before a test run and [`STOP`]
+//! after it: NOPs no compiler emits (`nopl` with a displacement spelling
+//! "BPFS" and "BPFE"), so a guest without the plugin runs them as NOPs.
+//! Between them, every executed block of that vCPU adds its instruction
+//! count to the block's tally; at [`STOP`] the region's blocks are appended
+//! to the file given as `out=PATH`:
+//!
+//! ```text
+//! region 1 vcpu 0
+//! ffffffffc0002a1c 12 100000      (block address, its instructions, times executed)
+//! ...
+//! end
+//! ```
+//!
+//! Attribution (which function, which JIT image) is the host's, from the
+//! guest's kallsyms: the plugin knows addresses only. Under TCG an
+//! interrupt is taken between blocks, so the interrupted code's blocks
+//! count exactly; the handler's blocks count too, under its own symbols.
+//! Outside a region a block costs one call and one load.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
+
+use qemu_plugin_sys::{
+    QEMU_PLUGIN_VERSION, qemu_info_t, qemu_plugin_cb_flags, qemu_plugin_id_t, qemu_plugin_insn_data,
+    qemu_plugin_insn_size, qemu_plugin_register_vcpu_insn_exec_cb, qemu_plugin_register_vcpu_tb_exec_cb,
+    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_tb, qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns,
+    qemu_plugin_tb_vaddr,
+};
+
+/// The plugin API version this plugin is built for (QEMU checks it).
+#[unsafe(no_mangle)]
+pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
+
+/// `nopl 0x53465042(%rax,%rax,1)`: counting starts after it.
+pub const START: [u8; 8] = [0x0f, 0x1f, 0x84, 0x00, b'B', b'P', b'F', b'S'];
+/// `nopl 0x45465042(%rax,%rax,1)`: the region ends; its blocks are written.
+pub const STOP: [u8; 8] = [0x0f, 0x1f, 0x84, 0x00, b'B', b'P', b'F', b'E'];
+
+const MAX_VCPUS: usize = 64;
+
+/// Whether each vCPU is between its markers.
+static COUNTING: [AtomicBool; MAX_VCPUS] = [const { AtomicBool::new(false) }; MAX_VCPUS];
+
+/// One translation of a block: where it starts, its instructions, and how
+/// often it ran in the current region.
+struct Block {
+    vaddr: u64,
+    insns: u32,
+    execs: AtomicU64,
+}
+
+/// Every block translated so far (QEMU keeps a block's callbacks as long as
+/// the translation lives, so each record lives as long as the process).
+static BLOCKS: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
+
+/// The file regions are appended to, and how many were written.
+static OUT: OnceLock<Mutex<(File, u64)>> = OnceLock::new();
+
+unsafe extern "C" fn block_executed(vcpu: c_uint, udata: *mut c_void) {
+    if COUNTING.get(vcpu as usize).is_some_and(|c| c.load(Relaxed)) {
+        // SAFETY: udata is the leaked Block registered with this callback.
+        let block = unsafe { &*(udata as *const Block) };
+        block.execs.fetch_add(1, Relaxed);
+    }
+}
+
+unsafe extern "C" fn start(vcpu: c_uint, _: *mut c_void) {
+    if let Some(c) = COUNTING.get(vcpu as usize) {
+        c.store(true, Relaxed);
+    }
+}
+
+unsafe extern "C" fn stop(vcpu: c_uint, _: *mut c_void) {
+    let Some(c) = COUNTING.get(vcpu as usize) else { return };
+    if !c.swap(false, Relaxed) {
+        return;
+    }
+    let Some(out) = OUT.get() else { return };
+    let mut text = String::new();
+    for b in BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        let n = b.execs.swap(0, Relaxed);
+        if n > 0 {
+            text.push_str(&format!("{:x} {} {n}\n", b.vaddr, b.insns));
+        }
+    }
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    out.1 += 1;
+    let region = out.1;
+    let _ = write!(out.0, "region {region} vcpu {vcpu}\n{text}end\n");
+    let _ = out.0.flush();
+}
+
+/// The instruction's bytes, if QEMU gives them.
+fn bytes(insn: *const qemu_plugin_sys::qemu_plugin_insn) -> &'static [u8] {
+    // SAFETY: QEMU's pointer to the instruction's bytes, valid during translation.
+    unsafe {
+        let data = qemu_plugin_insn_data(insn) as *const u8;
+        if data.is_null() { &[] } else { std::slice::from_raw_parts(data, qemu_plugin_insn_size(insn)) }
+    }
+}
+
+unsafe extern "C" fn translated(_: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
+    // SAFETY: QEMU's block, valid during this callback.
+    unsafe {
+        let n = qemu_plugin_tb_n_insns(tb);
+        let block: &'static Block =
+            Box::leak(Box::new(Block { vaddr: qemu_plugin_tb_vaddr(tb), insns: n as u32, execs: AtomicU64::new(0) }));
+        BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).push(block);
+        qemu_plugin_register_vcpu_tb_exec_cb(
+            tb,
+            Some(block_executed),
+            qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+            block as *const Block as *mut c_void,
+        );
+        for i in 0..n {
+            let insn = qemu_plugin_tb_get_insn(tb, i);
+            let marker = match bytes(insn) {
+                b if b == START => start,
+                b if b == STOP => stop,
+                _ => continue,
+            };
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                insn,
+                Some(marker),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
+/// Called by QEMU when it loads the plugin: `-plugin PATH,out=FILE`.
+///
+/// # Safety
+/// QEMU's arguments: `argv` holds `argc` C strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: qemu_plugin_id_t,
+    _info: *const qemu_info_t,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
+    let mut out = None;
+    for i in 0..argc.max(0) as usize {
+        // SAFETY: QEMU passes argc valid C strings.
+        let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
+        if let Some(path) = arg.strip_prefix("out=") {
+            out = Some(path.to_string());
+        }
+    }
+    let Some(path) = out else {
+        eprintln!("bpfbench-tcg-counter: give out=FILE (where the regions' counts go)");
+        return -1;
+    };
+    match File::create(&path) {
+        Ok(f) => {
+            let _ = OUT.set(Mutex::new((f, 0)));
+        }
+        Err(e) => {
+            eprintln!("bpfbench-tcg-counter: cannot create {path}: {e}");
+            return -1;
+        }
+    }
+    // SAFETY: registering a callback with QEMU for this plugin's id.
+    unsafe { qemu_plugin_register_vcpu_tb_trans_cb(id, Some(translated)) };
+    0
+}

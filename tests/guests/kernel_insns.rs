@@ -1,0 +1,85 @@
+//! `bpfbench vm --metric kernel-insns`: the kernel's native instructions
+//! per packet, counted in a guest under TCG by bpfbench's plugin
+//! (tcg-counter/): the same on two boots, a one-instruction change counted
+//! as exactly the instruction the JIT emits for it, attributed by symbol;
+//! bad requests refused in one line.
+
+use crate::common;
+
+use bpfbench::record::matrix::MatrixRecord;
+use bpfbench::record::{KernelCounts, RunRecord};
+use common::{bpfbench, guest, stderr, temp_dir};
+
+/// Scenario `name`'s counts in `run`.
+fn counts<'r>(run: &'r RunRecord, name: &str) -> &'r KernelCounts {
+    let r = run.results.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no {name}"));
+    let k = r.kernel_insns.as_ref().unwrap_or_else(|| panic!("{name}: not counted: {:?}", r.error));
+    k.counts.as_ref().unwrap_or_else(|| panic!("{name}: no counts: {:?}", r.error))
+}
+
+#[test]
+fn counts_repeat_on_two_boots_and_one_more_instruction_counts_one_per_packet() {
+    let _machine = common::machine_shared();
+    let Some(_) = guest::kernel("trixie") else { return };
+    // Two spec files, one folder (one boot counts both): the program, and
+    // the program with one more BPF instruction (a multiplication).
+    let dir = temp_dir("kernel-insns");
+    for (spec, object) in [("base", "xdp_one_insn.bpf.o"), ("more", "xdp_one_insn_more.bpf.o")] {
+        let toml = format!(
+            "object = \"{}\"\n[[case]]\nname = \"tx\"\npacket = \"eth/ipv4/udp\"\nexpect = \"XDP_TX\"\n",
+            common::test_object(object).display()
+        );
+        std::fs::write(dir.join(format!("{spec}.toml")), toml).unwrap();
+    }
+    let folder = dir.to_str().unwrap();
+    let out = bpfbench(&[
+        "vm",
+        "--kernel",
+        "trixie",
+        "--kernel",
+        "trixie",
+        "--metric",
+        "kernel-insns",
+        "--no-store",
+        "--format",
+        "json",
+        "--",
+        folder,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: MatrixRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let boots: Vec<&RunRecord> =
+        m.columns.iter().map(|c| c.run.as_ref().unwrap_or_else(|| panic!("{:?}", c.error))).collect();
+    for run in &boots {
+        let (base, more) = (counts(run, "base/tx"), counts(run, "more/tx"));
+        // The JIT emits one imul for the one BPF multiplication.
+        assert_eq!(more.jit - base.jit, 1.0, "{base:?}\n{more:?}");
+        // The program's JIT image is named among the functions.
+        assert!(base.symbols.iter().any(|(s, _)| s.starts_with("bpf_prog_")), "{base:?}");
+        assert!(base.jit > 0.0 && base.harness > 0.0, "{base:?}");
+    }
+    // Both boots count the same JIT instructions, and totals within 0.1 %.
+    for name in ["base/tx", "more/tx"] {
+        let (a, b) = (counts(boots[0], name), counts(boots[1], name));
+        assert_eq!(a.jit, b.jit, "{name}: {a:?}\n{b:?}");
+        assert!((a.total() - b.total()).abs() <= a.total() * 0.001, "{name}: {a:?}\n{b:?}");
+    }
+    let table = bpfbench::report::render_as(&m, bpfbench::report::Format::Table).unwrap();
+    assert!(table.contains("kernel instructions per packet") && table.contains("JIT +"), "{table}");
+}
+
+#[test]
+fn kernel_insns_outside_a_counting_guest_are_refused_in_one_line() {
+    common::assert_one_line_error(
+        &["vm", "--kernel", "host", "--metric", "kernel-insns", "--", "-s", "pass-non-ip"],
+        "--metric kernel-insns counts in guests under QEMU's TCG; --kernel host runs without one",
+    );
+    common::assert_one_line_error(
+        &["run", "--metric", "kernel-insns", "-s", "pass-non-ip"],
+        "--metric kernel-insns is counted in a guest under QEMU's TCG by bpfbench's plugin: bpfbench vm",
+    );
+    common::assert_one_line_error(
+        &["vm", "--kernel", "trixie", "--metric", "kernel-insns", "--", "--metric", "time"],
+        "--metric is set by 'bpfbench vm' itself",
+    );
+}
