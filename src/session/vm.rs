@@ -17,7 +17,7 @@ use crate::system::guest::{self, GuestSpec, OutputFolder};
 use crate::system::interrupt;
 
 /// The `run` options `vm` sets itself.
-const RESERVED: [&str; 5] = ["--format", "--output", "--compare-to", "--repeat", "--metric"];
+const RESERVED: [&str; 4] = ["--format", "--output", "--compare-to", "--repeat"];
 
 #[derive(Debug, Args, Clone)]
 pub struct VmArgs {
@@ -63,10 +63,8 @@ impl VmArgs {
                 "--metric kernel-insns counts in guests under QEMU's TCG; --kernel host runs without one: give guest kernels only"
             );
         }
-        if self.metric == Metric::Insns {
-            bail!(
-                "--metric insns counts in the userspace runtime, the same on every kernel: give it to 'bpfbench run'"
-            );
+        if self.metric != Metric::Time && self.run_args.iter().any(|a| a == "--metric") {
+            bail!("give --metric once: before the run arguments (vm --metric) or among them (-- --metric), not both");
         }
         let plugin = if counting { Some(counter_plugin()?) } else { None };
         // Every kernel is checked before the first boots.
@@ -135,8 +133,10 @@ impl VmArgs {
         let mut words = vec![std::env::current_exe()?.display().to_string(), "run".into()];
         words.extend(self.run_args.iter().cloned());
         words.extend(["--format", "json", "--no-store"].map(String::from));
-        if self.metric == Metric::KernelInsns {
-            words.extend(["--metric", "kernel-insns"].map(String::from));
+        match self.metric {
+            Metric::Time => {}
+            Metric::Insns => words.extend(["--metric", "insns"].map(String::from)),
+            Metric::KernelInsns => words.extend(["--metric", "kernel-insns"].map(String::from)),
         }
         Ok(words)
     }

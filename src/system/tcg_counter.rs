@@ -87,7 +87,7 @@ impl Regions {
     pub fn parse(text: &str) -> Result<Regions> {
         let mut regions = HashMap::new();
         let mut current: Option<(u64, Vec<Block>)> = None;
-        for (i, line) in text.lines().enumerate() {
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#')) {
             let bad = || format!("the plugin's file, line {}: '{line}'", i + 1);
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {

@@ -30,9 +30,9 @@ use std::sync::{Mutex, OnceLock};
 
 use qemu_plugin_sys::{
     QEMU_PLUGIN_VERSION, qemu_info_t, qemu_plugin_cb_flags, qemu_plugin_id_t, qemu_plugin_insn_data,
-    qemu_plugin_insn_size, qemu_plugin_register_vcpu_insn_exec_cb, qemu_plugin_register_vcpu_tb_exec_cb,
-    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_tb, qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns,
-    qemu_plugin_tb_vaddr,
+    qemu_plugin_insn_size, qemu_plugin_insn_vaddr, qemu_plugin_register_vcpu_insn_exec_cb,
+    qemu_plugin_register_vcpu_tb_exec_cb, qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_tb,
+    qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
 };
 
 /// The plugin API version this plugin is built for (QEMU checks it).
@@ -107,21 +107,47 @@ fn bytes(insn: *const qemu_plugin_sys::qemu_plugin_insn) -> &'static [u8] {
     }
 }
 
+/// Where x86-64 kernels put modules and JIT images (MODULES_VADDR):
+/// blocks there are counted by instruction.
+const MODULES: u64 = 0xffff_ffff_a000_0000;
+
+/// Registers a tally of `insns` instructions at `vaddr`, counted by `register`.
+fn tally(vaddr: u64, insns: usize) -> *mut c_void {
+    let block: &'static Block = Box::leak(Box::new(Block { vaddr, insns: insns as u32, execs: AtomicU64::new(0) }));
+    BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).push(block);
+    block as *const Block as *mut c_void
+}
+
 unsafe extern "C" fn translated(_: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
-    // SAFETY: QEMU's block, valid during this callback.
+    // SAFETY: QEMU's block and its instructions, valid during this callback.
     unsafe {
-        let n = qemu_plugin_tb_n_insns(tb);
-        let block: &'static Block =
-            Box::leak(Box::new(Block { vaddr: qemu_plugin_tb_vaddr(tb), insns: n as u32, execs: AtomicU64::new(0) }));
-        BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).push(block);
-        qemu_plugin_register_vcpu_tb_exec_cb(
-            tb,
-            Some(block_executed),
-            qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-            block as *const Block as *mut c_void,
-        );
+        let (n, vaddr) = (qemu_plugin_tb_n_insns(tb), qemu_plugin_tb_vaddr(tb));
+        // JIT images are counted by instruction: QEMU 7.2 leaves in a
+        // block's list an instruction it moved to the next block (one that
+        // would cross a page boundary), so a block's length can be one too
+        // many, and a JIT image lands at another page offset on every load
+        // (seen: 35 or 36 a packet for one program). Elsewhere (kernel
+        // text, at the same page offsets on every boot) a block is counted
+        // whole, one callback per block.
+        let per_insn = vaddr >= MODULES;
+        if !per_insn {
+            qemu_plugin_register_vcpu_tb_exec_cb(
+                tb,
+                Some(block_executed),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                tally(vaddr, n),
+            );
+        }
         for i in 0..n {
             let insn = qemu_plugin_tb_get_insn(tb, i);
+            if per_insn {
+                qemu_plugin_register_vcpu_insn_exec_cb(
+                    insn,
+                    Some(block_executed),
+                    qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    tally(qemu_plugin_insn_vaddr(insn), 1),
+                );
+            }
             let marker = match bytes(insn) {
                 b if b == START => start,
                 b if b == STOP => stop,

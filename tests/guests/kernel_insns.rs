@@ -80,6 +80,6 @@ fn kernel_insns_outside_a_counting_guest_are_refused_in_one_line() {
     );
     common::assert_one_line_error(
         &["vm", "--kernel", "trixie", "--metric", "kernel-insns", "--", "--metric", "time"],
-        "--metric is set by 'bpfbench vm' itself",
+        "give --metric once",
     );
 }
