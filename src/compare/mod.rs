@@ -53,7 +53,10 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     diff("kernel", ea.kernel.clone(), eb.kernel.clone());
     diff("CPU model", ea.cpu_model.clone(), eb.cpu_model.clone());
     diff("host", ea.host.clone(), eb.host.clone());
-    diff("JIT settings", format!("{:?}", ea.jit), format!("{:?}", eb.jit));
+    let setting = |v: Option<i64>| v.map_or("unknown".to_string(), |v| v.to_string());
+    diff("net.core.bpf_jit_enable", setting(ea.jit.enable), setting(eb.jit.enable));
+    diff("net.core.bpf_jit_harden", setting(ea.jit.harden), setting(eb.jit.harden));
+    diff("net.core.bpf_jit_kallsyms", setting(ea.jit.kallsyms), setting(eb.jit.kallsyms));
     let where_ran = |e: &crate::record::Environment| match &e.guest {
         Some(g) if g.emulated() => format!("an emulated guest (TCG) of {}", g.image),
         Some(g) => format!("a KVM guest of {}", g.image),
@@ -220,8 +223,25 @@ pub fn compare_runs(
             (Some(x), Some(y)) => instruction_deltas(x, y),
             _ => Vec::new(),
         },
+        kernel_instructions: match (a.first(), b.first()) {
+            (Some(x), Some(y)) => kernel_instruction_deltas(x, y),
+            _ => Vec::new(),
+        },
         benchmarks,
     }
+}
+
+/// Kernel instruction counts of every benchmark both runs counted.
+fn kernel_instruction_deltas(a: &RunRecord, b: &RunRecord) -> Vec<InstructionDelta> {
+    let counts = |r: &crate::record::ScenarioRecord| r.kernel_insns.as_ref()?.counts.clone();
+    b.results
+        .iter()
+        .filter_map(|rb| {
+            let cb = counts(rb)?;
+            let ca = counts(a.results.iter().find(|ra| ra.benchmark_name() == rb.benchmark_name())?)?;
+            Some(InstructionDelta::between_kernels(rb.benchmark_name(), &ca, &cb))
+        })
+        .collect()
 }
 
 /// Instruction counts of every benchmark both runs counted. Counts are

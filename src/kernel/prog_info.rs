@@ -68,3 +68,23 @@ pub fn fill_from_kernel(fd: BorrowedFd<'_>, stats: &mut VerifierStats) -> Result
     }
     Ok(())
 }
+
+/// Every loaded program's JIT images, as kallsyms would name them
+/// (`bpf_prog_<tag>_<name>`; a subprogram's with `[N]`): (start, length,
+/// name). From the programs' info, which root reads whatever
+/// `net.core.bpf_jit_kallsyms` and `bpf_jit_harden` say (kallsyms hides
+/// the images when hardening is on).
+pub fn jit_images() -> Vec<(u64, u32, String)> {
+    let opts =
+        libbpf_rs::query::ProgInfoQueryOptions::default().include_jited_ksyms(true).include_jited_func_lens(true);
+    let mut images = Vec::new();
+    for p in libbpf_rs::query::ProgInfoIter::with_query_opts(opts) {
+        let tag: String = p.tag.0.iter().map(|b| format!("{b:02x}")).collect();
+        let name = p.name.to_string_lossy();
+        for (i, (addr, len)) in p.jited_ksyms.iter().zip(&p.jited_func_lens).enumerate() {
+            let label = if i == 0 { format!("bpf_prog_{tag}_{name}") } else { format!("bpf_prog_{tag}_{name}[{i}]") };
+            images.push((*addr as u64, *len, label));
+        }
+    }
+    images
+}

@@ -26,6 +26,11 @@ pub struct ComparisonRecord {
     /// exact, so no statistics.
     #[serde(default)]
     pub instructions: Vec<InstructionDelta>,
+    /// The kernel's native instructions per packet (`--metric
+    /// kernel-insns`) of benchmarks both counted; `changed` holds the
+    /// functions (the JIT images as one) whose share changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_instructions: Vec<InstructionDelta>,
 }
 
 /// One benchmark's instruction counts per packet in A and B, and what changed.
@@ -112,6 +117,61 @@ impl InstructionDelta {
             }
         }
         InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed, lines }
+    }
+}
+
+/// Kernel instruction counts within this share of each other, with the
+/// same JIT count, are the same: the JIT image repeats exactly, and the
+/// rest within 0.41 % on two boots of one kernel (docs/src/guide/kernels.md).
+pub const KERNEL_INSNS_SAME: f64 = 0.005;
+
+/// ... or within this many a packet, whatever the total: a batch's one
+/// event of up to 250 instructions (a tick's accounting on the way out of
+/// the system call) over its 1,000 packets (seen: 2.08 and 2.16 for one
+/// program on two boots).
+pub const KERNEL_INSNS_FLOOR: f64 = 0.25;
+
+/// The key under which a delta's JIT images are summed (their names carry
+/// tags, which differ between builds and kernels).
+pub const JIT_IMAGES: &str = "JIT images";
+
+/// Per-function changes below this many instructions a packet are noise.
+const KERNEL_CHANGE_FLOOR: f64 = 0.05;
+
+impl InstructionDelta {
+    /// Kernel counts of `a` and `b` (same benchmark), per packet: their
+    /// totals, and each function whose share changed.
+    pub fn between_kernels(
+        benchmark: String,
+        a: &crate::record::KernelCounts,
+        b: &crate::record::KernelCounts,
+    ) -> InstructionDelta {
+        let by_function = |c: &crate::record::KernelCounts| {
+            let mut m: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+            for (name, n) in &c.symbols {
+                let key = if name.starts_with("bpf_prog_") { JIT_IMAGES.to_string() } else { name.clone() };
+                *m.entry(key).or_default() += n;
+            }
+            m
+        };
+        let (fa, fb) = (by_function(a), by_function(b));
+        let mut changed = std::collections::BTreeMap::new();
+        for k in fa.keys().chain(fb.keys()).collect::<std::collections::BTreeSet<_>>() {
+            let (x, y) = (fa.get(k).copied().unwrap_or(0.0), fb.get(k).copied().unwrap_or(0.0));
+            if (x - y).abs() >= KERNEL_CHANGE_FLOOR || (k == JIT_IMAGES && x != y) {
+                changed.insert(k.clone(), (x, y));
+            }
+        }
+        changed.insert(format!("{JIT_IMAGES}, the loop's taken off"), (a.jit, b.jit));
+        InstructionDelta { benchmark, a: a.total(), b: b.total(), changed, lines: Default::default() }
+    }
+
+    /// Whether two kernel counts are the same: the same JIT count, the
+    /// totals within [`KERNEL_INSNS_SAME`] or [`KERNEL_INSNS_FLOOR`].
+    pub fn kernel_same(&self) -> bool {
+        let jit = self.changed.get(&format!("{JIT_IMAGES}, the loop's taken off"));
+        let slack = (KERNEL_INSNS_SAME * self.a.max(self.b)).max(KERNEL_INSNS_FLOOR);
+        jit.is_none_or(|(a, b)| a == b) && (self.b - self.a).abs() <= slack
     }
 }
 

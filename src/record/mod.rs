@@ -21,7 +21,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use benchmark_id::BenchmarkId;
-pub use comparison::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
+pub use comparison::{
+    BenchmarkComparison, ComparisonRecord, InstructionDelta, KERNEL_INSNS_FLOOR, KERNEL_INSNS_SAME, Method,
+};
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
 pub use outcome::{Expected, Outcome, PacketBytes};
 pub use schema::{RecordError, SCHEMA_NAME, SCHEMA_VERSION, parse_run, schema};

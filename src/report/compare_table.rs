@@ -13,10 +13,11 @@ use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, MIN_RUNS_PER_
 pub fn render(cmp: &ComparisonRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "A: {}\nB: {}", cmp.a, cmp.b);
-    if !cmp.benchmarks.is_empty() || cmp.instructions.is_empty() {
+    if !cmp.benchmarks.is_empty() || (cmp.instructions.is_empty() && cmp.kernel_instructions.is_empty()) {
         times(cmp, &mut out);
     }
     instructions(cmp, &mut out);
+    kernel_instructions(cmp, &mut out);
     for n in &cmp.only_in_a {
         let _ = writeln!(out, "only in A: {n}");
     }
@@ -45,6 +46,36 @@ fn instructions(cmp: &ComparisonRecord, out: &mut String) {
         out,
         "{more} more, {fewer} fewer, {} same (BPF instructions per packet, counted by the userspace runtime: exact, no noise)",
         cmp.instructions.len() - more - fewer
+    );
+}
+
+/// Functions shown per benchmark whose kernel instructions changed.
+const CHANGED_FUNCTIONS: usize = 8;
+
+/// Kernel instruction counts per packet (TCG plugin), with the functions
+/// whose share changed, largest change first, and a verdict line.
+fn kernel_instructions(cmp: &ComparisonRecord, out: &mut String) {
+    if cmp.kernel_instructions.is_empty() {
+        return;
+    }
+    let num = |v: f64| format!("{v:.1}");
+    let grid = instruction_columns().grid_noted(&cmp.kernel_instructions, false, |d, g| {
+        let mut changed: Vec<(&String, &(f64, f64))> = d.changed.iter().collect();
+        changed.sort_by(|x, y| (y.1.1 - y.1.0).abs().total_cmp(&(x.1.1 - x.1.0).abs()).then(x.0.cmp(y.0)));
+        for (what, (a, b)) in changed.iter().filter(|(_, (a, b))| a != b).take(CHANGED_FUNCTIONS) {
+            g.note(format!("    {what}: {} -> {} per packet", num(*a), num(*b)));
+        }
+    });
+    out.push_str("\nkernel instructions per packet (JIT images and kernel functions, counted under TCG):\n");
+    out.push_str(&grid.plain());
+    let same = cmp.kernel_instructions.iter().filter(|d| d.kernel_same()).count();
+    let more = cmp.kernel_instructions.iter().filter(|d| !d.kernel_same() && d.b > d.a).count();
+    let _ = writeln!(
+        out,
+        "{more} more, {} fewer, {same} same (the same JIT count, totals within {:.1} % or {} a packet: a kernel's counts repeat that closely)",
+        cmp.kernel_instructions.len() - more - same,
+        crate::record::KERNEL_INSNS_SAME * 100.0,
+        crate::record::KERNEL_INSNS_FLOOR
     );
 }
 
@@ -166,6 +197,9 @@ fn time_grid(cmp: &ComparisonRecord, markdown: bool) -> Grid {
 pub fn csv(cmp: &ComparisonRecord) -> Result<String> {
     if cmp.benchmarks.is_empty() && !cmp.instructions.is_empty() {
         return instruction_columns().csv(&cmp.instructions);
+    }
+    if cmp.benchmarks.is_empty() && !cmp.kernel_instructions.is_empty() {
+        return instruction_columns().csv(&cmp.kernel_instructions);
     }
     time_columns().csv(&cmp.benchmarks)
 }

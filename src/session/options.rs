@@ -318,4 +318,56 @@ impl PairedArgs {
         }
         Ok(cmp)
     }
+
+    /// `--kernel A --kernel B --metric kernel-insns`: each kernel booted
+    /// once, its counts taken (as `vm --metric kernel-insns`), and A's and
+    /// B's compared count for count: they repeat, so one each decides.
+    /// `progress` hears a line as each guest starts and ends.
+    pub fn compare_kernel_counts(
+        &self,
+        progress: &mut dyn FnMut(&str),
+    ) -> anyhow::Result<crate::record::ComparisonRecord> {
+        let [a, b] = self.kernels.as_slice() else {
+            anyhow::bail!("--metric kernel-insns compares two kernels: give --kernel A --kernel B");
+        };
+        if self.a.is_some() || self.b.is_some() {
+            anyhow::bail!("--kernel compares two kernels: give the workload and its options after --, not A and B");
+        }
+        let append_b = [self.append.as_deref(), self.append_b.as_deref()].into_iter().flatten().collect::<Vec<_>>();
+        let count = |kernel: &str, append: Option<String>, progress: &mut dyn FnMut(&str)| {
+            let vm = super::vm::VmArgs {
+                kernels: vec![kernel.to_string()],
+                append,
+                timeout: super::vm::GUEST_TIMEOUT_S,
+                out: self.out.clone(),
+                store: crate::history::StoreOptions { no_store: true, ..self.store.clone() },
+                metric: Metric::KernelInsns,
+                run_args: self.run_args.clone(),
+            };
+            let matrix = vm.run(progress)?;
+            let column = matrix.columns.into_iter().next().expect("one kernel, one column");
+            match (column.run, column.error) {
+                (Some(run), _) => Ok(run),
+                (None, e) => anyhow::bail!("{kernel}: {}", e.unwrap_or_else(|| "no run".into())),
+            }
+        };
+        let ra = count(a, self.append.clone(), progress)?;
+        let rb = count(b, Some(append_b.join(" ")).filter(|s| !s.is_empty()), progress)?;
+        let (la, lb) = (
+            format!("kernel A ({a}, {})", ra.environment.kernel),
+            format!("kernel B ({b}, {})", rb.environment.kernel),
+        );
+        let cmp = crate::compare::compare_runs(
+            &[ra],
+            &la,
+            &[rb],
+            &lb,
+            self.gate.threshold(),
+            &crate::compare::RunNoise::new(),
+        );
+        if cmp.kernel_instructions.is_empty() {
+            anyhow::bail!("the two kernels counted no scenario in common");
+        }
+        Ok(cmp)
+    }
 }

@@ -16,6 +16,9 @@ use crate::record::{Metric, RunRecord, parse_run};
 use crate::system::guest::{self, GuestSpec, OutputFolder};
 use crate::system::interrupt;
 
+/// How long a guest may take, in seconds, unless `--timeout` says.
+pub const GUEST_TIMEOUT_S: u64 = 900;
+
 /// The `run` options `vm` sets itself.
 const RESERVED: [&str; 4] = ["--format", "--output", "--compare-to", "--repeat"];
 
@@ -30,7 +33,7 @@ pub struct VmArgs {
     #[arg(long, value_name = "CMDLINE")]
     pub append: Option<String>,
     /// A guest that has not finished within this many seconds is killed.
-    #[arg(long, value_name = "S", default_value_t = 900, value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, value_name = "S", default_value_t = GUEST_TIMEOUT_S, value_parser = clap::value_parser!(u64).range(10..))]
     pub timeout: u64,
     /// table; json: every kernel's run record; csv: a row per scenario and kernel.
     #[command(flatten)]

@@ -48,26 +48,27 @@ pub fn plugin_loaded() -> bool {
     std::env::var_os(ENV).is_some()
 }
 
-/// The JIT images loaded now: kallsyms' `[bpf]` symbols (address, name).
+/// The JIT images loaded now, from the programs' info (kallsyms hides
+/// them when `bpf_jit_harden` is on): (address, name), and after each
+/// image the address where it ends, named `[after a JIT image]`, so that
+/// nothing past an image is taken for it.
 pub fn jit_symbols() -> Result<Vec<(u64, String)>> {
-    let text = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-    let symbols: Vec<(u64, String)> = text
-        .lines()
-        .filter(|l| l.ends_with("[bpf]"))
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let addr = u64::from_str_radix(w.next()?, 16).ok()?;
-            Some((addr, w.nth(1)?.to_string()))
-        })
-        .filter(|(a, _)| *a != 0)
-        .collect();
-    if symbols.is_empty() {
+    let images = crate::kernel::prog_info::jit_images();
+    if images.is_empty() {
         bail!(
-            "/proc/kallsyms lists no JIT image: the kernel hides them (net.core.bpf_jit_kallsyms=0, or addresses hidden by kptr_restrict)"
+            "the kernel gives no JIT image addresses (bpf_prog_info's jited_ksyms): are addresses hidden from root (kernel.kptr_restrict=2)?"
         );
+    }
+    let mut symbols = Vec::new();
+    for (addr, len, name) in images.into_iter().filter(|(a, _, _)| *a != 0) {
+        symbols.push((addr + u64::from(len), AFTER_IMAGE.to_string()));
+        symbols.push((addr, name));
     }
     Ok(symbols)
 }
+
+/// What follows a JIT image, where nothing else starts (module text, padding).
+const AFTER_IMAGE: &str = "[after a JIT image]";
 
 /// One block's tally in a region: its address, instructions, and times run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,9 +130,17 @@ impl Symbols {
         Symbols(map)
     }
 
+    /// These symbols and `extra`'s; an image's end never replaces a name
+    /// (the next image may start where one ends).
     fn with(&self, extra: &[(u64, String)]) -> Symbols {
         let mut map = self.0.clone();
-        map.extend(extra.iter().cloned());
+        for (addr, name) in extra {
+            if name == AFTER_IMAGE {
+                map.entry(*addr).or_insert_with(|| name.clone());
+            } else {
+                map.insert(*addr, name.clone());
+            }
+        }
         Symbols(map)
     }
 

@@ -56,10 +56,14 @@ impl PairedObserver for Terminal {
 
 pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // Counts and whole runs are run-against-run comparisons.
-    if args.metric == Metric::Insns || args.whole_runs {
+    if args.metric != Metric::Time || args.whole_runs {
         check_format::<ComparisonRecord>(args.out.format)?;
     } else {
         check_format::<PairedRecord>(args.out.format)?;
+    }
+    if args.metric == Metric::KernelInsns {
+        let cmp = args.compare_kernel_counts(&mut |line| eprintln!("bpfbench ab: {line}"))?;
+        return print_comparison(&cmp, &args.out, &args.gate);
     }
     if args.whole_runs {
         let cmp = args.compare_whole_runs(|round, binary| {
