@@ -116,16 +116,9 @@ pub trait Workload {
 /// The error of a validation that cannot run where it was asked to (the
 /// userspace runtime lacks a helper the case's path calls): the scenario
 /// is reported N/A with this reason, not failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct NotRunnable(pub String);
-
-impl std::fmt::Display for NotRunnable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NotRunnable {}
 
 /// A workload whose BPF objects are loaded.
 pub trait LoadedWorkload {

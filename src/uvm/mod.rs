@@ -44,16 +44,9 @@ pub use interp::{Counts, Interpreter, VmError};
 
 /// What the userspace runtime does not have (a map type), which a program
 /// needs: the program runs in the kernel only.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Lacks(pub String);
-
-impl std::fmt::Display for Lacks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Lacks {}
 
 /// Whether `e` stops at something this runtime does not have (a helper,
 /// kfunc or map type), rather than at a fault of the program or the runtime.
