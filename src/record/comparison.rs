@@ -46,6 +46,10 @@ pub struct InstructionDelta {
     /// both counts kept their lines.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub lines: std::collections::BTreeMap<String, (f64, f64)>,
+    /// Kernel counts only: the JIT images' instructions per packet, the
+    /// empty loop's taken off: (A, B). They repeat exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit: Option<(f64, f64)>,
 }
 
 impl InstructionDelta {
@@ -116,7 +120,7 @@ impl InstructionDelta {
                 }
             }
         }
-        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed, lines }
+        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed, lines, jit: None }
     }
 }
 
@@ -162,16 +166,21 @@ impl InstructionDelta {
                 changed.insert(k.clone(), (x, y));
             }
         }
-        changed.insert(format!("{JIT_IMAGES}, the loop's taken off"), (a.jit, b.jit));
-        InstructionDelta { benchmark, a: a.total(), b: b.total(), changed, lines: Default::default() }
+        InstructionDelta {
+            benchmark,
+            a: a.total(),
+            b: b.total(),
+            changed,
+            lines: Default::default(),
+            jit: Some((a.jit, b.jit)),
+        }
     }
 
     /// Whether two kernel counts are the same: the same JIT count, the
     /// totals within [`KERNEL_INSNS_SAME`] or [`KERNEL_INSNS_FLOOR`].
     pub fn kernel_same(&self) -> bool {
-        let jit = self.changed.get(&format!("{JIT_IMAGES}, the loop's taken off"));
         let slack = (KERNEL_INSNS_SAME * self.a.max(self.b)).max(KERNEL_INSNS_FLOOR);
-        jit.is_none_or(|(a, b)| a == b) && (self.b - self.a).abs() <= slack
+        self.jit.is_none_or(|(a, b)| a == b) && (self.b - self.a).abs() <= slack
     }
 }
 
@@ -212,5 +221,25 @@ impl ComparisonRecord {
     /// How many benchmarks got verdict `v`.
     pub fn count(&self, v: Verdict) -> usize {
         self.benchmarks.iter().filter(|b| b.result.verdict == v).count()
+    }
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use super::*;
+    use crate::record::KernelCounts;
+
+    fn counts(jit: f64, kernel: f64) -> KernelCounts {
+        KernelCounts { jit, kernel, harness: 37.0, round_totals: vec![], symbols: vec![("bpf_prog_aa_x".into(), jit)] }
+    }
+
+    #[test]
+    fn kernel_counts_are_the_same_only_with_the_same_jit_count_and_close_totals() {
+        let same =
+            |a: KernelCounts, b: KernelCounts| InstructionDelta::between_kernels("x".into(), &a, &b).kernel_same();
+        assert!(same(counts(392.0, 537.0), counts(392.0, 537.08)), "a tick's accounting is noise");
+        assert!(same(counts(2.0, 0.08), counts(2.0, 0.16)), "the floor holds for tiny totals");
+        assert!(!same(counts(392.0, 537.0), counts(393.0, 537.0)), "one JIT instruction more is a change");
+        assert!(!same(counts(392.0, 537.0), counts(392.0, 545.0)), "0.86 % more in the kernel is a change");
     }
 }

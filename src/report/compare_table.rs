@@ -65,6 +65,9 @@ fn kernel_instructions(cmp: &ComparisonRecord, out: &mut String) {
         for (what, (a, b)) in changed.iter().filter(|(_, (a, b))| a != b).take(CHANGED_FUNCTIONS) {
             g.note(format!("    {what}: {} -> {} per packet", num(*a), num(*b)));
         }
+        if let Some((a, b)) = d.jit.filter(|(a, b)| a != b) {
+            g.note(format!("    JIT images, the loop's taken off: {} -> {} per packet", num(a), num(b)));
+        }
     });
     out.push_str("\nkernel instructions per packet (JIT images and kernel functions, counted under TCG):\n");
     out.push_str(&grid.plain());

@@ -98,12 +98,21 @@ unsafe extern "C" fn stop(vcpu: c_uint, _: *mut c_void) {
     let _ = out.0.flush();
 }
 
-/// The instruction's bytes, if QEMU gives them.
-fn bytes(insn: *const qemu_plugin_sys::qemu_plugin_insn) -> &'static [u8] {
+/// The marker callback `insn` is, if it is one of [`START`] and [`STOP`].
+///
+/// # Safety
+/// `insn` is QEMU's instruction, during its block's translation callback
+/// (its bytes are valid only then).
+unsafe fn marker(insn: *const qemu_plugin_sys::qemu_plugin_insn) -> Option<unsafe extern "C" fn(c_uint, *mut c_void)> {
     // SAFETY: QEMU's pointer to the instruction's bytes, valid during translation.
-    unsafe {
+    let bytes = unsafe {
         let data = qemu_plugin_insn_data(insn) as *const u8;
-        if data.is_null() { &[] } else { std::slice::from_raw_parts(data, qemu_plugin_insn_size(insn)) }
+        if data.is_null() { return None } else { std::slice::from_raw_parts(data, qemu_plugin_insn_size(insn)) }
+    };
+    match bytes {
+        b if b == START => Some(start),
+        b if b == STOP => Some(stop),
+        _ => None,
     }
 }
 
@@ -148,11 +157,7 @@ unsafe extern "C" fn translated(_: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
                     tally(qemu_plugin_insn_vaddr(insn), 1),
                 );
             }
-            let marker = match bytes(insn) {
-                b if b == START => start,
-                b if b == STOP => stop,
-                _ => continue,
-            };
+            let Some(marker) = marker(insn) else { continue };
             qemu_plugin_register_vcpu_insn_exec_cb(
                 insn,
                 Some(marker),
