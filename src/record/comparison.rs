@@ -50,6 +50,10 @@ pub struct InstructionDelta {
     /// empty loop's taken off: (A, B). They repeat exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jit: Option<(f64, f64)>,
+    /// Kernel counts only: data accesses and simulated cache misses per
+    /// packet, the empty loop's taken off: (A, B), when both sides counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<(crate::record::DataAccesses, crate::record::DataAccesses)>,
 }
 
 impl InstructionDelta {
@@ -120,7 +124,7 @@ impl InstructionDelta {
                 }
             }
         }
-        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed, lines, jit: None }
+        InstructionDelta { benchmark, a: a.per_packet(), b: b.per_packet(), changed, lines, jit: None, memory: None }
     }
 }
 
@@ -173,6 +177,7 @@ impl InstructionDelta {
             changed,
             lines: Default::default(),
             jit: Some((a.jit, b.jit)),
+            memory: a.memory.as_ref().zip(b.memory.as_ref()).map(|(a, b)| (a.total, b.total)),
         }
     }
 
@@ -230,7 +235,14 @@ mod kernel_tests {
     use crate::record::KernelCounts;
 
     fn counts(jit: f64, kernel: f64) -> KernelCounts {
-        KernelCounts { jit, kernel, harness: 37.0, round_totals: vec![], symbols: vec![("bpf_prog_aa_x".into(), jit)] }
+        KernelCounts {
+            jit,
+            kernel,
+            harness: 37.0,
+            round_totals: vec![],
+            symbols: vec![("bpf_prog_aa_x".into(), jit)],
+            memory: None,
+        }
     }
 
     #[test]

@@ -320,6 +320,35 @@ pub struct KernelCounts {
     /// Per function, per packet, the loop's share included, most first:
     /// `bpf_prog_<tag>_<name>` for a JIT image.
     pub symbols: Vec<(String, f64)>,
+    /// The data accesses of the same instructions (None from a plugin that
+    /// did not count them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryCounts>,
+}
+
+/// Data accesses per packet, counted like the instructions (the longer
+/// batch less the shorter, the empty loop's taken off), with the lines a
+/// simulated cache missed: D1 32 KiB 8-way, LL 8 MiB 16-way, 64-byte lines,
+/// both empty when a region starts (tcg-counter/src/cache.rs).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct MemoryCounts {
+    /// In the JIT images and kernel functions together.
+    pub total: DataAccesses,
+    /// The empty loop's own, already taken off.
+    pub harness: DataAccesses,
+    /// Per function, the loop's share included, most D1 misses first, then most accesses.
+    pub symbols: Vec<(String, DataAccesses)>,
+}
+
+/// Reads, writes and cache misses per packet.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct DataAccesses {
+    pub reads: f64,
+    pub writes: f64,
+    /// Accesses that missed the level-1 data cache.
+    pub d1_misses: f64,
+    /// ... and the last-level cache too.
+    pub ll_misses: f64,
 }
 
 impl KernelCounts {

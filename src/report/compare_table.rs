@@ -68,6 +68,10 @@ fn kernel_instructions(cmp: &ComparisonRecord, out: &mut String) {
         if let Some((a, b)) = d.jit.filter(|(a, b)| a != b) {
             g.note(format!("    JIT images, the loop's taken off: {} -> {} per packet", num(a), num(b)));
         }
+        if let Some((a, b)) = d.memory.filter(|(a, b)| a != b) {
+            let cell = super::matrix_table::data_accesses;
+            g.note(format!("    data accesses: {} -> {} per packet", cell(&a), cell(&b)));
+        }
     });
     out.push_str("\nkernel instructions per packet (JIT images and kernel functions, counted under TCG):\n");
     out.push_str(&grid.plain());

@@ -115,6 +115,16 @@ pub fn table(m: &MatrixRecord) -> String {
         &labels,
         &kernel,
     ));
+    let memory = scenario_cells(m, &keys, |r| {
+        let c = r.kernel_insns.as_ref()?.counts.as_ref()?.memory.as_ref()?;
+        Some(data_accesses(&c.total))
+    });
+    out.push_str(&grid(
+        m,
+        "data accesses per packet (TCG plugin, the empty loop's taken off; misses of a simulated D1 32 KiB and LL 8 MiB)",
+        &labels,
+        &memory,
+    ));
     out.push_str(&kernel_profiles(m, &keys));
     let mut problems = Vec::new();
     for c in &m.columns {
@@ -163,6 +173,12 @@ fn kernel_profiles(m: &MatrixRecord, keys: &[RowKey]) -> String {
                 top.join(", "),
                 totals.join(", ")
             );
+            // Where the D1 misses are, when there are any to place.
+            let missing = counts.memory.iter().flat_map(|m| &m.symbols).filter(|(_, a)| a.d1_misses >= 0.05);
+            let misses: Vec<String> = missing.take(TOP).map(|(name, a)| format!("{name} {:.2}", a.d1_misses)).collect();
+            if !misses.is_empty() {
+                let _ = writeln!(out, "    D1 misses: {}", misses.join(", "));
+            }
         }
     }
     if out.is_empty() {
@@ -170,6 +186,13 @@ fn kernel_profiles(m: &MatrixRecord, keys: &[RowKey]) -> String {
     } else {
         format!("per function, per packet, the loop's share included (most first; each round's whole count):\n{out}\n")
     }
+}
+
+/// Reads, writes and cache misses per packet, as a cell.
+pub fn data_accesses(a: &crate::record::DataAccesses) -> String {
+    // A difference of two batches can leave -0.004: shown as 0.
+    let z = |v: f64| if v.abs() < 0.005 { 0.0 } else { v };
+    format!("{:.1} r + {:.1} w, D1 miss {:.2}, LL miss {:.2}", z(a.reads), z(a.writes), z(a.d1_misses), z(a.ll_misses))
 }
 
 /// The samples behind each column's figures ("5", or "3-200" where they differ).

@@ -79,6 +79,9 @@ impl VmArgs {
         if images.iter().any(Option::is_some) {
             guest::check_tools()?;
         }
+        if let Some(plugin) = &plugin {
+            guest::check_plugin(plugin)?;
+        }
         crate::system::check_privileges()?;
         interrupt::install_handler();
         for what in guest::remove_leftovers() {
@@ -203,7 +206,10 @@ impl VmArgs {
                 Some(release) => bail!(
                     "bpfbench run in the guest ({}) wrote no record: {}",
                     release.trim(),
-                    folder.last_line("run.err").unwrap_or_else(|| "no message".into())
+                    folder.last_line("run.err").unwrap_or_else(|| format!(
+                        "no message; the console's last lines: {}",
+                        guest::console_tail(&folder, 3)
+                    ))
                 ),
             }
         };
@@ -218,9 +224,21 @@ impl VmArgs {
     }
 }
 
+/// Names another build of the counting plugin to load (one built with
+/// another QEMU's API version, say).
+pub const PLUGIN_ENV: &str = "BPFBENCH_TCG_PLUGIN";
+
 /// The counting plugin, built beside this executable (the workspace's
-/// tcg-counter crate: `cargo build --release` builds both).
+/// tcg-counter crate: `cargo build --release` builds both), or the one
+/// [`PLUGIN_ENV`] names.
 fn counter_plugin() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(PLUGIN_ENV) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("{PLUGIN_ENV} names {}, which is not a file: give the plugin's .so, or unset it", path.display());
+        }
+        return Ok(path);
+    }
     let exe = std::env::current_exe()?;
     let dir = exe.parent().context("bpfbench's folder")?;
     let plugin = dir.join("libbpfbench_tcg_counter.so");
@@ -239,6 +257,11 @@ fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
     use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE, Regions, Symbols, attribute};
     let regions = Regions::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
     let symbols = Symbols::parse(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?);
+    if symbols.is_empty() {
+        bail!(
+            "the guest kernel lists no symbols with addresses in /proc/kallsyms (built without CONFIG_KALLSYMS?): kernel-insns attributes its counts by symbol; use a kernel built with CONFIG_KALLSYMS=y"
+        );
+    }
     for r in &mut run.results {
         if let Some(k) = r.kernel_insns.as_mut() {
             match attribute(k, &regions, &symbols) {

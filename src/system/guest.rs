@@ -99,6 +99,28 @@ pub fn check_tools() -> Result<()> {
     Ok(())
 }
 
+/// Fails in one line unless the installed QEMU loads `plugin`: QEMU loads
+/// it with `probe=on`, on which the plugin says so and refuses, and QEMU
+/// exits at once. A QEMU built without plugins, one speaking another
+/// plugin API version, or a file that is not the plugin are refused here,
+/// with QEMU's own words, instead of as a guest that never boots.
+pub fn check_plugin(plugin: &Path) -> Result<()> {
+    let out = Command::new("timeout")
+        .args(["30", "qemu-system-x86_64", "-M", "none", "-display", "none", "-nodefaults", "-accel", "tcg", "-plugin"])
+        .arg(format!("{},probe=on", plugin.display()))
+        .stdin(Stdio::null())
+        .output()
+        .context("starting qemu-system-x86_64")?;
+    if String::from_utf8_lossy(&out.stdout).contains("bpfbench-tcg-counter: loaded") {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim().to_string();
+    bail!(
+        "the installed QEMU does not load bpfbench's TCG plugin ({said}): --metric kernel-insns needs a qemu-system-x86_64 built with plugin support, API version 1 (Debian 12's qemu-system-x86 7.2, which scripts/setup.sh installs)"
+    )
+}
+
 /// Process groups of guests running now, for the hard-exit path.
 static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 

@@ -9,12 +9,12 @@
 //! loaded. On the host, [`Regions::parse`] reads the plugin's file and
 //! [`attribute`] turns a scenario's regions into instructions per packet.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
 
-use crate::record::{KernelCounts, KernelInsns};
+use crate::record::{DataAccesses, KernelCounts, KernelInsns, MemoryCounts};
 
 /// Set in the guest by `bpfbench vm --metric kernel-insns`: the plugin is loaded.
 pub const ENV: &str = "BPFBENCH_TCG_COUNTER";
@@ -70,45 +70,63 @@ pub fn jit_symbols() -> Result<Vec<(u64, String)>> {
 /// What follows a JIT image, where nothing else starts (module text, padding).
 const AFTER_IMAGE: &str = "[after a JIT image]";
 
-/// One block's tally in a region: its address, instructions, and times run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One block's tally in a region: its address, instructions, times run,
+/// and its data accesses in the region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Block {
     pub vaddr: u64,
     pub insns: u64,
     pub execs: u64,
+    /// Reads, writes, D1 misses, LL misses (zero from a plugin that did not count them).
+    pub memory: [u64; 4],
 }
 
-/// The plugin's file: each region's blocks, by the region's number.
+/// The plugin's file: each region's blocks, by the region's number, and
+/// the regions whose data accesses were counted throughout.
 #[derive(Debug, Default)]
-pub struct Regions(pub HashMap<u64, Vec<Block>>);
+pub struct Regions {
+    pub regions: HashMap<u64, Vec<Block>>,
+    pub with_memory: HashSet<u64>,
+}
 
 impl Regions {
     /// Reads the plugin's format (tcg-counter/src/lib.rs): `region N vcpu
-    /// V`, a line `VADDR INSNS EXECS` per block, `end`.
+    /// V [memory]`, a line `VADDR INSNS EXECS [READS WRITES D1 LL]` per
+    /// block, `end`.
     pub fn parse(text: &str) -> Result<Regions> {
-        let mut regions = HashMap::new();
+        let mut out = Regions::default();
         let mut current: Option<(u64, Vec<Block>)> = None;
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#')) {
             let bad = || format!("the plugin's file, line {}: '{line}'", i + 1);
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {
-                ["region", n, "vcpu", _] => current = Some((n.parse().with_context(bad)?, Vec::new())),
+                ["region", n, "vcpu", _, memory @ ..] if memory.is_empty() || memory == ["memory"] => {
+                    let n = n.parse().with_context(bad)?;
+                    if !memory.is_empty() {
+                        out.with_memory.insert(n);
+                    }
+                    current = Some((n, Vec::new()));
+                }
                 ["end"] => {
                     let (n, blocks) = current.take().with_context(bad)?;
-                    regions.insert(n, blocks);
+                    out.regions.insert(n, blocks);
                 }
-                [vaddr, insns, execs] => {
-                    let block = Block {
+                [vaddr, insns, execs, memory @ ..] if memory.is_empty() || memory.len() == 4 => {
+                    let mut block = Block {
                         vaddr: u64::from_str_radix(vaddr, 16).with_context(bad)?,
                         insns: insns.parse().with_context(bad)?,
                         execs: execs.parse().with_context(bad)?,
+                        memory: [0; 4],
                     };
+                    for (m, w) in block.memory.iter_mut().zip(memory) {
+                        *m = w.parse().with_context(bad)?;
+                    }
                     current.as_mut().with_context(bad)?.1.push(block);
                 }
                 _ => bail!("{}", bad()),
             }
         }
-        Ok(Regions(regions))
+        Ok(out)
     }
 }
 
@@ -128,6 +146,12 @@ impl Symbols {
             })
             .collect();
         Symbols(map)
+    }
+
+    /// Whether these are a kernel's symbols (a kernel built without
+    /// CONFIG_KALLSYMS, or one hiding addresses, gives none).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// These symbols and `extra`'s; an image's end never replaces a name
@@ -153,36 +177,67 @@ impl Symbols {
 /// Kernel addresses start here on x86-64; below is the guest's user space.
 const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
 
-/// One region's instructions by function ("[user]" for user space).
-fn by_symbol(blocks: &[Block], symbols: &Symbols) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
+/// What one function executed in a region, or the difference of two
+/// regions': instructions, then reads, writes, D1 misses, LL misses.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Tally([i64; 5]);
+
+impl Tally {
+    fn insns(&self) -> i64 {
+        self.0[0]
+    }
+
+    fn add(&mut self, other: Tally, sign: i64) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += sign * b;
+        }
+    }
+
+    /// Per packet of `iters`, as the record keeps data accesses.
+    fn accesses(&self, iters: f64) -> DataAccesses {
+        let per = |i: usize| self.0[i] as f64 / iters;
+        DataAccesses { reads: per(1), writes: per(2), d1_misses: per(3), ll_misses: per(4) }
+    }
+}
+
+/// One region's counts by function ("[user]" for user space).
+fn by_symbol(blocks: &[Block], symbols: &Symbols) -> BTreeMap<String, Tally> {
+    let mut counts: BTreeMap<String, Tally> = BTreeMap::new();
     for b in blocks {
         let name = if b.vaddr < KERNEL_SPACE { "[user]" } else { symbols.of(b.vaddr).unwrap_or("[unknown]") };
-        *counts.entry(name.to_string()).or_insert(0) += b.insns * b.execs;
+        let [r, w, d1, ll] = b.memory.map(|m| m as i64);
+        counts.entry(name.to_string()).or_default().add(Tally([(b.insns * b.execs) as i64, r, w, d1, ll]), 1);
     }
     counts
 }
 
-/// The kernel side of one region (user space left out), its JIT share.
-fn kernel_total(counts: &BTreeMap<String, u64>, jit: &[(u64, String)]) -> (u64, u64) {
+/// The kernel side of one region (user space left out): its JIT images'
+/// share and the whole.
+fn kernel_total(counts: &BTreeMap<String, Tally>, jit: &[(u64, String)]) -> (Tally, Tally) {
     let is_jit = |n: &str| jit.iter().any(|(_, j)| j == n);
-    let jit_n = counts.iter().filter(|(n, _)| is_jit(n)).map(|(_, c)| c).sum();
-    let all = counts.iter().filter(|(n, _)| *n != "[user]").map(|(_, c)| c).sum();
+    let (mut jit_n, mut all) = (Tally::default(), Tally::default());
+    for (n, c) in counts.iter().filter(|(n, _)| *n != "[user]") {
+        all.add(*c, 1);
+        if is_jit(n) {
+            jit_n.add(*c, 1);
+        }
+    }
     (jit_n, all)
 }
 
 /// One batch size's counts by function: of its rounds, the one with the
 /// fewest kernel instructions (an interrupt only adds).
-fn fewest(rounds: Vec<BTreeMap<String, u64>>, jit: &[(u64, String)]) -> BTreeMap<String, u64> {
-    rounds.into_iter().min_by_key(|c| kernel_total(c, jit).1).unwrap_or_default()
+fn fewest(rounds: Vec<BTreeMap<String, Tally>>, jit: &[(u64, String)]) -> BTreeMap<String, Tally> {
+    rounds.into_iter().min_by_key(|c| kernel_total(c, jit).1.insns()).unwrap_or_default()
 }
 
 /// `long` less `short`, per function (what the extra packets executed).
-fn difference(long: &BTreeMap<String, u64>, short: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
-    let mut d: BTreeMap<String, i64> = long.iter().map(|(n, c)| (n.clone(), *c as i64)).collect();
+fn difference(long: &BTreeMap<String, Tally>, short: &BTreeMap<String, Tally>) -> BTreeMap<String, Tally> {
+    let mut d = long.clone();
     for (n, c) in short {
-        *d.entry(n.clone()).or_insert(0) -= *c as i64;
+        d.entry(n.clone()).or_default().add(*c, -1);
     }
+    d.remove("[user]");
     d
 }
 
@@ -192,40 +247,45 @@ fn difference(long: &BTreeMap<String, u64>, short: &BTreeMap<String, u64>) -> BT
 /// packet, the empty loop's the same way, taken off.
 pub fn attribute(k: &KernelInsns, regions: &Regions, symbols: &Symbols) -> Result<KernelCounts> {
     let symbols = symbols.with(&k.jit_symbols);
-    let region =
-        |n: u64| regions.0.get(&n).with_context(|| format!("the plugin wrote no region {n} (was the plugin loaded?)"));
-    let counted = |ids: &[(u64, u64)], long: bool| -> Result<Vec<BTreeMap<String, u64>>> {
+    let region = |n: u64| {
+        regions.regions.get(&n).with_context(|| format!("the plugin wrote no region {n} (was the plugin loaded?)"))
+    };
+    let counted = |ids: &[(u64, u64)], long: bool| -> Result<Vec<BTreeMap<String, Tally>>> {
         ids.iter().map(|&(s, l)| Ok(by_symbol(region(if long { l } else { s })?, &symbols))).collect()
     };
     let jit = &k.jit_symbols;
     let body_long = counted(&k.body_regions, true)?;
-    let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1).collect();
+    let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1.insns() as u64).collect();
     let body = difference(&fewest(body_long, jit), &fewest(counted(&k.body_regions, false)?, jit));
     let empty =
         difference(&fewest(counted(&k.loop_regions, true)?, jit), &fewest(counted(&k.loop_regions, false)?, jit));
-    let is_jit = |n: &str| jit.iter().any(|(_, j)| j == n);
-    let sums = |d: &BTreeMap<String, i64>| {
-        let kernel = d.iter().filter(|(n, _)| *n != "[user]");
-        let jit_n: i64 = kernel.clone().filter(|(n, _)| is_jit(n)).map(|(_, c)| c).sum();
-        (jit_n, kernel.map(|(_, c)| c).sum::<i64>() - jit_n)
-    };
     let iters = f64::from(k.iters.max(1));
-    let ((b_jit, b_kernel), (e_jit, e_kernel)) = (sums(&body), sums(&empty));
+    let ((b_jit, b_all), (e_jit, e_all)) = (kernel_total(&body, jit), kernel_total(&empty, jit));
+    let mut program = b_all;
+    program.add(e_all, -1);
     // The profile is the program's batch's (the loop's own functions in
     // it): the loop runs a program of its own, whose symbol would not cancel.
-    let mut symbols: Vec<(String, f64)> = body
-        .iter()
-        .filter(|(n, _)| *n != "[user]")
-        .map(|(n, c)| (n.clone(), *c as f64 / iters))
-        .filter(|(_, c)| c.abs() >= 0.005)
-        .collect();
+    let mut symbols: Vec<(String, f64)> =
+        body.iter().map(|(n, c)| (n.clone(), c.insns() as f64 / iters)).filter(|(_, c)| c.abs() >= 0.005).collect();
     symbols.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let all_regions = k.body_regions.iter().chain(&k.loop_regions).flat_map(|&(s, l)| [s, l]);
+    let memory = all_regions.clone().all(|n| regions.with_memory.contains(&n)).then(|| {
+        let mut symbols: Vec<(String, DataAccesses)> = body
+            .iter()
+            .map(|(n, c)| (n.clone(), c.accesses(iters)))
+            .filter(|(_, a)| a.reads.abs() + a.writes.abs() + a.d1_misses.abs() >= 0.005)
+            .collect();
+        let accesses = |a: &DataAccesses| a.reads + a.writes;
+        symbols.sort_by(|(_, a), (_, b)| b.d1_misses.total_cmp(&a.d1_misses).then(accesses(b).total_cmp(&accesses(a))));
+        MemoryCounts { total: program.accesses(iters), harness: e_all.accesses(iters), symbols }
+    });
     Ok(KernelCounts {
-        jit: (b_jit - e_jit) as f64 / iters,
-        kernel: (b_kernel - e_kernel) as f64 / iters,
-        harness: (e_jit + e_kernel) as f64 / iters,
+        jit: (b_jit.insns() - e_jit.insns()) as f64 / iters,
+        kernel: ((b_all.insns() - b_jit.insns()) - (e_all.insns() - e_jit.insns())) as f64 / iters,
+        harness: e_all.insns() as f64 / iters,
         round_totals,
         symbols,
+        memory,
     })
 }
 
@@ -286,5 +346,39 @@ mod tests {
         assert_eq!((c.jit, c.kernel, c.harness), (5.0, 6.0, 6.0));
         assert_eq!(c.symbols[0], ("bpf_prog_test_run_xdp".to_string(), 10.0));
         assert!(Regions::parse("region 1 vcpu 0\nnonsense\n").is_err());
+        assert_eq!(c.memory, None, "lines without data accesses count none");
+    }
+
+    #[test]
+    fn data_accesses_are_counted_like_instructions() {
+        // Per packet the program reads 3 and writes 1 in its JIT image, and
+        // the kernel reads 2 of which one misses D1 every other packet; the
+        // loop reads 1. A batch's cold misses (the first packet's) drop out.
+        let region = |n: u64, body: bool, packets: u64| {
+            let mut r = format!("region {n} vcpu 0 memory\n");
+            if body {
+                r += &format!("ffffffffc0000010 5 {packets} {} {packets} 0 0\n", 3 * packets);
+                r += &format!("ffffffff81000000 10 {packets} {} 0 {} 1\n", 2 * packets, packets / 2 + 4);
+            }
+            r += &format!("ffffffffc0000810 2 {packets} {packets} 0 1 1\n");
+            r + "end\n"
+        };
+        let file = [region(1, true, 100), region(2, true, 200), region(3, false, 100), region(4, false, 200)].concat();
+        let regions = Regions::parse(&file).unwrap();
+        let k = KernelInsns {
+            iters: 100,
+            body_regions: vec![(1, 2)],
+            loop_regions: vec![(3, 4)],
+            jit_symbols: vec![
+                (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
+                (0xffffffffc0000800, "bpf_prog_bb_loop".into()),
+            ],
+            counts: None,
+        };
+        let c = attribute(&k, &regions, &Symbols::parse("ffffffff81000000 T htab_map_lookup_elem\n")).unwrap();
+        let m = c.memory.unwrap();
+        assert_eq!(m.total, DataAccesses { reads: 5.0, writes: 1.0, d1_misses: 0.5, ll_misses: 0.0 });
+        assert_eq!(m.harness, DataAccesses { reads: 1.0, writes: 0.0, d1_misses: 0.0, ll_misses: 0.0 });
+        assert_eq!(m.symbols[0].0, "htab_map_lookup_elem", "most D1 misses first");
     }
 }

@@ -57,6 +57,13 @@ fn counts_repeat_on_two_boots_and_one_more_instruction_counts_one_per_packet() {
         // The program's JIT image is named among the functions.
         assert!(base.symbols.iter().any(|(s, _)| s.starts_with("bpf_prog_")), "{base:?}");
         assert!(base.jit > 0.0 && base.harness > 0.0, "{base:?}");
+        // Data accesses are counted too: the loop's (a program whose
+        // packet stays in registers makes none), and the multiplication
+        // adds none.
+        let (mb, mm) = (base.memory.as_ref().expect("data accesses"), more.memory.as_ref().expect("data accesses"));
+        assert!(mb.harness.reads + mb.harness.writes > 0.0, "{mb:?}");
+        assert!((mm.total.reads - mb.total.reads).abs() <= 0.25, "{mb:?}\n{mm:?}");
+        assert!((mm.total.writes - mb.total.writes).abs() <= 0.25, "{mb:?}\n{mm:?}");
     }
     // Both boots count the same JIT instructions, and the same totals as
     // a comparison judges them (within 0.5 % or 0.25 a packet).
@@ -65,9 +72,12 @@ fn counts_repeat_on_two_boots_and_one_more_instruction_counts_one_per_packet() {
         assert_eq!(a.jit, b.jit, "{name}: {a:?}\n{b:?}");
         let d = bpfbench::record::InstructionDelta::between_kernels(name.into(), a, b);
         assert!(d.kernel_same(), "{name}: {a:?}\n{b:?}");
+        let (ma, mb) = (&a.memory.as_ref().unwrap().total, &b.memory.as_ref().unwrap().total);
+        assert!((ma.reads - mb.reads).abs() <= 0.25 && (ma.writes - mb.writes).abs() <= 0.25, "{ma:?}\n{mb:?}");
     }
     let table = bpfbench::report::render_as(&m, bpfbench::report::Format::Table).unwrap();
     assert!(table.contains("kernel instructions per packet") && table.contains("JIT +"), "{table}");
+    assert!(table.contains("data accesses per packet") && table.contains("D1 miss"), "{table}");
 }
 
 #[test]
@@ -117,4 +127,19 @@ fn kernel_insns_outside_a_counting_guest_are_refused_in_one_line() {
         &["ab", "--kernel", "trixie", "--metric", "kernel-insns", "--", "-s", "pass-non-ip"],
         "--metric kernel-insns compares two kernels: give --kernel A --kernel B",
     );
+}
+
+#[test]
+fn a_plugin_the_installed_qemu_does_not_load_is_refused_in_one_line() {
+    // A real shared library that is not a plugin: the installed QEMU
+    // refuses it, and bpfbench says so with QEMU's words, before booting.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .env("BPFBENCH_TCG_PLUGIN", "/lib/x86_64-linux-gnu/libz.so.1")
+        .args(["vm", "--kernel", "trixie", "--metric", "kernel-insns", "--", "-s", "pass-non-ip"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("the installed QEMU does not load") && err.contains("undefined symbol"), "{err}");
 }
