@@ -328,3 +328,65 @@ pub fn csv(m: &MatrixRecord) -> Result<String> {
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
+
+/// Every counted function of every scenario on every kernel, Cachegrind's
+/// function list per packet (`vm --profile`): instructions (with their
+/// share of the batch's), reads, writes, D1 and LL misses. The figures are
+/// the program's batch's, the loop's own functions included.
+pub fn kernel_profile(m: &MatrixRecord) -> String {
+    let mut out = String::new();
+    for k in &rows(m) {
+        for (c, col) in m.columns.iter().enumerate() {
+            let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns.as_ref()?.counts.as_ref()) else {
+                continue;
+            };
+            let _ = write!(
+                out,
+                "{} on {}: {:.1} instructions a packet ({:.1} JIT + {:.1} kernel, the loop's {:.1} taken off)",
+                row_label(k),
+                col.heading(),
+                counts.total(),
+                counts.jit,
+                counts.kernel,
+                counts.harness
+            );
+            let memory = counts.memory.as_ref();
+            if let Some(m) = memory {
+                let _ = write!(out, "; {}", data_accesses(&m.total));
+            }
+            out.push('\n');
+            let batch: f64 = counts.symbols.iter().map(|(_, n)| n).sum();
+            let accesses = |name: &str| memory.and_then(|m| m.symbols.iter().find(|(n, _)| n == name)).map(|(_, a)| *a);
+            use super::grid::{Grid, left, right};
+            let mut g = Grid::new(vec![
+                right("insns"),
+                right("%"),
+                right("reads"),
+                right("writes"),
+                right("D1 miss"),
+                right("LL miss"),
+                left("function"),
+            ]);
+            for (name, n) in &counts.symbols {
+                let a = accesses(name).unwrap_or_default();
+                let share = if batch > 0.0 { format!("{:.1}", 100.0 * n / batch) } else { "-".into() };
+                let z = |v: f64| if v.abs() < 0.005 { "0".to_string() } else { format!("{v:.2}") };
+                g.row(vec![
+                    format!("{n:.2}"),
+                    share,
+                    z(a.reads),
+                    z(a.writes),
+                    z(a.d1_misses),
+                    z(a.ll_misses),
+                    name.clone(),
+                ]);
+            }
+            out.push_str(&g.plain());
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("per function, per packet (the program's batch, the loop's own functions included):\n\n{out}")
+}

@@ -327,16 +327,34 @@ impl PairedArgs {
         &self,
         progress: &mut dyn FnMut(&str),
     ) -> anyhow::Result<crate::record::ComparisonRecord> {
-        let [a, b] = self.kernels.as_slice() else {
-            anyhow::bail!("--metric kernel-insns compares two kernels: give --kernel A --kernel B");
+        // Two kernels, or one kernel under a setting's two values (each
+        // guest gets its value on the kernel command line: `sysctl.NAME=V`).
+        let (a, b, setting) = match (self.kernels.as_slice(), &self.sysctl) {
+            ([a, b], None) => (a, b, None),
+            ([k], Some(text)) => (k, k, Some(crate::system::sysctl::SysctlPair::parse(text)?)),
+            ([_, _], Some(_)) => anyhow::bail!(
+                "--sysctl with --metric kernel-insns compares one kernel's two settings: give --kernel once"
+            ),
+            _ => anyhow::bail!(
+                "--metric kernel-insns compares two kernels: give --kernel A --kernel B, or --kernel K --sysctl NAME=A,B"
+            ),
         };
         if self.a.is_some() || self.b.is_some() {
             anyhow::bail!("--kernel compares two kernels: give the workload and its options after --, not A and B");
         }
-        let append_b = [self.append.as_deref(), self.append_b.as_deref()].into_iter().flatten().collect::<Vec<_>>();
+        let sysctl = |value: fn(&crate::system::sysctl::SysctlPair) -> &String| {
+            setting.as_ref().map(|s| format!("sysctl.{}={}", s.name, value(s)))
+        };
+        let append_a = [self.append.clone(), sysctl(|s| &s.a)].into_iter().flatten().collect::<Vec<_>>();
+        let append_b =
+            [self.append.clone(), self.append_b.clone(), sysctl(|s| &s.b)].into_iter().flatten().collect::<Vec<_>>();
+        let joined = |parts: Vec<String>| Some(parts.join(" ")).filter(|s| !s.is_empty());
         let count = |kernel: &str, append: Option<String>, progress: &mut dyn FnMut(&str)| {
             let vm = super::vm::VmArgs {
                 kernels: vec![kernel.to_string()],
+                shard: None,
+                from_history: false,
+                profile: false,
                 append,
                 timeout: super::vm::GUEST_TIMEOUT_S,
                 out: self.out.clone(),
@@ -351,12 +369,13 @@ impl PairedArgs {
                 (None, e) => anyhow::bail!("{kernel}: {}", e.unwrap_or_else(|| "no run".into())),
             }
         };
-        let ra = count(a, self.append.clone(), progress)?;
-        let rb = count(b, Some(append_b.join(" ")).filter(|s| !s.is_empty()), progress)?;
-        let (la, lb) = (
-            format!("kernel A ({a}, {})", ra.environment.kernel),
-            format!("kernel B ({b}, {})", rb.environment.kernel),
-        );
+        let ra = count(a, joined(append_a), progress)?;
+        let rb = count(b, joined(append_b), progress)?;
+        let side = |k: &str, run: &crate::record::RunRecord, value: Option<&String>| match (&setting, value) {
+            (Some(s), Some(v)) => format!("{} ({k}, {})", s.label(v), run.environment.kernel),
+            _ => format!("kernel {k} ({})", run.environment.kernel),
+        };
+        let (la, lb) = (side(a, &ra, setting.as_ref().map(|s| &s.a)), side(b, &rb, setting.as_ref().map(|s| &s.b)));
         let cmp = crate::compare::compare_runs(
             &[ra],
             &la,

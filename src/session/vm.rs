@@ -27,8 +27,17 @@ pub struct VmArgs {
     /// A kernel to run on (repeatable; several make a matrix): a vmlinuz
     /// path, a kernel scripts/kernels.sh fetched (bullseye, bookworm,
     /// trixie), or `host` for this machine's kernel without a guest.
-    #[arg(long = "kernel", value_name = "KERNEL", required = true)]
+    #[arg(long = "kernel", value_name = "KERNEL", required_unless_present = "from_history")]
     pub kernels: Vec<String>,
+    /// Run only share I of N of the kernels (every Nth, from the Ith), so
+    /// that N CI jobs run a matrix between them, each storing into one
+    /// history (--db postgres://...) under one --tag
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// Boot nothing: make the matrix from the runs stored with --tag (by
+    /// the shards of a CI matrix, on any testbeds), one column per kernel
+    #[arg(long, requires = "tag", conflicts_with_all = ["kernels", "shard", "no_store"])]
+    pub from_history: bool,
     /// More kernel command line for every guest (e.g. spec_rstack_overflow=off).
     #[arg(long, value_name = "CMDLINE")]
     pub append: Option<String>,
@@ -46,22 +55,76 @@ pub struct VmArgs {
     /// (the same count on every boot)
     #[arg(long, value_enum, default_value_t = Metric::Time)]
     pub metric: Metric,
+    /// With kernel counts: after the matrix, every function of every
+    /// scenario on every kernel, per packet, like Cachegrind's function
+    /// list (instructions, their share, reads, writes, D1 and LL misses)
+    #[arg(long)]
+    pub profile: bool,
     /// The arguments of 'bpfbench run' every kernel gets (after --), e.g.
     /// -- xdp-lb -s tcp-v4-lru-hit --samples 5
     #[arg(last = true)]
     pub run_args: Vec<String>,
 }
 
+/// One share of a sharded matrix: the `index`th (from 1) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// The kernels of this share: every `count`th, from the `index`th.
+    pub fn kernels<'k>(&self, kernels: &'k [String]) -> Vec<&'k String> {
+        kernels.iter().enumerate().filter(|(i, _)| i % self.count == self.index - 1).map(|(_, k)| k).collect()
+    }
+}
+
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    let bad = || format!("'{text}' is not a shard: give I/N, 1 <= I <= N (e.g. 2/3)");
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (index, count) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if index == 0 || index > count {
+        return Err(bad());
+    }
+    Ok(Shard { index, count })
+}
+
 impl VmArgs {
-    /// Runs every kernel in turn; `progress` hears a line as each starts and ends.
+    /// Runs every kernel in turn (or this shard's), or assembles the
+    /// matrix from the history; `progress` hears a line as each kernel
+    /// starts and ends.
     pub fn run(&self, progress: &mut dyn FnMut(&str)) -> Result<MatrixRecord> {
+        if self.from_history {
+            return self.from_history();
+        }
+        let kernels: Vec<String> = match self.shard {
+            None => self.kernels.clone(),
+            Some(shard) => {
+                let mine: Vec<String> = shard.kernels(&self.kernels).into_iter().cloned().collect();
+                if mine.is_empty() {
+                    bail!(
+                        "shard {}/{} gets no kernel: {} kernel(s) make {} shard(s) at most",
+                        shard.index,
+                        shard.count,
+                        self.kernels.len(),
+                        self.kernels.len()
+                    );
+                }
+                progress(&format!("shard {}/{}: {}", shard.index, shard.count, mine.join(", ")));
+                mine
+            }
+        };
         for reserved in RESERVED {
             if self.run_args.iter().any(|a| a == reserved) {
                 bail!("{reserved} is set by 'bpfbench vm' itself; leave it out of the run arguments");
             }
         }
         let counting = self.metric == Metric::KernelInsns;
-        if counting && self.kernels.iter().any(|k| k == "host") {
+        if self.profile && !counting {
+            bail!("--profile lists where the kernel's counted instructions go: give --metric kernel-insns too");
+        }
+        if counting && kernels.iter().any(|k| k == "host") {
             bail!(
                 "--metric kernel-insns counts in guests under QEMU's TCG; --kernel host runs without one: give guest kernels only"
             );
@@ -71,8 +134,7 @@ impl VmArgs {
         }
         let plugin = if counting { Some(counter_plugin()?) } else { None };
         // Every kernel is checked before the first boots.
-        let images: Vec<Option<PathBuf>> = self
-            .kernels
+        let images: Vec<Option<PathBuf>> = kernels
             .iter()
             .map(|k| if k == "host" { Ok(None) } else { guest::resolve_image(k).map(Some) })
             .collect::<Result<_>>()?;
@@ -89,7 +151,7 @@ impl VmArgs {
         }
         let mut history = if self.store.no_store { None } else { Some(History::open(self.store.db.location())?) };
         let mut matrix = MatrixRecord { schema: MATRIX_SCHEMA.into(), columns: Vec::new(), interrupted: false };
-        for (kernel, image) in self.kernels.iter().zip(&images) {
+        for (kernel, image) in kernels.iter().zip(&images) {
             if interrupt::interrupted() {
                 matrix.interrupted = true;
                 break;
@@ -158,6 +220,41 @@ impl VmArgs {
         parse_run(&text).with_context(|| format!("bpfbench run on this machine gave no record ({})", out.status))
     }
 
+    /// The matrix of the runs stored with `--tag`: a column per kernel
+    /// (its release, emulated or not, guest or host), oldest release first;
+    /// a kernel's runs from several shards (other workloads) make one
+    /// column, the newest result of each benchmark kept.
+    fn from_history(&self) -> Result<MatrixRecord> {
+        let tag = self.store.tag.as_deref().context("--from-history reads the runs of one --tag")?;
+        let location = self.store.db.location();
+        let h = History::open_existing(&location, crate::history::Stored::Runs)?;
+        let ids = h.runs_with_tag(tag, usize::MAX >> 1)?;
+        if ids.is_empty() {
+            bail!("no run in {location} has tag '{tag}': store the shards' runs with 'bpfbench vm --tag {tag}'");
+        }
+        let mut columns: Vec<MatrixColumn> = Vec::new();
+        for id in ids {
+            let run = h.load(id)?;
+            let column = MatrixColumn {
+                kernel: run.environment.kernel.clone(),
+                run: Some(run),
+                error: None,
+                stored_as: Some(id),
+            };
+            match columns.iter_mut().find(|c| c.heading() == column.heading()) {
+                Some(c) => {
+                    let (Some(into), Some(from)) = (c.run.as_mut(), column.run) else { continue };
+                    let have: std::collections::HashSet<String> =
+                        into.results.iter().map(|r| r.benchmark_name()).collect();
+                    into.results.extend(from.results.into_iter().filter(|r| !have.contains(&r.benchmark_name())));
+                }
+                None => columns.push(column),
+            }
+        }
+        columns.sort_by_key(|c| release_order(&c.kernel));
+        Ok(MatrixRecord { schema: MATRIX_SCHEMA.into(), columns, interrupted: false })
+    }
+
     fn in_guest(
         &self,
         kernel: &str,
@@ -222,6 +319,12 @@ impl VmArgs {
         run.environment.testbed = Some(crate::system::environment::testbed());
         Ok(run)
     }
+}
+
+/// A kernel release's numbers (5.10.0-32 before 6.1.0-57 before 6.12.118),
+/// for ordering a matrix's columns.
+fn release_order(release: &str) -> Vec<u64> {
+    release.split(|c: char| !c.is_ascii_digit()).take(4).map(|n| n.parse().unwrap_or(0)).collect()
 }
 
 /// Names another build of the counting plugin to load (one built with

@@ -110,6 +110,36 @@ fn ab_of_one_kernel_twice_counts_the_same() {
 }
 
 #[test]
+fn ab_of_a_setting_in_one_kernel_counts_constant_blinding() {
+    let _machine = common::machine_shared();
+    let Some(_) = guest::kernel("trixie") else { return };
+    // One kernel, two guests: bpf_jit_harden 0 and 2 on their command lines.
+    let out = bpfbench(&[
+        "ab",
+        "--kernel",
+        "trixie",
+        "--sysctl",
+        "net.core.bpf_jit_harden=0,2",
+        "--metric",
+        "kernel-insns",
+        "--format",
+        "json",
+        "--",
+        "-s",
+        "tcp-v4-ch",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cmp: bpfbench::record::ComparisonRecord = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(cmp.a.contains("net.core.bpf_jit_harden=0") && cmp.b.contains("net.core.bpf_jit_harden=2"), "{cmp:?}");
+    let [d] = cmp.kernel_instructions.as_slice() else { panic!("{cmp:?}") };
+    // Blinding rewrites every instruction with a constant into three:
+    // the JIT image grows, the kernel functions stay.
+    let (a, b) = d.jit.unwrap();
+    assert!(b > a + 50.0, "{d:?}");
+    assert!(!d.kernel_same(), "{d:?}");
+}
+
+#[test]
 fn kernel_insns_outside_a_counting_guest_are_refused_in_one_line() {
     common::assert_one_line_error(
         &["vm", "--kernel", "host", "--metric", "kernel-insns", "--", "-s", "pass-non-ip"],
@@ -125,7 +155,21 @@ fn kernel_insns_outside_a_counting_guest_are_refused_in_one_line() {
     );
     common::assert_one_line_error(
         &["ab", "--kernel", "trixie", "--metric", "kernel-insns", "--", "-s", "pass-non-ip"],
-        "--metric kernel-insns compares two kernels: give --kernel A --kernel B",
+        "--metric kernel-insns compares two kernels: give --kernel A --kernel B, or --kernel K --sysctl NAME=A,B",
+    );
+    common::assert_one_line_error(
+        &[
+            "ab",
+            "--kernel",
+            "trixie",
+            "--kernel",
+            "bookworm",
+            "--sysctl",
+            "net.core.bpf_jit_harden=0,2",
+            "--metric",
+            "kernel-insns",
+        ],
+        "--sysctl with --metric kernel-insns compares one kernel's two settings: give --kernel once",
     );
 }
 

@@ -254,3 +254,47 @@ fn paired_ab_of_one_kernel_twice_is_never_slower_or_faster() {
         "--kernel takes two kernels",
     );
 }
+
+#[test]
+fn shards_store_their_kernels_into_one_postgresql_history_and_from_history_makes_the_matrix() {
+    let _machine = common::machine_shared();
+    let Some(_) = guest::kernel("bullseye") else { return };
+    // Two CI jobs' shares of one matrix, storing into one PostgreSQL
+    // history under one tag; a third job assembles the matrix.
+    let pg = common::pg_server::Postgres::start();
+    let db = pg.database("shards");
+    for (shard, kernel) in [("1/2", "host"), ("2/2", "bullseye")] {
+        let mut args =
+            vec!["vm", "--kernel", "host", "--kernel", "bullseye", "--shard", shard, "--db", &db, "--tag", "ci-1"];
+        args.extend(QUICK);
+        // The kernels are dealt in turn: the first shard gets the first.
+        let out = bpfbench(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains(&format!("shard {shard}: {kernel}")), "{}", stderr(&out));
+    }
+    let out = bpfbench(&["vm", "--from-history", "--tag", "ci-1", "--db", &db, "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: MatrixRecord = serde_json::from_slice(&out.stdout).unwrap();
+    // One column per kernel, the older release first, each with its run.
+    assert_eq!(m.columns.len(), 2, "{m:?}");
+    let runs: Vec<_> = m.columns.iter().map(|c| c.run.as_ref().expect("a stored run")).collect();
+    assert!(runs[0].environment.kernel.starts_with("5.10."), "{}", runs[0].environment.kernel);
+    assert_eq!(runs[1].environment.kernel, bpfbench::system::kernel_release());
+    for run in runs {
+        assert!(run.results.iter().any(|r| r.name == "pass-non-ip" && !r.failed()), "{run:?}");
+    }
+    let table = stdout(&bpfbench(&["vm", "--from-history", "--tag", "ci-1", "--db", &db]));
+    assert!(table.contains("5.10.") && table.contains("(host)") && table.contains("pass-non-ip"), "{table}");
+    common::assert_one_line_error(
+        &["vm", "--from-history", "--tag", "ci-2", "--db", &db],
+        "has tag 'ci-2': store the shards' runs with 'bpfbench vm --tag ci-2'",
+    );
+    common::assert_one_line_error(
+        &["vm", "--kernel", "host", "--shard", "2/2", "--no-store"],
+        "shard 2/2 gets no kernel",
+    );
+    // A malformed shard is a usage error, as clap reports them (exit 2).
+    let bad = bpfbench(&["vm", "--kernel", "host", "--shard", "3/2"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("'3/2' is not a shard: give I/N, 1 <= I <= N"), "{}", stderr(&bad));
+}
