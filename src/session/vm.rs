@@ -96,7 +96,7 @@ impl VmArgs {
     /// starts and ends.
     pub fn run(&self, progress: &mut dyn FnMut(&str)) -> Result<MatrixRecord> {
         if self.from_history {
-            return self.from_history();
+            return self.assemble_from_history();
         }
         let kernels: Vec<String> = match self.shard {
             None => self.kernels.clone(),
@@ -224,7 +224,7 @@ impl VmArgs {
     /// (its release, emulated or not, guest or host), oldest release first;
     /// a kernel's runs from several shards (other workloads) make one
     /// column, the newest result of each benchmark kept.
-    fn from_history(&self) -> Result<MatrixRecord> {
+    fn assemble_from_history(&self) -> Result<MatrixRecord> {
         let tag = self.store.tag.as_deref().context("--from-history reads the runs of one --tag")?;
         let location = self.store.db.location();
         let h = History::open_existing(&location, crate::history::Stored::Runs)?;

@@ -376,9 +376,12 @@ fn every_bpfbench_command_of_the_ci_workflow_examples_parses() {
     for line in text.lines() {
         let words = shell_words(line.split(" # ").next().unwrap());
         let Some(at) = words.iter().position(|w| w == "bpfbench") else { continue };
-        let args: Vec<&str> = words[at + 1..].iter().map(String::as_str).collect();
-        // Parsing stops at the first unknown option or bad value, before --help.
-        let o = bpfbench(&[&args[..], &["--help"]].concat());
+        let mut args: Vec<&str> = words[at + 1..].iter().map(String::as_str).collect();
+        // Parsing stops at the first unknown option or bad value, before
+        // --help (which goes before a `--`: after it, it is a run argument).
+        let help_at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        args.insert(help_at, "--help");
+        let o = bpfbench(&args);
         assert!(o.status.success(), "bpfbench {}: {}", args.join(" "), stderr(&o));
         checked += 1;
     }
