@@ -220,6 +220,16 @@ impl VmArgs {
         parse_run(&text).with_context(|| format!("bpfbench run on this machine gave no record ({})", out.status))
     }
 
+    /// The matrix in the chosen format; with `--profile`, a table's
+    /// every counted function after it.
+    pub fn render(&self, matrix: &MatrixRecord) -> Result<String> {
+        let mut text = crate::report::render_as(matrix, self.out.format)?;
+        if self.profile && self.out.format == crate::report::Format::Table {
+            text.push_str(&crate::report::matrix_table::kernel_profile(matrix));
+        }
+        Ok(text)
+    }
+
     /// The matrix of the runs stored with `--tag`: a column per kernel
     /// (its release, emulated or not, guest or host), oldest release first;
     /// a kernel's runs from several shards (other workloads) make one

@@ -70,11 +70,7 @@ fn features() -> Result<ExitCode> {
 fn vm(args: &bpfbench::session::vm::VmArgs) -> Result<ExitCode> {
     bpfbench::report::check_format::<bpfbench::record::matrix::MatrixRecord>(args.out.format)?;
     let matrix = args.run(&mut |line| eprintln!("bpfbench vm: {line}"))?;
-    let mut text = render_as(&matrix, args.out.format)?;
-    if args.profile && args.out.format == bpfbench::report::Format::Table {
-        text.push_str(&bpfbench::report::matrix_table::kernel_profile(&matrix));
-    }
-    args.out.emit(&text)?;
+    args.out.emit(&args.render(&matrix)?)?;
     Ok(ExitCode::from(matrix.exit_code()))
 }
 
