@@ -369,12 +369,7 @@ fn counter_plugin() -> Result<PathBuf> {
 fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
     use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE, Regions, Symbols, attribute};
     let regions = Regions::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
-    let symbols = Symbols::parse(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?);
-    if symbols.is_empty() {
-        bail!(
-            "the guest kernel lists no symbols with addresses in /proc/kallsyms (built without CONFIG_KALLSYMS?): kernel-insns attributes its counts by symbol; use a kernel built with CONFIG_KALLSYMS=y"
-        );
-    }
+    let symbols = Symbols::of_kernel(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?)?;
     for r in &mut run.results {
         if let Some(k) = r.kernel_insns.as_mut() {
             match attribute(k, &regions, &symbols) {

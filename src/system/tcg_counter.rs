@@ -148,10 +148,17 @@ impl Symbols {
         Symbols(map)
     }
 
-    /// Whether these are a kernel's symbols (a kernel built without
-    /// CONFIG_KALLSYMS, or one hiding addresses, gives none).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// A guest kernel's symbols, refused in one line where it lists none
+    /// with an address: a kernel built without CONFIG_KALLSYMS (no
+    /// /proc/kallsyms: the file is empty), or one hiding addresses (zeros).
+    pub fn of_kernel(kallsyms: &str) -> Result<Symbols> {
+        let symbols = Symbols::parse(kallsyms);
+        if symbols.0.is_empty() {
+            bail!(
+                "the guest kernel lists no symbols with addresses in /proc/kallsyms (built without CONFIG_KALLSYMS?): kernel-insns attributes its counts by symbol; use a kernel built with CONFIG_KALLSYMS=y"
+            );
+        }
+        Ok(symbols)
     }
 
     /// These symbols and `extra`'s; an image's end never replaces a name
@@ -347,6 +354,15 @@ mod tests {
         assert_eq!(c.symbols[0], ("bpf_prog_test_run_xdp".to_string(), 10.0));
         assert!(Regions::parse("region 1 vcpu 0\nnonsense\n").is_err());
         assert_eq!(c.memory, None, "lines without data accesses count none");
+    }
+
+    #[test]
+    fn a_kernel_without_symbols_is_refused_in_one_line() {
+        for kallsyms in ["", "0000000000000000 T _text\n0000000000000000 t bpf_prog_run\n"] {
+            let e = Symbols::of_kernel(kallsyms).err().expect("refused").to_string();
+            assert!(e.contains("CONFIG_KALLSYMS") && !e.contains('\n'), "{e}");
+        }
+        assert!(Symbols::of_kernel("ffffffff81000000 T _text\n").is_ok());
     }
 
     #[test]
