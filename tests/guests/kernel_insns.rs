@@ -80,28 +80,18 @@ fn counts_repeat_on_two_boots_and_one_more_instruction_counts_one_per_packet() {
     assert!(table.contains("data accesses per packet") && table.contains("D1 miss"), "{table}");
 }
 
+/// `ab --metric kernel-insns` with `args`: its comparison.
+fn ab_counts(args: &[&str]) -> bpfbench::record::ComparisonRecord {
+    let out = bpfbench(&[&["ab", "--metric", "kernel-insns", "--format", "json"], args].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn ab_of_one_kernel_twice_counts_the_same() {
     let _machine = common::machine_shared();
     let Some(_) = guest::kernel("trixie") else { return };
-    let out = bpfbench(&[
-        "ab",
-        "--kernel",
-        "trixie",
-        "--kernel",
-        "trixie",
-        "--metric",
-        "kernel-insns",
-        "--format",
-        "json",
-        "--",
-        "-s",
-        "pass-non-ip",
-        "-s",
-        "tcp-v4-ch",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let cmp: bpfbench::record::ComparisonRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let cmp = ab_counts(&["--kernel", "trixie", "--kernel", "trixie", "--", "-s", "pass-non-ip", "-s", "tcp-v4-ch"]);
     assert_eq!(cmp.kernel_instructions.len(), 2, "{cmp:?}");
     for d in &cmp.kernel_instructions {
         assert!(d.kernel_same(), "{d:?}");
@@ -114,22 +104,7 @@ fn ab_of_a_setting_in_one_kernel_counts_constant_blinding() {
     let _machine = common::machine_shared();
     let Some(_) = guest::kernel("trixie") else { return };
     // One kernel, two guests: bpf_jit_harden 0 and 2 on their command lines.
-    let out = bpfbench(&[
-        "ab",
-        "--kernel",
-        "trixie",
-        "--sysctl",
-        "net.core.bpf_jit_harden=0,2",
-        "--metric",
-        "kernel-insns",
-        "--format",
-        "json",
-        "--",
-        "-s",
-        "tcp-v4-ch",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let cmp: bpfbench::record::ComparisonRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let cmp = ab_counts(&["--kernel", "trixie", "--sysctl", "net.core.bpf_jit_harden=0,2", "--", "-s", "tcp-v4-ch"]);
     assert!(cmp.a.contains("net.core.bpf_jit_harden=0") && cmp.b.contains("net.core.bpf_jit_harden=2"), "{cmp:?}");
     let [d] = cmp.kernel_instructions.as_slice() else { panic!("{cmp:?}") };
     // Blinding rewrites every instruction with a constant into three:
