@@ -153,32 +153,37 @@ pub fn table(m: &MatrixRecord) -> String {
     out
 }
 
+/// Each row's kernel counts on each kernel that has them, row by row,
+/// with the row's label.
+fn kernel_counts<'m>(
+    m: &'m MatrixRecord,
+    keys: &[RowKey],
+) -> Vec<(String, &'m crate::record::matrix::MatrixColumn, &'m crate::record::KernelCounts)> {
+    let mut out = Vec::new();
+    for k in keys {
+        for (c, col) in m.columns.iter().enumerate() {
+            if let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns.as_ref()?.counts.as_ref()) {
+                out.push((row_label(k), col, counts));
+            }
+        }
+    }
+    out
+}
+
 /// Where each counted scenario's kernel instructions go, per kernel: its
 /// functions with the most per packet (a JIT image is `bpf_prog_<tag>_<name>`).
 fn kernel_profiles(m: &MatrixRecord, keys: &[RowKey]) -> String {
     const TOP: usize = 6;
     let mut out = String::new();
-    for k in keys {
-        for (c, col) in m.columns.iter().enumerate() {
-            let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns.as_ref()?.counts.as_ref()) else {
-                continue;
-            };
-            let top: Vec<String> = counts.symbols.iter().take(TOP).map(|(name, n)| format!("{name} {n:.1}")).collect();
-            let totals: Vec<String> = counts.round_totals.iter().map(u64::to_string).collect();
-            let _ = writeln!(
-                out,
-                "  {} on {}: {} (rounds: {})",
-                row_label(k),
-                col.heading(),
-                top.join(", "),
-                totals.join(", ")
-            );
-            // Where the D1 misses are, when there are any to place.
-            let missing = counts.memory.iter().flat_map(|m| &m.symbols).filter(|(_, a)| a.d1_misses >= 0.05);
-            let misses: Vec<String> = missing.take(TOP).map(|(name, a)| format!("{name} {:.2}", a.d1_misses)).collect();
-            if !misses.is_empty() {
-                let _ = writeln!(out, "    D1 misses: {}", misses.join(", "));
-            }
+    for (k, col, counts) in kernel_counts(m, keys) {
+        let top: Vec<String> = counts.symbols.iter().take(TOP).map(|(name, n)| format!("{name} {n:.1}")).collect();
+        let totals: Vec<String> = counts.round_totals.iter().map(u64::to_string).collect();
+        let _ = writeln!(out, "  {} on {}: {} (rounds: {})", k, col.heading(), top.join(", "), totals.join(", "));
+        // Where the D1 misses are, when there are any to place.
+        let missing = counts.memory.iter().flat_map(|m| &m.symbols).filter(|(_, a)| a.d1_misses >= 0.05);
+        let misses: Vec<String> = missing.take(TOP).map(|(name, a)| format!("{name} {:.2}", a.d1_misses)).collect();
+        if !misses.is_empty() {
+            let _ = writeln!(out, "    D1 misses: {}", misses.join(", "));
         }
     }
     if out.is_empty() {
@@ -335,55 +340,50 @@ pub fn csv(m: &MatrixRecord) -> Result<String> {
 /// the program's batch's, the loop's own functions included.
 pub fn kernel_profile(m: &MatrixRecord) -> String {
     let mut out = String::new();
-    for k in &rows(m) {
-        for (c, col) in m.columns.iter().enumerate() {
-            let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns.as_ref()?.counts.as_ref()) else {
-                continue;
-            };
-            let _ = write!(
-                out,
-                "{} on {}: {:.1} instructions a packet ({:.1} JIT + {:.1} kernel, the loop's {:.1} taken off)",
-                row_label(k),
-                col.heading(),
-                counts.total(),
-                counts.jit,
-                counts.kernel,
-                counts.harness
-            );
-            let memory = counts.memory.as_ref();
-            if let Some(m) = memory {
-                let _ = write!(out, "; {}", data_accesses(&m.total));
-            }
-            out.push('\n');
-            let batch: f64 = counts.symbols.iter().map(|(_, n)| n).sum();
-            let accesses = |name: &str| memory.and_then(|m| m.symbols.iter().find(|(n, _)| n == name)).map(|(_, a)| *a);
-            use super::grid::{Grid, left, right};
-            let mut g = Grid::new(vec![
-                right("insns"),
-                right("%"),
-                right("reads"),
-                right("writes"),
-                right("D1 miss"),
-                right("LL miss"),
-                left("function"),
-            ]);
-            for (name, n) in &counts.symbols {
-                let a = accesses(name).unwrap_or_default();
-                let share = if batch > 0.0 { format!("{:.1}", 100.0 * n / batch) } else { "-".into() };
-                let z = |v: f64| if v.abs() < 0.005 { "0".to_string() } else { format!("{v:.2}") };
-                g.row(vec![
-                    format!("{n:.2}"),
-                    share,
-                    z(a.reads),
-                    z(a.writes),
-                    z(a.d1_misses),
-                    z(a.ll_misses),
-                    name.clone(),
-                ]);
-            }
-            out.push_str(&g.plain());
-            out.push('\n');
+    for (k, col, counts) in kernel_counts(m, &rows(m)) {
+        let _ = write!(
+            out,
+            "{} on {}: {:.1} instructions a packet ({:.1} JIT + {:.1} kernel, the loop's {:.1} taken off)",
+            k,
+            col.heading(),
+            counts.total(),
+            counts.jit,
+            counts.kernel,
+            counts.harness
+        );
+        let memory = counts.memory.as_ref();
+        if let Some(m) = memory {
+            let _ = write!(out, "; {}", data_accesses(&m.total));
         }
+        out.push('\n');
+        let batch: f64 = counts.symbols.iter().map(|(_, n)| n).sum();
+        let accesses = |name: &str| memory.and_then(|m| m.symbols.iter().find(|(n, _)| n == name)).map(|(_, a)| *a);
+        use super::grid::{Grid, left, right};
+        let mut g = Grid::new(vec![
+            right("insns"),
+            right("%"),
+            right("reads"),
+            right("writes"),
+            right("D1 miss"),
+            right("LL miss"),
+            left("function"),
+        ]);
+        for (name, n) in &counts.symbols {
+            let a = accesses(name).unwrap_or_default();
+            let share = if batch > 0.0 { format!("{:.1}", 100.0 * n / batch) } else { "-".into() };
+            let z = |v: f64| if v.abs() < 0.005 { "0".to_string() } else { format!("{v:.2}") };
+            g.row(vec![
+                format!("{n:.2}"),
+                share,
+                z(a.reads),
+                z(a.writes),
+                z(a.d1_misses),
+                z(a.ll_misses),
+                name.clone(),
+            ]);
+        }
+        out.push_str(&g.plain());
+        out.push('\n');
     }
     if out.is_empty() {
         return out;

@@ -9,7 +9,7 @@
 //! loaded. On the host, [`Regions::parse`] reads the plugin's file and
 //! [`attribute`] turns a scenario's regions into instructions per packet.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
@@ -82,11 +82,12 @@ pub struct Block {
 }
 
 /// The plugin's file: each region's blocks, by the region's number, and
-/// the regions whose data accesses were counted throughout.
+/// whether they carry data accesses (every region's header says `memory`;
+/// a plugin built before data accesses were counted wrote none).
 #[derive(Debug, Default)]
 pub struct Regions {
     pub regions: HashMap<u64, Vec<Block>>,
-    pub with_memory: HashSet<u64>,
+    pub memory: bool,
 }
 
 impl Regions {
@@ -94,18 +95,15 @@ impl Regions {
     /// V [memory]`, a line `VADDR INSNS EXECS [READS WRITES D1 LL]` per
     /// block, `end`.
     pub fn parse(text: &str) -> Result<Regions> {
-        let mut out = Regions::default();
+        let mut out = Regions { memory: true, ..Regions::default() };
         let mut current: Option<(u64, Vec<Block>)> = None;
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#')) {
             let bad = || format!("the plugin's file, line {}: '{line}'", i + 1);
             let words: Vec<&str> = line.split_whitespace().collect();
             match words.as_slice() {
                 ["region", n, "vcpu", _, memory @ ..] if memory.is_empty() || memory == ["memory"] => {
-                    let n = n.parse().with_context(bad)?;
-                    if !memory.is_empty() {
-                        out.with_memory.insert(n);
-                    }
-                    current = Some((n, Vec::new()));
+                    out.memory &= !memory.is_empty();
+                    current = Some((n.parse().with_context(bad)?, Vec::new()));
                 }
                 ["end"] => {
                     let (n, blocks) = current.take().with_context(bad)?;
@@ -126,6 +124,7 @@ impl Regions {
                 _ => bail!("{}", bad()),
             }
         }
+        out.memory &= !out.regions.is_empty();
         Ok(out)
     }
 }
@@ -275,8 +274,7 @@ pub fn attribute(k: &KernelInsns, regions: &Regions, symbols: &Symbols) -> Resul
     let mut symbols: Vec<(String, f64)> =
         body.iter().map(|(n, c)| (n.clone(), c.insns() as f64 / iters)).filter(|(_, c)| c.abs() >= 0.005).collect();
     symbols.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let all_regions = k.body_regions.iter().chain(&k.loop_regions).flat_map(|&(s, l)| [s, l]);
-    let memory = all_regions.clone().all(|n| regions.with_memory.contains(&n)).then(|| {
+    let memory = regions.memory.then(|| {
         let mut symbols: Vec<(String, DataAccesses)> = body
             .iter()
             .map(|(n, c)| (n.clone(), c.accesses(iters)))
