@@ -522,7 +522,10 @@ impl ScenarioRecord {
 
     /// Neither measured nor counted (in either runtime) nor excused as unavailable.
     pub fn failed(&self) -> bool {
-        let counted = self.kernel_insns.as_ref().is_some_and(|k| k.counts.is_some());
+        // In the guest, regions recorded are a result: the host counts them
+        // (and says so in `error` where it cannot).
+        let recorded = |k: &KernelInsns| !k.body_regions.is_empty() && self.error.is_none();
+        let counted = self.kernel_insns.as_ref().is_some_and(|k| k.counts.is_some() || recorded(k));
         self.measurement.is_none() && self.instructions.is_none() && !counted && self.unavailable.is_none()
     }
 }
@@ -827,4 +830,33 @@ pub struct Overhead {
     pub batch_iters: u32,
     pub samples_ns: Vec<f64>,
     pub summary: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario as a guest's run records it under `--metric kernel-insns`:
+    /// regions, no counts yet.
+    fn counted_in_a_guest() -> ScenarioRecord {
+        serde_json::from_value(serde_json::json!({
+            "workload": "spec", "name": "base/tx", "group": "base", "description": "",
+            "facts": {"layout": "table", "producers": 1, "unit": "op", "map": null},
+            "timing": {"mode": "in-bpf", "loop": "may-goto", "body": "inline"},
+            "validated": true, "checks": [], "notes": [], "runtime": "kernel",
+            "kernel_insns": {"iters": 1000, "body_regions": [[1, 2]], "loop_regions": [[3, 4]], "jit_symbols": [], "counts": null}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn regions_a_guest_recorded_are_a_result_until_the_host_cannot_count_them() {
+        let mut r = counted_in_a_guest();
+        assert!(!r.failed(), "the guest's run does not call it failed");
+        r.error = Some("counting kernel instructions failed: no region 2".into());
+        assert!(r.failed());
+        r.error = None;
+        r.kernel_insns.as_mut().unwrap().body_regions.clear();
+        assert!(r.failed(), "nothing recorded");
+    }
 }

@@ -301,25 +301,7 @@ impl VmArgs {
             plugin: plugin
                 .map(|p| format!("{},out={}", p.display(), folder.path.join(tcg_counter::REGIONS_FILE).display())),
         };
-        if let Err(e) = guest::boot(&spec, accel, &folder, &script, interrupt::flag()) {
-            bail!("{e}; the console's last lines: {}", guest::console_tail(&folder, 3));
-        }
-        let Some(text) = folder.read("run.json").filter(|t| !t.trim().is_empty()) else {
-            match folder.read("release") {
-                None => bail!(
-                    "the guest did not run bpfbench; the console's last lines: {}",
-                    guest::console_tail(&folder, 3)
-                ),
-                Some(release) => bail!(
-                    "bpfbench run in the guest ({}) wrote no record: {}",
-                    release.trim(),
-                    folder.last_line("run.err").unwrap_or_else(|| format!(
-                        "no message; the console's last lines: {}",
-                        guest::console_tail(&folder, 3)
-                    ))
-                ),
-            }
-        };
+        let (folder, text) = boot_until_recorded(kernel, &spec, accel, &script, folder)?;
         let mut run = parse_run(&text).context("the guest's run record")?;
         if plugin.is_some() {
             attribute_counts(&mut run, &folder)?;
@@ -329,6 +311,53 @@ impl VmArgs {
         run.environment.testbed = Some(crate::system::environment::testbed());
         Ok(run)
     }
+}
+
+/// Boots `spec` (its files in `folder`) until its run has written a record,
+/// which it returns with the folder. A guest that died with no record and
+/// no message (QEMU crashed; the kernel panicked or its CPU triple-faulted:
+/// seen once in 20 boots counting data accesses) measured nothing and is
+/// booted once more, saying so. A guest that hung or was stopped, or a run
+/// that failed saying why, is not.
+fn boot_until_recorded(
+    kernel: &str,
+    spec: &GuestSpec,
+    accel: guest::Accelerator,
+    script: &str,
+    mut folder: OutputFolder,
+) -> Result<(OutputFolder, String)> {
+    for attempt in 1.. {
+        let booted = guest::boot(spec, accel, &folder, script, interrupt::flag());
+        let record = folder.read("run.json").filter(|t| !t.trim().is_empty());
+        let said = folder.last_line("run.err");
+        let died = match &booted {
+            Ok(()) => record.is_none() && said.is_none(),
+            Err(e) => e.is::<guest::QemuKilled>(),
+        };
+        let started = folder.read("release");
+        if died && attempt == 1 && !interrupt::interrupted() {
+            let why = booted.err().map_or_else(|| guest::what_happened(&folder), |e| e.to_string());
+            let when = if started.is_some() { "while bpfbench ran" } else { "before running bpfbench" };
+            eprintln!("bpfbench vm: {kernel}: the guest died {when} ({why}); booting it again");
+            // The same (emptied) folder: the plugin's file is named in `spec`.
+            drop(folder);
+            folder = OutputFolder::new(kernel)?;
+            continue;
+        }
+        if let Err(e) = booted {
+            bail!("{e}; {}", guest::what_happened(&folder));
+        }
+        return match (record, started) {
+            (Some(text), _) => Ok((folder, text)),
+            (None, None) => bail!("the guest did not run bpfbench; {}", guest::what_happened(&folder)),
+            (None, Some(release)) => bail!(
+                "bpfbench run in the guest ({}) wrote no record: {}",
+                release.trim(),
+                said.unwrap_or_else(|| format!("no message; {}", guest::what_happened(&folder)))
+            ),
+        };
+    }
+    unreachable!("the loop returns")
 }
 
 /// A kernel release's numbers (5.10.0-32 before 6.1.0-57 before 6.12.118),

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::harness::paired::Build;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
 use crate::record::{Guest, ScenarioFacts};
-use crate::system::guest::{self, Accelerator, GuestSpec, OutputFolder, PORT_NAME, RunningGuest, console_tail};
+use crate::system::guest::{self, Accelerator, GuestSpec, OutputFolder, PORT_NAME, RunningGuest, what_happened};
 use crate::system::interrupt;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -209,10 +209,7 @@ impl Worker {
                             Err(e) => format!("{e:#}"),
                             _ => "it ended".into(),
                         };
-                        format!(
-                            "({reason}): {}",
-                            last.unwrap_or_else(|| format!("the console's last lines: {}", console_tail(folder, 3)))
-                        )
+                        format!("({reason}): {}", last.unwrap_or_else(|| what_happened(folder)))
                     }
                 };
                 bail!("{label} did not start as a paired-comparison worker {why}");
@@ -292,7 +289,7 @@ impl BootingWorker {
                 Err(e) => bail!("{}: accepting the guest's port: {e}", self.label),
             }
             if self.guest.exited() {
-                bail!("{}: the guest stopped before it connected: {}", self.label, console_tail(&self.folder, 3));
+                bail!("{}: the guest stopped before it connected: {}", self.label, what_happened(&self.folder));
             }
             if started.elapsed() > self.bound || interrupt::interrupted() {
                 bail!("{}: the guest did not connect within {} s and was killed", self.label, self.bound.as_secs());

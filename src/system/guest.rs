@@ -193,6 +193,10 @@ pub struct GuestSpec {
     pub plugin: Option<String>,
 }
 
+/// Set (to anything), every guest's folder is kept: its script, console,
+/// and what the run wrote (to see why a guest failed).
+pub const KEEP_ENV: &str = "BPFBENCH_KEEP_GUEST_FOLDERS";
+
 /// A guest's writable folder: created empty, removed when dropped unless kept.
 pub struct OutputFolder {
     pub path: PathBuf,
@@ -206,7 +210,7 @@ impl OutputFolder {
         let path = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{}-{label}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(OutputFolder { path, keep: false })
+        Ok(OutputFolder { path, keep: std::env::var_os(KEEP_ENV).is_some() })
     }
 
     pub fn read(&self, name: &str) -> Option<String> {
@@ -238,6 +242,17 @@ impl Drop for OutputFolder {
     fn drop(&mut self) {
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.path);
+            return;
+        }
+        // Under a name of its own: the next guest of this label reuses the
+        // folder's, and the next bpfbench removes a gone owner's folders.
+        static KEPT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = KEPT.fetch_add(1, Ordering::Relaxed);
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy().replace(FOLDER_PREFIX, "");
+        let kept = self.path.with_file_name(format!("bpfbench-kept-guest-{name}-{n}"));
+        match std::fs::rename(&self.path, &kept) {
+            Ok(()) => eprintln!("bpfbench: kept the guest's folder {}", kept.display()),
+            Err(e) => eprintln!("bpfbench: could not keep the guest's folder {}: {e}", self.path.display()),
         }
     }
 }
@@ -363,10 +378,15 @@ pub fn start(
     if accel == Accelerator::Tcg {
         cmd.arg("--disable-kvm");
     }
-    if let Some(append) = &spec.append {
-        cmd.arg("--append").arg(append);
-    }
-    let mut qemu_opts = Vec::new();
+    // The kernel's console goes to the console file too (vng's --verbose),
+    // with only errors and worse (loglevel=4: 30 lines a boot, no slower):
+    // a guest that panics or oopses before the script runs says why.
+    // A loglevel in `append` comes later and wins.
+    cmd.arg("--verbose").arg("--append").arg(match &spec.append {
+        Some(append) => format!("loglevel=4 {append}"),
+        None => "loglevel=4".to_string(),
+    });
+    let mut qemu_opts = vec![format!("-d cpu_reset -D {}", out.path.join(QEMU_LOG).display())];
     if let Some(socket) = port {
         qemu_opts.push(format!(
             "-device virtio-serial-pci,id=bpfbench_serial -chardev socket,id=bpfbench_port,path={} -device virtserialport,bus=bpfbench_serial.0,chardev=bpfbench_port,name={PORT_NAME}",
@@ -376,9 +396,7 @@ pub fn start(
     if let Some(plugin) = &spec.plugin {
         qemu_opts.push(format!("-plugin {plugin}"));
     }
-    if !qemu_opts.is_empty() {
-        cmd.arg(format!("--qemu-opts={}", qemu_opts.join(" ")));
-    }
+    cmd.arg(format!("--qemu-opts={}", qemu_opts.join(" ")));
     // The script goes in a file: vng may pass the command on the kernel's
     // command line, which cuts it at 2 KiB (seen: a guest waiting forever).
     // It starts in this process's folder, so that relative paths mean what
@@ -417,9 +435,15 @@ impl RunningGuest {
         let started = Instant::now();
         loop {
             // vng's exit status says nothing of the script (255 after a
-            // clean power-off): the script's files say how it went.
-            if self.exited() {
-                return Ok(());
+            // clean power-off): the script's files say how it went. A
+            // signal does: vng execs QEMU, and a QEMU that crashes
+            // (SIGSEGV, SIGABRT) may print nothing at all.
+            if let Ok(Some(status)) = self.child.try_wait() {
+                use std::os::unix::process::ExitStatusExt;
+                return match status.signal() {
+                    Some(signal) => Err(QemuKilled(signal).into()),
+                    None => Ok(()),
+                };
             }
             if stop.load(Ordering::Relaxed) {
                 bail!("the run was interrupted; the guest was killed");
@@ -445,9 +469,58 @@ impl Drop for RunningGuest {
     }
 }
 
+/// A guest whose QEMU a signal ended (a crash: SIGSEGV, SIGABRT).
+#[derive(Debug)]
+pub struct QemuKilled(pub i32);
+
+impl std::fmt::Display for QemuKilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "QEMU was killed by signal {} ({})", self.0, signal_name(self.0))
+    }
+}
+
+impl std::error::Error for QemuKilled {}
+
+/// A signal's name, for a message about a QEMU that a signal ended.
+fn signal_name(signal: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a static or thread-local string.
+    let name = unsafe { libc::strsignal(signal) };
+    if name.is_null() {
+        return "unknown".into();
+    }
+    // SAFETY: a valid C string, as strsignal promises.
+    unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned()
+}
+
 /// The console's last lines, for a message about a guest that failed.
 pub fn console_tail(out: &OutputFolder, lines: usize) -> String {
     tail_of(&out.read("console.log").unwrap_or_default(), lines)
+}
+
+/// What became of a guest that failed: the guest kernel's first panic or
+/// oops line if it printed one (a stack trace's end says nothing), else
+/// that its CPU triple-faulted if QEMU's log says so (a reset the kernel
+/// cannot print), else the console's last three lines.
+pub fn what_happened(out: &OutputFolder) -> String {
+    happened(&out.read("console.log").unwrap_or_default(), &out.read(QEMU_LOG).unwrap_or_default())
+}
+
+/// QEMU's log of CPU resets in a guest's folder (`-d cpu_reset`).
+const QEMU_LOG: &str = "qemu.log";
+
+/// How a kernel starts the line that says it failed.
+const KERNEL_FAILURES: [&str; 5] = ["Kernel panic", "BUG:", "Oops:", "general protection fault", "kernel BUG"];
+
+fn happened(console: &str, qemu_log: &str) -> String {
+    let failure = console.lines().find_map(|line| {
+        let at = KERNEL_FAILURES.iter().filter_map(|f| line.find(f)).min()?;
+        Some(line[at..].trim().to_string())
+    });
+    match failure {
+        Some(line) => format!("the guest kernel said: {}", tail_of(&line, 1)),
+        None if qemu_log.contains("Triple fault") => "its CPU triple-faulted and QEMU reset it".to_string(),
+        None => format!("the console's last lines: {}", tail_of(console, 3)),
+    }
 }
 
 /// The last `lines` lines of `console` with text, without control
@@ -471,6 +544,14 @@ mod tests {
             tail_of("booting\n\0\0\0\0qemu: invalid kernel header\n", 3),
             "booting | qemu: invalid kernel header"
         );
+        let panicked = "[    0.767013] Kernel panic - not syncing: System is deadlocked on memory\n[    0.767954]  <TASK>\n[    0.769063]  </TASK>\n";
+        let reset = "CPU Reset (CPU 0)\nTriple fault\nCPU Reset (CPU 0)\n";
+        assert_eq!(
+            happened(panicked, reset),
+            "the guest kernel said: Kernel panic - not syncing: System is deadlocked on memory"
+        );
+        assert_eq!(happened("a\nb\nc\nd\n", reset), "its CPU triple-faulted and QEMU reset it");
+        assert_eq!(happened("a\nb\nc\nd\n", "CPU Reset (CPU 0)\n"), "the console's last lines: b | c | d");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `bpfbench vm`: runs on guest kernels come home, are stored with their
 //! kernels and marked as an emulator's times, and make a matrix; a guest
 //! that does not boot or does not finish is stopped within its bound with
-//! one line naming the kernel; no QEMU is left, also after Ctrl-C, and a
+//! one line naming the kernel (one that dies is booted once more, and its
+//! kernel's words given); no QEMU is left, also after Ctrl-C, and a
 //! SIGKILLed vm's guest is removed by the next one.
 
 use crate::common;
@@ -151,6 +152,38 @@ fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kern
     assert_eq!(errors.len(), 1, "{}", stderr(&out));
     assert!(errors[0].contains("trixie: the guest did not finish within 10 s and was killed"), "{}", errors[0]);
     assert!(left_by(pid).is_empty(), "a QEMU is left");
+
+    // A kernel that panics while booting (too little memory) never ran
+    // the script: booted once more, then refused with the kernel's words,
+    // not a stack trace's last lines. Asked to, it keeps both guests'
+    // folders, with the console and QEMU's log of CPU resets.
+    let out = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args(["vm", "--kernel", "trixie", "--append", "mem=40M", "--no-store", "--", "-s", "pass-non-ip"])
+        .env("BPFBENCH_KEEP_GUEST_FOLDERS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    let again: Vec<&str> = err.lines().filter(|l| l.ends_with("booting it again")).collect();
+    assert_eq!(again.len(), 1, "booted twice: {err}");
+    assert!(again[0].contains("the guest died before running bpfbench (the guest kernel said: Kernel panic"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("bpfbench: error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains("trixie: the guest did not run bpfbench; the guest kernel said: Kernel panic - not syncing"),
+        "{}",
+        errors[0]
+    );
+    let kept: Vec<&str> = err.lines().filter_map(|l| l.strip_prefix("bpfbench: kept the guest's folder ")).collect();
+    assert_eq!(kept.len(), 2, "{err}");
+    for folder in kept {
+        let folder = std::path::Path::new(folder);
+        let console = std::fs::read_to_string(folder.join("console.log")).unwrap();
+        assert!(console.contains("Kernel panic"), "{console}");
+        let resets = std::fs::read_to_string(folder.join("qemu.log")).unwrap();
+        assert!(resets.contains("CPU Reset"), "{resets}");
+        std::fs::remove_dir_all(folder).unwrap();
+    }
 }
 
 #[test]
