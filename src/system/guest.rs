@@ -200,6 +200,7 @@ pub const KEEP_ENV: &str = "BPFBENCH_KEEP_GUEST_FOLDERS";
 /// A guest's writable folder: created empty, removed when dropped unless kept.
 pub struct OutputFolder {
     pub path: PathBuf,
+    /// Left where it is when dropped (for whoever made it to remove).
     pub keep: bool,
 }
 
@@ -210,7 +211,7 @@ impl OutputFolder {
         let path = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{}-{label}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(OutputFolder { path, keep: std::env::var_os(KEEP_ENV).is_some() })
+        Ok(OutputFolder { path, keep: false })
     }
 
     pub fn read(&self, name: &str) -> Option<String> {
@@ -240,11 +241,14 @@ pub fn shell_command(words: &[String]) -> String {
 
 impl Drop for OutputFolder {
     fn drop(&mut self) {
-        if !self.keep {
+        if self.keep {
+            return;
+        }
+        if std::env::var_os(KEEP_ENV).is_none() {
             let _ = std::fs::remove_dir_all(&self.path);
             return;
         }
-        // Under a name of its own: the next guest of this label reuses the
+        // For the user, under a name of its own: the next guest of this label reuses the
         // folder's, and the next bpfbench removes a gone owner's folders.
         static KEPT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = KEPT.fetch_add(1, Ordering::Relaxed);
