@@ -319,8 +319,9 @@ impl VmArgs {
 /// no message (QEMU crashed; the kernel panicked, oopsed or its CPU
 /// triple-faulted: seen here twice in about 70 boots counting data
 /// accesses, once an "Oops: int3" while booting, as TCG ran code the
-/// kernel had patched) measured nothing and is booted once more, saying so. A guest that hung or was stopped, or a run
-/// that failed saying why, is not.
+/// kernel had patched) measured nothing and is booted once more, saying
+/// so. A guest that hung or was stopped, or a run that failed saying
+/// why, is not.
 fn boot_until_recorded(
     kernel: &str,
     spec: &GuestSpec,

@@ -248,8 +248,9 @@ impl Drop for OutputFolder {
             let _ = std::fs::remove_dir_all(&self.path);
             return;
         }
-        // For the user, under a name of its own: the next guest of this label reuses the
-        // folder's, and the next bpfbench removes a gone owner's folders.
+        // For the user, under a name of its own: the next guest of this
+        // label reuses the folder's name, and the next bpfbench removes
+        // the folders of an owner that is gone.
         static KEPT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = KEPT.fetch_add(1, Ordering::Relaxed);
         let name = self.path.file_name().unwrap_or_default().to_string_lossy().replace(FOLDER_PREFIX, "");
@@ -548,6 +549,10 @@ mod tests {
             tail_of("booting\n\0\0\0\0qemu: invalid kernel header\n", 3),
             "booting | qemu: invalid kernel header"
         );
+    }
+
+    #[test]
+    fn what_happened_is_the_kernels_panic_line_else_a_triple_fault_else_the_consoles_end() {
         let panicked = "[    0.767013] Kernel panic - not syncing: System is deadlocked on memory\n[    0.767954]  <TASK>\n[    0.769063]  </TASK>\n";
         let reset = "CPU Reset (CPU 0)\nTriple fault\nCPU Reset (CPU 0)\n";
         assert_eq!(
