@@ -334,13 +334,11 @@ fn boot_until_recorded(
         let booted = guest::boot(spec, accel, &folder, script, interrupt::flag());
         let record = folder.read("run.json").filter(|t| !t.trim().is_empty());
         let said = folder.last_line("run.err");
-        let died = match &booted {
-            Ok(()) => record.is_none() && said.is_none(),
-            Err(e) => e.is::<guest::QemuKilled>(),
-        };
+        // Powered off or crashed (not killed at the bound or stopped).
+        let died = booted.is_ok() && record.is_none() && said.is_none();
         let started = folder.read("release");
         if died && attempt == 1 && !interrupt::interrupted() {
-            let why = booted.err().map_or_else(|| guest::what_happened(&folder), |e| e.to_string());
+            let why = guest::what_happened(&folder);
             let when = if started.is_some() { "while bpfbench ran" } else { "before running bpfbench" };
             progress(&format!("{kernel}: the guest died {when} ({why}); booting it again"));
             // The same (emptied) folder: the plugin's file is named in `spec`.

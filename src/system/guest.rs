@@ -439,16 +439,11 @@ impl RunningGuest {
     pub fn wait(mut self, bound: Duration, stop: &AtomicBool) -> Result<()> {
         let started = Instant::now();
         loop {
-            // vng's exit status says nothing of the script (255 after a
-            // clean power-off): the script's files say how it went. A
-            // signal does: vng execs QEMU, and a QEMU that crashes
-            // (SIGSEGV, SIGABRT) may print nothing at all.
-            if let Ok(Some(status)) = self.child.try_wait() {
-                use std::os::unix::process::ExitStatusExt;
-                return match status.signal() {
-                    Some(signal) => Err(QemuKilled(signal).into()),
-                    None => Ok(()),
-                };
+            // vng's exit status says nothing (255 after a clean power-off,
+            // and after QEMU, its grandchild, crashed): the script's files
+            // and the console say how it went.
+            if self.exited() {
+                return Ok(());
             }
             if stop.load(Ordering::Relaxed) {
                 bail!("the run was interrupted; the guest was killed");
@@ -474,29 +469,6 @@ impl Drop for RunningGuest {
     }
 }
 
-/// A guest whose QEMU a signal ended (a crash: SIGSEGV, SIGABRT).
-#[derive(Debug)]
-pub struct QemuKilled(pub i32);
-
-impl std::fmt::Display for QemuKilled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "QEMU was killed by signal {} ({})", self.0, signal_name(self.0))
-    }
-}
-
-impl std::error::Error for QemuKilled {}
-
-/// A signal's name, for a message about a QEMU that a signal ended.
-fn signal_name(signal: i32) -> String {
-    // SAFETY: strsignal returns a pointer to a static or thread-local string.
-    let name = unsafe { libc::strsignal(signal) };
-    if name.is_null() {
-        return "unknown".into();
-    }
-    // SAFETY: a valid C string, as strsignal promises.
-    unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned()
-}
-
 /// The console's last lines, for a message about a guest that failed.
 pub fn console_tail(out: &OutputFolder, lines: usize) -> String {
     tail_of(&out.read("console.log").unwrap_or_default(), lines)
@@ -505,13 +477,18 @@ pub fn console_tail(out: &OutputFolder, lines: usize) -> String {
 /// What became of a guest that failed: the guest kernel's first panic or
 /// oops line if it printed one (a stack trace's end says nothing), else
 /// that its CPU triple-faulted if QEMU's log says so (a reset the kernel
-/// cannot print), else the console's last three lines.
+/// cannot print), else the console's last three lines, said to come from
+/// a guest that never powered off where the kernel did not print that it
+/// did (QEMU crashed or was killed).
 pub fn what_happened(out: &OutputFolder) -> String {
     happened(&out.read("console.log").unwrap_or_default(), &out.read(QEMU_LOG).unwrap_or_default())
 }
 
 /// QEMU's log of CPU resets in a guest's folder (`-d cpu_reset`).
 const QEMU_LOG: &str = "qemu.log";
+
+/// What a kernel prints as it powers off (at any loglevel but 0).
+const POWERED_OFF: &str = "reboot: Power down";
 
 /// How a kernel starts the line that says it failed.
 const KERNEL_FAILURES: [&str; 5] = ["Kernel panic", "BUG:", "Oops:", "general protection fault", "kernel BUG"];
@@ -524,7 +501,11 @@ fn happened(console: &str, qemu_log: &str) -> String {
     match failure {
         Some(line) => format!("the guest kernel said: {}", tail_of(&line, 1)),
         None if qemu_log.contains("Triple fault") => "its CPU triple-faulted and QEMU reset it".to_string(),
-        None => format!("the console's last lines: {}", tail_of(console, 3)),
+        None if console.contains(POWERED_OFF) => format!("the console's last lines: {}", tail_of(console, 3)),
+        None => format!(
+            "it never powered off and logged no panic, oops or triple fault; the console's last lines: {}",
+            tail_of(console, 3)
+        ),
     }
 }
 
@@ -560,7 +541,15 @@ mod tests {
             "the guest kernel said: Kernel panic - not syncing: System is deadlocked on memory"
         );
         assert_eq!(happened("a\nb\nc\nd\n", reset), "its CPU triple-faulted and QEMU reset it");
-        assert_eq!(happened("a\nb\nc\nd\n", "CPU Reset (CPU 0)\n"), "the console's last lines: b | c | d");
+        let powered_off = "a\nb\n[   10.9] reboot: Power down\n";
+        assert_eq!(
+            happened(powered_off, "CPU Reset (CPU 0)\n"),
+            "the console's last lines: a | b | [   10.9] reboot: Power down"
+        );
+        assert_eq!(
+            happened("a\nb\n", "CPU Reset (CPU 0)\n"),
+            "it never powered off and logged no panic, oops or triple fault; the console's last lines: a | b"
+        );
     }
 
     #[test]

@@ -186,6 +186,46 @@ fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kern
     }
 }
 
+/// A QEMU that crashes (here: SIGSEGV, twice) leaves a guest that never
+/// powered off: booted once more, then refused saying so; no QEMU left.
+#[test]
+fn a_guest_whose_qemu_crashes_is_booted_once_more() {
+    let _machine = common::machine_shared();
+    let Some(_) = guest::kernel("trixie") else { return };
+    let child = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+        .args([&["vm", "--kernel", "trixie", "--no-store"][..], &QUICK].concat())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut crashed = Vec::new();
+    for _ in 0..2 {
+        let started = Instant::now();
+        let qemu = loop {
+            let now = qemus(&format!("bpfbench-guest-{pid}-trixie"));
+            if let Some(q) = now.into_iter().find(|q| !crashed.contains(q)) {
+                break q;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "no guest started");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // SAFETY: signalling the QEMU of our own child's guest.
+        unsafe { libc::kill(qemu.parse().unwrap(), libc::SIGSEGV) };
+        crashed.push(qemu);
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let again: Vec<&str> = err.lines().filter(|l| l.ends_with("booting it again")).collect();
+    assert_eq!(again.len(), 1, "booted twice: {err}");
+    assert!(again[0].contains("it never powered off and logged no panic, oops or triple fault"), "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("bpfbench: error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("trixie: the guest did not run bpfbench; it never powered off"), "{}", errors[0]);
+    assert!(left_by(pid).is_empty(), "a QEMU is left");
+}
+
 #[test]
 fn ctrl_c_stops_the_guest_and_a_killed_vms_guest_is_removed_by_the_next() {
     let _machine = common::machine_shared();
