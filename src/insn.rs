@@ -340,8 +340,14 @@ pub mod helper {
     pub const PERF_EVENT_OUTPUT: i32 = 25;
     pub const SKB_LOAD_BYTES: i32 = 26;
     pub const CSUM_DIFF: i32 = 28;
+    pub const SKB_CHANGE_PROTO: i32 = 31;
+    pub const SKB_CHANGE_TYPE: i32 = 32;
+    pub const GET_HASH_RECALC: i32 = 34;
     pub const SKB_CHANGE_TAIL: i32 = 38;
     pub const SKB_PULL_DATA: i32 = 39;
+    pub const SET_HASH_INVALID: i32 = 41;
+    pub const SET_HASH: i32 = 48;
+    pub const SKB_ADJUST_ROOM: i32 = 50;
     pub const XDP_ADJUST_HEAD: i32 = 44;
     pub const XDP_ADJUST_META: i32 = 54;
     pub const XDP_ADJUST_TAIL: i32 = 65;

@@ -12,13 +12,15 @@ use super::interp::{Counts, Env, Interpreter, VmError};
 use super::maps::UserMaps;
 use super::memory::{Memory, RegionKind};
 use super::uapi::{
-    EFAULT, EINVAL, ENOMEM, L3_CSUM_REPLACE, L4_CSUM_REPLACE, REDIRECT, SKB_CHANGE_TAIL, SKB_LOAD_BYTES, SKB_PULL_DATA,
-    SKB_STORE_BYTES,
+    EFAULT, EINVAL, ENOMEM, ENOTSUPP, L3_CSUM_REPLACE, L4_CSUM_REPLACE, REDIRECT, SET_HASH, SET_HASH_INVALID,
+    SKB_CHANGE_PROTO, SKB_CHANGE_TAIL, SKB_CHANGE_TYPE, SKB_LOAD_BYTES, SKB_PULL_DATA, SKB_STORE_BYTES,
 };
 use super::xdp::{FRAME, HEADROOM, TAILROOM};
 
 /// Offsets in `struct __sk_buff` (uapi: fixed).
 pub const SKB_LEN: usize = 0;
+pub const SKB_PKT_TYPE: usize = 4;
+pub const SKB_PROTOCOL: usize = 16;
 pub const SKB_HASH: usize = 68;
 pub const SKB_DATA: usize = 76;
 pub const SKB_DATA_END: usize = 80;
@@ -42,8 +44,27 @@ const BPF_F_IPV6: u64 = 1 << 7;
 const CSUM_MANGLED_0: u16 = 0xffff;
 
 /// The tc helpers this runtime has, beyond the common ones.
-pub const HELPERS: &[i32] =
-    &[SKB_STORE_BYTES, L3_CSUM_REPLACE, L4_CSUM_REPLACE, REDIRECT, SKB_LOAD_BYTES, SKB_CHANGE_TAIL, SKB_PULL_DATA];
+pub const HELPERS: &[i32] = &[
+    SKB_STORE_BYTES,
+    L3_CSUM_REPLACE,
+    L4_CSUM_REPLACE,
+    REDIRECT,
+    SKB_LOAD_BYTES,
+    SKB_CHANGE_TAIL,
+    SKB_PULL_DATA,
+    SKB_CHANGE_PROTO,
+    SKB_CHANGE_TYPE,
+    SET_HASH_INVALID,
+    SET_HASH,
+];
+
+/// EtherTypes in network order, as `__sk_buff.protocol` holds them.
+const ETH_P_IP: u32 = 0x0800u16.to_be() as u32;
+const ETH_P_IPV6: u32 = 0x86ddu16.to_be() as u32;
+/// IPv6's header less IPv4's: what bpf_skb_change_proto moves.
+const V4_V6_DIFF: u64 = 20;
+/// PACKET_OTHERHOST: the highest packet type bpf_skb_change_type takes.
+const PACKET_OTHERHOST: u32 = 3;
 
 /// A tc run's packet, [data, data_end), in a frame of FRAME bytes at
 /// `frame`, and the run's `__sk_buff` (whose length and hash the helpers
@@ -71,6 +92,11 @@ impl SkbPacket {
     fn set_u32(&mut self, at: usize, v: u32) {
         // SAFETY: `skb` is the run's SKB_BYTES-byte __sk_buff.
         unsafe { (self.skb.add(at) as *mut u32).write_unaligned(v) };
+    }
+
+    fn u32_at(&self, at: usize) -> u32 {
+        // SAFETY: as above.
+        unsafe { (self.skb.add(at) as *const u32).read_unaligned() }
     }
 
     /// Whether bytes [0, end) of the packet are there to write
@@ -197,6 +223,61 @@ impl SkbPacket {
         Ok(0)
     }
 
+    /// bpf_skb_change_proto: IPv4 to IPv6 or back, as the kernel does it:
+    /// 20 bytes of zeroes inserted after the MAC header (or the first 20
+    /// after it removed), the protocol set, the hash cleared; any other
+    /// change is refused (-ENOTSUPP), any flag too (-EINVAL).
+    pub fn change_proto(&mut self, proto: u64, flags: u64) -> HelperResult {
+        let (from, to) = (self.u32_at(SKB_PROTOCOL), proto as u16 as u32);
+        if flags != 0 {
+            return Ok(errno(EINVAL));
+        }
+        let mac = ETH_HLEN as usize;
+        match (from, to) {
+            (ETH_P_IP, ETH_P_IPV6) => {
+                if self.data - self.frame < V4_V6_DIFF {
+                    return Err("bpf_skb_change_proto: no headroom left in the userspace runtime's packet page".into());
+                }
+                self.data -= V4_V6_DIFF;
+                // SAFETY: [data, data_end) lies in the frame; the MAC header moves forward over the room.
+                unsafe {
+                    std::ptr::copy((self.data + V4_V6_DIFF) as *const u8, self.data as *mut u8, mac);
+                    std::ptr::write_bytes((self.data as *mut u8).add(mac), 0, V4_V6_DIFF as usize);
+                }
+            }
+            (ETH_P_IPV6, ETH_P_IP) => {
+                if self.len() < ETH_HLEN + V4_V6_DIFF {
+                    return Ok(errno(ENOMEM));
+                }
+                // SAFETY: as above; the MAC header moves back over the bytes removed.
+                unsafe { std::ptr::copy(self.data as *const u8, (self.data + V4_V6_DIFF) as *mut u8, mac) };
+                self.data += V4_V6_DIFF;
+            }
+            (a, b) if a == b => return Ok(0),
+            _ => return Ok(errno(ENOTSUPP)),
+        }
+        self.set_u32(SKB_LEN, self.len() as u32);
+        self.set_u32(SKB_PROTOCOL, to);
+        self.set_u32(SKB_HASH, 0);
+        Ok(0)
+    }
+
+    /// bpf_skb_change_type: host, broadcast, multicast or other host only.
+    pub fn change_type(&mut self, pkt_type: u64) -> u64 {
+        let (from, to) = (self.u32_at(SKB_PKT_TYPE), pkt_type as u32);
+        if from > PACKET_OTHERHOST || to > PACKET_OTHERHOST {
+            return errno(EINVAL);
+        }
+        self.set_u32(SKB_PKT_TYPE, to);
+        0
+    }
+
+    /// bpf_set_hash (`Some`) and bpf_set_hash_invalid (`None`).
+    pub fn set_hash(&mut self, hash: Option<u64>) -> u64 {
+        self.set_u32(SKB_HASH, hash.map_or(0, |h| h as u32));
+        0
+    }
+
     /// bpf_skb_pull_data: a test run's skb is linear, so only a length past its end fails.
     pub fn pull_data(&self, len: u64) -> u64 {
         if self.writable(len as u32 as u64) { 0 } else { errno(ENOMEM) }
@@ -274,6 +355,14 @@ impl TcEnv<'_> {
                 mem.reset(RegionKind::Packet, self.packet.data, self.packet.len());
                 rc
             }
+            SKB_CHANGE_PROTO => {
+                let rc = self.packet.change_proto(a[1], a[2])?;
+                mem.reset(RegionKind::Packet, self.packet.data, self.packet.len());
+                rc
+            }
+            SKB_CHANGE_TYPE => self.packet.change_type(a[1]),
+            SET_HASH => self.packet.set_hash(Some(a[1])),
+            SET_HASH_INVALID => self.packet.set_hash(None),
             _ => unreachable!("only tc helpers come here"),
         })
     }
@@ -374,5 +463,41 @@ mod tests {
         assert_eq!(replace(got, 0, 0, 0), Some(got));
         assert_eq!(replace(got, 1, 0, 0), None);
         assert_eq!(replace(got, 0, 0, 3), None);
+    }
+
+    #[test]
+    fn a_change_of_l3_protocol_moves_20_bytes_after_the_mac_header_and_back() {
+        let packet: Vec<u8> = (0..60u8).collect();
+        let mut buf = vec![0u8; FRAME];
+        buf[HEADROOM..HEADROOM + packet.len()].copy_from_slice(&packet);
+        let frame = buf.as_mut_ptr() as u64;
+        let mut skb = vec![0u8; SKB_BYTES];
+        let data = frame + HEADROOM as u64;
+        let mut p = SkbPacket { frame, data, data_end: data + packet.len() as u64, skb: skb.as_mut_ptr() };
+        p.set_u32(SKB_PROTOCOL, ETH_P_IP);
+        p.set_u32(SKB_HASH, 0x1234);
+        let bytes = |p: &SkbPacket| buf_at(p.data, p.len());
+        assert_eq!(p.change_proto(u64::from(ETH_P_IPV6), 0), Ok(0));
+        let v6 = bytes(&p);
+        assert_eq!(v6.len(), 80);
+        assert_eq!((&v6[..14], &v6[14..34], &v6[34..]), (&packet[..14], &[0u8; 20][..], &packet[14..]));
+        assert_eq!((p.u32_at(SKB_LEN), p.u32_at(SKB_PROTOCOL), p.u32_at(SKB_HASH)), (80, ETH_P_IPV6, 0));
+        // Back: the 20 bytes after the MAC header go (whatever they hold).
+        assert_eq!(p.change_proto(u64::from(ETH_P_IP), 0), Ok(0));
+        assert_eq!((bytes(&p), p.u32_at(SKB_PROTOCOL)), (packet.clone(), ETH_P_IP));
+        // Flags, or a protocol the helper does not translate, are refused.
+        assert_eq!(p.change_proto(u64::from(ETH_P_IPV6), 1), Ok(errno(EINVAL)));
+        assert_eq!(p.change_proto(u64::from(0x8100u16.to_be()), 0), Ok(errno(ENOTSUPP)));
+        // The packet type: host to other host and back; none above that.
+        assert_eq!((p.change_type(3), p.u32_at(SKB_PKT_TYPE)), (0, 3));
+        assert_eq!(p.change_type(7), errno(EINVAL));
+        assert_eq!((p.set_hash(Some(9)), p.u32_at(SKB_HASH)), (0, 9));
+        assert_eq!((p.set_hash(None), p.u32_at(SKB_HASH)), (0, 0));
+    }
+
+    /// `len` bytes at `addr`, in a buffer of the test's.
+    fn buf_at(addr: u64, len: u64) -> Vec<u8> {
+        // SAFETY: inside the test's frame.
+        unsafe { std::slice::from_raw_parts(addr as *const u8, len as usize) }.to_vec()
     }
 }

@@ -8,6 +8,7 @@ pub const ENOMEM: i64 = 12;
 pub const EEXIST: i64 = 17;
 pub const EINVAL: i64 = 22;
 pub const ENOSPC: i64 = 28;
+pub const ENOTSUPP: i64 = 524;
 
 /// bpf_map_update_elem's flags.
 pub const BPF_NOEXIST: u64 = 1;

@@ -1,11 +1,12 @@
 //! A test framework's own tests as benchmarks (`bpfbench run --tests
 //! cilium`), against the real kernel, on tc_framework_tests.bpf.c: a test
 //! object in Cilium's shape (pktgen, a setup that tail-calls the datapath
-//! entry, a check reporting a protobuf SuiteResult). Its four tests show
+//! entry, a check reporting a protobuf SuiteResult). Its five tests show
 //! the replay in name order (b_reply passes only after a_request made its
 //! flow), the two states, the state-dependent label (a_request's later
 //! packets are dropped), a failing CHECK reported with its own message,
-//! and a check-only test that is checked and not timed.
+//! a check-only test that is checked and not timed, and programs calling
+//! functions of other programs' sections (copied into .text in memory).
 
 use crate::common;
 
@@ -50,6 +51,8 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
             format!("{g}/c_wrong_verdict/steady"),
             format!("{g}/c_wrong_verdict/fresh"),
             format!("{g}/d_unit"),
+            format!("{g}/e_reply_again/steady"),
+            format!("{g}/e_reply_again/fresh"),
         ],
         "tests in name order, each entry in two states"
     );
@@ -66,7 +69,10 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
     // Steady: in BPF, the chain loop putting mark and cb[0] back (the entry drops without them).
     let steady = row(&rows, &format!("{g}/b_reply/steady"));
     assert_eq!(steady["timing"]["mode"], "chain", "{steady}");
-    assert!(texts(steady, "notes").contains("mark and cb[] put back"), "{steady}");
+    assert!(
+        texts(steady, "notes").contains("the skb put back after each as the test run made it (mark, cb[]"),
+        "{steady}"
+    );
     let fresh = row(&rows, &format!("{g}/b_reply/fresh"));
     assert_eq!(fresh["timing"]["mode"], "per-call", "{fresh}");
 
@@ -78,7 +84,7 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
         notes.contains("the flow's second packet takes another path than its first (verdict TC_ACT_SHOT"),
         "{notes}"
     );
-    assert!(notes.contains("after the batches its own CHECK fails"), "{notes}");
+    assert!(notes.contains("after the batches, the flow's next packet fails its own CHECK"), "{notes}");
     // From the fresh state every call is the first packet: not state-dependent.
     let a_fresh = row(&rows, &format!("{g}/a_request/fresh"));
     assert_eq!(a_fresh["verdict"], "TC_ACT_OK", "{a_fresh}");
@@ -92,6 +98,18 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
         assert!(
             error.contains("test c_wrong_verdict failed its own CHECK in the replay: its CHECK returned fail; subtest verdict: fail: expected verdict 7, got 0"),
             "{error}"
+        );
+    }
+    // e_reply_again: its pktgen and check call b_reply's (functions of other
+    // programs' sections), copied into .text in memory: it replays and times.
+    for state in ["steady", "fresh"] {
+        let e = row(&rows, &format!("{g}/e_reply_again/{state}"));
+        assert_eq!(e["verdict"], "TC_ACT_OK", "{e}");
+        assert!(e["measurement"].is_object(), "{e}");
+        let notes = texts(e, "notes");
+        assert!(
+            notes.contains("copied into .text in memory") && notes.contains("b_reply_pktgen, b_reply_check"),
+            "{notes}"
         );
     }
     // d_unit: checked, not timed.

@@ -12,6 +12,9 @@
  * - c_wrong_verdict: its check expects a redirect the entry never gives,
  *   and fails with a message.
  * - d_unit: a check alone, no datapath: checked, not timed.
+ * - e_reply_again: b_reply again, its pktgen calling b_reply's (a function
+ *   of another program's section, as two of Cilium's files do), which
+ *   libbpf refuses until bpfbench copies it into .text in memory.
  *
  * Each setup hands the entry a mark and cb[0], which the entry checks and
  * clears, as Cilium's programs pass state to their tail calls.
@@ -161,8 +164,9 @@ int c_wrong_verdict_check(struct __sk_buff *skb)
 	return TEST_PASS;
 }
 
+/* noinline: called from e_reply_again's, as clang leaves Cilium's larger ones. */
 PKTGEN("tc", "b_reply")
-int b_reply_pktgen(struct __sk_buff *skb)
+__attribute__((noinline)) int b_reply_pktgen(struct __sk_buff *skb)
 {
 	return build(skb, 2, 1);
 }
@@ -174,7 +178,7 @@ int b_reply_setup(struct __sk_buff *skb)
 }
 
 CHECK("tc", "b_reply")
-int b_reply_check(struct __sk_buff *skb)
+__attribute__((noinline)) int b_reply_check(struct __sk_buff *skb)
 {
 	__u32 verdict = 0;
 	struct iphdr *ip = verdict_and_ip(skb, &verdict);
@@ -214,6 +218,24 @@ int a_request_check(struct __sk_buff *skb)
 		return TEST_FAIL;
 	}
 	return TEST_PASS;
+}
+
+PKTGEN("tc", "e_reply_again")
+int e_reply_again_pktgen(struct __sk_buff *skb)
+{
+	return b_reply_pktgen(skb);
+}
+
+SETUP("tc", "e_reply_again")
+int e_reply_again_setup(struct __sk_buff *skb)
+{
+	return enter(skb);
+}
+
+CHECK("tc", "e_reply_again")
+int e_reply_again_check(struct __sk_buff *skb)
+{
+	return b_reply_check(skb);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

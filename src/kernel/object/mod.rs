@@ -7,6 +7,7 @@
 //! libbpf calls; the object closes (and releases every fd) when dropped.
 
 mod checks;
+mod mend;
 mod verifier_log;
 pub mod verify;
 
@@ -141,6 +142,15 @@ const BPF_LOG_STATS: u32 = 4;
 /// Room for the statistics log (a few lines) and an error message.
 const STATS_LOG_SIZE: usize = 64 * 1024;
 
+/// What [`ObjectFile::open_mended`] mended: the static programs made
+/// global, and the functions copied into `.text` for the sections that call
+/// them (by name).
+#[derive(Debug, Default, Clone)]
+pub struct Mends {
+    pub globalized: Vec<String>,
+    pub copied: Vec<String>,
+}
+
 pub struct ObjectFile {
     obj: NonNull<sys::bpf_object>,
     path: PathBuf,
@@ -188,21 +198,28 @@ impl ObjectFile {
     }
 
     /// Opens `path` as a project's own loader takes it, for objects built
-    /// for one (Cilium's): its static programs made global first, in memory
-    /// (the file is untouched), since libbpf loads no static program.
-    /// Returns the object and the names made global.
-    pub fn open_mended(path: &Path) -> Result<(ObjectFile, Vec<String>)> {
+    /// for one (Cilium's), mended in memory where libbpf refuses them (the
+    /// file is untouched; see `mend`): its static programs made global,
+    /// functions that another section calls copied into `.text`.
+    pub fn open_mended(path: &Path) -> Result<(ObjectFile, Mends)> {
         let elf = check_bpf_elf(path)?;
         let mut image = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let globalized = checks::globalize_static_programs(&mut image)
-            .with_context(|| format!("{} is a damaged ELF file", path.display()))?;
+        let damaged = || format!("{} is a damaged ELF file", path.display());
+        let globalized = mend::globalize_static_programs(&mut image).with_context(damaged)?;
+        let copied = match mend::copy_called_programs_into_text(&image).with_context(damaged)? {
+            Some((mended, copied)) => {
+                image = mended;
+                copied
+            }
+            None => Vec::new(),
+        };
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let obj =
             open_image(&stem, &image).map_err(|why| anyhow::anyhow!("libbpf cannot open {} {why}", path.display()))?;
         let object =
             ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }
                 .seeded()?;
-        Ok((object, globalized))
+        Ok((object, Mends { globalized, copied }))
     }
 
     /// The object with its hash maps seeded as [`hash_seed`](crate::kernel::hash_seed) asks.

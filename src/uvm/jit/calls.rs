@@ -282,6 +282,37 @@ extern "C" fn skb_change_tail(ctx: u64, new_len: u64, flags: u64) -> u64 {
     }
 }
 
+extern "C" fn skb_change_proto(ctx: u64, proto: u64, flags: u64) -> u64 {
+    let Some(mut p) = skb_packet(ctx) else { return (-EINVAL) as u64 };
+    match p.change_proto(proto, flags) {
+        Ok(rc) => {
+            // Below 4 GiB: the frame is.
+            // SAFETY: the runtime's __sk_buff.
+            unsafe { ((ctx as usize + tc::SKB_DATA) as *mut u32).write_unaligned(p.data as u32) };
+            rc
+        }
+        Err(why) => {
+            // SAFETY: set by HelperEnvGuard::set for the duration of the run.
+            if let Some(e) = unsafe { ENV.with(Cell::get).as_mut() } {
+                e.error = Some(why);
+            }
+            (-EINVAL) as u64
+        }
+    }
+}
+
+extern "C" fn skb_change_type(ctx: u64, pkt_type: u64) -> u64 {
+    skb_packet(ctx).map_or((-EINVAL) as u64, |mut p| p.change_type(pkt_type))
+}
+
+extern "C" fn set_hash(ctx: u64, hash: u64) -> u64 {
+    skb_packet(ctx).map_or((-EINVAL) as u64, |mut p| p.set_hash(Some(hash)))
+}
+
+extern "C" fn set_hash_invalid(ctx: u64) -> u64 {
+    skb_packet(ctx).map_or((-EINVAL) as u64, |mut p| p.set_hash(None))
+}
+
 /// The address JIT code calls for helper `id`, if the runtime has it
 /// (the same set as the interpreter's, [`helpers::supported`]).
 pub fn address(id: i32) -> Option<u64> {
@@ -303,6 +334,10 @@ pub fn address(id: i32) -> Option<u64> {
         REDIRECT => redirect as *const () as usize,
         SKB_PULL_DATA => skb_pull_data as *const () as usize,
         SKB_CHANGE_TAIL => skb_change_tail as *const () as usize,
+        SKB_CHANGE_PROTO => skb_change_proto as *const () as usize,
+        SKB_CHANGE_TYPE => skb_change_type as *const () as usize,
+        SET_HASH => set_hash as *const () as usize,
+        SET_HASH_INVALID => set_hash_invalid as *const () as usize,
         _ => return None,
     } as u64)
 }

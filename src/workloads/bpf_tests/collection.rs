@@ -32,6 +32,7 @@ use crate::kernel::map_snapshot::{MapSnapshot, restore_all};
 use crate::kernel::object::{ObjectFile, ProgKind};
 use crate::kernel::slot_traps::{Reached, SlotRecorder};
 use crate::kernel::test_run::{RunOutput, run_keeping_ctx};
+use crate::workloads::object::object_encapsulates_for_good;
 
 /// The packet buffer pktgen starts from (Cilium's runner: a page less
 /// the test run's head- and tailroom).
@@ -56,6 +57,21 @@ pub struct Entry {
     pub ctx: Option<Vec<u8>>,
     /// The entry's output in the replay.
     pub output: RunOutput,
+}
+
+/// One run of a test's entry: its output and the context after it.
+pub struct EntryRun {
+    pub output: RunOutput,
+    pub ctx: Option<Vec<u8>>,
+}
+
+impl EntryRun {
+    /// What a CHECK is given: the verdict, native-endian, in front of the packet.
+    fn verdict_and_packet(&self) -> Vec<u8> {
+        let mut data = self.output.retval.to_ne_bytes().to_vec();
+        data.extend_from_slice(&self.output.packet);
+        data
+    }
 }
 
 /// One test as the replay ran it.
@@ -88,6 +104,10 @@ pub struct Collection {
     /// Each map's descriptor, shared by the snapshots of it.
     maps: Vec<(String, std::sync::Arc<std::os::fd::OwnedFd>)>,
     pub kind: ProgKind,
+    /// Whether a program of the object encapsulates for good
+    /// (`object::splice::encapsulates_for_good`): said where the chain loop
+    /// then gives another output.
+    pub encapsulates_for_good: bool,
     pub replayed: Vec<Replayed>,
     /// Facts for every test's notes (slots filled, programs made global).
     pub notes: Vec<String>,
@@ -96,14 +116,20 @@ pub struct Collection {
 impl Collection {
     /// Loads `file` and replays its tests in order.
     pub fn load(file: &TestFile) -> Result<Collection> {
-        let (mut object, globalized) = ObjectFile::open_mended(&file.path)?;
+        let (mut object, mends) = ObjectFile::open_mended(&file.path)?;
         object.assume_types(section_kind)?;
         object.load_every_program()?;
         let mut notes = Vec::new();
-        if !globalized.is_empty() {
+        if !mends.globalized.is_empty() {
             notes.push(format!(
                 "{} static program(s) made global in memory, as Cilium's loader takes them",
-                globalized.len()
+                mends.globalized.len()
+            ));
+        }
+        if !mends.copied.is_empty() {
+            notes.push(format!(
+                "called from another program's section, copied into .text in memory (libbpf calls into .text only; Cilium's loader links them): {}",
+                mends.copied.join(", ")
             ));
         }
         let filled = fill_tail_slots(&object)?;
@@ -126,7 +152,9 @@ impl Collection {
                 maps.push((name, std::sync::Arc::new(map.try_clone_to_owned()?)));
             }
         }
-        let mut collection = Collection { object, recorder, maps, kind, replayed: Vec::new(), notes };
+        let encapsulates_for_good = object_encapsulates_for_good(&object);
+        let mut collection =
+            Collection { object, recorder, maps, kind, encapsulates_for_good, replayed: Vec::new(), notes };
         for test in &file.tests {
             let replayed = collection.replay(test);
             collection.clear_framework_maps()?;
@@ -237,15 +265,34 @@ impl Collection {
         Ok(outcome)
     }
 
-    /// The entry run on `entry`'s input, its output and context after; then
-    /// its check given them: how a test is validated again before timing.
+    /// The entry run once on `entry`'s input, from the maps as they are.
+    pub fn run_entry(&self, entry: &Entry) -> Result<EntryRun> {
+        let (output, ctx) = run_keeping_ctx(self.prog(&entry.program)?, &entry.packet, entry.ctx.as_deref())?;
+        Ok(EntryRun { output, ctx: ctx.or(entry.ctx.clone()) })
+    }
+
+    /// The entry run on `entry`'s input, then its CHECK given the output
+    /// and context, as the runner's sequence gives them. What the CHECK
+    /// writes stays (Cilium's checks delete what their setup added): the
+    /// replay's sequence needs it, and a caller timing from a state of its
+    /// own puts its maps back.
     pub fn run_entry_and_check(&self, test: &Test, entry: &Entry) -> Result<(RunOutput, CheckOutcome)> {
-        let (out, ctx) = run_keeping_ctx(self.prog(&entry.program)?, &entry.packet, entry.ctx.as_deref())?;
-        let mut data = out.retval.to_ne_bytes().to_vec();
-        data.extend_from_slice(&out.packet);
-        let ctx = ctx.or(entry.ctx.clone());
-        let outcome = self.check(test, &data, ctx.as_deref())?;
-        Ok((out, outcome))
+        let run = self.run_entry(entry)?;
+        let outcome = self.check(test, &run.verdict_and_packet(), run.ctx.as_deref())?;
+        Ok((run.output, outcome))
+    }
+
+    /// `test`'s CHECK on an entry's run `run`, as an observer: it sees the
+    /// maps `seen` (as the flow's first packet left them: a CHECK counts
+    /// that packet, finds the connection it made), and the maps are `seen`
+    /// again after it. A CHECK that cleans up (Cilium's egress gateway
+    /// checks delete the policy their setup added) would otherwise take
+    /// away the state the entry is then timed in.
+    pub fn judge(&self, test: &Test, run: &EntryRun, seen: &[MapSnapshot]) -> Result<CheckOutcome> {
+        restore_all(seen)?;
+        let outcome = self.check(test, &run.verdict_and_packet(), run.ctx.as_deref());
+        restore_all(seen)?;
+        outcome
     }
 
     /// Zeroes the report map and the skb metadata mock, as the runner does after each test.
@@ -260,7 +307,7 @@ impl Collection {
     }
 
     /// Every map a program may write and bpfbench can put back, now.
-    fn snapshot(&self) -> Result<Vec<MapSnapshot>> {
+    pub fn snapshot(&self) -> Result<Vec<MapSnapshot>> {
         let ncpus = crate::system::cpu::possible_cpus()?;
         self.maps
             .iter()

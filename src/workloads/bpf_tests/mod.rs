@@ -28,14 +28,17 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches, ValueEnum};
 
-use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::harness::{
+    BatchTiming, LoadedWorkload, NotRunnable, PreparedScenario, ScenarioInfo, Validation, Variant, Workload,
+};
 use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all as restore};
 use crate::kernel::object::ProgKind;
 use crate::packet::mask::Mask;
 use crate::record::{ScenarioFacts, Timing};
 use crate::workloads::Registration;
 use crate::workloads::object::{
-    ChainRequest, ChainTimer, NotInLoop, Restore, empty_program, outputs_differ, restore_plan, verdict_name,
+    ChainRequest, ChainTimer, ENCAPSULATED_FOR_GOOD, HELPER_RESETS, NotInLoop, Restore, empty_program, outputs_differ,
+    restore_plan, verdict_name,
 };
 use collection::{Collection, Entry, Replayed, Split};
 use per_call::{CallState, CallTimer, MAX_CALLS};
@@ -229,8 +232,10 @@ fn replay_passed(file: &Path, r: &Replayed) -> Result<String> {
 impl LoadedWorkload for Loaded<'_> {
     fn unavailable(&mut self, info: &ScenarioInfo) -> Option<String> {
         let (f, t, state) = self.suite.place(info).ok()?;
-        if self.suite.files[f].refused.is_some() {
-            return None;
+        // A file bpfbench cannot open has no test it could replay: none
+        // failed its CHECK, and none is timed (bpfbench's limit, said).
+        if let Some(why) = &self.suite.files[f].refused {
+            return Some(format!("not replayed: {why}"));
         }
         let file = self.suite.files[f].path.clone();
         let c = self.collection(f).ok()?;
@@ -283,8 +288,11 @@ impl LoadedWorkload for Loaded<'_> {
             entry.slot,
             entry.packet.len()
         ));
-        // Validated again from the fresh state: the entry's output, then the test's own CHECK.
-        let (first, outcome) = c.run_entry_and_check(&r.test, &entry)?;
+        // Validated again from the fresh state: the entry's output, then the
+        // test's own CHECK on it, in the maps the packet left.
+        let first_run = c.run_entry(&entry)?;
+        let outcome = c.judge(&r.test, &first_run, &c.snapshot()?)?;
+        let first = first_run.output;
         if !outcome.passed() {
             bail!("test {}: from its fresh state, its own CHECK fails: {}", r.test.name, outcome.explain());
         }
@@ -334,11 +342,26 @@ impl LoadedWorkload for Loaded<'_> {
             State::Steady => {
                 // After the packets the timer runs: the Nth packet, checked by the test's own CHECK.
                 let late_input = entry.clone();
-                let (timer, timing) = steady(c, &r.test, entry, &fresh, kind, cpu, empty, &mut labels, &mut notes)
-                    .with_context(|| format!("test {}: timing its entry in the steady state", r.test.name))?;
-                let (_, late) = c.run_entry_and_check(&r.test, &late_input)?;
+                let Steady { timer, timing, after_first } =
+                    steady(c, &r.test, entry, &fresh, kind, cpu, empty, &mut labels, &mut notes).map_err(|e| {
+                        match e.is::<NotRunnable>() {
+                            true => e,
+                            false => e.context(format!("test {}: timing its entry in the steady state", r.test.name)),
+                        }
+                    })?;
+                // The flow's next packet, judged by the test's CHECK in the maps
+                // as the same flow's first packet left them (a CHECK that counts
+                // packets counts one; a SNAT port drawn is this flow's), then
+                // the kept state back for the timed batches.
+                let late_run = c.run_entry(&late_input)?;
+                let kept = c.snapshot()?;
+                let late = c.judge(&r.test, &late_run, &after_first)?;
+                restore(&kept)?;
                 if !late.passed() {
-                    labels.push(format!("after the batches its own CHECK fails: {}", late.explain()));
+                    labels.push(format!(
+                        "after the batches, the flow's next packet fails its own CHECK: {}",
+                        late.explain()
+                    ));
                 }
                 if labels.is_empty() {
                     checks.push("the flow's later packets take the first packet's path: same output, and its own CHECK still passes after the batches".into());
@@ -374,6 +397,10 @@ fn one_line(text: &str) -> String {
 /// connection's state machine) is timed where it settled.
 const WARM_PACKETS: usize = 8;
 
+/// Packets of the flow run after the warm ones, each to give the same
+/// output: more than a rate limiter's burst (Cilium's: 1000).
+const SETTLE_PACKETS: u32 = 4096;
+
 /// Passes of the chain loop run before the steady state is timed, every
 /// run's last pass checked against the reference.
 const STABLE_PASSES: u32 = 100_000;
@@ -393,11 +420,12 @@ fn steady<'a>(
     empty: BorrowedFd<'a>,
     labels: &mut Vec<String>,
     notes: &mut Vec<String>,
-) -> Result<(Timer<'a>, Timing)> {
+) -> Result<Steady<'a>> {
     restore(fresh)?;
     let fd = c.entry_fd(&entry)?;
     let run = || crate::kernel::test_run::run_in(fd, &entry.packet, entry.ctx.as_deref());
     let first = run()?;
+    let after_first = c.snapshot()?;
     let mut outputs = Vec::with_capacity(WARM_PACKETS);
     for _ in 0..WARM_PACKETS {
         outputs.push(run()?);
@@ -408,6 +436,20 @@ fn steady<'a>(
     let last = outputs.last().expect("warm packets").clone();
     if let Some(diff) = outputs_differ(kind, &Mask::default(), &outputs[0], &last) {
         labels.push(format!("its packets still change path after the second ({})", one_line(&diff)));
+    }
+    // A path that changes after more packets than these has no steady
+    // state to time: Cilium's ICMPv6 replies to a service without backends
+    // are rate-limited after a burst of 1000, and topped up by the second.
+    for k in 0..SETTLE_PACKETS {
+        let out = run()?;
+        if let Some(diff) = outputs_differ(kind, &Mask::default(), &last, &out) {
+            let n = WARM_PACKETS + 2 + k as usize;
+            bail!(NotRunnable(format!(
+                "not timed: the flow's packets keep changing path (its packet {n} went another way than its packet {}: {}), as behind a rate limiter or a timer: no steady state to time; its fresh row times the first packet",
+                WARM_PACKETS + 1,
+                one_line(&diff)
+            )));
+        }
     }
     let restore_bytes =
         match restore_plan(kind, std::slice::from_ref(&entry.packet), std::slice::from_ref(&last.packet)) {
@@ -441,13 +483,25 @@ fn steady<'a>(
     match built {
         Ok((timer, n)) => {
             notes.push(format!(
-                "timing: in BPF, the entry entered by a tail call from the chain loop ({} timed passes per test run), state kept between passes; mark and cb[] put back after each; {n} bytes written back per pass",
+                "timing: in BPF, the entry entered by a tail call from the chain loop ({} timed passes per test run), state kept between passes; the skb put back after each as the test run made it (mark, cb[], tc_index, priority, queue mapping, timestamp, protocol, packet type, hash); {n} bytes written back per pass",
                 timer.per_run
             ));
+            if let Some(how) = timer.length_reset {
+                notes.push(format!(
+                    "the entry changes the packet's length: the loop puts it back after every pass ({how})"
+                ));
+            }
+            if timer.helper_resets().is_ok_and(|n| n > 0) {
+                notes.push(HELPER_RESETS.into());
+            }
             let timing = Timing::Chain { tail_calls: timer.tail_calls, per_run: timer.per_run };
-            Ok((Timer::Chain(Box::new(timer)), timing))
+            Ok(Steady { timer: Timer::Chain(Box::new(timer)), timing, after_first })
         }
         Err(why) => {
+            let why = match c.encapsulates_for_good {
+                true if why.contains("another output") => format!("{why} ({ENCAPSULATED_FOR_GOOD})"),
+                _ => why,
+            };
             let reason = format!("the chain loop cannot hold the entry in its steady state: {why}");
             notes.push(format!(
                 "timing: per call (one BPF_PROG_TEST_RUN of the entry, timed by the kernel), state kept between calls, because {reason}"
@@ -462,9 +516,18 @@ fn steady<'a>(
                 reference: last,
                 kind,
             };
-            Ok((Timer::PerCall(Box::new(timer)), Timing::PerCall { reason, host_timed: false }))
+            let timing = Timing::PerCall { reason, host_timed: false };
+            Ok(Steady { timer: Timer::PerCall(Box::new(timer)), timing, after_first })
         }
     }
+}
+
+/// The entry's steady state: its timer, and the maps as the flow's first
+/// packet left them (what the test's CHECK judges a later packet in).
+struct Steady<'a> {
+    timer: Timer<'a>,
+    timing: Timing,
+    after_first: Vec<MapSnapshot>,
 }
 
 enum Timer<'a> {

@@ -8,7 +8,6 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result, bail, ensure};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::user_context::give_contexts;
@@ -18,15 +17,15 @@ use crate::harness::timing::SharedRuntime;
 use crate::kernel::AttachType;
 use crate::kernel::object::ProgKind;
 use crate::kernel::prepared::PreparedCode;
-use crate::kernel::skeleton::{self, map_handle, prog_fd};
+use crate::kernel::skeleton::{self, ObjectSource};
 use crate::kernel::test_run::{RunOutput, run_in};
 use crate::packet::mask::Mask;
 use crate::uvm::UserRuntime;
 
 crate::bpf_skeleton!("driver_chain");
-use skel::types::{bench_chain_slot, bench_chain_totals};
+use skel::types::{bench_chain_slot, bench_chain_totals, rodata as Rodata};
 
-crate::impl_pod!(bench_chain_totals);
+crate::impl_pod!(bench_chain_totals, Rodata);
 
 /// Test runs per batch at most: a run is a system call of a microsecond or
 /// two around a few passes, so a batch stays within milliseconds.
@@ -67,6 +66,8 @@ pub struct ChainTimer {
     /// Tail calls the kernel allows one run, as probed (33 since 5.17, 32
     /// before; 0 where it counts per call of the loop's subprogram).
     pub limit: u32,
+    /// How a tc chain's changed length is put back, where it changes it.
+    pub length_reset: Option<&'static str>,
 }
 
 /// The chain driver and the user's programs in the userspace runtime: the
@@ -134,16 +135,43 @@ fn driver_names(kind: ProgKind) -> Result<(String, String)> {
     Ok((format!("bench_chain_driver{suffix}"), format!("bench_chain_overhead{suffix}")))
 }
 
+/// Where a tc chain's packet gets its length back after each pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LengthReset {
+    /// At the tail (bpf_skb_change_tail): driver_chain.
+    Tail,
+    /// At the MAC header (bpf_skb_adjust_room): driver_chain_mac, for
+    /// chains that grow or shrink the packet at its front.
+    Mac,
+}
+
+impl LengthReset {
+    /// The driver's object and how notes name its reset.
+    fn driver(self) -> (ObjectSource, &'static str) {
+        match self {
+            LengthReset::Tail => (
+                ObjectSource::Builtin { name: "driver_chain", bytes: crate::bpf_object_bytes!("driver_chain") },
+                "bpf_skb_change_tail",
+            ),
+            LengthReset::Mac => (
+                ObjectSource::Builtin { name: "driver_chain_mac", bytes: crate::bpf_object_bytes!("driver_chain_mac") },
+                "bpf_skb_adjust_room at the MAC header",
+            ),
+        }
+    }
+}
+
 /// Loads the chain driver for `req` with `per_run` timed passes per run,
 /// its prog array holding the user's entry and the empty program; `probing`:
 /// the probes' driver, which only the kernel runs.
-fn load_driver(req: &ChainRequest<'_>, per_run: u32, probing: bool) -> Result<Driver> {
-    let mut storage = std::mem::MaybeUninit::uninit();
-    let mut open = skel::DriverChainSkelBuilder::default().open(&mut storage).context("opening the chain driver")?;
+fn load_driver(req: &ChainRequest<'_>, per_run: u32, probing: bool, reset: LengthReset) -> Result<Driver> {
+    let (source, _) = reset.driver();
+    let what = "the chain driver";
+    let mut open = source.open()?;
     let (attach, flags) = req.load_attrs;
     // The programs of the user's kind only, loaded as the user's program is.
     let suffix = kind_suffix(req.kind)?;
-    for mut p in open.open_object_mut().progs_mut() {
+    for mut p in open.progs_mut() {
         let ours = p.name().to_string_lossy().ends_with(suffix);
         p.set_autoload(ours);
         if ours {
@@ -152,65 +180,41 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32, probing: bool) -> Result<Dr
         }
     }
     let n = req.variants.len() as u32;
-    open.maps.bench_variants.set_max_entries(n)?;
-    // Only the bytes written back, as the spliced driver's.
-    open.maps.bench_variants.set_value_size(req.restore.max(8))?;
-    let rodata = open.maps.rodata_data.as_deref_mut().context("the chain driver has no .rodata")?;
-    rodata.cfg_variants = n;
-    // Any program of an XDP chain may leave metadata.
-    rodata.cfg_restore_bytes = req.restore | super::spliced::drop_meta(req.kind == ProgKind::Xdp);
-    rodata.cfg_chain_iters = per_run;
+    {
+        let mut variants = skeleton::open_map_mut(&mut open, "bench_variants", what)?;
+        variants.set_max_entries(n)?;
+        // Only the bytes written back, as the spliced driver's.
+        variants.set_value_size(req.restore.max(8))?;
+    }
+    skeleton::edit_section(&mut open, ".rodata", what, |r: &mut Rodata| {
+        r.cfg_variants = n;
+        // Any program of an XDP chain may leave metadata.
+        r.cfg_restore_bytes = req.restore | super::spliced::drop_meta(req.kind == ProgKind::Xdp);
+        r.cfg_chain_iters = per_run;
+    })?;
     // The final instructions, for the userspace runtime, before loading takes them.
     // (Not for the probes' driver: it never runs in userspace.)
     let mut code = match req.user {
-        Some(_) if !probing => {
-            Some(PreparedCode::capture(open.open_object_mut()).context("preparing the chain driver")?)
-        }
+        Some(_) if !probing => Some(PreparedCode::capture(&mut open).context("preparing the chain driver")?),
         _ => None,
     };
-    let skel = skeleton::load(open, "the chain driver")?;
-    let (p, m) = (&skel.progs, &skel.maps);
-    let (body, overhead, probe, probe_limit, empty, chain) = match req.kind {
-        ProgKind::Xdp => (
-            &p.bench_chain_driver_xdp,
-            &p.bench_chain_overhead_xdp,
-            &p.bench_chain_probe_xdp,
-            &p.bench_chain_probe_limit_xdp,
-            &p.bench_chain_empty_xdp,
-            &m.bench_chain_xdp,
-        ),
-        ProgKind::Tc => (
-            &p.bench_chain_driver_tc,
-            &p.bench_chain_overhead_tc,
-            &p.bench_chain_probe_tc,
-            &p.bench_chain_probe_limit_tc,
-            &p.bench_chain_empty_tc,
-            &m.bench_chain_tc,
-        ),
-        _ => (
-            &p.bench_chain_driver_raw_tp,
-            &p.bench_chain_overhead_raw_tp,
-            &p.bench_chain_probe_raw_tp,
-            &p.bench_chain_probe_limit_raw_tp,
-            &p.bench_chain_empty_raw_tp,
-            &m.bench_chain_raw_tp,
-        ),
-    };
+    let obj = skeleton::load_object(open, what)?;
+    let prog = |name: &str| skeleton::object_prog(&obj, &format!("{name}{suffix}"), what);
+    let empty_name = format!("bench_chain_empty{suffix}");
     let d = Driver {
-        body: prog_fd(body)?,
-        overhead: prog_fd(overhead)?,
-        probe: prog_fd(probe)?,
-        probe_limit: prog_fd(probe_limit)?,
-        totals: map_handle(&m.bench_chain_totals)?,
-        state: map_handle(&m.bench_driver_state)?,
-        chain: map_handle(chain)?,
-        _empty: prog_fd(empty)?,
+        body: prog("bench_chain_driver")?,
+        overhead: prog("bench_chain_overhead")?,
+        probe: prog("bench_chain_probe")?,
+        probe_limit: prog("bench_chain_probe_limit")?,
+        totals: skeleton::object_map(&obj, "bench_chain_totals", what)?,
+        state: skeleton::object_map(&obj, "bench_driver_state", what)?,
+        chain: skeleton::object_map(&obj, &format!("bench_chain{suffix}"), what)?,
+        _empty: prog("bench_chain_empty")?,
         code: None,
     };
     if let Some(code) = code.as_mut() {
         // Loaded: the kernel's verifier accepted every program taken.
         code.verified = code.programs.keys().cloned().collect();
-        let empty_name = empty.name().to_string_lossy().into_owned();
         code.prog_ids.insert(empty_name, crate::kernel::prog_info::prog_id(d._empty.as_fd())?);
     }
     let mut d = d;
@@ -222,17 +226,32 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32, probing: bool) -> Result<Dr
     };
     set_slot(bench_chain_slot::BENCH_CHAIN_ENTRY, req.entry)?;
     set_slot(bench_chain_slot::BENCH_CHAIN_EMPTY, d._empty.as_fd())?;
-    write_variants(&map_handle(&skel.maps.bench_variants)?, req.variants, req.restore)?;
+    write_variants(&skeleton::object_map(&obj, "bench_variants", what)?, req.variants, req.restore)?;
     Ok(d)
 }
 
 impl ChainTimer {
     /// Loads the driver, counts the chain's tail calls on every packet and
     /// checks the last pass of a run against the program's own outputs.
-    /// `Ok(Err(_))`: the chain runs, but no loop can hold it.
+    /// `Ok(Err(_))`: the chain runs, but no loop can hold it. A tc chain
+    /// that changes the packet's length gets it back at the tail; where
+    /// its later passes then go another way, at the MAC header (in the
+    /// kernel: the userspace runtime has no bpf_skb_adjust_room). The
+    /// tail's reason stands if both fail.
     pub fn build(req: ChainRequest<'_>) -> Result<std::result::Result<ChainTimer, NotInLoop>> {
+        let resizes =
+            req.kind == ProgKind::Tc && req.references.iter().zip(req.variants).any(|(r, p)| r.packet.len() != p.len());
+        match ChainTimer::build_with(&req, LengthReset::Tail) {
+            Err(at_tail) if resizes && req.user.is_none() => {
+                ChainTimer::build_with(&req, LengthReset::Mac).map_err(|_| at_tail)
+            }
+            built => built,
+        }
+    }
+
+    fn build_with(req: &ChainRequest<'_>, reset: LengthReset) -> Result<std::result::Result<ChainTimer, NotInLoop>> {
         // The probe: on every packet, the tail calls one pass leaves.
-        let d = load_driver(&req, 1, true)?;
+        let d = load_driver(req, 1, true, reset)?;
         // The kernel's limit per run (33 since 5.17, 32 before).
         let ctx = req.ctx.as_deref();
         run_in(d.probe_limit.as_fd(), &req.variants[0], ctx)?;
@@ -243,8 +262,8 @@ impl ChainTimer {
             // has the whole budget and the loop may hold any number.
             drop(d);
             let per_run = MAX_PASSES - 1;
-            let d = load_driver(&req, per_run, false)?;
-            return ChainTimer::ready(d, req, 0, per_run, 0).map(Ok);
+            let d = load_driver(req, per_run, false, reset)?;
+            return ChainTimer::ready(d, req, reset, (0, per_run, 0)).map(Ok);
         }
         let mut tail_calls = 0;
         for p in req.variants {
@@ -255,7 +274,7 @@ impl ChainTimer {
                     // The chain alone still runs in userspace as in the kernel (to its limit).
                     let mut rt = UserRuntime::new(code, req.cpu)?;
                     give_contexts(&mut rt, req.kind, req.variants, req.ctx.as_deref())?;
-                    check_user_outputs(&mut rt, entry, &req)?;
+                    check_user_outputs(&mut rt, entry, req)?;
                 }
                 return Ok(Err(NotInLoop(format!(
                     "it makes {limit} tail calls or more per packet with the loop's own (the kernel's limit per run): no loop can hold it"
@@ -272,13 +291,19 @@ impl ChainTimer {
         }
         // cfg_chain_iters is read-only once loaded: load again with the count.
         drop(d);
-        let d = load_driver(&req, per_run, false)?;
-        ChainTimer::ready(d, req, tail_calls, per_run, limit).map(Ok)
+        let d = load_driver(req, per_run, false, reset)?;
+        ChainTimer::ready(d, req, reset, (tail_calls, per_run, limit)).map(Ok)
     }
 
     /// The timer over the driver `d`, loaded with `per_run` passes per
-    /// run, a few runs checked before any is timed.
-    fn ready(mut d: Driver, req: ChainRequest<'_>, tail_calls: u32, per_run: u32, limit: u32) -> Result<ChainTimer> {
+    /// run, a few runs checked before any is timed (a tc chain that
+    /// resizes the packet: one batch longer than a walk of its data).
+    fn ready(
+        mut d: Driver,
+        req: &ChainRequest<'_>,
+        reset: LengthReset,
+        (tail_calls, per_run, limit): (u32, u32, u32),
+    ) -> Result<ChainTimer> {
         let user = match (d.code.take(), &req.user) {
             (Some(mut code), Some((entry, user_code))) => {
                 if tail_calls == 0 {
@@ -289,11 +314,13 @@ impl ChainTimer {
                 code.merge(user_code.clone(), "user")?;
                 let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, req.cpu)?));
                 give_contexts(&mut rt.borrow_mut(), req.kind, req.variants, req.ctx.as_deref())?;
-                check_user_outputs(&mut rt.borrow_mut(), entry, &req)?;
+                check_user_outputs(&mut rt.borrow_mut(), entry, req)?;
                 Some(UserChain { rt, entry: entry.to_string(), variants: req.variants.to_vec() })
             }
             _ => None,
         };
+        let resizes =
+            req.kind == ProgKind::Tc && req.references.iter().zip(req.variants).any(|(r, p)| r.packet.len() != p.len());
         let mut timer = ChainTimer {
             body: d.body,
             overhead: d.overhead,
@@ -303,7 +330,7 @@ impl ChainTimer {
             _empty: d._empty,
             packet: req.variants[0].clone(),
             ctx: req.ctx.clone(),
-            references: req.references,
+            references: req.references.clone(),
             mask: req.mask.clone(),
             kind: req.kind,
             cpu: req.cpu,
@@ -311,8 +338,16 @@ impl ChainTimer {
             tail_calls,
             per_run,
             limit,
+            length_reset: match (req.kind, resizes) {
+                (ProgKind::Tc, true) => Some(reset.driver().1),
+                _ => None,
+            },
         };
         timer.run_batch(true, per_run * (req.variants.len() as u32 + 1))?;
+        if resizes && timer.user.is_none() {
+            let n = super::spliced::WALK_CHECK_ITERATIONS.min(timer.batch_cap());
+            timer.run_batch(true, n).with_context(|| format!("in a check batch of {n} passes before timing"))?;
+        }
         Ok(timer)
     }
 
@@ -370,6 +405,17 @@ impl ChainTimer {
             None => this_cpu(&self.state, self.cpu, "state")?,
         };
         Ok(state.idx as usize)
+    }
+
+    /// How many passes so far ended with a helper call putting the skb's
+    /// protocol, packet type or hash back (inside the timed region; the
+    /// empty chain of the overhead's loop never needs one).
+    pub fn helper_resets(&self) -> Result<u64> {
+        let state: DriverState = match &self.user {
+            Some(u) => user_cpu(&u.rt, "bench_driver_state", self.cpu)?,
+            None => this_cpu(&self.state, self.cpu, "state")?,
+        };
+        Ok(state.rehelped)
     }
 
     /// This CPU's totals, from the kernel's map or the userspace runtime's.

@@ -49,12 +49,16 @@ pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, Verif
 use per_call::PerCall;
 pub(crate) use restore::{Restore, plan as restore_plan};
 use splice::PreparedProgram;
+pub(crate) use splice::{ENCAPSULATED_FOR_GOOD, object_encapsulates_for_good};
 use spliced::{SpliceRequest, Spliced};
 
 crate::bpf_skeleton!("driver_xdp");
 /// The drivers' configuration and per-CPU state, from their BTF (driver.h).
 pub(crate) use skel::types::{bench_driver_state as DriverState, rodata as Rodata};
 crate::impl_pod!(DriverState, Rodata);
+/// Said of a tc case whose skb state the loop puts back with helpers.
+pub const HELPER_RESETS: &str = "the program changes the skb's protocol, packet type or flow hash: the loop puts them back with a helper call after every iteration that changed them (a test run starts each skb without a hash), inside the timed region; the empty loop needs none";
+
 /// Bytes the driver writes back per iteration at most.
 pub const MAX_RESTORE: u32 = size_of::<skel::types::bench_variant>() as u32;
 
@@ -816,6 +820,9 @@ impl Loaded<'_> {
                 if s.resized()? > 0 {
                     notes.push(format!("the program changes the packet's length: the loop puts it back after every iteration ({}), inside the timed region", s.length_reset));
                 }
+                if s.helper_resets()? > 0 {
+                    notes.push(HELPER_RESETS.into());
+                }
                 let placement = match (&s.placement, &s.why_called) {
                     (Body::Inline, _) => "inline in the batch loop".to_string(),
                     (Body::Call, Some(why)) => format!("called from the batch loop (not inline: {why})"),
@@ -842,13 +849,17 @@ impl Loaded<'_> {
                 // The reason on its first line, the verifier's last lines after it.
                 let text = format!("{e:#}");
                 let (reason, tail) = text.split_once('\n').unwrap_or((&text, ""));
+                let reason = match reason.contains("another output") && splice::encapsulates_for_good(&self.insns) {
+                    true => format!("{reason} ({ENCAPSULATED_FOR_GOOD})"),
+                    false => reason.to_string(),
+                };
                 if !tail.is_empty() {
                     notes.push(format!(
                         "verifier log of the spliced program (last lines):\n      {}",
                         tail.replace('\n', "\n      ")
                     ));
                 }
-                self.per_call(case, refs.to_vec(), reason.to_string())
+                self.per_call(case, refs.to_vec(), reason)
             }
         })
     }
@@ -903,8 +914,11 @@ impl Loaded<'_> {
             }
             Err(e) => {
                 // One line: a packet's differences follow the error on lines of their own.
-                let why =
+                let mut why =
                     format!("{e:#}").lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+                if why.contains("another output") && object_encapsulates_for_good(&self.user) {
+                    why = format!("{why} ({ENCAPSULATED_FOR_GOOD})");
+                }
                 let reason = format!("it makes tail calls, and the loop that enters a chain could not run it: {why}");
                 return Ok(self.per_call(case, refs.to_vec(), reason));
             }
@@ -926,6 +940,14 @@ impl Loaded<'_> {
             "timing: in BPF, the chain entered by a tail call from the batch loop ({} timed passes per test run: {budget}); {restore} bytes written back per pass",
             timer.per_run
         ));
+        if let Some(how) = timer.length_reset {
+            notes.push(format!(
+                "the chain changes the packet's length: the loop puts it back after every pass ({how}), inside the timed region"
+            ));
+        }
+        if timer.helper_resets().is_ok_and(|n| n > 0) {
+            notes.push(HELPER_RESETS.into());
+        }
         let key = format!(
             "{:?} chain loop ({} passes per run, a tail call into an empty program), {restore} bytes written back, {} packet(s)",
             self.bench.kind,

@@ -118,22 +118,86 @@ impl Code {
     }
 }
 
-/// The `__sk_buff` fields a tc program may write, as the bits of driver.h's
-/// `enum bench_skb_field`: those at whose offset it has a 4-byte store
-/// (the only width the kernel lets a program write them with), through any
-/// register. A store to a packet or map at the same offset counts too: a
+/// The skb state a tc program may change, as the bits of driver.h's `enum
+/// bench_skb_field`: the `__sk_buff` fields at whose offset it has a store
+/// of the field's width (the only width the kernel lets a program write
+/// them with), through any register, and the state the helpers it calls
+/// change. A store to a packet or map at the same offset counts too: a
 /// field put back needlessly costs ~0.15 ns, a field missed would hand the
 /// next iteration another input.
 pub fn skb_fields_written(insns: &[Insn]) -> u32 {
-    // (offset in struct __sk_buff, bit): mark, priority, tc_index, cb[0..5], tc_classid.
-    const FIELDS: [(i16, u32); 9] =
-        [(8, 1), (32, 2), (44, 4), (48, 16), (52, 16), (56, 16), (60, 16), (64, 16), (72, 8)];
-    insns
+    use insn::helper::*;
+    // (offset in struct __sk_buff, width, bit): mark, queue_mapping,
+    // priority, tc_index, cb[0..5], tc_classid, tstamp.
+    const FIELDS: [(i16, usize, u32); 11] = [
+        (8, 4, 1),
+        (12, 4, 32),
+        (32, 4, 2),
+        (44, 4, 4),
+        (48, 4, 16),
+        (52, 4, 16),
+        (56, 4, 16),
+        (60, 4, 16),
+        (64, 4, 16),
+        (72, 4, 8),
+        (152, 8, 64),
+    ];
+    // Helpers and the state they change: the L3 protocol (bpf_skb_adjust_room
+    // changes it with its encapsulation flags), the packet type, the hash
+    // (each of the protocol's changes clears it too).
+    const HELPERS: [(i32, u32); 6] = [
+        (SKB_CHANGE_PROTO, 128 | 512),
+        (SKB_ADJUST_ROOM, 128 | 512),
+        (SKB_CHANGE_TYPE, 256),
+        (GET_HASH_RECALC, 512),
+        (SET_HASH, 512),
+        (SET_HASH_INVALID, 512),
+    ];
+    let stores = insns
         .iter()
-        .filter(|i| matches!(i.class(), insn::ST | insn::STX) && i.access_bytes() == 4 && i.dst != insn::FP)
-        .flat_map(|i| FIELDS.iter().filter(move |(off, _)| i.off == *off).map(|(_, bit)| bit))
-        .fold(0, |m, bit| m | bit)
+        .filter(|i| matches!(i.class(), insn::ST | insn::STX) && i.dst != insn::FP)
+        .flat_map(|i| FIELDS.iter().filter(move |(off, width, _)| i.off == *off && i.access_bytes() == *width))
+        .fold(0, |m, (_, _, bit)| m | bit);
+    HELPERS.iter().filter(|(id, _)| calls_helper(insns, *id)).fold(stores, |m, (_, bits)| m | bits)
 }
+
+/// Whether `insns` call bpf_skb_adjust_room with one of its encapsulation
+/// flags (BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 or _IPV6, a constant in r4). The
+/// kernel then marks the skb encapsulated and no helper takes that back:
+/// the same flags on the same skb again are refused (-EALREADY), so a
+/// loop of passes over one test run's skb cannot hold such a path.
+pub fn encapsulates_for_good(insns: &[Insn]) -> bool {
+    const ENCAP_L3: i64 = (1 << 1) | (1 << 2);
+    insns.iter().enumerate().filter(|(_, i)| i.calls_helper(insn::helper::SKB_ADJUST_ROOM)).any(|(at, _)| {
+        // The nearest write of r4 before the call, if it is a constant.
+        let mut j = at;
+        while j > 0 && at - j < 16 {
+            j -= 1;
+            let w = insns[j];
+            let second_half = j > 0 && insns[j - 1].code == insn::LD_IMM64;
+            if second_half || w.dst != 4 || !matches!(w.class(), insn::ALU | insn::ALU64 | insn::LD | insn::LDX) {
+                continue;
+            }
+            return match w.code {
+                insn::MOV64_IMM => i64::from(w.imm) & ENCAP_L3 != 0,
+                insn::LD_IMM64 => i64::from(w.imm) & ENCAP_L3 != 0,
+                _ => false,
+            };
+        }
+        false
+    })
+}
+
+/// Whether any program of `object` (prepared or loaded) calls
+/// bpf_skb_adjust_room with an encapsulation flag (see
+/// [`encapsulates_for_good`]): what a chain's later programs may do.
+pub fn object_encapsulates_for_good(object: &ObjectFile) -> bool {
+    object.programs().iter().any(|p| object.insns(&p.name).is_ok_and(|insns| encapsulates_for_good(&insns)))
+}
+
+/// Why a loop of passes over one skb gives another output than the
+/// program where it encapsulates for good, to follow the failure's reason.
+pub const ENCAPSULATED_FOR_GOOD: &str = "its code calls bpf_skb_adjust_room with an encapsulation flag, which marks the skb encapsulated for good: the kernel refuses the same flags on that skb again (-EALREADY), and a test run gives each call a new skb";
 
 /// Whether `insns` call helper `id`.
 pub fn calls_helper(insns: &[Insn], id: i32) -> bool {
@@ -237,17 +301,48 @@ pub fn inline_overhead(
 mod tests {
     use super::*;
 
-    use crate::insn::{st_imm, stx};
+    use crate::insn::{call_helper, st_imm, stx};
 
     #[test]
-    fn the_skb_fields_put_back_are_those_with_a_4_byte_store_at_their_offset() {
+    fn the_skb_state_put_back_is_what_the_programs_stores_and_helpers_change() {
         // mark (8) through r1, tc_classid (72) through r6 as an immediate.
         assert_eq!(skb_fields_written(&[stx(4, 1, 2, 8), st_imm(4, 6, 72, 0)]), 1 | 8);
         // priority (32) and tc_index (44): every 4-byte store there counts, whatever the base.
         assert_eq!(skb_fields_written(&[stx(4, 2, 1, 32), stx(4, 3, 1, 44)]), 2 | 4);
         // cb[0] (48) and cb[4] (64): the five words of cb[] are put back together.
         assert_eq!(skb_fields_written(&[stx(4, 1, 2, 48), st_imm(4, 1, 64, 0)]), 16);
-        // Not: the program's own stack, other widths, other offsets.
-        assert_eq!(skb_fields_written(&[stx(4, 10, 1, 8), stx(2, 1, 2, 8), stx(4, 1, 2, 12)]), 0);
+        // queue_mapping (12) and tstamp (152, the one 8-byte field).
+        assert_eq!(skb_fields_written(&[stx(4, 1, 2, 12), stx(8, 1, 2, 152)]), 32 | 64);
+        // Not: the program's own stack, other widths, other offsets (16:
+        // protocol, which no store can change).
+        assert_eq!(skb_fields_written(&[stx(4, 10, 1, 8), stx(2, 1, 2, 8), stx(4, 1, 2, 16), stx(4, 1, 2, 152)]), 0);
+        // Helpers: a change of L3 protocol (bpf_skb_change_proto, or
+        // bpf_skb_adjust_room's encapsulation flags) also clears the hash;
+        // the packet type; the hash computed and cached.
+        use crate::insn::helper::*;
+        for (id, bits) in [
+            (SKB_CHANGE_PROTO, 128 | 512),
+            (SKB_ADJUST_ROOM, 128 | 512),
+            (SKB_CHANGE_TYPE, 256),
+            (GET_HASH_RECALC, 512),
+            (REDIRECT, 0),
+        ] {
+            assert_eq!(skb_fields_written(&[call_helper(id)]), bits, "helper {id}");
+        }
+    }
+
+    #[test]
+    fn an_adjust_room_with_constant_encapsulation_flags_is_found() {
+        use crate::insn::helper::SKB_ADJUST_ROOM;
+        use crate::insn::{LD_IMM64, mov64_imm};
+        let call = call_helper(SKB_ADJUST_ROOM);
+        // BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 (1 << 2) in r4, as a 32-bit move or a 64-bit load.
+        assert!(encapsulates_for_good(&[mov64_imm(4, 4), mov64_imm(3, 0), call]));
+        let wide = [Insn::new(LD_IMM64, 4, 0, 0, 2), Insn::new(0, 0, 0, 0, 0), call];
+        assert!(encapsulates_for_good(&wide));
+        // Without the flags (a decapsulation, a plain resize), or r4 unknown.
+        assert!(!encapsulates_for_good(&[mov64_imm(4, 1), call]));
+        assert!(!encapsulates_for_good(&[crate::insn::mov64_reg(4, 6), call]));
+        assert!(!encapsulates_for_good(&[mov64_imm(4, 4)]));
     }
 }

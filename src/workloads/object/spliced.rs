@@ -42,7 +42,7 @@ use crate::uvm::UserRuntime;
 /// 64 KiB (an skb's 16-bit offsets): a 20-byte decap passed 1,000 and
 /// failed by 3,300 (64 KiB / 20 B = 3,277); a 1-byte one would by 65,535.
 /// A batch this long meets that before timing.
-const WALK_CHECK_ITERATIONS: u32 = 70_000;
+pub(super) const WALK_CHECK_ITERATIONS: u32 = 70_000;
 
 /// Iteration counts of the batches that check a spliced program: each
 /// packet in turn, more than one pass over them, and for a tc program that
@@ -307,6 +307,11 @@ impl Spliced {
     /// How many iterations had their packet length put back.
     pub fn resized(&self) -> Result<u64> {
         Ok(self.state()?.resized)
+    }
+
+    /// How many iterations had the skb's protocol, type or hash put back by a helper.
+    pub fn helper_resets(&self) -> Result<u64> {
+        Ok(self.state()?.rehelped)
     }
 
     pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
