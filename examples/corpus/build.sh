@@ -136,7 +136,7 @@ if [ -n "$linux" ]; then
     case "$linux" in
         *.tar.*)
             [ -f "$linux" ] || { echo "build.sh: $linux: no such file (apt-get install linux-source-6.12 installs /usr/src/linux-source-6.12.tar.xz)" >&2; exit 1; }
-            # Only what the three programs and the helper definitions need.
+            # Only what the four programs and the helper definitions need.
             # Its top folder is named as the file is (linux-source-6.12, linux-6.12).
             top=$(basename "$linux" | sed 's/\.tar\..*//')
             # (gnu/stubs.h: the selftests' empty one, which lets glibc's
@@ -166,6 +166,7 @@ if [ -n "$linux" ]; then
     selftest test_l4lb
     selftest test_xdp_noinline -fno-inline
     selftest bpf_flow
+    selftest test_cls_redirect
 fi
 if [ -n "$cilium_tests" ]; then
     # Cilium's bpf/tests/Makefile: -I bpf -I bpf/include -g, the loader's

@@ -11,6 +11,7 @@
 //! The [`runner`] owns time: calibration, warm-up, sampling and the overhead
 //! measurement. [`timing`] is the host side of the in-BPF timing loop.
 
+pub mod activity;
 pub mod inline;
 pub mod loops;
 pub mod paired;

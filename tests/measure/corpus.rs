@@ -9,7 +9,7 @@ use crate::common;
 use common::{bpfbench, stderr, stdout, temp_dir};
 
 /// What the selftests assert of each of their cases (prog_tests/l4lb_all.c,
-/// xdp_noinline.c, flow_dissector.c): (row, verdict, bytes out).
+/// xdp_noinline.c, flow_dissector.c, cls_redirect.c): (row, verdict, bytes out).
 const SELFTESTS: &[(&str, &str, u64)] = &[
     ("selftests-l4lb/ipv4", "TC_ACT_REDIRECT", 54),
     ("selftests-l4lb/ipv6", "TC_ACT_REDIRECT", 74),
@@ -20,6 +20,12 @@ const SELFTESTS: &[(&str, &str, u64)] = &[
     ("selftests-flow-dissector/ipv6-no-flow-label", "BPF_OK", 56),
     ("selftests-flow-dissector/ipip-no-encap", "BPF_OK", 56),
     ("selftests-flow-dissector/ipip-encap-dissector-continue", "BPF_FLOW_DISSECTOR_CONTINUE", 56),
+    // cls_redirect.c: every packet redirected; accepted ones decapsulated, forwarded ones not.
+    ("selftests-cls-redirect/ipv4-tcp-accept-unknown-no-hops-syn", "TC_ACT_REDIRECT", 54),
+    ("selftests-cls-redirect/ipv6-tcp-accept-unknown-no-hops-ack", "TC_ACT_REDIRECT", 74),
+    ("selftests-cls-redirect/ipv4-udp-accept-unknown-no-hops", "TC_ACT_REDIRECT", 42),
+    ("selftests-cls-redirect/ipv4-tcp-forward-unknown-one-hop-ack", "TC_ACT_REDIRECT", 94),
+    ("selftests-cls-redirect/ipv6-udp-forward-unknown-one-hop", "TC_ACT_REDIRECT", 102),
 ];
 
 #[test]
@@ -52,7 +58,7 @@ fn a_folder_of_specs_runs_as_one_suite_grouped_by_project() {
     // asserts (verdict, size, the magic bytes, the stats map, the flow keys)
     // and timed, in one group.
     let selftests: Vec<_> = rows.iter().filter(|r| r["group"] == "linux selftests").collect();
-    assert_eq!(selftests.len(), 2 + 1 + 1 + 14, "{selftests:#?}");
+    assert_eq!(selftests.len(), 2 + 1 + 1 + 14 + 14, "{selftests:#?}");
     for r in &selftests {
         assert_eq!(r["workload"], "corpus");
         assert!(r["error"].is_null() && r["validated"] == true, "{}: {}", r["name"], r["error"]);
@@ -70,6 +76,21 @@ fn a_folder_of_specs_runs_as_one_suite_grouped_by_project() {
         assert!(expected["maps"].to_string().contains("stats"), "{name}: {expected}");
     }
     assert_eq!(row("selftests-flow-dissector/ipv6-frag")["outcome"]["expected"]["flow_keys"], true);
+    // A large program's batch loop: once the verifier refused its inline
+    // forms for one case, the other cases are not walked again (said in
+    // each case's notes), and the wait is said while it lasts.
+    let noted = |name: &str, text: &str| {
+        row(name)["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap_or("").contains(text))
+    };
+    for name in ["ipv4-tcp-accept-unknown-no-hops-syn", "ipv6-udp-accept-known-one-hop"] {
+        assert!(noted(&format!("selftests-cls-redirect/{name}"), "not inline: inline,"), "{name}");
+    }
+    assert!(noted("selftests-cls-redirect/ipv6-udp-accept-known-one-hop", "placed as an earlier build of this loop"));
+    assert!(
+        stderr(&o).contains("case ipv4-tcp-accept-unknown-no-hops-syn: the verifier checks the may-goto loop around the program: 2 s so far"),
+        "{}",
+        stderr(&o)
+    );
     // The other projects' specs have no objects in the copy: one N/A row
     // each, in its project's group, naming the command that builds it.
     for (spec, project, flag) in [

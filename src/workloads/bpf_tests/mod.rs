@@ -210,7 +210,9 @@ impl Loaded<'_> {
     fn collection(&mut self, f: usize) -> Result<&Collection> {
         if !self.collections.contains_key(&f) {
             let file = &self.suite.files[f];
-            let c = Collection::load(file).with_context(|| format!("replaying {}", file.path.display()))?;
+            let what = format!("{}: loading and replaying its tests", file.stem);
+            let c = crate::harness::activity::during(&what, || Collection::load(file))
+                .with_context(|| format!("replaying {}", file.path.display()))?;
             self.collections.insert(f, c);
         }
         Ok(&self.collections[&f])
@@ -469,7 +471,8 @@ fn steady<'a>(
             ctx: entry.ctx.clone(),
             cpu,
         };
-        match ChainTimer::build(req) {
+        let what = format!("test {}: the verifier checks the chain loop around its entry", test.name);
+        match crate::harness::activity::during(&what, || ChainTimer::build(req)) {
             // A path that changes after many packets fails in the batches:
             // one long batch here finds it before any is timed.
             Ok(Ok(mut t)) => match t.run_batch(true, t.batch_cap().min(STABLE_PASSES)) {

@@ -23,6 +23,8 @@ mod splice;
 mod spliced;
 mod user_context;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
 
@@ -50,7 +52,7 @@ use per_call::PerCall;
 pub(crate) use restore::{Restore, plan as restore_plan};
 use splice::PreparedProgram;
 pub(crate) use splice::{ENCAPSULATED_FOR_GOOD, object_encapsulates_for_good};
-use spliced::{SpliceRequest, Spliced};
+use spliced::{Placement, SpliceRequest, Spliced};
 
 crate::bpf_skeleton!("driver_xdp");
 /// The drivers' configuration and per-CPU state, from their BTF (driver.h).
@@ -369,6 +371,7 @@ impl Workload for ObjectBench {
             notes,
             runtime,
             construct,
+            drivers: RefCell::new(HashMap::new()),
         }))
     }
 }
@@ -564,9 +567,56 @@ struct Loaded<'a> {
     construct: Option<LoopConstruct>,
     /// The maps as the setup left them, when a case checks the maps.
     maps_as_set_up: Vec<MapSnapshot>,
+    /// What earlier builds found of each driver (by [`DriverKey`]): a
+    /// case's driver is built again every sweep, and cases of one program
+    /// differ mostly in their packets, which the verifier's verdict does
+    /// not depend on.
+    drivers: RefCell<HashMap<DriverKey, KnownDriver>>,
+}
+
+/// What a spliced driver is built from, but the packets' bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct DriverKey {
+    construct: LoopConstruct,
+    runtime: Runtime,
+    restore: u32,
+    packets: usize,
+}
+
+/// What the builds of one driver found: where the body went, at the tail
+/// reset and at the MAC header's, and whether the tail reset failed.
+#[derive(Debug, Default, Clone)]
+struct KnownDriver {
+    at_tail: Option<Placement>,
+    at_mac: Option<Placement>,
+    tail_fails: bool,
 }
 
 impl Loaded<'_> {
+    /// What earlier builds found of the driver `key`; where none built it,
+    /// a refusal of the inline body found for another driver of the same
+    /// loop (the same program's complexity in that loop; its packets and
+    /// bytes written back change only the loop's reset block).
+    fn known_driver(&self, key: DriverKey) -> KnownDriver {
+        let drivers = self.drivers.borrow();
+        if let Some(known) = drivers.get(&key) {
+            return known.clone();
+        }
+        let refused =
+            |p: &Option<Placement>| matches!(p, Some(Placement::Called(Some(why))) if why.starts_with("inline,"));
+        let same_loop = |k: &DriverKey| k.construct == key.construct && k.runtime == key.runtime;
+        let mut known = KnownDriver::default();
+        for (_, other) in drivers.iter().filter(|(k, _)| same_loop(k)) {
+            if refused(&other.at_tail) && known.at_tail.is_none() {
+                known.at_tail = other.at_tail.clone();
+            }
+            if refused(&other.at_mac) && known.at_mac.is_none() {
+                known.at_mac = other.at_mac.clone();
+            }
+        }
+        known
+    }
+
     /// The program's own output for each packet, checked to be the same on
     /// two runs: a path that changes with state has no single figure.
     fn references(&self, case: &Case) -> Result<Vec<RunOutput>> {
@@ -798,18 +848,40 @@ impl Loaded<'_> {
             construct,
             body: bench.setup.body,
             reset_at_mac: false,
+            known: None,
         };
+        let key = DriverKey { construct, runtime: self.runtime, restore, packets: case.packets.len() };
+        let known = self.known_driver(key);
         // A tc program that changes the length is put back at the tail; where
         // that fails (a decapsulation's data walks forward), at the MAC
         // header, in the kernel (the userspace runtime has no
         // bpf_skb_adjust_room). The tail's reason stands if both fail.
         let resizes_tc = kind == ProgKind::Tc && refs.iter().zip(&case.packets).any(|(r, p)| r.packet.len() != p.len());
-        let built = match Spliced::build(request.clone()) {
-            Err(at_tail) if resizes_tc && self.runtime == Runtime::Kernel => {
-                Spliced::build(SpliceRequest { reset_at_mac: true, ..request }).map_err(|_| at_tail)
+        let at_mac = |request: SpliceRequest<'_>| {
+            let built = Spliced::build(SpliceRequest { reset_at_mac: true, known: known.at_mac.clone(), ..request });
+            if let Ok(s) = &built {
+                self.drivers.borrow_mut().entry(key).or_default().at_mac = Some(s.placement());
             }
-            built => built,
+            built
         };
+        let what =
+            format!("case {}: the verifier checks the {} loop around the program", case.name, construct.as_str());
+        let built = crate::harness::activity::during(&what, || {
+            match known.tail_fails && resizes_tc && self.runtime == Runtime::Kernel {
+                true => at_mac(request),
+                false => match Spliced::build(SpliceRequest { known: known.at_tail.clone(), ..request.clone() }) {
+                    Err(at_tail) if resizes_tc && self.runtime == Runtime::Kernel => {
+                        self.drivers.borrow_mut().entry(key).or_default().tail_fails = true;
+                        at_mac(request).map_err(|_| at_tail)
+                    }
+                    Ok(s) => {
+                        self.drivers.borrow_mut().entry(key).or_default().at_tail = Some(s.placement());
+                        Ok(s)
+                    }
+                    built => built,
+                },
+            }
+        });
         Ok(match built {
             Ok(s) => {
                 if s.user().is_some() {
@@ -831,6 +903,9 @@ impl Loaded<'_> {
                 notes.push(format!(
                     "timing: in BPF, the program {placement}; {restore} bytes written back per iteration"
                 ));
+                if s.placement_known {
+                    notes.push("placed as an earlier build of this loop placed it (the same program and loop; other packets or sweep): the verifier walked only that form".into());
+                }
                 let key = format!(
                     "{kind:?} driver loop ({}, body {}), {restore} bytes written back, {} packet(s)",
                     s.construct.as_str(),
@@ -903,7 +978,8 @@ impl Loaded<'_> {
             ctx,
             cpu: self.cpu,
         };
-        let timer = match ChainTimer::build(req) {
+        let what = format!("case {}: the verifier checks the chain loop around the program", case.name);
+        let timer = match crate::harness::activity::during(&what, || ChainTimer::build(req)) {
             Ok(Ok(timer)) => timer,
             Ok(Err(NotInLoop(why))) if self.runtime == Runtime::User => {
                 bail!("case {}: the userspace runtime times chains in the batch loop only, and {why}", case.name)

@@ -91,6 +91,10 @@ pub struct Spliced {
     pub scrubbed: i64,
     /// Whether the program runs inline in the loop, or is called.
     pub placement: Body,
+    /// What an inline body zeroes after each iteration.
+    scrub: Option<Scrub>,
+    /// Whether the placement was an earlier build's (not tried again).
+    pub placement_known: bool,
     /// Why it is called, where inline was asked for or possible.
     pub why_called: Option<String>,
     /// The helper the loop puts a changed length back with.
@@ -121,26 +125,67 @@ pub struct SpliceRequest<'a> {
     /// tc: put a changed length back at the MAC header (driver_tc_mac)
     /// rather than at the tail.
     pub reset_at_mac: bool,
+    /// Where an earlier build of the same driver (the same program,
+    /// construct, runtime, packet count, bytes written back and length
+    /// reset; other packets) placed the body.
+    pub known: Option<Placement>,
 }
+
+/// Where a build placed the body: inline (and what it zeroes), or called
+/// (and why, where inline was possible).
+#[derive(Debug, Clone)]
+pub enum Placement {
+    Inline(Scrub),
+    Called(Option<String>),
+}
+
+/// How long the verifier may try the body's inline forms of one driver
+/// before the build calls it instead: test_cls_redirect's three refusals
+/// took 0.6, 1.5 and 1.5 s (8193 jumps too complex; a million
+/// instructions), its called form 0.1 s.
+pub const INLINE_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Spliced {
     /// Builds and checks the driver around the user's program, its body
     /// inline where `body` asks for that and the verifier accepts it (for
     /// `auto`, the call otherwise, with the reason kept). An error is the
     /// reason to time the case per call instead.
+    ///
+    /// Where an earlier build of the same driver found the placement
+    /// (`req.known`), this one takes it at once: a large program's refused
+    /// inline forms cost the verifier seconds each (test_cls_redirect: 3.6 s
+    /// a build), and each case builds its driver again every sweep.
     pub fn build(req: SpliceRequest<'_>) -> Result<Spliced> {
+        if let Some(known) = &req.known {
+            let (body, scrub, why_called) = match known {
+                Placement::Inline(scrub) => (Body::Inline, Some(*scrub), None),
+                Placement::Called(why) => (Body::Call, None, why.clone()),
+            };
+            let s = Self::build_as(&req, body, scrub)?;
+            return Ok(Spliced { why_called, placement_known: true, ..s });
+        }
         let placed = place(
             req.body,
             cannot_inline(req.construct, req.runtime),
-            || Self::build_as(&req, Body::Inline),
-            || Self::build_as(&req, Body::Call),
+            || Self::build_as(&req, Body::Inline, None),
+            || Self::build_as(&req, Body::Call, None),
         )?;
         Ok(Spliced { why_called: placed.why_called, ..placed.value })
     }
 
+    /// Where this build placed the body, for the next build of the same driver.
+    pub fn placement(&self) -> Placement {
+        match (self.placement, self.scrub) {
+            (Body::Inline, Some(scrub)) => Placement::Inline(scrub),
+            _ => Placement::Called(self.why_called.clone()),
+        }
+    }
+
     /// Builds the driver for `variants` around the user's program with the
-    /// body placed as `body`, in `runtime`, and checks it.
-    fn build_as(req: &SpliceRequest<'_>, body: Body) -> Result<Spliced> {
+    /// body placed as `body`, in `runtime`, and checks it; inline, with
+    /// `scrub` where it is known, else the cheapest form the verifier
+    /// takes within [`INLINE_BUDGET`].
+    fn build_as(req: &SpliceRequest<'_>, body: Body, scrub: Option<Scrub>) -> Result<Spliced> {
         let SpliceRequest { user, variants, restore, cpu, runtime, construct, .. } = *req;
         let references = req.references.clone();
         let (entry, overhead_name) = splice::driver_programs(construct)?;
@@ -164,17 +209,49 @@ impl Spliced {
         driver.set_value_size("bench_variants", restore.max(8))?;
         driver.prepare()?;
         write_variants(&map_handle_from_fd(driver.map_fd("bench_variants")?)?, variants, restore)?;
-        let loaded = match body {
-            Body::Call => splice::splice(&driver, &entry, user, None)
-                .context("the kernel refused the program spliced into the batch loop")?,
+        let verify = |inline: Option<Scrub>| splice::splice(&driver, &entry, user, inline);
+        let (loaded, scrub) = match (body, scrub) {
+            (Body::Call, _) => {
+                (verify(None).context("the kernel refused the program spliced into the batch loop")?, None)
+            }
+            (Body::Inline, Some(scrub)) => {
+                (verify(Some(scrub)).context("the body could not be inlined in the batch loop")?, Some(scrub))
+            }
             // The cheapest inline loop first; where the verifier's states do
             // not converge at the loop head, each exit zeroes the stack slots
             // its paths wrote (in the body's figure); failing that, the whole
-            // frame after each iteration (and the overhead's the same).
-            Body::Inline => splice::splice(&driver, &entry, user, Some(Scrub::None))
-                .or_else(|_| splice::splice(&driver, &entry, user, Some(Scrub::Written)))
-                .or_else(|_| splice::splice(&driver, &entry, user, Some(Scrub::Frame)))
-                .context("the body could not be inlined in the batch loop")?,
+            // frame after each iteration (and the overhead's the same). Past
+            // the budget, no further form is tried.
+            (Body::Inline, None) => {
+                let started = std::time::Instant::now();
+                let mut refused = None;
+                let mut found = None;
+                for scrub in [Scrub::None, Scrub::Written, Scrub::Frame] {
+                    if refused.is_some() && started.elapsed() > INLINE_BUDGET {
+                        let why: anyhow::Error = refused.take().expect("refused above");
+                        refused = Some(why.context(format!(
+                            "the verifier spent {:.1} s on the inline forms, past bpfbench's budget of {} s",
+                            started.elapsed().as_secs_f64(),
+                            INLINE_BUDGET.as_secs()
+                        )));
+                        break;
+                    }
+                    match verify(Some(scrub)) {
+                        Ok(l) => {
+                            found = Some((l, scrub));
+                            break;
+                        }
+                        Err(e) => refused = Some(e),
+                    }
+                }
+                match found {
+                    Some((l, scrub)) => (l, Some(scrub)),
+                    None => {
+                        let why = refused.expect("three forms tried");
+                        return Err(why.context("the body could not be inlined in the batch loop"));
+                    }
+                }
+            }
         };
         let splice::Loaded { fd: body_fd, insns: body_insns, lines: body_lines, scrubbed } = loaded;
         let mut s = Spliced {
@@ -193,6 +270,8 @@ impl Spliced {
             entry,
             scrubbed,
             placement: body,
+            scrub,
+            placement_known: false,
             why_called: None,
             length_reset: match user.kind {
                 ProgKind::Tc if reset_at_mac => "bpf_skb_adjust_room at the MAC header",
@@ -378,6 +457,7 @@ mod tests {
             construct,
             body,
             reset_at_mac: false,
+            known: None,
         };
         for (runtime, construct) in builds {
             let s = Spliced::build(request(vec![reference.clone()], runtime, construct, BodyChoice::Auto))
@@ -465,6 +545,7 @@ mod tests {
                 construct: LoopConstruct::MayGoto,
                 body: choice,
                 reset_at_mac: false,
+                known: None,
             };
             let mut s = Spliced::build(request).unwrap_or_else(|e| panic!("{choice:?}: {e:#}"));
             assert_eq!(s.placement, placement);
