@@ -5,7 +5,10 @@
 #   - each case takes at most 10 s at default settings.
 # The objects are builds of examples/encap/xdp_encap.bpf.c; the slower one
 # multiplies the service lookup's key by 1, nine times, before the lookup
-# (dependent multiplications on the hot path: about 2.2% here).
+# (dependent multiplications on the hot path: 2.2% at issue 10, 1.8-4.4%
+# or nothing at all at issue 52, by the machine's phase). Then the load
+# balancer against itself with one and two more hash rounds
+# (LB_EXTRA_WORK, scripts/build-object.sh; tcp-v4-lru-hit), and identical.
 # Usage: measurements/ab-targets.sh [SLOW_TRIALS [SAME_TRIALS]]. Nothing else may run meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,3 +43,11 @@ count() { # what, trials, object
 }
 count slower "$slow_trials" "$work/slow.bpf.o"
 count identical "$same_trials" "$work/same.bpf.o"
+
+scripts/build-object.sh xdp-lb "$work/lb0.bpf.o"
+for n in 1 2; do scripts/build-object.sh xdp-lb "$work/lb$n.bpf.o" -DLB_EXTRA_WORK=$n; done
+trial() { "$bpfbench" ab --workload xdp-lb "$work/lb0.bpf.o" "$1" -s tcp-v4-lru-hit --no-store --format csv 2>/dev/null | awk -F, 'NR == 2 { print $7, $11, $4 }'; }
+count "one hash round" "$slow_trials" "$work/lb1.bpf.o"
+count "two hash rounds" "$slow_trials" "$work/lb2.bpf.o"
+cp "$work/lb0.bpf.o" "$work/lb0-again.bpf.o"
+count "identical load balancer" "$same_trials" "$work/lb0-again.bpf.o"

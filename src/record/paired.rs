@@ -88,8 +88,9 @@ pub struct PairedCase {
     pub median_b: f64,
     pub median_a_ci95: (f64, f64),
     pub median_b_ci95: (f64, f64),
-    /// B/A: the geometric mean of the rounds' median pair ratios, and its
-    /// Student-t 95% interval over rounds.
+    /// B/A: the 20% trimmed mean of the rounds' median pair ratios (in
+    /// logs), and its Tukey-McLaughlin 95% interval over rounds (documents
+    /// from before 2026-12: the geometric mean, a Student-t interval).
     pub ratio: f64,
     pub ratio_ci95: (f64, f64),
     pub verdict: Verdict,
@@ -100,6 +101,21 @@ pub struct PairedCase {
     pub round_ratios: Vec<f64>,
     /// Each pair's B/A ratio, in the order taken (rounds one after another).
     pub ratios: Vec<f64>,
+    /// How the rounds spread against the pairs within them (where each
+    /// load's code landed, against adjacent batches' noise); None in
+    /// documents from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<RoundSpread>,
+}
+
+/// The rounds' ratios, lowest and highest, and the spreads (robust SDs, as
+/// fractions) of the rounds and of the pairs within a round.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundSpread {
+    pub low: f64,
+    pub high: f64,
+    pub between: f64,
+    pub within: f64,
 }
 
 impl PairedRecord {

@@ -85,6 +85,11 @@ pub fn table(rec: &PairedRecord) -> String {
         super::verdict_counts(|v| rec.count(v)),
         rec.threshold * 100.0
     );
+    for c in &rec.cases {
+        if let Some(line) = placement(c) {
+            let _ = writeln!(out, "{}: {line}", c.benchmark_name());
+        }
+    }
     if rec.interrupted {
         let _ = writeln!(out, "interrupted: {INTERRUPTED}");
     }
@@ -112,10 +117,32 @@ pub fn markdown(rec: &PairedRecord) -> String {
     }
     out.push_str(&cases(rec, true).markdown());
     let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| rec.count(v)));
+    let lines: Vec<String> = rec
+        .cases
+        .iter()
+        .filter_map(|c| placement(c).map(|l| format!("- `{}`: {l}", cell(&c.benchmark_name()))))
+        .collect();
+    if !lines.is_empty() {
+        let _ = writeln!(out, "\n{}", lines.join("\n"));
+    }
     if rec.interrupted {
         let _ = writeln!(out, "\nInterrupted: {INTERRUPTED}.");
     }
     out
+}
+
+/// "JIT placement: rounds 0.80-1.25 (SD 2.1%); pairs within a round: SD
+/// 0.6%": how far the loads landed from one another, beside the noise of
+/// adjacent batches (the verdict rests on the rounds).
+fn placement(c: &PairedCase) -> Option<String> {
+    let s = c.spread?;
+    Some(format!(
+        "JIT placement: rounds {:.2}-{:.2} (SD {:.1}%); pairs within a round: SD {:.1}%",
+        s.low,
+        s.high,
+        s.between * 100.0,
+        s.within * 100.0
+    ))
 }
 
 /// " (time cap)" where sampling stopped before a decision.
@@ -124,7 +151,7 @@ fn stopped(c: &PairedCase) -> String {
 }
 
 /// How the verdicts were reached, for both forms.
-const METHOD: &str = "B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; geometric mean of the rounds' median ratios, Student-t CI over rounds";
+const METHOD: &str = "B/A of adjacent batches on one CPU, order ABBA; each round sets both up afresh; 20% trimmed mean of the rounds' median ratios, Tukey-McLaughlin CI over rounds";
 const INTERRUPTED: &str = "the cases above are all that was measured";
 
 /// The cases for machines: the same columns' fields, a row per case.

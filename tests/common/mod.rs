@@ -350,6 +350,7 @@ pub fn paired_record() -> PairedRecord {
         elapsed_s: 4.2,
         round_ratios: vec![1.01, 1.03],
         ratios: vec![1.0, 1.02, 1.03, 1.04],
+        spread: None,
     };
     PairedRecord {
         schema: PAIRED_SCHEMA.into(),

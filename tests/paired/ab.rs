@@ -48,6 +48,15 @@ fn a_clearly_slowed_object_is_slower_and_an_identical_copy_is_not() {
     assert_eq!(c.verdict, Verdict::Slower, "{c:?}");
     assert!(c.ratio > 1.2 && c.ratio_ci95.0 > 1.1, "{c:?}");
     assert!(c.ratios.len() >= 100 && c.median_b > c.median_a, "{c:?}");
+    // The rounds' spread beside the pairs': the lowest and highest round
+    // hold the ratio between them, and both spreads are fractions.
+    let s = c.spread.expect("the spread is recorded");
+    assert!(s.low <= c.ratio && c.ratio <= s.high, "{s:?}");
+    assert!((0.0..0.5).contains(&s.between) && (0.0..0.5).contains(&s.within), "{s:?}");
+    let o = bpfbench(&["ab", "--no-store", &a, &object("xdp_swap_slow.bpf.o")]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("xdp_swap/xdp_swap@inline: JIT placement: rounds "), "{text}");
+    assert!(text.contains("20% trimmed mean of the rounds' median ratios"), "{text}");
 
     // The same code loaded twice: no confident verdict at a 5% threshold.
     let same = copy(&a, &dir, "xdp_swap_copy.bpf.o");
