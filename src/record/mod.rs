@@ -338,6 +338,12 @@ pub struct MemoryCounts {
     pub harness: DataAccesses,
     /// Per function, the loop's share included, most D1 misses first, then most accesses.
     pub symbols: Vec<(String, DataAccesses)>,
+    /// How far `total` moved between the rounds of one boot (the highest
+    /// round's less the lowest's, per packet): a value below it is within
+    /// what the method resolves (documents from before it was recorded:
+    /// zeros).
+    #[serde(default)]
+    pub resolution: DataAccesses,
 }
 
 /// Reads, writes and cache misses per packet.
@@ -349,6 +355,24 @@ pub struct DataAccesses {
     pub d1_misses: f64,
     /// ... and the last-level cache too.
     pub ll_misses: f64,
+}
+
+impl DataAccesses {
+    /// The four fields, in order.
+    pub fn fields(&self) -> [f64; 4] {
+        [self.reads, self.writes, self.d1_misses, self.ll_misses]
+    }
+
+    pub fn from_fields([reads, writes, d1_misses, ll_misses]: [f64; 4]) -> DataAccesses {
+        DataAccesses { reads, writes, d1_misses, ll_misses }
+    }
+
+    /// Each field at least zero: a count is never negative, and a
+    /// difference of two batches below zero is a count within the
+    /// method's resolution.
+    pub fn at_least_zero(&self) -> DataAccesses {
+        DataAccesses::from_fields(self.fields().map(|v| v.max(0.0)))
+    }
 }
 
 impl KernelCounts {

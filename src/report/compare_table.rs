@@ -77,7 +77,7 @@ fn kernel_instructions(cmp: &ComparisonRecord, out: &mut String) {
                 || (a.ll_misses - b.ll_misses).abs() >= 0.25
         };
         if let Some((a, b)) = d.memory.filter(|(a, b)| changed(a, b)) {
-            let cell = super::matrix_table::data_accesses;
+            let cell = |x| super::matrix_table::data_accesses(x, &Default::default());
             g.note(format!("    data accesses: {} -> {} per packet", cell(&a), cell(&b)));
         }
     });

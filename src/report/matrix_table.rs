@@ -117,7 +117,7 @@ pub fn table(m: &MatrixRecord) -> String {
     ));
     let memory = scenario_cells(m, &keys, |r| {
         let c = r.kernel_insns.as_ref()?.counts.as_ref()?.memory.as_ref()?;
-        Some(data_accesses(&c.total))
+        Some(data_accesses(&c.total, &c.resolution))
     });
     out.push_str(&grid(
         m,
@@ -193,11 +193,24 @@ fn kernel_profiles(m: &MatrixRecord, keys: &[RowKey]) -> String {
     }
 }
 
-/// Reads, writes and cache misses per packet, as a cell.
-pub fn data_accesses(a: &crate::record::DataAccesses) -> String {
-    // A difference of two batches can leave -0.004: shown as 0.
-    let z = |v: f64| if v.abs() < 0.005 { 0.0 } else { v };
-    format!("{:.1} r + {:.1} w, D1 miss {:.2}, LL miss {:.2}", z(a.reads), z(a.writes), z(a.d1_misses), z(a.ll_misses))
+/// Reads, writes and cache misses per packet, as a cell; a value within
+/// `resolution` (how far the rounds of one boot spread), or below zero in
+/// a record from before counts were kept at zero or more, as "<R".
+pub fn data_accesses(a: &crate::record::DataAccesses, resolution: &crate::record::DataAccesses) -> String {
+    let cell = |v: f64, r: f64, digits: usize| {
+        let bound = r.max(-v);
+        match v < bound && bound >= 0.5 * 10f64.powi(-(digits as i32)) {
+            true => format!("<{bound:.digits$}"),
+            false => format!("{:.digits$}", v.max(0.0)),
+        }
+    };
+    format!(
+        "{} r + {} w, D1 miss {}, LL miss {}",
+        cell(a.reads, resolution.reads, 1),
+        cell(a.writes, resolution.writes, 1),
+        cell(a.d1_misses, resolution.d1_misses, 2),
+        cell(a.ll_misses, resolution.ll_misses, 2)
+    )
 }
 
 /// The samples behind each column's figures ("5", or "3-200" where they differ).
@@ -353,7 +366,7 @@ pub fn kernel_profile(m: &MatrixRecord) -> String {
         );
         let memory = counts.memory.as_ref();
         if let Some(m) = memory {
-            let _ = write!(out, "; {}", data_accesses(&m.total));
+            let _ = write!(out, "; {}", data_accesses(&m.total, &m.resolution));
         }
         out.push('\n');
         let batch: f64 = counts.symbols.iter().map(|(_, n)| n).sum();
@@ -371,7 +384,8 @@ pub fn kernel_profile(m: &MatrixRecord) -> String {
         for (name, n) in &counts.symbols {
             let a = accesses(name).unwrap_or_default();
             let share = if batch > 0.0 { format!("{:.1}", 100.0 * n / batch) } else { "-".into() };
-            let z = |v: f64| if v.abs() < 0.005 { "0".to_string() } else { format!("{v:.2}") };
+            // Counts are at least zero (older records: a difference below it is shown as 0).
+            let z = |v: f64| if v < 0.005 { "0".to_string() } else { format!("{v:.2}") };
             g.row(vec![
                 format!("{n:.2}"),
                 share,
@@ -389,4 +403,17 @@ pub fn kernel_profile(m: &MatrixRecord) -> String {
         return out;
     }
     format!("per function, per packet (the program's batch, the loop's own functions included):\n\n{out}")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::record::DataAccesses;
+
+    #[test]
+    fn a_count_within_its_resolution_is_shown_as_such_and_never_below_zero() {
+        let a = DataAccesses { reads: 12.34, writes: 0.0, d1_misses: 0.01, ll_misses: -0.02 };
+        let res = DataAccesses { reads: 0.05, writes: 0.0, d1_misses: 0.04, ll_misses: 0.0 };
+        assert_eq!(super::data_accesses(&a, &res), "12.3 r + 0.0 w, D1 miss <0.04, LL miss <0.02");
+        assert_eq!(super::data_accesses(&a, &DataAccesses::default()), "12.3 r + 0.0 w, D1 miss 0.01, LL miss <0.02");
+    }
 }

@@ -262,32 +262,61 @@ pub fn attribute(k: &KernelInsns, regions: &Regions, symbols: &Symbols) -> Resul
     let jit = &k.jit_symbols;
     let body_long = counted(&k.body_regions, true)?;
     let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1.insns() as u64).collect();
-    let body = difference(&fewest(body_long, jit), &fewest(counted(&k.body_regions, false)?, jit));
-    let empty =
-        difference(&fewest(counted(&k.loop_regions, true)?, jit), &fewest(counted(&k.loop_regions, false)?, jit));
+    let (body_short, loop_long, loop_short) =
+        (counted(&k.body_regions, false)?, counted(&k.loop_regions, true)?, counted(&k.loop_regions, false)?);
+    // Each round's own estimate of the program's accesses: how far they
+    // spread is the method's resolution for the figure below.
+    let per_round: Vec<Tally> = (0..body_long.len().min(body_short.len()).min(loop_long.len()).min(loop_short.len()))
+        .map(|i| {
+            let total = |m: &BTreeMap<String, Tally>| kernel_total(m, jit).1;
+            let mut t = total(&difference(&body_long[i], &body_short[i]));
+            t.add(total(&difference(&loop_long[i], &loop_short[i])), -1);
+            t
+        })
+        .collect();
+    let body = difference(&fewest(body_long, jit), &fewest(body_short, jit));
+    let empty = difference(&fewest(loop_long, jit), &fewest(loop_short, jit));
     let iters = f64::from(k.iters.max(1));
     let ((b_jit, b_all), (e_jit, e_all)) = (kernel_total(&body, jit), kernel_total(&empty, jit));
     let mut program = b_all;
     program.add(e_all, -1);
     // The profile is the program's batch's (the loop's own functions in
     // it): the loop runs a program of its own, whose symbol would not cancel.
+    // A function's count below zero (a difference of two batches) is one
+    // within the method's resolution: it is left out, as a zero is.
     let mut symbols: Vec<(String, f64)> =
-        body.iter().map(|(n, c)| (n.clone(), c.insns() as f64 / iters)).filter(|(_, c)| c.abs() >= 0.005).collect();
+        body.iter().map(|(n, c)| (n.clone(), c.insns() as f64 / iters)).filter(|(_, c)| *c >= 0.005).collect();
     symbols.sort_by(|a, b| b.1.total_cmp(&a.1));
     let memory = regions.memory.then(|| {
         let mut symbols: Vec<(String, DataAccesses)> = body
             .iter()
-            .map(|(n, c)| (n.clone(), c.accesses(iters)))
-            .filter(|(_, a)| a.reads.abs() + a.writes.abs() + a.d1_misses.abs() >= 0.005)
+            .map(|(n, c)| (n.clone(), c.accesses(iters).at_least_zero()))
+            .filter(|(_, a)| a.reads + a.writes + a.d1_misses >= 0.005)
             .collect();
         let accesses = |a: &DataAccesses| a.reads + a.writes;
         symbols.sort_by(|(_, a), (_, b)| b.d1_misses.total_cmp(&a.d1_misses).then(accesses(b).total_cmp(&accesses(a))));
-        MemoryCounts { total: program.accesses(iters), harness: e_all.accesses(iters), symbols }
+        let fields: Vec<[f64; 4]> = per_round.iter().map(|t| t.accesses(iters).fields()).collect();
+        let spread = |i: usize| {
+            let v = fields.iter().map(|f| f[i]);
+            v.clone().fold(f64::MIN, f64::max) - v.fold(f64::MAX, f64::min)
+        };
+        let resolution = match fields.is_empty() {
+            true => DataAccesses::default(),
+            false => DataAccesses::from_fields([spread(0), spread(1), spread(2), spread(3)]),
+        };
+        MemoryCounts {
+            total: program.accesses(iters).at_least_zero(),
+            harness: e_all.accesses(iters).at_least_zero(),
+            symbols,
+            resolution,
+        }
     });
+    // Counts are never below zero: a difference of batches below it is a
+    // count within the method's resolution.
     Ok(KernelCounts {
-        jit: (b_jit.insns() - e_jit.insns()) as f64 / iters,
-        kernel: ((b_all.insns() - b_jit.insns()) - (e_all.insns() - e_jit.insns())) as f64 / iters,
-        harness: e_all.insns() as f64 / iters,
+        jit: ((b_jit.insns() - e_jit.insns()) as f64 / iters).max(0.0),
+        kernel: (((b_all.insns() - b_jit.insns()) - (e_all.insns() - e_jit.insns())) as f64 / iters).max(0.0),
+        harness: (e_all.insns() as f64 / iters).max(0.0),
         round_totals,
         symbols,
         memory,
@@ -394,5 +423,48 @@ mod tests {
         assert_eq!(m.total, DataAccesses { reads: 5.0, writes: 1.0, d1_misses: 0.5, ll_misses: 0.0 });
         assert_eq!(m.harness, DataAccesses { reads: 1.0, writes: 0.0, d1_misses: 0.0, ll_misses: 0.0 });
         assert_eq!(m.symbols[0].0, "htab_map_lookup_elem", "most D1 misses first");
+    }
+
+    #[test]
+    fn a_count_is_never_below_zero_and_the_rounds_spread_is_its_resolution() {
+        // The program misses D1 on no packet; the empty loop on one in ten,
+        // so the difference is -0.1 a packet. Its reads: 3 a packet in the
+        // first round, 3.5 in the second (a round's own estimate).
+        let region = |n: u64, body: bool, packets: u64, reads_per: f64| {
+            let mut r = format!("region {n} vcpu 0 memory\n");
+            if body {
+                r += &format!("ffffffffc0000010 5 {packets} {} 0 0 0\n", (reads_per * packets as f64) as u64);
+            }
+            r += &format!("ffffffffc0000810 2 {packets} 0 0 {} 0\n", packets / 10);
+            r + "end\n"
+        };
+        let file = [
+            region(1, true, 100, 3.0),
+            region(2, true, 200, 3.0),
+            region(3, false, 100, 0.0),
+            region(4, false, 200, 0.0),
+            region(5, true, 100, 3.5),
+            region(6, true, 200, 3.5),
+            region(7, false, 100, 0.0),
+            region(8, false, 200, 0.0),
+        ]
+        .concat();
+        let k = KernelInsns {
+            iters: 100,
+            body_regions: vec![(1, 2), (5, 6)],
+            loop_regions: vec![(3, 4), (7, 8)],
+            jit_symbols: vec![
+                (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
+                (0xffffffffc0000800, "bpf_prog_bb_loop".into()),
+            ],
+            counts: None,
+        };
+        let c = attribute(&k, &Regions::parse(&file).unwrap(), &Symbols::parse("")).unwrap();
+        let m = c.memory.unwrap();
+        assert_eq!(m.total.d1_misses, 0.0, "never below zero");
+        assert!(m.symbols.iter().all(|(_, a)| a.fields().iter().all(|v| *v >= 0.0)), "{:?}", m.symbols);
+        assert!((m.resolution.reads - 0.5).abs() < 1e-9, "{:?}", m.resolution);
+        assert_eq!(m.resolution.d1_misses, 0.0);
+        assert!(c.jit >= 0.0 && c.kernel >= 0.0);
     }
 }
