@@ -52,6 +52,34 @@ const FIELD_KEYS: &[&str] = &[
     "payload",
 ];
 
+/// Fields a program fills from the clock or a random draw (a SYN cookie's
+/// sequence number, a TCP timestamp, an IPv4 identification, a flow label,
+/// a source port drawn for a NAT), and the checksums that follow them.
+const DRAWN: &[&str] = &["tcp.seq", "tcp.ack", "ts.val", "ts.ecr", "ip.id", "ip6.flow", "tcp.sport", "udp.sport"];
+const CHECKSUMS: &[&str] = &["ip.csum", "tcp.csum", "udp.csum"];
+
+/// Where two outputs of one length differ only in fields a clock or a
+/// random draw fills (and their checksums), the keys `--ignore` takes for
+/// them, in the packet's order; None where any other byte differs.
+pub fn drawn_fields(a: &[u8], b: &[u8]) -> Option<Vec<&'static str>> {
+    if a.len() != b.len() || a == b {
+        return None;
+    }
+    let fields = layout(a);
+    let mut keys = Vec::new();
+    for (i, _) in a.iter().zip(b).enumerate().filter(|(_, (x, y))| x != y) {
+        let f = fields.iter().find(|f| (f.start..f.end).contains(&i))?;
+        if !DRAWN.contains(&f.key) && !CHECKSUMS.contains(&f.key) {
+            return None;
+        }
+        if !keys.contains(&f.key) {
+            keys.push(f.key);
+        }
+    }
+    // A checksum alone changes with something else, not with the clock.
+    keys.iter().any(|k| DRAWN.contains(k)).then_some(keys)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Item {
     /// A header field by its key ("tcp.seq").
@@ -187,6 +215,22 @@ mod tests {
         let mut plain = syn_ack();
         plain[60] = 0;
         assert_eq!(Mask::parse(&["ts.val"]).unwrap().ranges(&plain), Vec::<Range<usize>>::new());
+    }
+
+    #[test]
+    fn outputs_that_differ_only_where_a_clock_writes_name_the_ignores_that_accept_them() {
+        let want = syn_ack();
+        let mut got = want.clone();
+        got[50] ^= 1; // tcp.csum
+        got[63] ^= 1; // ts.val
+        assert_eq!(drawn_fields(&want, &got), Some(vec!["tcp.csum", "ts.val"]));
+        // A checksum alone, another field, or another length: no cure.
+        let mut csum = want.clone();
+        csum[50] ^= 1;
+        assert_eq!(drawn_fields(&want, &csum), None);
+        got[30] ^= 1; // ip.dst
+        assert_eq!(drawn_fields(&want, &got), None);
+        assert_eq!(drawn_fields(&want, &want[..60]), None);
     }
 
     #[test]

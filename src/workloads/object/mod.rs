@@ -98,6 +98,22 @@ pub(crate) fn outputs_differ(kind: ProgKind, mask: &Mask, want: &RunOutput, got:
     diff_packets(&want, &got).map(|d| format!("output packet differs (outside {mask}): {d}"))
 }
 
+/// The cure for outputs that differ only in fields a clock or a random
+/// draw fills (after `mask`): the `--ignore` flags that accept them.
+pub(crate) fn ignore_hint(mask: &Mask, want: &RunOutput, got: &RunOutput) -> Option<String> {
+    if want.retval != got.retval {
+        return None;
+    }
+    let (want, got) = mask.blank(&want.packet, &got.packet);
+    let keys = crate::packet::mask::drawn_fields(&want, &got)?;
+    let flags: Vec<String> = keys.iter().map(|k| format!("--ignore {k}")).collect();
+    Some(format!(
+        "they differ only in fields a clock or a random draw fills: {} accepts them (ignore = [{}] in a spec's case)",
+        flags.join(" "),
+        keys.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>().join(", ")
+    ))
+}
+
 /// Why case `name` (`what`: "" or " the chain") cannot run in the
 /// userspace runtime: N/A where the runtime lacks what the path needs (a
 /// helper, a map type), a failure otherwise.
@@ -628,9 +644,10 @@ impl Loaded<'_> {
             let second = run_input(prog, &input)?;
             self.check_no_empty_slot(i)?;
             if let Some(diff) = outputs_differ(self.bench.kind, &case.mask, &first, &second) {
-                bail!(
-                    "packet {i} gave different outputs on two runs ({diff}): the program's path depends on state, so no single figure describes it; a field it fills from the clock or a counter can be left out with --ignore (tcp.seq, ts.val, ip.id, ...)"
-                );
+                let cure = ignore_hint(&case.mask, &first, &second).unwrap_or_else(|| {
+                    "the program's path depends on state, so no single figure describes it; a field it fills from the clock or a counter can be left out with --ignore (tcp.seq, ts.val, ip.id, ...)".into()
+                });
+                bail!("packet {i} gave different outputs on two runs ({diff}): {cure}");
             }
             refs.push(first);
         }

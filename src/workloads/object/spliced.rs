@@ -378,7 +378,8 @@ impl Spliced {
         let (timing, out) = self.body.run_batch(&self.packet, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?;
         let i = self.state()?.idx as usize;
         if let Some(diff) = outputs_differ(self.kind, &self.mask, &self.references[i], &out) {
-            bail!("gave another output than the program itself for packet {i}: {diff}");
+            let cure = super::ignore_hint(&self.mask, &self.references[i], &out).map(|c| format!("\n{c}"));
+            bail!("gave another output than the program itself for packet {i}: {diff}{}", cure.unwrap_or_default());
         }
         Ok(timing)
     }
