@@ -14,9 +14,14 @@ type Reporter = Arc<dyn Fn(&str) + Send + Sync>;
 
 static REPORTER: RwLock<Option<Reporter>> = RwLock::new(None);
 
-/// A step is said once it has lasted this long, then again every `EVERY`.
+/// A step is said once it has lasted this long (`BPFBENCH_SAY_AFTER_MS`
+/// sets another, as the tests do), then again every `EVERY`.
 const FIRST: Duration = Duration::from_secs(2);
 const EVERY: Duration = Duration::from_secs(5);
+
+fn first() -> Duration {
+    std::env::var("BPFBENCH_SAY_AFTER_MS").ok().and_then(|v| v.parse().ok()).map_or(FIRST, Duration::from_millis)
+}
 
 /// Where the lines go (the binary's stderr): one line a call.
 pub fn set_reporter(report: impl Fn(&str) + Send + Sync + 'static) {
@@ -28,12 +33,13 @@ pub fn set_reporter(report: impl Fn(&str) + Send + Sync + 'static) {
 pub fn during<T>(what: &str, step: impl FnOnce() -> T) -> T {
     let Some(report) = REPORTER.read().unwrap_or_else(|e| e.into_inner()).clone() else { return step() };
     let start = Instant::now();
+    let first = first();
     let (done, wait) = channel::<()>();
     let line = what.to_string();
     let watcher = {
         let report = report.clone();
         std::thread::spawn(move || {
-            let mut next = FIRST;
+            let mut next = first;
             loop {
                 match wait.recv_timeout(next.saturating_sub(start.elapsed())) {
                     Err(RecvTimeoutError::Timeout) => {
@@ -49,7 +55,7 @@ pub fn during<T>(what: &str, step: impl FnOnce() -> T) -> T {
     drop(done);
     let _ = watcher.join();
     let took = start.elapsed();
-    if took >= FIRST {
+    if took >= first {
         report(&format!("{what}: done in {:.1} s", took.as_secs_f64()));
     }
     out

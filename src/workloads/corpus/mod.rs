@@ -101,7 +101,7 @@ impl Corpus {
                     let project = setup.project.clone().unwrap_or_else(|| stem.clone());
                     let member = if setup.object.exists() {
                         match ObjectBench::new(setup) {
-                            Ok(bench) => Member::Built(Box::new(bench)),
+                            Ok(bench) => Member::Built(Box::new(bench.rows_named_under(&stem))),
                             Err(e) => Member::Broken(format!("{}: {e:#}", path.display())),
                         }
                     } else {

@@ -23,10 +23,10 @@ mod splice;
 mod spliced;
 mod user_context;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
@@ -149,6 +149,13 @@ pub struct ObjectBench {
     infos: Vec<ScenarioInfo>,
     /// `--timing-mode`: the driver's loop, per call, or the best there is.
     timing: TimingChoice,
+    /// What earlier builds found of each driver (by [`DriverKey`]), kept
+    /// across set-ups: a case's driver is built again every sweep and,
+    /// in `ab`, every round, and cases of one program differ mostly in
+    /// their packets, which the verifier's verdict does not depend on.
+    drivers: Mutex<HashMap<DriverKey, KnownDriver>>,
+    /// What progress names the rows under ("spec/" in a corpus, whose rows are named so).
+    row_prefix: String,
 }
 
 impl ObjectBench {
@@ -258,7 +265,16 @@ impl ObjectBench {
                 facts: crate::record::ScenarioFacts::TABLE_ROW,
             })
             .collect();
-        Ok(ObjectBench { setup, program, kind, cases, infos, timing: TimingChoice::Auto })
+        Ok(ObjectBench {
+            setup,
+            program,
+            kind,
+            cases,
+            infos,
+            timing: TimingChoice::Auto,
+            drivers: Mutex::default(),
+            row_prefix: String::new(),
+        })
     }
 
     fn case(&self, info: &ScenarioInfo) -> Result<&Case> {
@@ -387,7 +403,6 @@ impl Workload for ObjectBench {
             notes,
             runtime,
             construct,
-            drivers: RefCell::new(HashMap::new()),
         }))
     }
 }
@@ -583,11 +598,6 @@ struct Loaded<'a> {
     construct: Option<LoopConstruct>,
     /// The maps as the setup left them, when a case checks the maps.
     maps_as_set_up: Vec<MapSnapshot>,
-    /// What earlier builds found of each driver (by [`DriverKey`]): a
-    /// case's driver is built again every sweep, and cases of one program
-    /// differ mostly in their packets, which the verifier's verdict does
-    /// not depend on.
-    drivers: RefCell<HashMap<DriverKey, KnownDriver>>,
 }
 
 /// What a spliced driver is built from, but the packets' bytes.
@@ -608,13 +618,26 @@ struct KnownDriver {
     tail_fails: bool,
 }
 
+impl ObjectBench {
+    /// The same, its rows named under `prefix` in progress lines, as a
+    /// corpus names them (`spec/case`).
+    pub fn rows_named_under(self, prefix: &str) -> ObjectBench {
+        ObjectBench { row_prefix: format!("{prefix}/"), ..self }
+    }
+
+    /// Notes what a build found of driver `key`.
+    fn remember(&self, key: DriverKey, found: impl FnOnce(&mut KnownDriver)) {
+        found(self.drivers.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default());
+    }
+}
+
 impl Loaded<'_> {
     /// What earlier builds found of the driver `key`; where none built it,
     /// a refusal of the inline body found for another driver of the same
     /// loop (the same program's complexity in that loop; its packets and
     /// bytes written back change only the loop's reset block).
     fn known_driver(&self, key: DriverKey) -> KnownDriver {
-        let drivers = self.drivers.borrow();
+        let drivers = self.bench.drivers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(known) = drivers.get(&key) {
             return known.clone();
         }
@@ -801,9 +824,9 @@ impl LoadedWorkload for Loaded<'_> {
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
             Restore::Bytes(restore) if makes_tail_calls(&self.insns) || batch_loop(kind) == BatchLoop::Chain => {
-                self.chain(case, &refs, restore, &mut checks, &mut notes)?
+                self.chain(case, &refs, restore, &mut checks, &mut notes, &info.name)?
             }
-            Restore::Bytes(restore) => self.spliced(case, &refs, restore, &mut checks, &mut notes)?,
+            Restore::Bytes(restore) => self.spliced(case, &refs, restore, &mut checks, &mut notes, &info.name)?,
         };
         if let Timing::PerCall { reason, host_timed } = &timing {
             let by = match host_timed {
@@ -849,6 +872,7 @@ impl Loaded<'_> {
         restore: u32,
         checks: &mut Vec<String>,
         notes: &mut Vec<String>,
+        row: &str,
     ) -> Result<(Timer<'_>, Timing, String)> {
         let (bench, kind, name) = (self.bench, self.bench.kind, self.bench.program.name.as_str());
         let user = PreparedProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
@@ -877,22 +901,25 @@ impl Loaded<'_> {
         let at_mac = |request: SpliceRequest<'_>| {
             let built = Spliced::build(SpliceRequest { reset_at_mac: true, known: known.at_mac.clone(), ..request });
             if let Ok(s) = &built {
-                self.drivers.borrow_mut().entry(key).or_default().at_mac = Some(s.placement());
+                self.bench.remember(key, |k| k.at_mac = Some(s.placement()));
             }
             built
         };
-        let what =
-            format!("case {}: the verifier checks the {} loop around the program", case.name, construct.as_str());
+        let what = format!(
+            "{}{row}: the verifier checks the {} loop around the program",
+            bench.row_prefix,
+            construct.as_str()
+        );
         let built = crate::harness::activity::during(&what, || {
             match known.tail_fails && resizes_tc && self.runtime == Runtime::Kernel {
                 true => at_mac(request),
                 false => match Spliced::build(SpliceRequest { known: known.at_tail.clone(), ..request.clone() }) {
                     Err(at_tail) if resizes_tc && self.runtime == Runtime::Kernel => {
-                        self.drivers.borrow_mut().entry(key).or_default().tail_fails = true;
+                        self.bench.remember(key, |k| k.tail_fails = true);
                         at_mac(request).map_err(|_| at_tail)
                     }
                     Ok(s) => {
-                        self.drivers.borrow_mut().entry(key).or_default().at_tail = Some(s.placement());
+                        self.bench.remember(key, |k| k.at_tail = Some(s.placement()));
                         Ok(s)
                     }
                     built => built,
@@ -965,6 +992,7 @@ impl Loaded<'_> {
         restore: u32,
         checks: &mut Vec<String>,
         notes: &mut Vec<String>,
+        row: &str,
     ) -> Result<(Timer<'_>, Timing, String)> {
         let name = &self.bench.program.name;
         let user = match self.runtime {
@@ -995,7 +1023,7 @@ impl Loaded<'_> {
             ctx,
             cpu: self.cpu,
         };
-        let what = format!("case {}: the verifier checks the chain loop around the program", case.name);
+        let what = format!("{}{row}: the verifier checks the chain loop around the program", self.bench.row_prefix);
         let timer = match crate::harness::activity::during(&what, || ChainTimer::build(req)) {
             Ok(Ok(timer)) => timer,
             Ok(Err(NotInLoop(why))) if self.runtime == Runtime::User => {
