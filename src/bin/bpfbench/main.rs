@@ -79,7 +79,6 @@ fn main() -> ExitCode {
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli::Parsed { cli, workload_matches } = cli::parse();
-    // Steps of seconds before any figure (the verifier on a large program) say so while they last.
     bpfbench::harness::activity::set_reporter(|line| eprintln!("bpfbench: {line}"));
     let result = match cli.command {
         Command::List { workload } => run::list(workload.as_deref()),
