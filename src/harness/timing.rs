@@ -307,6 +307,12 @@ pub struct Placed<T> {
 /// `cannot` forbids it, else the called form. Under `auto` a refused
 /// inline form (the verifier's reason on its error's first line) falls
 /// back to the call and is kept as the reason; asked for, it is the error.
+/// Why the body is called rather than inline, from the inline build's error:
+/// its first line.
+pub fn why_not_inline(e: &anyhow::Error) -> String {
+    format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())
+}
+
 pub fn place<T>(
     choice: BodyChoice,
     cannot: Option<String>,
@@ -322,7 +328,7 @@ pub fn place<T>(
         (choice, None) => match inline() {
             Ok(value) => Ok(Placed { value, body: Body::Inline, why_called: None }),
             Err(e) if choice == BodyChoice::Inline => Err(e.context("--body inline")),
-            Err(e) => called(format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())),
+            Err(e) => called(why_not_inline(&e)),
         },
     }
 }

@@ -47,7 +47,27 @@ pub struct LoadSpec<'a> {
     pub funcs: Option<(i32, &'a [FuncInfo])>,
 }
 
-/// Loads `insns` as a program; a refusal carries the verifier's last lines.
+/// The kernel's refusal of a program [`load_program`] loaded: why (its
+/// verifier's last word), how far the verifier walked, and its last lines.
+#[derive(Debug)]
+pub struct Refusal {
+    pub reason: String,
+    /// Instructions the verifier processed before it gave up, where its log says.
+    pub processed_insns: Option<u64>,
+    pub errno: std::io::Error,
+    pub log_tail: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The first line says why; the verifier's last lines follow.
+        write!(f, "{} ({})\n{}", self.reason, self.errno, self.log_tail)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Loads `insns` as a program; a refusal is a [`Refusal`].
 pub fn load_program(spec: &LoadSpec<'_>, insns: &[Insn]) -> Result<OwnedFd> {
     let insns = super::to_kernel(insns);
     let mut log = vec![0u8; 256 * 1024];
@@ -86,9 +106,13 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[Insn]) -> Result<OwnedFd> {
         let err = std::io::Error::last_os_error();
         let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let reason = super::object::refusal(&text).unwrap_or_else(|| err.to_string());
-        // The first line says why; the verifier's last lines follow.
-        bail!("{reason} ({err})\n{}", lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n"));
+        return Err(Refusal {
+            reason: super::object::refusal(&text).unwrap_or_else(|| err.to_string()),
+            processed_insns: super::object::parse_stats(&text).processed_insns,
+            errno: err,
+            log_tail: lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n"),
+        }
+        .into());
     }
     // SAFETY: a new fd we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

@@ -154,6 +154,9 @@ pub struct ObjectBench {
     /// in `ab`, every round, and cases of one program differ mostly in
     /// their packets, which the verifier's verdict does not depend on.
     drivers: Mutex<HashMap<DriverKey, KnownDriver>>,
+    /// Why the verifier refused the body inline, per loop: found once for
+    /// any driver of that loop, it holds for all.
+    inline_refused: Mutex<HashMap<(LoopConstruct, Runtime), String>>,
     /// What progress names the rows under ("spec/" in a corpus, whose rows are named so).
     row_prefix: String,
 }
@@ -273,6 +276,7 @@ impl ObjectBench {
             infos,
             timing: TimingChoice::Auto,
             drivers: Mutex::default(),
+            inline_refused: Mutex::default(),
             row_prefix: String::new(),
         })
     }
@@ -633,26 +637,16 @@ impl ObjectBench {
 
 impl Loaded<'_> {
     /// What earlier builds found of the driver `key`; where none built it,
-    /// a refusal of the inline body found for another driver of the same
-    /// loop (the same program's complexity in that loop; its packets and
-    /// bytes written back change only the loop's reset block).
+    /// the refusal of the inline body in the same loop, if one was found
+    /// (the same program's complexity in that loop; its packets and bytes
+    /// written back change only the loop's reset block).
     fn known_driver(&self, key: DriverKey) -> KnownDriver {
         let drivers = self.bench.drivers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(known) = drivers.get(&key) {
-            return known.clone();
-        }
-        let refused =
-            |p: &Option<Placement>| matches!(p, Some(Placement::Called(Some(why))) if why.starts_with("inline,"));
-        let same_loop = |k: &DriverKey| k.construct == key.construct && k.runtime == key.runtime;
-        let mut known = KnownDriver::default();
-        for (_, other) in drivers.iter().filter(|(k, _)| same_loop(k)) {
-            if refused(&other.at_tail) && known.at_tail.is_none() {
-                known.at_tail = other.at_tail.clone();
-            }
-            if refused(&other.at_mac) && known.at_mac.is_none() {
-                known.at_mac = other.at_mac.clone();
-            }
-        }
+        let refused = self.bench.inline_refused.lock().unwrap_or_else(|e| e.into_inner());
+        let called = refused.get(&(key.construct, key.runtime)).map(|why| Placement::Called(Some(why.clone())));
+        let mut known = drivers.get(&key).cloned().unwrap_or_default();
+        known.at_tail = known.at_tail.or_else(|| called.clone());
+        known.at_mac = known.at_mac.or(called);
         known
     }
 
@@ -877,6 +871,10 @@ impl Loaded<'_> {
         let (bench, kind, name) = (self.bench, self.bench.kind, self.bench.program.name.as_str());
         let user = PreparedProgram { object: &self.user, name, kind, insns: &self.insns, funcs: &self.funcs };
         let construct = self.construct.unwrap_or_default();
+        let refused_inline = |why: String| {
+            let mut refused = self.bench.inline_refused.lock().unwrap_or_else(|e| e.into_inner());
+            refused.entry((construct, self.runtime)).or_insert(why);
+        };
         let request = SpliceRequest {
             user: &user,
             variants: &case.packets,
@@ -890,6 +888,7 @@ impl Loaded<'_> {
             body: bench.setup.body,
             reset_at_mac: false,
             known: None,
+            inline_refused: Some(&refused_inline),
         };
         let key = DriverKey { construct, runtime: self.runtime, restore, packets: case.packets.len() };
         let known = self.known_driver(key);
@@ -899,7 +898,9 @@ impl Loaded<'_> {
         // bpf_skb_adjust_room). The tail's reason stands if both fail.
         let resizes_tc = kind == ProgKind::Tc && refs.iter().zip(&case.packets).any(|(r, p)| r.packet.len() != p.len());
         let at_mac = |request: SpliceRequest<'_>| {
-            let built = Spliced::build(SpliceRequest { reset_at_mac: true, known: known.at_mac.clone(), ..request });
+            // Asked now: the tail's build may have found the inline refusal.
+            let known = self.known_driver(key).at_mac;
+            let built = Spliced::build(SpliceRequest { reset_at_mac: true, known, ..request });
             if let Ok(s) = &built {
                 self.bench.remember(key, |k| k.at_mac = Some(s.placement()));
             }

@@ -129,6 +129,10 @@ pub struct SpliceRequest<'a> {
     /// construct, runtime, packet count, bytes written back and length
     /// reset; other packets) placed the body.
     pub known: Option<Placement>,
+    /// Told why, when the verifier refuses every inline form: the same
+    /// program in the same loop is refused whatever the packets, bytes
+    /// written back or length reset (they change only the reset block).
+    pub inline_refused: Option<&'a dyn Fn(String)>,
 }
 
 /// Where a build placed the body: inline (and what it zeroes), or called
@@ -138,6 +142,15 @@ pub enum Placement {
     Inline(Scrub),
     Called(Option<String>),
 }
+
+/// How many instructions the verifier may walk over the refused inline
+/// forms of one driver before the build calls the body instead. Counted in
+/// instructions, not seconds, so a slower machine places the body as this
+/// one does: one form refused at the verifier's own limit of a million
+/// leaves room for the next (xdp_flow_count: the first form refused, the
+/// second taken); test_cls_redirect's first two (8,193 jumps too complex
+/// after 360,181 instructions, then a million) leave none for the third.
+pub const INLINE_BUDGET_INSNS: u64 = 1_200_000;
 
 impl Spliced {
     /// Builds and checks the driver around the user's program, its body
@@ -178,11 +191,9 @@ impl Spliced {
     /// Builds the driver for `variants` around the user's program with the
     /// body placed as `body`, in `runtime`, and checks it; inline, with
     /// `scrub` where it is known, else the cheapest form the verifier
-    /// takes. Every form is tried: a wall-clock budget would place the body
-    /// by the machine's speed (CI's slower verifier refused a form this
-    /// machine's took), and the refusals are remembered per loop, so a
-    /// large program pays for them once (test_cls_redirect: 0.6, 1.5 and
-    /// 1.5 s; its called form 0.1 s).
+    /// takes within [`INLINE_BUDGET_INSNS`]. The refusal is remembered per
+    /// loop (`req.inline_refused`), so a large program pays for it once
+    /// (test_cls_redirect: 0.7 and 1.7 s; its called form 0.1 s).
     fn build_as(req: &SpliceRequest<'_>, body: Body, scrub: Option<Scrub>) -> Result<Spliced> {
         let SpliceRequest { user, variants, restore, cpu, runtime, construct, .. } = *req;
         let references = req.references.clone();
@@ -218,24 +229,43 @@ impl Spliced {
             // The cheapest inline loop first; where the verifier's states do
             // not converge at the loop head, each exit zeroes the stack slots
             // its paths wrote (in the body's figure); failing that, the whole
-            // frame after each iteration (and the overhead's the same).
+            // frame after each iteration (and the overhead's the same). Past
+            // the budget, no further form is tried.
             (Body::Inline, None) => {
-                let mut refused = None;
+                let mut walked = 0u64;
+                let mut refused: Option<anyhow::Error> = None;
                 let mut found = None;
                 for scrub in [Scrub::None, Scrub::Written, Scrub::Frame] {
+                    if walked > INLINE_BUDGET_INSNS {
+                        let why = refused.take().expect("refused above");
+                        refused = Some(why.context(format!(
+                            "the verifier walked {walked} instructions over the inline forms, past bpfbench's budget of {INLINE_BUDGET_INSNS}"
+                        )));
+                        break;
+                    }
                     match verify(Some(scrub)) {
                         Ok(l) => {
                             found = Some((l, scrub));
                             break;
                         }
-                        Err(e) => refused = Some(e),
+                        Err(e) => {
+                            walked += e
+                                .downcast_ref::<crate::kernel::load::Refusal>()
+                                .and_then(|r| r.processed_insns)
+                                .unwrap_or(0);
+                            refused = Some(e)
+                        }
                     }
                 }
                 match found {
                     Some((l, scrub)) => (l, Some(scrub)),
                     None => {
-                        let why = refused.expect("three forms tried");
-                        return Err(why.context("the body could not be inlined in the batch loop"));
+                        let why =
+                            refused.expect("a form tried").context("the body could not be inlined in the batch loop");
+                        if let Some(tell) = req.inline_refused {
+                            tell(crate::harness::timing::why_not_inline(&why));
+                        }
+                        return Err(why);
                     }
                 }
             }
@@ -446,6 +476,7 @@ mod tests {
             body,
             reset_at_mac: false,
             known: None,
+            inline_refused: None,
         };
         for (runtime, construct) in builds {
             let s = Spliced::build(request(vec![reference.clone()], runtime, construct, BodyChoice::Auto))
@@ -534,6 +565,7 @@ mod tests {
                 body: choice,
                 reset_at_mac: false,
                 known: None,
+                inline_refused: None,
             };
             let mut s = Spliced::build(request).unwrap_or_else(|e| panic!("{choice:?}: {e:#}"));
             assert_eq!(s.placement, placement);
