@@ -299,8 +299,14 @@ impl VmArgs {
             bound: Duration::from_secs(self.timeout),
             // One guest at a time: two CPUs boot it faster.
             cpus: 2,
-            plugin: plugin
-                .map(|p| format!("{},out={}", p.display(), folder.path.join(tcg_counter::REGIONS_FILE).display())),
+            plugin: plugin.map(|p| {
+                format!(
+                    "{},{}{}",
+                    p.display(),
+                    bpfbench_tcg_protocol::OUT_ARG,
+                    folder.path.join(tcg_counter::REGIONS_FILE).display()
+                )
+            }),
         };
         let (folder, text) = boot_until_recorded(kernel, &spec, accel, &script, folder, progress)?;
         let mut run = parse_run(&text).context("the guest's run record")?;
@@ -398,8 +404,8 @@ fn counter_plugin() -> Result<PathBuf> {
 /// Fills each counted scenario's per-packet counts from the plugin's
 /// regions and the guest's kallsyms.
 fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
-    use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE, Regions, Symbols, attribute};
-    let regions = Regions::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
+    use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE, RegionsFile, Symbols, attribute};
+    let regions = RegionsFile::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
     let symbols = Symbols::of_kernel(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?)?;
     for r in &mut run.results {
         if let Some(k) = r.kernel_insns.as_mut() {

@@ -107,11 +107,11 @@ pub fn check_tools() -> Result<()> {
 pub fn check_plugin(plugin: &Path) -> Result<()> {
     let out = Command::new("timeout")
         .args(["30", "qemu-system-x86_64", "-M", "none", "-display", "none", "-nodefaults", "-accel", "tcg", "-plugin"])
-        .arg(format!("{},probe=on", plugin.display()))
+        .arg(format!("{},{}", plugin.display(), bpfbench_tcg_protocol::PROBE_ARG))
         .stdin(Stdio::null())
         .output()
         .context("starting qemu-system-x86_64")?;
-    if String::from_utf8_lossy(&out.stdout).contains("bpfbench-tcg-counter: loaded") {
+    if String::from_utf8_lossy(&out.stdout).contains(bpfbench_tcg_protocol::PROBED) {
         return Ok(());
     }
     let said = String::from_utf8_lossy(&out.stderr);

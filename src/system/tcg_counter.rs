@@ -6,13 +6,15 @@
 //! In the guest, [`marked`] runs a closure between the plugin's two marker
 //! instructions (NOPs everywhere else) and returns the region's number;
 //! [`jit_symbols`] reads the JIT images' symbols while the programs are
-//! loaded. On the host, [`Regions::parse`] reads the plugin's file and
+//! loaded. On the host, [`RegionsFile::parse`] reads the plugin's file and
 //! [`attribute`] turns a scenario's regions into instructions per packet.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, bail};
+pub use bpfbench_tcg_protocol::{BlockCounts, RegionsFile};
+use bpfbench_tcg_protocol::{KERNEL_SPACE, START, STOP};
 
 use crate::record::{DataAccesses, KernelCounts, KernelInsns, MemoryCounts};
 
@@ -27,18 +29,18 @@ pub const KALLSYMS_FILE: &str = "kallsyms";
 /// Regions this process marked; the plugin numbers them in the same order.
 static MARKED: AtomicU64 = AtomicU64::new(0);
 
-/// Runs `f` between the plugin's start and stop markers (tcg-counter's
-/// START and STOP: `nopl` with displacements spelling "BPFS" and "BPFE");
-/// returns its result and the region's number.
+/// Runs `f` between the plugin's start and stop markers
+/// ([`bpfbench_tcg_protocol::START`] and `STOP`); returns its result and
+/// the region's number.
 pub fn marked<T>(f: impl FnOnce() -> T) -> (T, u64) {
     // SAFETY: an 8-byte NOP; it touches no register, memory or flag.
     unsafe {
-        std::arch::asm!(".byte 0x0f, 0x1f, 0x84, 0x00, 0x42, 0x50, 0x46, 0x53", options(nostack, preserves_flags))
+        std::arch::asm!(".byte {}, {}, {}, {}, {}, {}, {}, {}", const START[0], const START[1], const START[2], const START[3], const START[4], const START[5], const START[6], const START[7], options(nostack, preserves_flags))
     };
     let out = f();
     // SAFETY: as above.
     unsafe {
-        std::arch::asm!(".byte 0x0f, 0x1f, 0x84, 0x00, 0x42, 0x50, 0x46, 0x45", options(nostack, preserves_flags))
+        std::arch::asm!(".byte {}, {}, {}, {}, {}, {}, {}, {}", const STOP[0], const STOP[1], const STOP[2], const STOP[3], const STOP[4], const STOP[5], const STOP[6], const STOP[7], options(nostack, preserves_flags))
     };
     (out, MARKED.fetch_add(1, Ordering::SeqCst) + 1)
 }
@@ -69,65 +71,6 @@ pub fn jit_symbols() -> Result<Vec<(u64, String)>> {
 
 /// What follows a JIT image, where nothing else starts (module text, padding).
 const AFTER_IMAGE: &str = "[after a JIT image]";
-
-/// One block's tally in a region: its address, instructions, times run,
-/// and its data accesses in the region.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Block {
-    pub vaddr: u64,
-    pub insns: u64,
-    pub execs: u64,
-    /// Reads, writes, D1 misses, LL misses (zero from a plugin that did not count them).
-    pub memory: [u64; 4],
-}
-
-/// The plugin's file: each region's blocks, by the region's number, and
-/// whether they carry data accesses (every region's header says `memory`;
-/// a plugin built before data accesses were counted wrote none).
-#[derive(Debug, Default)]
-pub struct Regions {
-    pub regions: HashMap<u64, Vec<Block>>,
-    pub memory: bool,
-}
-
-impl Regions {
-    /// Reads the plugin's format (tcg-counter/src/lib.rs): `region N vcpu
-    /// V [memory]`, a line `VADDR INSNS EXECS [READS WRITES D1 LL]` per
-    /// block, `end`.
-    pub fn parse(text: &str) -> Result<Regions> {
-        let mut out = Regions { memory: true, ..Regions::default() };
-        let mut current: Option<(u64, Vec<Block>)> = None;
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#')) {
-            let bad = || format!("the plugin's file, line {}: '{line}'", i + 1);
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match words.as_slice() {
-                ["region", n, "vcpu", _, memory @ ..] if memory.is_empty() || memory == ["memory"] => {
-                    out.memory &= !memory.is_empty();
-                    current = Some((n.parse().with_context(bad)?, Vec::new()));
-                }
-                ["end"] => {
-                    let (n, blocks) = current.take().with_context(bad)?;
-                    out.regions.insert(n, blocks);
-                }
-                [vaddr, insns, execs, memory @ ..] if memory.is_empty() || memory.len() == 4 => {
-                    let mut block = Block {
-                        vaddr: u64::from_str_radix(vaddr, 16).with_context(bad)?,
-                        insns: insns.parse().with_context(bad)?,
-                        execs: execs.parse().with_context(bad)?,
-                        memory: [0; 4],
-                    };
-                    for (m, w) in block.memory.iter_mut().zip(memory) {
-                        *m = w.parse().with_context(bad)?;
-                    }
-                    current.as_mut().with_context(bad)?.1.push(block);
-                }
-                _ => bail!("{}", bad()),
-            }
-        }
-        out.memory &= !out.regions.is_empty();
-        Ok(out)
-    }
-}
 
 /// A guest's symbols by address (text symbols of kallsyms).
 pub struct Symbols(BTreeMap<u64, String>);
@@ -180,9 +123,6 @@ impl Symbols {
     }
 }
 
-/// Kernel addresses start here on x86-64; below is the guest's user space.
-const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
-
 /// What one function executed in a region, or the difference of two
 /// regions': instructions, then reads, writes, D1 misses, LL misses.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -207,12 +147,12 @@ impl Tally {
 }
 
 /// One region's counts by function ("[user]" for user space).
-fn by_symbol(blocks: &[Block], symbols: &Symbols) -> BTreeMap<String, Tally> {
+fn by_symbol(blocks: &[BlockCounts], symbols: &Symbols) -> BTreeMap<String, Tally> {
     let mut counts: BTreeMap<String, Tally> = BTreeMap::new();
     for b in blocks {
         let name = if b.vaddr < KERNEL_SPACE { "[user]" } else { symbols.of(b.vaddr).unwrap_or("[unknown]") };
-        let [r, w, d1, ll] = b.memory.map(|m| m as i64);
-        counts.entry(name.to_string()).or_default().add(Tally([(b.insns * b.execs) as i64, r, w, d1, ll]), 1);
+        let tally = [b.insns * b.execs, b.reads, b.writes, b.d1_misses, b.ll_misses].map(|n| n as i64);
+        counts.entry(name.to_string()).or_default().add(Tally(tally), 1);
     }
     counts
 }
@@ -251,7 +191,7 @@ fn difference(long: &BTreeMap<String, Tally>, short: &BTreeMap<String, Tally>) -
 /// batch size the round with the fewest kernel instructions, the longer
 /// batch's less the shorter's (what a batch costs once drops out), per
 /// packet, the empty loop's the same way, taken off.
-pub fn attribute(k: &KernelInsns, regions: &Regions, symbols: &Symbols) -> Result<KernelCounts> {
+pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> Result<KernelCounts> {
     let symbols = symbols.with(&k.jit_symbols);
     let region = |n: u64| {
         regions.regions.get(&n).with_context(|| format!("the plugin wrote no region {n} (was the plugin loaded?)"))
@@ -359,7 +299,7 @@ mod tests {
             region(8, false, 200, ""),
         ]
         .concat();
-        let regions = Regions::parse(&file).unwrap();
+        let regions = RegionsFile::parse(&file).unwrap();
         let symbols = Symbols::parse(
             "ffffffff81000000 T bpf_prog_test_run_xdp\nffffffff81000100 t timer_tick\nffffffff81000200 T __sys_bpf\n",
         );
@@ -379,7 +319,7 @@ mod tests {
         assert_eq!(c.round_totals, vec![200 * 17 + 50 + 7, 200 * 17 + 50]);
         assert_eq!((c.jit, c.kernel, c.harness), (5.0, 6.0, 6.0));
         assert_eq!(c.symbols[0], ("bpf_prog_test_run_xdp".to_string(), 10.0));
-        assert!(Regions::parse("region 1 vcpu 0\nnonsense\n").is_err());
+        assert!(RegionsFile::parse("region 1 vcpu 0\nnonsense\n").is_err());
         assert_eq!(c.memory, None, "lines without data accesses count none");
     }
 
@@ -407,7 +347,7 @@ mod tests {
             r + "end\n"
         };
         let file = [region(1, true, 100), region(2, true, 200), region(3, false, 100), region(4, false, 200)].concat();
-        let regions = Regions::parse(&file).unwrap();
+        let regions = RegionsFile::parse(&file).unwrap();
         let k = KernelInsns {
             iters: 100,
             body_regions: vec![(1, 2)],
@@ -459,7 +399,7 @@ mod tests {
             ],
             counts: None,
         };
-        let c = attribute(&k, &Regions::parse(&file).unwrap(), &Symbols::parse("")).unwrap();
+        let c = attribute(&k, &RegionsFile::parse(&file).unwrap(), &Symbols::parse("")).unwrap();
         let m = c.memory.unwrap();
         assert_eq!(m.total.d1_misses, 0.0, "never below zero");
         assert!(m.symbols.iter().all(|(_, a)| a.fields().iter().all(|v| *v >= 0.0)), "{:?}", m.symbols);

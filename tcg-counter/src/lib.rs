@@ -3,24 +3,13 @@
 //! kernel instruction counts (`--metric kernel-insns` in a guest).
 //!
 //! The guest's bpfbench executes [`START`] before a test run and [`STOP`]
-//! after it: NOPs no compiler emits (`nopl` with a displacement spelling
-//! "BPFS" and "BPFE"), so a guest without the plugin runs them as NOPs.
-//! Between them, every executed block of that vCPU adds its instruction
-//! count to the block's tally; at [`STOP`] the region's blocks are appended
-//! to the file given as `out=PATH`:
-//!
-//! ```text
-//! region 1 vcpu 0 memory
-//! ffffffffc0002a1c 12 100000 300000 100000 0 0
-//! ...
-//! end
-//! ```
-//!
-//! A line is a block's address, its instructions, the times it ran, and
-//! its data accesses in the region: reads, writes, and the accesses that
-//! missed a simulated level-1 data cache and last-level cache ([`cache`];
-//! emptied at each region's start, so a region's misses do not depend on
-//! what ran before it).
+//! after it. Between them, every executed block of that vCPU adds its
+//! instruction count to the block's tally; at [`STOP`] the region's blocks
+//! are appended to the file given as `out=PATH`, in the format
+//! `bpfbench-tcg-protocol` defines (and the host reads with it). Data
+//! accesses are counted with a simulated level-1 data cache and last-level
+//! cache ([`cache`]; emptied at each region's start, so a region's misses
+//! do not depend on what ran before it).
 //!
 //! Every kernel instruction that accesses memory has a callback, all the
 //! time: adding them only around the counted regions would need QEMU to
@@ -52,16 +41,12 @@ use qemu_plugin_sys::{
     qemu_plugin_tb, qemu_plugin_tb_get_insn, qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
 };
 
+use bpfbench_tcg_protocol::{BlockCounts, KERNEL_SPACE, MODULES, OUT_ARG, PROBE_ARG, PROBED, START, STOP, region_text};
 use cache::{Caches, Missed};
 
 /// The plugin API version this plugin is built for (QEMU checks it).
 #[unsafe(no_mangle)]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION as c_int;
-
-/// `nopl 0x53465042(%rax,%rax,1)`: counting starts after it.
-pub const START: [u8; 8] = [0x0f, 0x1f, 0x84, 0x00, b'B', b'P', b'F', b'S'];
-/// `nopl 0x45465042(%rax,%rax,1)`: the region ends; its blocks are written.
-pub const STOP: [u8; 8] = [0x0f, 0x1f, 0x84, 0x00, b'B', b'P', b'F', b'E'];
 
 const MAX_VCPUS: usize = 64;
 
@@ -134,19 +119,25 @@ unsafe extern "C" fn stop(vcpu: c_uint, _: *mut c_void) {
         return;
     }
     let Some(out) = OUT.get() else { return };
-    let mut text = String::new();
-    for b in BLOCKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        let n = b.execs.swap(0, Relaxed);
-        let memory = [&b.reads, &b.writes, &b.d1_misses, &b.ll_misses].map(|c| c.swap(0, Relaxed));
-        if n > 0 || memory.iter().any(|&m| m > 0) {
-            let [r, w, d1, ll] = memory;
-            text.push_str(&format!("{:x} {} {n} {r} {w} {d1} {ll}\n", b.vaddr, b.insns));
-        }
-    }
+    let blocks: Vec<BlockCounts> = BLOCKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|b| BlockCounts {
+            vaddr: b.vaddr,
+            insns: b.insns.into(),
+            execs: b.execs.swap(0, Relaxed),
+            reads: b.reads.swap(0, Relaxed),
+            writes: b.writes.swap(0, Relaxed),
+            d1_misses: b.d1_misses.swap(0, Relaxed),
+            ll_misses: b.ll_misses.swap(0, Relaxed),
+        })
+        .filter(BlockCounts::touched)
+        .collect();
     let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
     out.1 += 1;
     let region = out.1;
-    let _ = write!(out.0, "region {region} vcpu {vcpu} memory\n{text}end\n");
+    let _ = out.0.write_all(region_text(region, vcpu, blocks).as_bytes());
     let _ = out.0.flush();
 }
 
@@ -167,13 +158,6 @@ unsafe fn marker(insn: *const qemu_plugin_sys::qemu_plugin_insn) -> Option<unsaf
         _ => None,
     }
 }
-
-/// Where x86-64 kernels put modules and JIT images (MODULES_VADDR):
-/// blocks there are counted by instruction.
-const MODULES: u64 = 0xffff_ffff_a000_0000;
-
-/// Kernel addresses start here on x86-64; below is user space.
-const KERNEL_SPACE: u64 = 0xffff_8000_0000_0000;
 
 /// Registers a tally of `insns` instructions at `vaddr`, counted by `register`.
 fn tally(vaddr: u64, insns: usize) -> *mut c_void {
@@ -245,9 +229,6 @@ unsafe extern "C" fn translated(_: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     }
 }
 
-/// What `probe=on` prints (bpfbench looks for it).
-const PROBED: &str = "bpfbench-tcg-counter: loaded";
-
 /// Called by QEMU when it loads the plugin: `-plugin PATH,out=FILE`.
 ///
 /// # Safety
@@ -263,12 +244,12 @@ pub unsafe extern "C" fn qemu_plugin_install(
     for i in 0..argc.max(0) as usize {
         // SAFETY: QEMU passes argc valid C strings.
         let arg = unsafe { CStr::from_ptr(*argv.add(i)) }.to_string_lossy();
-        if let Some(path) = arg.strip_prefix("out=") {
+        if let Some(path) = arg.strip_prefix(OUT_ARG) {
             out = Some(path.to_string());
         }
         // bpfbench's check that this QEMU loads the plugin: say so, and
         // refuse, so that QEMU exits at once.
-        if arg == "probe=on" {
+        if arg == PROBE_ARG {
             println!("{PROBED}");
             return -1;
         }
