@@ -332,18 +332,6 @@ pub enum Scrub {
     Written,
 }
 
-impl Scrub {
-    /// How progress and notes name it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scrub::None => "nothing zeroed",
-            Scrub::Frame => "its frame zeroed",
-            Scrub::Bytes(_) => "bytes zeroed",
-            Scrub::Written => "the slots it wrote zeroed",
-        }
-    }
-}
-
 /// Inlines every call the function starting at 0 (the program's entry)
 /// makes to the function starting at `body`. The body's own subprograms,
 /// and the body itself if anything else calls it, stay functions.

@@ -303,16 +303,16 @@ pub struct Placed<T> {
     pub why_called: Option<String>,
 }
 
-/// Builds the inline form where `choice` asks for it and nothing in
-/// `cannot` forbids it, else the called form. Under `auto` a refused
-/// inline form (the verifier's reason on its error's first line) falls
-/// back to the call and is kept as the reason; asked for, it is the error.
 /// Why the body is called rather than inline, from the inline build's error:
 /// its first line.
 pub fn why_not_inline(e: &anyhow::Error) -> String {
     format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())
 }
 
+/// Builds the inline form where `choice` asks for it and nothing in
+/// `cannot` forbids it, else the called form. Under `auto` a refused
+/// inline form (the verifier's reason on its error's first line) falls
+/// back to the call and is kept as the reason; asked for, it is the error.
 pub fn place<T>(
     choice: BodyChoice,
     cannot: Option<String>,

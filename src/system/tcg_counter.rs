@@ -266,6 +266,7 @@ pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bpfbench_tcg_protocol::region_text;
 
     #[test]
     fn regions_are_attributed_by_symbol_longer_less_shorter_batch_the_empty_loop_taken_off() {
@@ -303,16 +304,7 @@ mod tests {
         let symbols = Symbols::parse(
             "ffffffff81000000 T bpf_prog_test_run_xdp\nffffffff81000100 t timer_tick\nffffffff81000200 T __sys_bpf\n",
         );
-        let k = KernelInsns {
-            iters: 100,
-            body_regions: vec![(1, 2), (5, 6)],
-            loop_regions: vec![(3, 4), (7, 8)],
-            jit_symbols: vec![
-                (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
-                (0xffffffffc0000800, "bpf_prog_bb_loop".into()),
-            ],
-            counts: None,
-        };
+        let k = counted_in_rounds(2);
         let c = attribute(&k, &regions, &symbols).unwrap();
         // The timer in round 1's long batch and round 2's short one is
         // left out; the system call's 50 drops out; user space is not counted.
@@ -348,16 +340,7 @@ mod tests {
         };
         let file = [region(1, true, 100), region(2, true, 200), region(3, false, 100), region(4, false, 200)].concat();
         let regions = RegionsFile::parse(&file).unwrap();
-        let k = KernelInsns {
-            iters: 100,
-            body_regions: vec![(1, 2)],
-            loop_regions: vec![(3, 4)],
-            jit_symbols: vec![
-                (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
-                (0xffffffffc0000800, "bpf_prog_bb_loop".into()),
-            ],
-            counts: None,
-        };
+        let k = counted_in_rounds(1);
         let c = attribute(&k, &regions, &Symbols::parse("ffffffff81000000 T htab_map_lookup_elem\n")).unwrap();
         let m = c.memory.unwrap();
         assert_eq!(m.total, DataAccesses { reads: 5.0, writes: 1.0, d1_misses: 0.5, ll_misses: 0.0 });
@@ -367,44 +350,72 @@ mod tests {
 
     #[test]
     fn a_count_is_never_below_zero_and_the_rounds_spread_is_its_resolution() {
-        // The program misses D1 on no packet; the empty loop on one in ten,
-        // so the difference is -0.1 a packet. Its reads: 3 a packet in the
-        // first round, 3.5 in the second (a round's own estimate).
-        let region = |n: u64, body: bool, packets: u64, reads_per: f64| {
-            let mut r = format!("region {n} vcpu 0 memory\n");
+        // A packet: the program reads 3 in its JIT image in the first
+        // round, 3.5 in the second (each round's own estimate); the empty
+        // loop misses D1 on one packet in ten and runs a kernel function
+        // that the program's batch does not, so the program's D1 misses and
+        // kernel instructions are 0 less 0.1: never below zero. A kernel
+        // function reads less in the longer batch (-1 a packet) and writes
+        // more (1 a packet): its reads count 0.
+        let blocks = |body: bool, packets: u64, reads_per: f64| {
+            let mut b = vec![BlockCounts { vaddr: 0xffffffffc0000810, insns: 2, execs: packets, ..Default::default() }];
             if body {
-                r += &format!("ffffffffc0000010 5 {packets} {} 0 0 0\n", (reads_per * packets as f64) as u64);
+                let reads = (reads_per * packets as f64) as u64;
+                b.push(BlockCounts {
+                    vaddr: 0xffffffffc0000010,
+                    insns: 5,
+                    execs: packets,
+                    reads,
+                    ..Default::default()
+                });
+                let (reads, writes) = (300 - packets, packets);
+                b.push(BlockCounts {
+                    vaddr: 0xffffffff81000000,
+                    insns: 1,
+                    execs: 1,
+                    reads,
+                    writes,
+                    ..Default::default()
+                });
+            } else {
+                b[0].d1_misses = packets / 10;
+                b.push(BlockCounts { vaddr: 0xffffffff81000100, insns: 1, execs: packets / 10, ..Default::default() });
             }
-            r += &format!("ffffffffc0000810 2 {packets} 0 0 {} 0\n", packets / 10);
-            r + "end\n"
+            b
         };
-        let file = [
-            region(1, true, 100, 3.0),
-            region(2, true, 200, 3.0),
-            region(3, false, 100, 0.0),
-            region(4, false, 200, 0.0),
-            region(5, true, 100, 3.5),
-            region(6, true, 200, 3.5),
-            region(7, false, 100, 0.0),
-            region(8, false, 200, 0.0),
-        ]
-        .concat();
-        let k = KernelInsns {
+        let file: String = [(true, 3.0), (false, 0.0), (true, 3.5), (false, 0.0)]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &(body, reads))| {
+                let n = 2 * i as u64 + 1;
+                [region_text(n, 0, blocks(body, 100, reads)), region_text(n + 1, 0, blocks(body, 200, reads))]
+            })
+            .collect();
+        let c = attribute(&counted_in_rounds(2), &RegionsFile::parse(&file).unwrap(), &Symbols::parse("")).unwrap();
+        let m = c.memory.unwrap();
+        assert_eq!((m.total.d1_misses, c.kernel), (0.0, 0.0), "never below zero");
+        assert_eq!(c.jit, 5.0);
+        let names: Vec<&str> = m.symbols.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["bpf_prog_aa_xdp", "[unknown]"], "{:?}", m.symbols);
+        assert_eq!((m.symbols[1].1.reads, m.symbols[1].1.writes), (0.0, 1.0));
+        assert!((m.resolution.reads - 0.5).abs() < 1e-9, "{:?}", m.resolution);
+        assert_eq!(m.resolution.d1_misses, 0.0);
+    }
+
+    /// A scenario counted in `rounds` rounds: the program's batches of 100
+    /// and 200 packets in regions 1, 2 (then 5, 6), the empty loop's in 3, 4
+    /// (then 7, 8); the program's JIT image and the loop's.
+    fn counted_in_rounds(rounds: u64) -> KernelInsns {
+        let pairs = |first: u64| (0..rounds).map(|r| (first + 4 * r, first + 4 * r + 1)).collect();
+        KernelInsns {
             iters: 100,
-            body_regions: vec![(1, 2), (5, 6)],
-            loop_regions: vec![(3, 4), (7, 8)],
+            body_regions: pairs(1),
+            loop_regions: pairs(3),
             jit_symbols: vec![
                 (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
                 (0xffffffffc0000800, "bpf_prog_bb_loop".into()),
             ],
             counts: None,
-        };
-        let c = attribute(&k, &RegionsFile::parse(&file).unwrap(), &Symbols::parse("")).unwrap();
-        let m = c.memory.unwrap();
-        assert_eq!(m.total.d1_misses, 0.0, "never below zero");
-        assert!(m.symbols.iter().all(|(_, a)| a.fields().iter().all(|v| *v >= 0.0)), "{:?}", m.symbols);
-        assert!((m.resolution.reads - 0.5).abs() < 1e-9, "{:?}", m.resolution);
-        assert_eq!(m.resolution.d1_misses, 0.0);
-        assert!(c.jit >= 0.0 && c.kernel >= 0.0);
+        }
     }
 }
