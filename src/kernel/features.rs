@@ -139,8 +139,14 @@ pub fn probe() -> Option<&'static Capabilities> {
             let caps = Capabilities::probe();
             let all_refused = caps.may_goto.is_err() && caps.bpf_loop.is_err() && caps.bounded_loops.is_err();
             let may_load = || {
-                crate::kernel::load::constant_program(crate::kernel::object::ProgKind::Xdp, "bpfbench_probe", 2, 0, 0)
-                    .is_ok()
+                crate::kernel::load::constant_program(
+                    crate::kernel::prog_type::ProgKind::Xdp,
+                    "bpfbench_probe",
+                    2,
+                    0,
+                    0,
+                )
+                .is_ok()
             };
             (!all_refused || may_load()).then_some(caps)
         })

@@ -11,7 +11,8 @@ use std::ptr::NonNull;
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::libbpf_sys as sys;
 
-use super::object::{ObjectFile, ProgKind};
+use super::object::ObjectFile;
+use super::prog_type::ProgKind;
 use super::{AttachType, FuncInfo};
 use crate::insn::{self, Insn};
 
@@ -19,22 +20,6 @@ use crate::insn::{self, Insn};
 const BPF_LOG_STATS: u32 = 4;
 /// Lines of the verifier's log a refusal shows.
 const LOG_TAIL: usize = 15;
-
-impl ProgKind {
-    pub(crate) fn prog_type(self) -> sys::bpf_prog_type {
-        match self {
-            ProgKind::Xdp => sys::BPF_PROG_TYPE_XDP,
-            ProgKind::Tc => sys::BPF_PROG_TYPE_SCHED_CLS,
-            ProgKind::SocketFilter => sys::BPF_PROG_TYPE_SOCKET_FILTER,
-            ProgKind::CgroupSkb => sys::BPF_PROG_TYPE_CGROUP_SKB,
-            ProgKind::FlowDissector => sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
-            ProgKind::SkLookup => sys::BPF_PROG_TYPE_SK_LOOKUP,
-            ProgKind::Netfilter => sys::BPF_PROG_TYPE_NETFILTER,
-            ProgKind::RawTracepoint => sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
-            ProgKind::Syscall => sys::BPF_PROG_TYPE_SYSCALL,
-        }
-    }
-}
 
 /// What [`load_program`] hands the kernel beside the instructions.
 pub struct LoadSpec<'a> {
@@ -94,7 +79,7 @@ pub fn load_program(spec: &LoadSpec<'_>, insns: &[Insn]) -> Result<OwnedFd> {
     // SAFETY: every pointer lives across the call; sizes are passed with them.
     let fd = unsafe {
         sys::bpf_prog_load(
-            spec.kind.prog_type(),
+            spec.kind.desc().libbpf_type,
             name.as_ptr(),
             license.as_ptr(),
             insns.as_ptr(),
@@ -135,7 +120,7 @@ pub fn filler_program(name: &CStr, count: u32) -> Result<OwnedFd> {
     // SAFETY: valid instructions and C strings live across the call; NULL opts are defaults.
     let fd = unsafe {
         sys::bpf_prog_load(
-            sys::BPF_PROG_TYPE_SOCKET_FILTER,
+            ProgKind::SocketFilter.desc().libbpf_type,
             name.as_ptr(),
             c"GPL".as_ptr(),
             insns.as_ptr(),

@@ -3,6 +3,7 @@
 //! kernel through these modules and the types they name; no other module
 //! uses `libbpf_sys` (a test in `tests/cli/layers.rs` holds the tree to that).
 //!
+//! - [`prog_type`]: the program types bpfbench runs, one descriptor each;
 //! - [`object`]: a BPF object file opened with libbpf, one program loaded
 //!   with its verifier log; [`prepared`]: the instructions and maps libbpf
 //!   prepared, for the userspace runtime; [`lines`]: their source lines;
@@ -30,6 +31,7 @@ pub mod netdev;
 pub mod object;
 pub mod prepared;
 pub mod prog_info;
+pub mod prog_type;
 pub mod skb_view;
 pub mod skeleton;
 pub mod slot_traps;

@@ -13,7 +13,8 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 use super::AttachType;
 use super::load::{LoadSpec, load_program};
-use super::object::{ObjectFile, ProgKind};
+use super::object::ObjectFile;
+use super::prog_type::ProgKind;
 use crate::insn::{self, Insn};
 
 /// Slots watched per prog array at most: a trap is a program load (tens of

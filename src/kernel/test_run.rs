@@ -129,37 +129,3 @@ pub fn run_live_frames(prog: BorrowedFd<'_>, packet: &[u8], repeat: u32, batch_s
     let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
     if rc != 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
 }
-
-/// Name of an XDP action, as the kernel's uapi spells it.
-pub fn xdp_action_name(action: u32) -> String {
-    match action {
-        0 => "XDP_ABORTED".into(),
-        1 => "XDP_DROP".into(),
-        2 => "XDP_PASS".into(),
-        3 => "XDP_TX".into(),
-        4 => "XDP_REDIRECT".into(),
-        other => format!("action {other}"),
-    }
-}
-
-/// tc actions (linux/pkt_cls.h), as returned by sched_cls programs.
-pub const TC_ACTIONS: [(&str, i32); 10] = [
-    ("TC_ACT_UNSPEC", -1),
-    ("TC_ACT_OK", 0),
-    ("TC_ACT_RECLASSIFY", 1),
-    ("TC_ACT_SHOT", 2),
-    ("TC_ACT_PIPE", 3),
-    ("TC_ACT_STOLEN", 4),
-    ("TC_ACT_QUEUED", 5),
-    ("TC_ACT_REPEAT", 6),
-    ("TC_ACT_REDIRECT", 7),
-    ("TC_ACT_TRAP", 8),
-];
-
-/// Name of a tc action.
-pub fn tc_action_name(action: u32) -> String {
-    TC_ACTIONS
-        .iter()
-        .find(|(_, v)| *v == action as i32)
-        .map_or_else(|| format!("action {}", action as i32), |(n, _)| n.to_string())
-}

@@ -7,7 +7,7 @@
 use std::os::fd::OwnedFd;
 
 use crate::kernel::load::constant_program;
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 use anyhow::Result;
 
 const XDP_DROP: i32 = 1;

@@ -67,27 +67,35 @@ pub trait Rendered: Serialize {
     const NAME: &'static str;
     /// The forms it has; JSON is always one of them.
     const FORMATS: &'static [Format];
-    /// Its forms but JSON, which is serde's.
+    /// The record in `format`: every form named, those it lacks by
+    /// [`not_written_as`] (JSON is [`json`]).
     fn render_form(&self, format: Format) -> Result<String>;
+}
+
+/// The one line naming the forms `R` has, for a `format` it lacks.
+pub fn not_written_as<R: Rendered>(format: Format) -> anyhow::Error {
+    let forms: Vec<String> = R::FORMATS.iter().map(|f| f.name()).collect();
+    anyhow::anyhow!("--format {}: {} is written as {}", format.name(), R::NAME, forms.join(", "))
 }
 
 /// Fails with one line naming the forms `R` has unless `format` is one;
 /// commands check before they start, so no run ends in this error.
 pub fn check_format<R: Rendered>(format: Format) -> Result<()> {
     if !R::FORMATS.contains(&format) {
-        let forms: Vec<String> = R::FORMATS.iter().map(|f| f.name()).collect();
-        bail!("--format {}: {} is written as {}", format.name(), R::NAME, forms.join(", "));
+        return Err(not_written_as::<R>(format));
     }
     Ok(())
+}
+
+/// Any record as JSON (its schema named in it).
+pub fn json<R: Serialize>(record: &R) -> Result<String> {
+    Ok(serde_json::to_string_pretty(record)? + "\n")
 }
 
 /// `record` in `format`, or one line naming the forms it has.
 pub fn render_as<R: Rendered>(record: &R, format: Format) -> Result<String> {
     check_format::<R>(format)?;
-    match format {
-        Format::Json => Ok(serde_json::to_string_pretty(record)? + "\n"),
-        other => record.render_form(other),
-    }
+    record.render_form(format)
 }
 
 impl Rendered for PairedRecord {
@@ -97,8 +105,10 @@ impl Rendered for PairedRecord {
         Ok(match format {
             Format::Csv => paired_table::csv(self)?,
             Format::Markdown => paired_table::markdown(self),
-            Format::Bmf => serde_json::to_string_pretty(&paired_table::bmf(self))? + "\n",
-            _ => paired_table::table(self),
+            Format::Bmf => json(&paired_table::bmf(self))?,
+            Format::Json => json(self)?,
+            Format::Table => paired_table::table(self),
+            Format::Gobench => return Err(not_written_as::<Self>(format)),
         })
     }
 }
@@ -135,7 +145,9 @@ impl Rendered for ChangesRecord {
     fn render_form(&self, format: Format) -> Result<String> {
         Ok(match format {
             Format::Markdown => changes_table::markdown(self),
-            _ => changes_table::render(self),
+            Format::Table => changes_table::render(self),
+            Format::Json => json(self)?,
+            Format::Bmf | Format::Gobench | Format::Csv => return Err(not_written_as::<Self>(format)),
         })
     }
 }
@@ -147,7 +159,9 @@ impl Rendered for ComparisonRecord {
         Ok(match format {
             Format::Markdown => compare_table::markdown(self),
             Format::Csv => compare_table::csv(self)?,
-            _ => compare_table::render(self),
+            Format::Table => compare_table::render(self),
+            Format::Json => json(self)?,
+            Format::Bmf | Format::Gobench => return Err(not_written_as::<Self>(format)),
         })
     }
 }
@@ -158,7 +172,9 @@ impl Rendered for MatrixRecord {
     fn render_form(&self, format: Format) -> Result<String> {
         match format {
             Format::Csv => matrix_table::csv(self),
-            _ => Ok(matrix_table::table(self)),
+            Format::Table => Ok(matrix_table::table(self)),
+            Format::Json => json(self),
+            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
         }
     }
 }
@@ -169,7 +185,9 @@ impl Rendered for LiveRecord {
     fn render_form(&self, format: Format) -> Result<String> {
         match format {
             Format::Csv => live_table::csv(self),
-            _ => Ok(live_table::render(self)),
+            Format::Table => Ok(live_table::render(self)),
+            Format::Json => json(self),
+            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
         }
     }
 }
@@ -180,7 +198,9 @@ impl Rendered for GenRecord {
     fn render_form(&self, format: Format) -> Result<String> {
         match format {
             Format::Csv => gen_table::csv(self),
-            _ => Ok(gen_table::summary(self)),
+            Format::Table => Ok(gen_table::summary(self)),
+            Format::Json => json(self),
+            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
         }
     }
 }
@@ -191,7 +211,9 @@ impl Rendered for VerifierReport {
     fn render_form(&self, format: Format) -> Result<String> {
         match format {
             Format::Csv => verifier_table::csv(self),
-            _ => Ok(verifier_table::render(self)),
+            Format::Table => Ok(verifier_table::render(self)),
+            Format::Json => json(self),
+            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
         }
     }
 }
@@ -224,6 +246,6 @@ pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> 
         Format::Bmf => serde_json::to_string_pretty(&export::bmf(run))? + "\n",
         Format::Gobench => export::gobench(run),
         Format::Csv => export::csv(run)?,
-        Format::Json => serde_json::to_string_pretty(run)? + "\n",
+        Format::Json => json(run)?,
     })
 }

@@ -219,3 +219,99 @@ fn the_plain_layers_know_no_command_line() {
     }
     assert!(against.is_empty(), "command-line code in the plain layers: {against:?}");
 }
+
+/// The arms at the top level of each `match` in `code` whose arms name
+/// `ty::` variants, with the line each stands on: (line, arm pattern).
+fn match_arms_over(code: &str, ty: &str) -> Vec<Vec<(usize, String)>> {
+    let bytes = code.as_bytes();
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("match ") {
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+            continue;
+        }
+        let Some(open) = code[at..].find('{').map(|o| at + o) else { continue };
+        // The arms: text at depth 1 between `{`/`,`/`}` and `=>`.
+        let (mut depth, mut arms, mut start) = (0usize, Vec::new(), open + 1);
+        let mut i = open;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'{' | b'(' | b'[' => depth += 1,
+                b'}' | b')' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                    if depth == 1 && bytes[i] == b'}' {
+                        start = i + 1;
+                    }
+                }
+                b',' if depth == 1 => start = i + 1,
+                b'=' if depth == 1 && bytes.get(i + 1) == Some(&b'>') => {
+                    let pattern = code[start..i].trim().to_string();
+                    arms.push((code[..start].lines().count() + 1, pattern));
+                    start = i + 2;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        if arms.iter().any(|(_, p)| p.contains(&format!("{ty}::"))) {
+            found.push(arms);
+        }
+    }
+    found
+}
+
+/// A `match` over program types, output formats or metrics names every
+/// variant: a new one then fails to compile wherever it needs a decision,
+/// instead of silently taking a default (`_ =>`, `other =>`).
+#[test]
+fn matches_over_types_formats_and_metrics_name_every_variant() {
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    let mut against = Vec::new();
+    let mut seen = 0;
+    for file in &files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for ty in ["ProgKind", "Format", "Metric", "Takes", "Gives", "BatchLoop", "Hook"] {
+            for arms in match_arms_over(&code, ty) {
+                seen += 1;
+                for (line, p) in arms {
+                    let binding = p.split(" if ").next().unwrap_or("").trim();
+                    let wild = binding == "_"
+                        || (!binding.is_empty() && binding.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+                    if wild {
+                        against
+                            .push(format!("{}:{line}: `{p} =>` over {ty}", file.strip_prefix(SRC).unwrap().display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 10, "only {seen} matches over the enums were read");
+    assert!(against.is_empty(), "wildcard arms:\n{}", against.join("\n"));
+}
+
+/// Program types are described in `kernel/prog_type.rs` alone: no other
+/// file spells a kernel program type (beyond "none yet", UNSPEC).
+#[test]
+fn program_types_are_described_in_one_table() {
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    let mut against = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(SRC).unwrap().to_string_lossy().into_owned();
+        if rel == "kernel/prog_type.rs" {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for (n, line) in code.lines().enumerate() {
+            let spelled =
+                line.match_indices("BPF_PROG_TYPE_").any(|(i, _)| !line[i..].starts_with("BPF_PROG_TYPE_UNSPEC"));
+            if spelled {
+                against.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(against.is_empty(), "program types spelled outside kernel/prog_type.rs:\n{}", against.join("\n"));
+}

@@ -240,7 +240,7 @@ fn bad_inputs_get_one_line_errors() {
         (&["no-such-thing"], "no such target 'no-such-thing'"),
         (&["--sweep", "speed=1"], "unknown variable 'speed'"),
         (&[drop.to_str().unwrap(), "--lru-size", "10"], "--lru-size sizes xdp-lb's connection tables"),
-        (&[tc.to_str().unwrap()], "bpfbench live attaches XDP programs"),
+        (&[tc.to_str().unwrap()], "bpfbench live attaches programs to an interface's XDP hook"),
         (&["--plot", "x.svg"], "--plot draws a sweep"),
         (&["--packet", "eth/ipv5"], "unknown layer 'ipv5'"),
     ];

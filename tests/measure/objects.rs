@@ -577,7 +577,10 @@ fn programs_in_sections_only_their_loader_knows_take_a_type_from_the_command_lin
     let o = bpfbench(&["run", &own, "--no-store"]);
     let error = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{error}");
-    assert!(error.contains("(section xdp/entry)") && error.contains("--program-type xdp or tc"), "{error}");
+    assert!(
+        error.contains("(section xdp/entry)") && error.contains("--program-type TYPE, one of xdp, sched_cls"),
+        "{error}"
+    );
     assert_eq!(error.trim().lines().count(), 1, "{error}");
     let (code, results, err) = run_json(&[own.as_str(), "--program-type", "xdp", "--expect", "XDP_DROP"]);
     assert_eq!(code, Some(0), "{err}");
@@ -632,7 +635,7 @@ fn raw_tracepoint_and_syscall_programs_take_their_context_and_are_timed() {
     for (args, needle) in [
         (&ctx_for_xdp[..], "--ctx is for raw tracepoint and syscall programs"),
         (&packet_for_raw_tp[..], "takes a context and no packet: drop --packet/--pcap and give --ctx"),
-        (&too_many[..], "a raw tracepoint takes at most 12 arguments"),
+        (&too_many[..], "context holds at most 96 bytes (12 u64 arguments)"),
     ] {
         let o = bpfbench(args);
         let error = stderr(&o);

@@ -23,106 +23,8 @@ pub use checks::{check_bpf_elf, is_bpf_elf};
 pub use verifier_log::parse_stats;
 
 use crate::kernel::libbpf_log;
+use crate::kernel::prog_type::{NOT_TEST_RUNNABLE, ProgKind};
 use crate::record::VerifierStats;
-
-/// Program types bpfbench can time, as the kernel calls them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProgKind {
-    Xdp,
-    /// tc (BPF_PROG_TYPE_SCHED_CLS).
-    Tc,
-    /// A socket filter (BPF_PROG_TYPE_SOCKET_FILTER): returns the bytes to keep.
-    SocketFilter,
-    /// A cgroup's skb filter (BPF_PROG_TYPE_CGROUP_SKB): 1 allows, 0 denies.
-    CgroupSkb,
-    /// A flow dissector (BPF_PROG_TYPE_FLOW_DISSECTOR): fills the flow keys
-    /// (`struct bpf_flow_keys`, its test run's output), returns BPF_OK or BPF_DROP.
-    FlowDissector,
-    /// A socket lookup (BPF_PROG_TYPE_SK_LOOKUP): asked about a flow (its
-    /// test run takes `struct bpf_sk_lookup`, no packet), SK_PASS or SK_DROP.
-    SkLookup,
-    /// A netfilter hook program (BPF_PROG_TYPE_NETFILTER, 6.4): NF_ACCEPT or
-    /// NF_DROP; its test run takes the packet and the hook's state.
-    Netfilter,
-    /// A raw tracepoint program (BPF_PROG_TYPE_RAW_TRACEPOINT): its test run
-    /// takes the tracepoint's arguments (up to 12 u64s) and reports no time.
-    RawTracepoint,
-    /// A syscall program (BPF_PROG_TYPE_SYSCALL, sleepable): its test run
-    /// takes a context of the program's own layout, gives it back as the
-    /// program left it, and reports no time.
-    Syscall,
-}
-
-impl ProgKind {
-    /// What a program that does nothing returns: XDP_PASS, TC_ACT_OK, the
-    /// whole packet (a socket filter's length is clamped to it), allow.
-    pub fn pass_verdict(self) -> i32 {
-        match self {
-            ProgKind::Xdp => 2,
-            ProgKind::Tc => 0,
-            ProgKind::SocketFilter => i32::MAX,
-            ProgKind::CgroupSkb => 1,
-            ProgKind::FlowDissector => 0, // BPF_OK
-            ProgKind::SkLookup => 1,      // SK_PASS
-            ProgKind::Netfilter => 1,     // NF_ACCEPT
-            ProgKind::RawTracepoint | ProgKind::Syscall => 0,
-        }
-    }
-
-    /// What a program returns to drop the packet: XDP_DROP, TC_ACT_SHOT, 0.
-    pub fn drop_verdict(self) -> i32 {
-        match self {
-            ProgKind::Xdp => 1,
-            ProgKind::Tc => 2,
-            ProgKind::SocketFilter
-            | ProgKind::CgroupSkb
-            | ProgKind::SkLookup
-            | ProgKind::Netfilter
-            | ProgKind::RawTracepoint
-            | ProgKind::Syscall => 0,
-            ProgKind::FlowDissector => 2, // BPF_DROP
-        }
-    }
-
-    /// Whether the program's context is an `__sk_buff`.
-    pub fn has_skb(self) -> bool {
-        matches!(self, ProgKind::Tc | ProgKind::SocketFilter | ProgKind::CgroupSkb)
-    }
-
-    /// What a test run hands back besides the verdict: the packet, or (a
-    /// flow dissector's) the flow keys.
-    pub fn outputs_flow_keys(self) -> bool {
-        self == ProgKind::FlowDissector
-    }
-
-    /// Whether a test run takes a context and no packet.
-    pub fn takes_no_packet(self) -> bool {
-        matches!(self, ProgKind::SkLookup | ProgKind::RawTracepoint | ProgKind::Syscall)
-    }
-
-    /// Whether a test run hands back no packet (only a verdict; a syscall
-    /// program's its context).
-    pub fn outputs_no_packet(self) -> bool {
-        matches!(self, ProgKind::SkLookup | ProgKind::Netfilter | ProgKind::RawTracepoint | ProgKind::Syscall)
-    }
-
-    /// Whether the case gives the test run's context itself (`--ctx`):
-    /// the types whose context is no packet's nor an skb's.
-    pub fn takes_raw_context(self) -> bool {
-        matches!(self, ProgKind::RawTracepoint | ProgKind::Syscall)
-    }
-
-    /// Whether BPF_PROG_TEST_RUN times the program (it reports no duration
-    /// for raw tracepoint and syscall programs).
-    pub fn test_run_times(self) -> bool {
-        !self.takes_raw_context()
-    }
-}
-
-/// Program types the kernel cannot run with BPF_PROG_TEST_RUN (the
-/// type names libbpf gives them), for refusals that say so.
-const NOT_TEST_RUNNABLE: [&str; 8] =
-    ["kprobe", "tracepoint", "perf_event", "lsm", "struct_ops", "tracing", "ext", "cgroup_sysctl"];
 
 /// What the object says about one of its programs.
 #[derive(Debug, Clone)]
@@ -350,7 +252,7 @@ impl ObjectFile {
             // SAFETY: as above.
             let Some(kind) = kind_of(&cstr(unsafe { sys::bpf_program__section_name(p) })) else { continue };
             // SAFETY: as above.
-            let rc = unsafe { sys::bpf_program__set_type(p, kind.prog_type()) };
+            let rc = unsafe { sys::bpf_program__set_type(p, kind.desc().libbpf_type) };
             if rc != 0 {
                 bail!(
                     "setting the type of program '{}': {}",
@@ -358,10 +260,8 @@ impl ObjectFile {
                     errno_error(rc)
                 );
             }
-            if kind == ProgKind::Xdp {
-                // SAFETY: as above.
-                unsafe { sys::bpf_program__set_expected_attach_type(p, sys::BPF_XDP) };
-            }
+            // SAFETY: as above.
+            unsafe { sys::bpf_program__set_expected_attach_type(p, kind.desc().expected_attach) };
             typed += 1;
         }
         Ok(typed)
@@ -380,18 +280,7 @@ impl ObjectFile {
                         sys::bpf_program__type(p),
                     )
                 };
-                let kind = match ty {
-                    sys::BPF_PROG_TYPE_XDP => Some(ProgKind::Xdp),
-                    sys::BPF_PROG_TYPE_SCHED_CLS => Some(ProgKind::Tc),
-                    sys::BPF_PROG_TYPE_SOCKET_FILTER => Some(ProgKind::SocketFilter),
-                    sys::BPF_PROG_TYPE_CGROUP_SKB => Some(ProgKind::CgroupSkb),
-                    sys::BPF_PROG_TYPE_FLOW_DISSECTOR => Some(ProgKind::FlowDissector),
-                    sys::BPF_PROG_TYPE_SK_LOOKUP => Some(ProgKind::SkLookup),
-                    sys::BPF_PROG_TYPE_NETFILTER => Some(ProgKind::Netfilter),
-                    sys::BPF_PROG_TYPE_RAW_TRACEPOINT => Some(ProgKind::RawTracepoint),
-                    sys::BPF_PROG_TYPE_SYSCALL => Some(ProgKind::Syscall),
-                    _ => None,
-                };
+                let kind = ProgKind::of_libbpf(ty);
                 // SAFETY: returns a static string or NULL.
                 let type_name = cstr(unsafe { sys::libbpf_bpf_prog_type_str(ty) });
                 ProgramInfo { name, section, type_name, kind }
@@ -419,21 +308,24 @@ impl ObjectFile {
         match p.kind {
             Some(kind) => Ok((p.clone(), kind)),
             None if NOT_TEST_RUNNABLE.contains(&p.type_name.as_str()) => bail!(
-                "program '{}' in {file} is a {} program (section {}), which the kernel cannot test-run, so nothing can time it; `bpfbench verifier {file}` reports what the verifier makes of it (the userspace runtime runs XDP and tc programs)",
+                "program '{}' in {file} is a {} program (section {}), which the kernel cannot test-run, so nothing can time it; `bpfbench verifier {file}` reports what the verifier makes of it (the userspace runtime runs {} programs)",
                 p.name,
                 p.type_name,
-                p.section
+                p.section,
+                ProgKind::labels(|t| t.user_runtime)
             ),
             None if p.type_name == "unspec" => bail!(
-                "program '{}' in {file} has no type libbpf knows (section {}); if the section is named for its own loader, give the type with --program-type xdp or tc",
+                "program '{}' in {file} has no type libbpf knows (section {}); if the section is named for its own loader, give the type with --program-type TYPE, one of {}",
                 p.name,
-                p.section
+                p.section,
+                ProgKind::names(|_| true)
             ),
             None => bail!(
-                "program '{}' in {file} is a {} program (section {}); bpfbench times xdp, tc (sched_cls), socket_filter, cgroup_skb, flow_dissector, sk_lookup, netfilter, raw_tracepoint and syscall programs",
+                "program '{}' in {file} is a {} program (section {}); bpfbench times {} programs",
                 p.name,
                 p.type_name,
-                p.section
+                p.section,
+                ProgKind::names(|_| true)
             ),
         }
     }

@@ -32,13 +32,13 @@ use crate::harness::{
     BatchTiming, LoadedWorkload, NotRunnable, PreparedScenario, ScenarioInfo, Validation, Variant, Workload,
 };
 use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all as restore};
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 use crate::packet::mask::Mask;
 use crate::record::{ScenarioFacts, Timing};
 use crate::workloads::Registration;
 use crate::workloads::object::{
     ChainRequest, ChainTimer, ENCAPSULATED_FOR_GOOD, HELPER_RESETS, NotInLoop, Restore, empty_program, outputs_differ,
-    restore_plan, verdict_name,
+    restore_plan,
 };
 use collection::{Collection, Entry, Replayed, Split};
 use per_call::{CallState, CallTimer, MAX_CALLS};
@@ -173,10 +173,7 @@ impl TestSuite {
 
 impl TestFile {
     fn kind_name(&self) -> &'static str {
-        match self.kind {
-            ProgKind::Xdp => "XDP",
-            _ => "tc",
-        }
+        self.kind.desc().label
     }
 }
 
@@ -381,8 +378,8 @@ impl LoadedWorkload for Loaded<'_> {
             notes.push(format!("state-dependent: {}", labels.join("; ")));
         }
         let verdict = match state_dependent {
-            true => format!("{} (state-dependent)", verdict_name(kind, first.retval)),
-            false => verdict_name(kind, first.retval),
+            true => format!("{} (state-dependent)", kind.verdict_name(first.retval)),
+            false => kind.verdict_name(first.retval),
         };
         let validation = Validation { verdict, outcome: None, timing, checks, notes, outputs: vec![first] };
         Ok((validation, prepared))

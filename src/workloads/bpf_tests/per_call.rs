@@ -21,9 +21,8 @@ use super::collection::{Collection, Entry};
 use super::suite::Test;
 use crate::harness::BatchTiming;
 use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all};
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 use crate::kernel::test_run::{RunOutput, run_in};
-use crate::workloads::object::verdict_name;
 
 /// Calls per batch at most: each call first writes the maps back (a
 /// system call per entry), so a batch of this many stays within tens of
@@ -90,8 +89,8 @@ impl CallTimer<'_> {
             if out.retval != self.reference.retval {
                 bail!(
                     "{what} the entry returned {}, not {} as in validation",
-                    verdict_name(self.kind, out.retval),
-                    verdict_name(self.kind, self.reference.retval)
+                    self.kind.verdict_name(out.retval),
+                    self.kind.verdict_name(self.reference.retval)
                 );
             }
             if call + 1 == n

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::insn::helper;
-use crate::kernel::object::{ObjectFile, ProgKind};
+use crate::kernel::object::ObjectFile;
+use crate::kernel::prog_type::ProgKind;
 
 /// A test: its programs (pktgen and setup are optional, check is not).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,13 +36,10 @@ pub struct TestFile {
     pub refused: Option<String>,
 }
 
-/// The program type a Cilium section name gives (`tc/...`, `xdp/...`).
+/// The program type a Cilium section name gives (`tc/...`, `xdp/...`):
+/// Cilium's tests are tc and XDP programs, and the replay knows no others.
 pub fn section_kind(section: &str) -> Option<ProgKind> {
-    match section.split('/').next()? {
-        "tc" | "tcx" | "classifier" => Some(ProgKind::Tc),
-        "xdp" => Some(ProgKind::Xdp),
-        _ => None,
-    }
+    ProgKind::of_section(section).filter(|k| matches!(k, ProgKind::Tc | ProgKind::Xdp))
 }
 
 /// (test, role) of a test program's section: `PREFIX/test/NAME/ROLE`.

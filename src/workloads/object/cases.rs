@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::kernel::object::ProgKind;
-use crate::kernel::test_run::{TC_ACTIONS, TestInput, tc_action_name, xdp_action_name};
+use crate::kernel::prog_type::{PROG_TYPES, ProgKind, Takes, Verdicts};
+use crate::kernel::test_run::TestInput;
 use crate::packet::mask::Mask;
 use crate::packet::{FiveTuple, PacketSpec, pcap};
 
@@ -50,79 +50,39 @@ pub struct ExpectedVerdict {
     pub value: u32,
 }
 
-const XDP_ACTIONS: [&str; 5] = ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"];
-/// cgroup_skb's verdicts (bit 1, congestion notification, aside).
-const CGROUP_SKB_VERDICTS: [&str; 2] = ["DENY", "ALLOW"];
-/// A flow dissector's verdicts.
-const FLOW_DISSECTOR_VERDICTS: [(&str, u32); 3] =
-    [("BPF_OK", 0), ("BPF_DROP", 2), ("BPF_FLOW_DISSECTOR_CONTINUE", 129)];
-
 impl ExpectedVerdict {
-    /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name, in any
-    /// case, or a number.
+    /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name of any
+    /// type in [`PROG_TYPES`], in any case, or a number.
     pub fn parse(s: &str) -> Result<ExpectedVerdict> {
         let up = s.trim().to_ascii_uppercase();
-        if let Some(i) = XDP_ACTIONS.iter().position(|a| *a == up) {
-            return Ok(ExpectedVerdict { kind: Some(ProgKind::Xdp), value: i as u32 });
-        }
-        if let Some((_, v)) = TC_ACTIONS.iter().find(|(n, _)| *n == up) {
-            return Ok(ExpectedVerdict { kind: Some(ProgKind::Tc), value: *v as u32 });
-        }
-        if let Some(i) = CGROUP_SKB_VERDICTS.iter().position(|a| *a == up) {
-            return Ok(ExpectedVerdict { kind: Some(ProgKind::CgroupSkb), value: i as u32 });
-        }
-        if let Some(i) = ["NF_DROP", "NF_ACCEPT"].iter().position(|a| *a == up) {
-            return Ok(ExpectedVerdict { kind: Some(ProgKind::Netfilter), value: i as u32 });
-        }
-        if let Some(i) = ["SK_DROP", "SK_PASS"].iter().position(|a| *a == up) {
-            return Ok(ExpectedVerdict { kind: Some(ProgKind::SkLookup), value: i as u32 });
-        }
-        if let Some((_, v)) = FLOW_DISSECTOR_VERDICTS.iter().find(|(n, _)| *n == up) {
-            return Ok(ExpectedVerdict { kind: Some(ProgKind::FlowDissector), value: *v });
+        for t in &PROG_TYPES {
+            if let Verdicts::Named(names) = t.verdicts
+                && let Some((_, v)) = names.iter().find(|(n, _)| *n == up)
+            {
+                return Ok(ExpectedVerdict { kind: Some(t.kind), value: *v as u32 });
+            }
         }
         if let Ok(value) = up.parse::<u32>() {
             return Ok(ExpectedVerdict { kind: None, value });
         }
-        let tc: Vec<&str> = TC_ACTIONS.iter().map(|(n, _)| *n).collect();
-        bail!(
-            "--expect {s}: not a verdict; XDP programs return {}, tc programs {}, cgroup_skb programs ALLOW or DENY, flow dissectors BPF_OK or BPF_DROP, sk_lookup programs SK_PASS or SK_DROP, netfilter programs NF_ACCEPT or NF_DROP, socket filters the number of bytes to keep (any program: a number)",
-            XDP_ACTIONS.join(", "),
-            tc.join(", ")
-        )
+        let returns: Vec<String> = PROG_TYPES
+            .iter()
+            .filter_map(|t| match t.verdicts {
+                Verdicts::Named(names) => Some(format!(
+                    "{} return {}",
+                    t.plural,
+                    names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                )),
+                Verdicts::BytesToKeep => Some(format!("{} the number of bytes to keep", t.plural)),
+                Verdicts::Number => None,
+            })
+            .collect();
+        bail!("--expect {s}: not a verdict; {} (any program: a number)", returns.join("; "))
     }
 
     /// Whether this verdict can be a return of a `kind` program.
     pub fn fits(&self, kind: ProgKind) -> bool {
         self.kind.is_none_or(|k| k == kind)
-    }
-}
-
-/// The name of verdict `value` for programs of `kind`.
-pub fn verdict_name(kind: ProgKind, value: u32) -> String {
-    match kind {
-        ProgKind::Xdp => xdp_action_name(value),
-        ProgKind::Tc => tc_action_name(value),
-        ProgKind::SocketFilter if value == 0 => "0 (drop)".into(),
-        ProgKind::SocketFilter => format!("{value} (keep up to {value} bytes)"),
-        ProgKind::CgroupSkb => match value {
-            0 | 1 => CGROUP_SKB_VERDICTS[value as usize].into(),
-            v => format!("{v}"),
-        },
-        ProgKind::Netfilter => match value {
-            0 => "NF_DROP".into(),
-            1 => "NF_ACCEPT".into(),
-            v => format!("{v}"),
-        },
-        ProgKind::SkLookup => match value {
-            0 => "SK_DROP".into(),
-            1 => "SK_PASS".into(),
-            v => format!("{v}"),
-        },
-        ProgKind::RawTracepoint | ProgKind::Syscall => format!("{value}"),
-        ProgKind::FlowDissector => FLOW_DISSECTOR_VERDICTS
-            .iter()
-            .find(|(_, v)| *v == value)
-            .map_or_else(|| format!("{value}"), |(n, _)| n.to_string()),
     }
 }
 
@@ -136,14 +96,8 @@ pub struct Case {
     pub expect_verdict: Option<ExpectedVerdict>,
     /// One expected output per input packet, or one for all of them.
     pub expect_packets: Option<Vec<Vec<u8>>>,
-    /// The test runs' context, when the case sets fields.
-    pub ctx: Option<SkbContext>,
-    /// Each packet's own context, for the types whose context depends on
-    /// the packet ([`Case::use_lookups`], [`Case::use_hook_states`]), or the
-    /// case's own ([`Case::use_raw_context`]).
-    pub contexts: Option<PacketContexts>,
-    /// `--ctx` as bytes, for the types that take it.
-    pub raw_ctx: Option<Vec<u8>>,
+    /// What each test run is given besides its packet, or instead of it.
+    pub input: CaseInput,
     /// What every comparison of an output packet leaves out: the
     /// expectations, the two reference runs, every batch's check.
     pub mask: Mask,
@@ -151,8 +105,23 @@ pub struct Case {
     pub expect_maps: Vec<MapExpectation>,
     /// The flow keys a flow dissector must fill, and which of their bytes were given.
     pub expect_flow_keys: Option<ExpectedFlowKeys>,
-    /// A flow dissector's input: its flow keys with the flags set.
-    pub flow_flags: Option<FlowFlags>,
+}
+
+/// What each test run of a case is given besides its packet, or instead
+/// of it: one of the forms [`Takes`] names, as the program's type takes it.
+#[derive(Debug, Clone)]
+pub enum CaseInput {
+    /// The packet alone.
+    Packet,
+    /// The packet, and an `__sk_buff` with the fields `shown` set (`--skb`).
+    SkbFields { bytes: Vec<u8>, shown: String },
+    /// The packet, and a flow dissector's flow keys with the flags `shown` set (`--flow-flags`).
+    FlowFlags { bytes: Vec<u8>, shown: String },
+    /// The packet, and a context of its own (the netfilter hook's state it passes).
+    PacketAndContext(Vec<Vec<u8>>),
+    /// A context per packet, standing for it: an sk_lookup program's lookup of
+    /// the packet's flow; a raw tracepoint's or syscall program's `--ctx`.
+    Context(Vec<Vec<u8>>),
 }
 
 /// The flow keys a flow dissector must fill: the fields given, as bytes.
@@ -164,43 +133,28 @@ pub struct ExpectedFlowKeys {
     pub shown: String,
 }
 
-/// The flags a flow dissector's test runs pass in (`struct bpf_flow_keys`'
-/// `flags`, the only field a test run may set).
-#[derive(Debug, Clone)]
-pub struct FlowFlags {
-    pub ctx: Vec<u8>,
-    pub names: String,
-}
-
 /// The kernel's `BPF_FLOW_DISSECTOR_F_*` flags.
 const FLOW_FLAGS: [(&str, u32); 3] = [("PARSE_1ST_FRAG", 1), ("STOP_AT_FLOW_LABEL", 2), ("STOP_AT_ENCAP", 4)];
 
-impl FlowFlags {
-    /// "PARSE_1ST_FRAG,STOP_AT_ENCAP" (the `BPF_FLOW_DISSECTOR_F_` prefix
-    /// optional, any case) or a number.
-    pub fn parse(text: &str, what: &str) -> Result<FlowFlags> {
-        let mut flags = 0u32;
-        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-            let up = word.to_ascii_uppercase();
-            let name = up.trim_start_matches("BPF_FLOW_DISSECTOR_F_");
-            flags |= match (FLOW_FLAGS.iter().find(|(n, _)| *n == name), word.parse::<u32>()) {
-                (Some((_, bit)), _) => *bit,
-                (None, Ok(n)) => n,
-                (None, Err(_)) => bail!(
-                    "{what} {word}: not a flow dissector flag; the flags are {} (or a number)",
-                    FLOW_FLAGS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-                ),
-            };
-        }
-        let ctx = super::btf_value::kernel_struct("bpf_flow_keys", &serde_json::json!({ "flags": flags }), what)?;
-        Ok(FlowFlags { ctx, names: text.to_string() })
+/// A flow dissector's flow keys with `text`'s flags set: the only field its
+/// test run may set. "PARSE_1ST_FRAG,STOP_AT_ENCAP" (the
+/// `BPF_FLOW_DISSECTOR_F_` prefix optional, any case) or a number.
+fn flow_flags(text: &str, what: &str) -> Result<Vec<u8>> {
+    let mut flags = 0u32;
+    for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let up = word.to_ascii_uppercase();
+        let name = up.trim_start_matches("BPF_FLOW_DISSECTOR_F_");
+        flags |= match (FLOW_FLAGS.iter().find(|(n, _)| *n == name), word.parse::<u32>()) {
+            (Some((_, bit)), _) => *bit,
+            (None, Ok(n)) => n,
+            (None, Err(_)) => bail!(
+                "{what} {word}: not a flow dissector flag; the flags are {} (or a number)",
+                FLOW_FLAGS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        };
     }
+    super::btf_value::kernel_struct("bpf_flow_keys", &serde_json::json!({ "flags": flags }), what)
 }
-
-/// Bytes a raw tracepoint's test run is given: its 12 possible u64
-/// arguments, whatever the case sets (zero beyond), so that no program of
-/// the chain reads past what the kernel copied in.
-const RAW_TP_ARGS_BYTES: usize = 12 * 8;
 
 /// `--ctx`'s bytes: integers as native u64s, or a hex string as it reads.
 fn raw_context(v: &serde_json::Value, what: &str) -> Result<Vec<u8>> {
@@ -221,21 +175,6 @@ fn raw_context(v: &serde_json::Value, what: &str) -> Result<Vec<u8>> {
     }
 }
 
-/// A context per packet, and whether the packet goes along with it.
-#[derive(Debug, Clone)]
-pub struct PacketContexts {
-    pub ctxs: Vec<Vec<u8>>,
-    pub with_packet: bool,
-}
-
-/// An skb program's test-run context: `__sk_buff` with some fields set.
-#[derive(Debug, Clone)]
-pub struct SkbContext {
-    pub bytes: Vec<u8>,
-    /// The fields as given, for notes.
-    pub fields: String,
-}
-
 /// Packets from specs (each may stand for several) and a capture.
 fn gather(specs: &[String], capture: Option<&PathBuf>, what: &str) -> Result<(Vec<Vec<u8>>, String)> {
     let mut packets = Vec::new();
@@ -252,160 +191,216 @@ fn gather(specs: &[String], capture: Option<&PathBuf>, what: &str) -> Result<(Ve
     Ok((packets, sources.join(" + ")))
 }
 
+/// The program a case is resolved for: its type, and its names for messages.
+#[derive(Debug, Clone, Copy)]
+pub struct ForProgram<'a> {
+    pub kind: ProgKind,
+    pub name: &'a str,
+    /// libbpf's name of its type.
+    pub type_name: &'a str,
+}
+
 impl CaseSpec {
-    /// Resolves the case's packets and expectations; the default packet
-    /// stands in when none is given.
-    pub fn resolve(&self) -> Result<Case> {
-        let specs = if self.packets.is_empty() && self.pcap.is_none() {
-            vec![DEFAULT_PACKET.to_string()]
-        } else {
-            self.packets.clone()
-        };
-        let (packets, source) = gather(&specs, self.pcap.as_ref(), "--packet")?;
-        ensure!(!packets.is_empty(), "case {}: no packets", self.name);
+    /// Resolves the case's packets, input and expectations for `program`,
+    /// refusing what its type's test run cannot take or give back; the
+    /// default packet stands in when none is given.
+    pub fn resolve(&self, program: ForProgram<'_>) -> Result<Case> {
+        let ForProgram { kind, name: prog, type_name } = program;
+        let case = &self.name;
+        let takes = kind.desc().takes;
+        let given_packets = !self.packets.is_empty() || self.pcap.is_some();
+        if kind.takes_raw_context() && given_packets {
+            bail!(
+                "case {case}: '{prog}' is a {type_name} program, whose test run takes a context and no packet: drop --packet/--pcap and give --ctx"
+            );
+        }
+        if self.ctx.is_some() && !kind.takes_raw_context() {
+            bail!(
+                "case {case}: --ctx is for {} programs; '{prog}' is {type_name} ({} programs take --skb)",
+                ProgKind::labels(|t| matches!(t.takes, Takes::Context { .. })),
+                ProgKind::labels(|t| t.takes == Takes::Skb)
+            );
+        }
+        if self.skb.is_some() && takes != Takes::Skb {
+            bail!(
+                "case {case}: skb fields are for {} programs; '{prog}' is {type_name}",
+                ProgKind::labels(|t| t.takes == Takes::Skb)
+            );
+        }
+        if !kind.outputs_flow_keys() && (self.expect_flow_keys.is_some() || self.flow_flags.is_some()) {
+            bail!("case {case}: --expect-flow-keys and --flow-flags are for flow dissectors; '{prog}' is {type_name}");
+        }
+        let given_expected = !self.expect_packets.is_empty() || self.expect_pcap.is_some();
+        if kind.outputs_no_packet() && given_expected {
+            bail!(
+                "case {case}: '{prog}' is a {type_name} program, whose test run gives no packet back: drop --expect-packet"
+            );
+        }
+        if kind.outputs_flow_keys() && given_expected {
+            bail!(
+                "case {case}: '{prog}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet (--expect-flow-keys checks the keys)"
+            );
+        }
         let expect_verdict = self.expect.as_deref().map(ExpectedVerdict::parse).transpose()?;
-        let expect_packets = if self.expect_packets.is_empty() && self.expect_pcap.is_none() {
-            None
-        } else {
+        if let Some(v) = expect_verdict
+            && let Some(other) = v.kind.filter(|_| !v.fits(kind))
+        {
+            bail!(
+                "case {case}: --expect {} is a verdict of another program type; '{prog}' is {type_name}",
+                other.verdict_name(v.value)
+            );
+        }
+        let specs = if given_packets { self.packets.clone() } else { vec![DEFAULT_PACKET.to_string()] };
+        let (packets, source) = gather(&specs, self.pcap.as_ref(), "--packet")?;
+        ensure!(!packets.is_empty(), "case {case}: no packets");
+        let expect_packets = if given_expected {
             let (expected, _) = gather(&self.expect_packets, self.expect_pcap.as_ref(), "--expect-packet")?;
             ensure!(
                 expected.len() == 1 || expected.len() == packets.len(),
-                "case {}: {} expected packets for {} input packets; give one for all, or one per input",
-                self.name,
+                "case {case}: {} expected packets for {} input packets; give one for all, or one per input",
                 expected.len(),
                 packets.len()
             );
             Some(expected)
+        } else {
+            None
         };
-        let ctx = self
-            .skb
+        let mask = Mask::parse(&self.ignore).with_context(|| format!("case {case}"))?;
+        let expect_flow_keys = self
+            .expect_flow_keys
             .as_ref()
-            .map(|fields| -> Result<SkbContext> {
-                let bytes = super::btf_value::skb_context(fields, &format!("case {}: skb", self.name))?;
-                Ok(SkbContext { bytes, fields: fields.to_string() })
+            .map(|v| -> Result<ExpectedFlowKeys> {
+                let what = format!("case {case}: --expect-flow-keys");
+                let (bytes, given) = super::btf_value::expected_kernel_struct("bpf_flow_keys", v, &what)?;
+                Ok(ExpectedFlowKeys { bytes, given, shown: v.to_string() })
             })
             .transpose()?;
-        let raw_ctx = self.ctx.as_ref().map(|v| raw_context(v, &format!("case {}: ctx", self.name))).transpose()?;
-        let mask = Mask::parse(&self.ignore).with_context(|| format!("case {}", self.name))?;
-        Ok(Case {
+        let mut resolved = Case {
             mask,
-            name: self.name.clone(),
+            name: case.clone(),
             source,
             packets,
             expect_verdict,
             expect_packets,
-            ctx,
-            contexts: None,
-            raw_ctx,
+            input: CaseInput::Packet,
             expect_maps: self.expect_maps.clone(),
-            expect_flow_keys: self
-                .expect_flow_keys
-                .as_ref()
-                .map(|v| -> Result<ExpectedFlowKeys> {
-                    let what = format!("case {}: --expect-flow-keys", self.name);
-                    let (bytes, given) = super::btf_value::expected_kernel_struct("bpf_flow_keys", v, &what)?;
-                    Ok(ExpectedFlowKeys { bytes, given, shown: v.to_string() })
-                })
-                .transpose()?,
-            flow_flags: self
-                .flow_flags
-                .as_deref()
-                .map(|f| FlowFlags::parse(f, &format!("case {}: --flow-flags", self.name)))
-                .transpose()?,
-        })
+            expect_flow_keys,
+        };
+        resolved.input = match takes {
+            Takes::Packet => CaseInput::Packet,
+            Takes::Skb => match &self.skb {
+                Some(fields) => CaseInput::SkbFields {
+                    bytes: super::btf_value::skb_context(fields, &format!("case {case}: skb"))?,
+                    shown: fields.to_string(),
+                },
+                None => CaseInput::Packet,
+            },
+            Takes::PacketAndFlowFlags => match &self.flow_flags {
+                Some(f) => CaseInput::FlowFlags {
+                    bytes: flow_flags(f, &format!("case {case}: --flow-flags"))?,
+                    shown: f.clone(),
+                },
+                None => CaseInput::Packet,
+            },
+            Takes::PacketAndHookState => CaseInput::PacketAndContext(resolved.contexts("nf_hook_state", hook_state)?),
+            Takes::SocketLookup => CaseInput::Context(resolved.contexts("bpf_sk_lookup", socket_lookup)?),
+            Takes::Context { max_bytes } => {
+                let given = self.ctx.as_ref().map(|v| raw_context(v, &format!("case {case}: ctx"))).transpose()?;
+                let bytes = sized_context(case, given.unwrap_or_default(), max_bytes)?;
+                resolved.source = format!("context of {} bytes", bytes.len());
+                resolved.packets = vec![bytes.clone()];
+                CaseInput::Context(vec![bytes])
+            }
+        };
+        Ok(resolved)
     }
 }
 
+/// `--ctx`'s bytes within what the type's context holds at most (a raw
+/// tracepoint's 12 u64 arguments), zeroes beyond what the case sets so
+/// that no program of the chain reads past what the kernel copied in.
+fn sized_context(case: &str, mut bytes: Vec<u8>, max_bytes: Option<usize>) -> Result<Vec<u8>> {
+    if let Some(max) = max_bytes {
+        ensure!(
+            bytes.len() <= max,
+            "case {case}: the program's context holds at most {max} bytes ({} u64 arguments), not {} bytes",
+            max / 8,
+            bytes.len()
+        );
+        bytes.resize(max, 0);
+    }
+    Ok(bytes)
+}
+
+/// The socket lookup of packet `i`'s flow (an sk_lookup program's context:
+/// family, protocol, addresses and ports).
+fn socket_lookup(case: &str, i: usize, p: &[u8]) -> Result<serde_json::Value> {
+    let t = FiveTuple::of_frame(p).with_context(|| {
+        format!("case {case}, packet {i}: an sk_lookup program is asked about a TCP or UDP flow over IP; this packet carries none")
+    })?;
+    let (family, remote, local) = match t.remote {
+        IpAddr::V4(_) => (2, "remote_ip4", "local_ip4"),
+        IpAddr::V6(_) => (10, "remote_ip6", "local_ip6"),
+    };
+    Ok(serde_json::json!({
+        "family": family,
+        "protocol": t.protocol,
+        remote: t.remote.to_string(),
+        "remote_port": t.remote_port,
+        local: t.local.to_string(),
+        "local_port": t.local_port,
+    }))
+}
+
+/// The state of the netfilter hook packet `i` passes: the protocol family
+/// of its IP version (as the test run requires) and the PRE_ROUTING hook.
+fn hook_state(case: &str, i: usize, p: &[u8]) -> Result<serde_json::Value> {
+    let pf = match p.get(12..14) {
+        Some([0x08, 0x00]) => 2,  // NFPROTO_IPV4
+        Some([0x86, 0xdd]) => 10, // NFPROTO_IPV6
+        _ => bail!(
+            "case {case}, packet {i}: a netfilter program's test run takes IPv4 or IPv6 over Ethernet; this packet is neither"
+        ),
+    };
+    Ok(serde_json::json!({ "hook": 0, "pf": pf }))
+}
+
 impl Case {
-    /// Makes each packet stand for the socket lookup of its flow (an
-    /// sk_lookup program's context: family, protocol, addresses and ports).
-    pub fn use_lookups(&mut self) -> Result<()> {
-        self.use_contexts("bpf_sk_lookup", false, |name, i, p| {
-            let t = FiveTuple::of_frame(p).with_context(|| {
-                format!("case {name}, packet {i}: an sk_lookup program is asked about a TCP or UDP flow over IP; this packet carries none")
-            })?;
-            let (family, remote, local) = match t.remote {
-                IpAddr::V4(_) => (2, "remote_ip4", "local_ip4"),
-                IpAddr::V6(_) => (10, "remote_ip6", "local_ip6"),
-            };
-            Ok(serde_json::json!({
-                "family": family,
-                "protocol": t.protocol,
-                remote: t.remote.to_string(),
-                "remote_port": t.remote_port,
-                local: t.local.to_string(),
-                "local_port": t.local_port,
-            }))
-        })
-    }
-
-    /// Makes the case's `--ctx` (none: zeroes) the only input of a raw
-    /// tracepoint or syscall program, standing for its packet too.
-    pub fn use_raw_context(&mut self, kind: ProgKind) -> Result<()> {
-        let mut bytes = self.raw_ctx.clone().unwrap_or_default();
-        if kind == ProgKind::RawTracepoint {
-            ensure!(
-                bytes.len() <= RAW_TP_ARGS_BYTES,
-                "case {}: a raw tracepoint takes at most 12 arguments ({RAW_TP_ARGS_BYTES} bytes), not {} bytes",
-                self.name,
-                bytes.len()
-            );
-            bytes.resize(RAW_TP_ARGS_BYTES, 0);
-        }
-        self.source = format!("context of {} bytes", bytes.len());
-        self.packets = vec![bytes.clone()];
-        self.contexts = Some(PacketContexts { ctxs: vec![bytes], with_packet: false });
-        Ok(())
-    }
-
-    /// Gives each packet the state of the netfilter hook it passes: the
-    /// protocol family of its IP version (as the test run requires) and the
-    /// PRE_ROUTING hook.
-    pub fn use_hook_states(&mut self) -> Result<()> {
-        self.use_contexts("nf_hook_state", true, |name, i, p| {
-            let pf = match p.get(12..14) {
-                Some([0x08, 0x00]) => 2,  // NFPROTO_IPV4
-                Some([0x86, 0xdd]) => 10, // NFPROTO_IPV6
-                _ => bail!(
-                    "case {name}, packet {i}: a netfilter program's test run takes IPv4 or IPv6 over Ethernet; this packet is neither"
-                ),
-            };
-            Ok(serde_json::json!({ "hook": 0, "pf": pf }))
-        })
-    }
-
-    /// Gives each packet its own context, the kernel's `struct type_name`
-    /// with the fields `fields(case name, index, packet)` gives.
-    fn use_contexts(
-        &mut self,
+    /// Each packet's own context, the kernel's `struct type_name` with the
+    /// fields `fields(case name, index, packet)` gives.
+    fn contexts(
+        &self,
         type_name: &str,
-        with_packet: bool,
         fields: impl Fn(&str, usize, &[u8]) -> Result<serde_json::Value>,
-    ) -> Result<()> {
+    ) -> Result<Vec<Vec<u8>>> {
         let mut ctxs = Vec::with_capacity(self.packets.len());
         for (i, p) in self.packets.iter().enumerate() {
             let what = format!("case {}, packet {i}", self.name);
             ctxs.push(super::btf_value::kernel_struct(type_name, &fields(&self.name, i, p)?, &what)?);
         }
-        self.contexts = Some(PacketContexts { ctxs, with_packet });
-        Ok(())
+        Ok(ctxs)
     }
 
     /// What test run `i` of the case is given.
     pub fn input(&self, i: usize) -> TestInput {
-        match &self.contexts {
-            Some(c) if c.with_packet => {
-                TestInput::Packet { data: self.packets[i].clone(), ctx: Some(c.ctxs[i].clone()) }
+        let data = self.packets[i].clone();
+        match &self.input {
+            CaseInput::Packet => TestInput::Packet { data, ctx: None },
+            CaseInput::SkbFields { bytes, .. } | CaseInput::FlowFlags { bytes, .. } => {
+                TestInput::Packet { data, ctx: Some(bytes.clone()) }
             }
-            Some(c) => TestInput::Context(c.ctxs[i].clone()),
-            None => TestInput::Packet { data: self.packets[i].clone(), ctx: self.ctx_bytes().map(<[u8]>::to_vec) },
+            CaseInput::PacketAndContext(ctxs) => TestInput::Packet { data, ctx: Some(ctxs[i].clone()) },
+            CaseInput::Context(ctxs) => TestInput::Context(ctxs[i].clone()),
         }
     }
 
-    /// The test runs' context bytes, if the case sets fields (an skb
-    /// program's) or flags (a flow dissector's).
-    pub fn ctx_bytes(&self) -> Option<&[u8]> {
-        self.ctx.as_ref().map(|c| c.bytes.as_slice()).or(self.flow_flags.as_ref().map(|f| f.ctx.as_slice()))
+    /// The context every test run shares, if the case sets one (an skb
+    /// program's fields, a flow dissector's flags).
+    pub fn shared_ctx(&self) -> Option<&[u8]> {
+        match &self.input {
+            CaseInput::SkbFields { bytes, .. } | CaseInput::FlowFlags { bytes, .. } => Some(bytes),
+            CaseInput::Packet | CaseInput::PacketAndContext(_) | CaseInput::Context(_) => None,
+        }
     }
 
     /// The packet input `i` must come out as, if one is expected.

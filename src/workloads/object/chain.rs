@@ -15,8 +15,8 @@ use super::{DriverState, outputs_differ, write_variants};
 use crate::harness::BatchTiming;
 use crate::harness::timing::SharedRuntime;
 use crate::kernel::AttachType;
-use crate::kernel::object::ProgKind;
 use crate::kernel::prepared::PreparedCode;
+use crate::kernel::prog_type::{BatchLoop, ProgKind};
 use crate::kernel::skeleton::{self, ObjectSource};
 use crate::kernel::test_run::{RunOutput, run_in};
 use crate::packet::mask::Mask;
@@ -121,12 +121,10 @@ struct Driver {
 /// The suffix of the chain driver's programs of `kind` (each kind has its
 /// own, and its own prog array: an array takes programs of one type).
 fn kind_suffix(kind: ProgKind) -> Result<&'static str> {
-    Ok(match kind {
-        ProgKind::Xdp => "_xdp",
-        ProgKind::Tc => "_tc",
-        ProgKind::RawTracepoint => "_raw_tp",
-        other => bail!("no chain loop for {other:?} programs"),
-    })
+    match kind.desc().batch_loop {
+        BatchLoop::Spliced { chain, .. } | BatchLoop::Chain(chain) => Ok(chain),
+        BatchLoop::PerCall(why) => bail!("no chain loop for {}: {why}", kind.desc().plural),
+    }
 }
 
 /// The names of the chain driver's programs of `kind`: the loop, its overhead.
@@ -338,10 +336,7 @@ impl ChainTimer {
             tail_calls,
             per_run,
             limit,
-            length_reset: match (req.kind, resizes) {
-                (ProgKind::Tc, true) => Some(reset.driver().1),
-                _ => None,
-            },
+            length_reset: (req.kind.has_skb() && resizes).then(|| reset.driver().1),
         };
         timer.run_batch(true, per_run * (req.variants.len() as u32 + 1))?;
         if resizes && timer.user.is_none() {

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::btf_value::{describe_kernel_struct, kernel_struct_differs};
-use super::cases::{Case, verdict_name};
-use crate::kernel::object::ProgKind;
+use super::cases::{Case, CaseInput};
+use crate::kernel::prog_type::{ProgKind, Takes};
 use crate::kernel::test_run::RunOutput;
 use crate::packet::{diff_packets, pcap};
 
@@ -29,17 +29,16 @@ impl Case {
     /// What the program is given: the packets (or context) and any fields set.
     pub fn input_notes(&self, kind: ProgKind) -> Vec<String> {
         let mut notes = Vec::new();
-        match kind {
-            ProgKind::SkLookup => notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into()),
-            ProgKind::Netfilter => notes.push("each packet passes the PRE_ROUTING hook of its IP version's family (struct nf_hook_state)".into()),
-            _ => {}
-        }
-        if let Some(ctx) = &self.ctx {
-            notes.push(format!("context: __sk_buff with {} in every test run", ctx.fields));
-        }
-        if let Some(flags) = &self.flow_flags {
-            notes
-                .push(format!("flow dissector flags: {} in every test run (struct bpf_flow_keys' flags)", flags.names));
+        match (kind.desc().takes, &self.input) {
+            (Takes::SocketLookup, _) => notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into()),
+            (Takes::PacketAndHookState, _) => notes.push("each packet passes the PRE_ROUTING hook of its IP version's family (struct nf_hook_state)".into()),
+            (_, CaseInput::SkbFields { shown, .. }) => {
+                notes.push(format!("context: __sk_buff with {shown} in every test run"));
+            }
+            (_, CaseInput::FlowFlags { shown, .. }) => {
+                notes.push(format!("flow dissector flags: {shown} in every test run (struct bpf_flow_keys' flags)"));
+            }
+            (Takes::Packet | Takes::Skb | Takes::PacketAndFlowFlags | Takes::Context { .. }, _) => {}
         }
         if kind.takes_raw_context() {
             notes.push(format!("input: the {}, in every run", self.source));
@@ -76,15 +75,11 @@ impl Case {
             for (i, r) in refs.iter().enumerate() {
                 if r.retval != v.value {
                     let what =
-                        format!("verdict {}, expected {}", verdict_name(kind, r.retval), verdict_name(kind, v.value));
+                        format!("verdict {}, expected {}", kind.verdict_name(r.retval), kind.verdict_name(v.value));
                     return Err(fail(i, what, &self.packets[i], "input"));
                 }
             }
-            checks.push(format!(
-                "verdict {} on all {} packet(s), as expected",
-                verdict_name(kind, v.value),
-                refs.len()
-            ));
+            checks.push(format!("verdict {} on all {} packet(s), as expected", kind.verdict_name(v.value), refs.len()));
         }
         if let Some(keys) = &self.expect_flow_keys {
             for (i, r) in refs.iter().enumerate() {
@@ -171,10 +166,10 @@ pub fn verdict_summary(kind: ProgKind, refs: &[RunOutput]) -> String {
         }
     }
     match verdicts.as_slice() {
-        [(v, _)] => verdict_name(kind, *v),
+        [(v, _)] => kind.verdict_name(*v),
         many => format!(
             "mixed: {}",
-            many.iter().map(|(v, n)| format!("{} x{n}", verdict_name(kind, *v))).collect::<Vec<_>>().join(", ")
+            many.iter().map(|(v, n)| format!("{} x{n}", kind.verdict_name(*v))).collect::<Vec<_>>().join(", ")
         ),
     }
 }

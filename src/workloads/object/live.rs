@@ -8,7 +8,8 @@ use anyhow::{Result, bail};
 
 use super::cases::DEFAULT_PACKET;
 use super::options::ObjectSetup;
-use crate::kernel::object::{ObjectFile, ProgKind};
+use crate::kernel::object::ObjectFile;
+use crate::kernel::prog_type::Hook;
 use crate::live::LiveProgram;
 
 pub struct LiveObject {
@@ -27,11 +28,12 @@ impl LiveObject {
     pub fn load(setup: &ObjectSetup) -> Result<LiveObject> {
         let mut user = setup.open(&setup.object)?;
         let (program, kind) = user.select(setup.program.as_deref())?;
-        if kind != ProgKind::Xdp {
+        if kind.desc().hook != Hook::Interface {
             bail!(
-                "'{}' is a {} program; bpfbench live attaches XDP programs (time tc programs with 'bpfbench run')",
+                "'{}' is a {} program; bpfbench live attaches programs to an interface's XDP hook (time {} with 'bpfbench run')",
                 program.name,
-                program.type_name
+                program.type_name,
+                kind.desc().plural
             );
         }
         user.configure(&program.name, &setup.pins)?;

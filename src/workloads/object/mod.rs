@@ -37,7 +37,8 @@ use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo
 use crate::insn::{Insn, helper};
 use crate::kernel::load::constant_program;
 use crate::kernel::map_snapshot::MapSnapshot;
-use crate::kernel::object::{ObjectFile, ProgKind, ProgramInfo};
+use crate::kernel::object::{ObjectFile, ProgramInfo};
+use crate::kernel::prog_type::{BatchLoop, ProgKind};
 use crate::kernel::slot_traps::{MAX_WATCHED_SLOTS, Slot, SlotTraps};
 use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, FuncInfo};
@@ -45,7 +46,7 @@ use crate::packet::mask::Mask;
 use crate::packet::{diff_packets, pcap};
 use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, Timing, VerifierStats};
 use crate::workloads::Registration;
-pub use cases::{Case, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, verdict_name};
+pub use cases::{Case, CaseInput, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, ForProgram};
 pub(crate) use chain::{ChainRequest, ChainTimer, NotInLoop};
 pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
 use per_call::PerCall;
@@ -81,11 +82,7 @@ pub const REGISTRATION: Registration = Registration {
 /// leaves out.
 pub(crate) fn outputs_differ(kind: ProgKind, mask: &Mask, want: &RunOutput, got: &RunOutput) -> Option<String> {
     if want.retval != got.retval {
-        return Some(format!(
-            "verdict {}, expected {}",
-            verdict_name(kind, got.retval),
-            verdict_name(kind, want.retval)
-        ));
+        return Some(format!("verdict {}, expected {}", kind.verdict_name(got.retval), kind.verdict_name(want.retval)));
     }
     if kind.outputs_flow_keys() {
         return btf_value::struct_differs("bpf_flow_keys", &want.packet, &got.packet)
@@ -187,77 +184,8 @@ impl ObjectBench {
         if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
             setup.cases[0].name = program.name.clone();
         }
-        for c in &setup.cases {
-            if kind.takes_raw_context() && (!c.packets.is_empty() || c.pcap.is_some()) {
-                bail!(
-                    "case {}: '{}' is a {} program, whose test run takes a context and no packet: drop --packet/--pcap and give --ctx",
-                    c.name,
-                    program.name,
-                    program.type_name
-                );
-            }
-            if c.ctx.is_some() && !kind.takes_raw_context() {
-                bail!(
-                    "case {}: --ctx is for raw tracepoint and syscall programs; '{}' is {} (tc and socket programs take --skb)",
-                    c.name,
-                    program.name,
-                    program.type_name
-                );
-            }
-        }
-        let mut cases = setup.cases.iter().map(CaseSpec::resolve).collect::<Result<Vec<_>>>()?;
-        for c in &cases {
-            if kind.outputs_no_packet() && c.expect_packets.is_some() {
-                bail!(
-                    "case {}: '{}' is a {} program, whose test run gives no packet back: drop --expect-packet",
-                    c.name,
-                    program.name,
-                    program.type_name
-                );
-            }
-            if kind.outputs_flow_keys() && c.expect_packets.is_some() {
-                bail!(
-                    "case {}: '{}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet (--expect-flow-keys checks the keys)",
-                    c.name,
-                    program.name
-                );
-            }
-            if !kind.outputs_flow_keys() && (c.expect_flow_keys.is_some() || c.flow_flags.is_some()) {
-                bail!(
-                    "case {}: --expect-flow-keys and --flow-flags are for flow dissectors; '{}' is {}",
-                    c.name,
-                    program.name,
-                    program.type_name
-                );
-            }
-            if c.ctx.is_some() && !kind.has_skb() {
-                bail!(
-                    "case {}: skb fields are for tc, socket filter and cgroup_skb programs; '{}' is {}",
-                    c.name,
-                    program.name,
-                    program.type_name
-                );
-            }
-            if let Some(v) = c.expect_verdict
-                && let Some(other) = v.kind.filter(|_| !v.fits(kind))
-            {
-                bail!(
-                    "case {}: --expect {} is a verdict of another program type; '{}' is {}",
-                    c.name,
-                    verdict_name(other, v.value),
-                    program.name,
-                    program.type_name
-                );
-            }
-        }
-        for c in &mut cases {
-            match kind {
-                ProgKind::SkLookup => c.use_lookups()?,
-                ProgKind::Netfilter => c.use_hook_states()?,
-                ProgKind::RawTracepoint | ProgKind::Syscall => c.use_raw_context(kind)?,
-                _ => {}
-            }
-        }
+        let for_program = ForProgram { kind, name: &program.name, type_name: &program.type_name };
+        let cases = setup.cases.iter().map(|c| c.resolve(for_program)).collect::<Result<Vec<_>>>()?;
         let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let infos = cases
             .iter()
@@ -351,10 +279,11 @@ impl Workload for ObjectBench {
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let name = &self.program.name;
         if runtime == Runtime::User {
-            if !matches!(self.kind, ProgKind::Xdp | ProgKind::Tc) {
+            if !self.kind.desc().user_runtime {
                 bail!(
-                    "'{name}' is a {} program; the userspace runtime runs XDP and tc programs only: use --runtime kernel",
-                    self.program.type_name
+                    "'{name}' is a {} program; the userspace runtime runs {} programs only: use --runtime kernel",
+                    self.program.type_name,
+                    ProgKind::labels(|t| t.user_runtime)
                 );
             }
             if self.setup.per_call || self.timing == TimingChoice::PerCall {
@@ -548,31 +477,6 @@ fn fill_slots(user: &ObjectFile, setup: &ObjectSetup, notes: &mut Vec<String>) -
         notes.push(format!("prog array {}: slot {} holds {}{from}", f.map, f.slot, f.program));
     }
     Ok(others)
-}
-
-/// How a batch loop in BPF reaches programs of `kind`: which of the
-/// drivers (driver_xdp, driver_tc, driver_chain) runs them, if any.
-fn batch_loop(kind: ProgKind) -> BatchLoop {
-    match kind {
-        ProgKind::Xdp | ProgKind::Tc => BatchLoop::Spliced,
-        ProgKind::RawTracepoint => BatchLoop::Chain,
-        ProgKind::Syscall => BatchLoop::None(
-            "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)",
-        ),
-        _ => BatchLoop::None("no batch loop runs programs of this type yet"),
-    }
-}
-
-/// How a batch loop in BPF reaches a program (see [`batch_loop`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BatchLoop {
-    /// Spliced into a driver of its type (driver_xdp, driver_tc); one that
-    /// makes tail calls is entered as a chain instead.
-    Spliced,
-    /// Always entered by a tail call from the chain loop (driver_chain).
-    Chain,
-    /// None: timed per call, for this reason.
-    None(&'static str),
 }
 
 /// Whether the program calls `bpf_tail_call`.
@@ -817,7 +721,9 @@ impl LoadedWorkload for Loaded<'_> {
                 )
             }
             Restore::PerCall(reason) => self.per_call(case, refs.clone(), reason),
-            Restore::Bytes(restore) if makes_tail_calls(&self.insns) || batch_loop(kind) == BatchLoop::Chain => {
+            Restore::Bytes(restore)
+                if makes_tail_calls(&self.insns) || matches!(kind.desc().batch_loop, BatchLoop::Chain(_)) =>
+            {
                 self.chain(case, &refs, restore, &mut checks, &mut notes, &info.name)?
             }
             Restore::Bytes(restore) => self.spliced(case, &refs, restore, &mut checks, &mut notes, &info.name)?,
@@ -847,7 +753,7 @@ impl Loaded<'_> {
         let bench = self.bench;
         if bench.setup.per_call || bench.timing == TimingChoice::PerCall {
             Restore::PerCall("asked for with --per-call".into())
-        } else if let BatchLoop::None(why) = batch_loop(bench.kind) {
+        } else if let BatchLoop::PerCall(why) = bench.kind.desc().batch_loop {
             Restore::PerCall(why.into())
         } else if self.construct.is_none() {
             Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())
@@ -883,7 +789,7 @@ impl Loaded<'_> {
             mask: case.mask.clone(),
             cpu: self.cpu,
             runtime: self.runtime,
-            ctx: case.ctx_bytes().map(<[u8]>::to_vec),
+            ctx: case.shared_ctx().map(<[u8]>::to_vec),
             construct,
             body: bench.setup.body,
             reset_at_mac: false,
@@ -1010,7 +916,7 @@ impl Loaded<'_> {
         let no_packet = [Vec::new()];
         let (variants, ctx) = match self.bench.kind.takes_raw_context() {
             true => (&no_packet[..], Some(case.packets[0].clone())),
-            false => (&case.packets[..], case.ctx_bytes().map(<[u8]>::to_vec)),
+            false => (&case.packets[..], case.shared_ctx().map(<[u8]>::to_vec)),
         };
         let req = ChainRequest {
             kind: self.bench.kind,

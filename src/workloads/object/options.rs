@@ -14,7 +14,7 @@ use super::cases::CaseSpec;
 pub use super::globals::GlobalValue;
 use super::map_state::MapExpectation;
 use crate::harness::timing::{BodyArgs, BodyChoice};
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 
 // Options for a user's own object. A plain comment: a doc comment here
 // would become the help text of the `run` command it joins.
@@ -85,16 +85,16 @@ pub struct LoadArgs {
     /// Put program PROG (of this object, or of OBJECT) in slot SLOT of prog array MAP, for tail calls; PROG `none` leaves the slot empty on purpose (repeatable).
     #[arg(long = "tail-call", value_name = "MAP:SLOT=PROG[@OBJECT]")]
     pub tail_calls: Vec<String>,
-    /// The type of programs whose section names libbpf does not know (objects built for their own loader, such as Cilium's xdp/entry): xdp or tc.
-    #[arg(long = "program-type", value_name = "xdp|tc", value_parser = parse_program_type)]
+    /// The type of programs whose section names libbpf does not know (objects built for their own loader, such as Cilium's xdp/entry): libbpf's name of the type or its section prefix (xdp, tc, sched_cls, socket, ...).
+    #[arg(long = "program-type", value_name = "TYPE", value_parser = ProgKind::parse)]
     pub program_type: Option<ProgKind>,
 }
 
 // How `bpfbench verifier` opens objects: as `run` would.
 #[derive(Debug, Args, Clone, Default)]
 pub struct VerifierArgs {
-    /// The type of programs whose section names libbpf does not know (objects built for their own loader): xdp or tc.
-    #[arg(long = "program-type", value_name = "xdp|tc", value_parser = parse_program_type)]
+    /// The type of programs whose section names libbpf does not know (objects built for their own loader): libbpf's name of the type or its section prefix (xdp, tc, sched_cls, socket, ...).
+    #[arg(long = "program-type", value_name = "TYPE", value_parser = ProgKind::parse)]
     pub program_type: Option<ProgKind>,
     /// Set the objects' global variable NAME before load, as `run --global` does: .rodata values the verifier then sees as constants (repeatable).
     #[arg(long = "global", value_name = "NAME=VALUE")]
@@ -115,15 +115,6 @@ impl VerifierArgs {
             Ok(object)
         };
         crate::kernel::object::verify::report(objects, &open)
-    }
-}
-
-/// `--program-type`'s value.
-fn parse_program_type(s: &str) -> Result<ProgKind, String> {
-    match s {
-        "xdp" => Ok(ProgKind::Xdp),
-        "tc" | "sched_cls" => Ok(ProgKind::Tc),
-        other => Err(format!("'{other}': give xdp or tc")),
     }
 }
 
@@ -402,7 +393,7 @@ impl ObjectSetup {
             program_type: file
                 .program_type
                 .as_deref()
-                .map(parse_program_type)
+                .map(ProgKind::parse)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{}: program-type {e}", path.display()))?,
             cases,

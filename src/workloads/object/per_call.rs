@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 
 use super::outputs_differ;
 use crate::harness::BatchTiming;
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 use crate::kernel::test_run::{RunOutput, TestInput, run_input};
 use crate::packet::mask::Mask;
 

@@ -7,7 +7,7 @@
 //! restored prefix must never change, which the check after every batch
 //! (the last iteration's output against the program's own) confirms.
 
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 
 use super::MAX_RESTORE as BENCH_MAX_RESTORE;
 

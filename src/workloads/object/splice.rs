@@ -25,7 +25,8 @@ use crate::kernel::{AttachType, FuncInfo};
 use crate::record::LoopConstruct;
 
 use crate::kernel::lines::LineTable;
-use crate::kernel::object::{ObjectFile, ProgKind};
+use crate::kernel::object::ObjectFile;
+use crate::kernel::prog_type::{BatchLoop, ProgKind};
 
 /// The stand-in the driver calls.
 const TARGET: &str = "bench_target";
@@ -53,15 +54,28 @@ pub fn driver_programs(construct: LoopConstruct) -> Result<(String, String)> {
 /// `reset_at_mac` takes the one that puts the packet's length back at the
 /// MAC header (driver_tc_mac.bpf.c) rather than at the tail.
 pub fn driver_object(kind: ProgKind, reset_at_mac: bool) -> Result<ObjectFile> {
-    match kind {
-        ProgKind::Xdp => ObjectFile::open_memory("driver_xdp", crate::bpf_object_bytes!("driver_xdp")),
-        ProgKind::Tc if reset_at_mac => {
-            ObjectFile::open_memory("driver_tc_mac", crate::bpf_object_bytes!("driver_tc_mac"))
-        }
-        ProgKind::Tc => ObjectFile::open_memory("driver_tc", crate::bpf_object_bytes!("driver_tc")),
-        other => anyhow::bail!("no batch loop runs {other:?} programs"),
-    }
+    let BatchLoop::Spliced { driver, .. } = kind.desc().batch_loop else {
+        anyhow::bail!("no driver splices {}", kind.desc().plural)
+    };
+    let name = match reset_at_mac {
+        true => format!("{driver}_mac"),
+        false => driver.to_string(),
+    };
+    let (name, bytes) = DRIVERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .with_context(|| format!("bpfbench was built without the driver {name}"))?;
+    ObjectFile::open_memory(name, bytes)
 }
+
+/// The spliced drivers bpfbench compiled in, by the names the program
+/// types' [`BatchLoop::Spliced`] give (with `_mac`: the tc driver that
+/// resets the length at the MAC header).
+static DRIVERS: [(&str, &[u8]); 3] = [
+    ("driver_xdp", crate::bpf_object_bytes!("driver_xdp")),
+    ("driver_tc", crate::bpf_object_bytes!("driver_tc")),
+    ("driver_tc_mac", crate::bpf_object_bytes!("driver_tc_mac")),
+];
 
 fn func_name(obj: &ObjectFile, type_id: u32) -> Option<String> {
     let btf = obj.typed_btf()?;

@@ -28,8 +28,9 @@ use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
 use crate::insn::Insn;
 use crate::kernel::AttachType;
 use crate::kernel::lines::LineTable;
-use crate::kernel::object::{ObjectFile, ProgKind};
+use crate::kernel::object::ObjectFile;
 use crate::kernel::prepared::PreparedCode;
+use crate::kernel::prog_type::ProgKind;
 use crate::kernel::skeleton::map_handle_from_fd;
 use crate::kernel::test_run::RunOutput;
 use crate::record::{Body, LoopConstruct, Runtime};
@@ -200,9 +201,9 @@ impl Spliced {
         let (entry, overhead_name) = splice::driver_programs(construct)?;
         let reset_at_mac = req.reset_at_mac;
         let mut driver = driver_object(user.kind, reset_at_mac)?;
-        let cfg_skb_fields = match user.kind {
-            ProgKind::Tc => splice::skb_fields_written(user.insns),
-            _ => 0,
+        let cfg_skb_fields = match user.kind.has_skb() {
+            true => splice::skb_fields_written(user.insns),
+            false => 0,
         };
         driver.set_rodata(&Rodata {
             cfg_variants: variants.len() as u32,
@@ -290,10 +291,10 @@ impl Spliced {
             scrub,
             placement_known: false,
             why_called: None,
-            length_reset: match user.kind {
-                ProgKind::Tc if reset_at_mac => "bpf_skb_adjust_room at the MAC header",
-                ProgKind::Tc => "bpf_skb_change_tail",
-                _ => "bpf_xdp_adjust_head/tail",
+            length_reset: match (user.kind.has_skb(), reset_at_mac) {
+                (true, true) => "bpf_skb_adjust_room at the MAC header",
+                (true, false) => "bpf_skb_change_tail",
+                (false, _) => "bpf_xdp_adjust_head/tail",
             },
             user: None,
             ctx: req.ctx.clone(),

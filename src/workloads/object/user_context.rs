@@ -7,14 +7,14 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 
-use crate::kernel::object::ProgKind;
+use crate::kernel::prog_type::ProgKind;
 use crate::kernel::skb_view::SkbViewer;
 use crate::uvm::UserRuntime;
 
 /// Gives `rt` the `__sk_buff` of each of `packets` (with the test runs'
-/// context `ctx`) when the program is tc; nothing to do for XDP.
+/// context `ctx`) when the program takes one; nothing to do for XDP.
 pub fn give_contexts(rt: &mut UserRuntime, kind: ProgKind, packets: &[Vec<u8>], ctx: Option<&[u8]>) -> Result<()> {
-    if kind != ProgKind::Tc {
+    if !kind.has_skb() {
         return Ok(());
     }
     let viewer = SkbViewer::load().context("reading the __sk_buff the kernel gives a tc program")?;

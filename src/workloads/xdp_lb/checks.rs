@@ -14,7 +14,7 @@ use super::packets::{ClientPacket, L4, build_client_packet, build_encapsulated};
 use super::scenarios::{Flows, LbScenario, Path, flow_source};
 use crate::harness::Validation;
 use crate::harness::timing::{RestoreMode, batch_cap};
-use crate::kernel::test_run::xdp_action_name;
+use crate::kernel::prog_type::ProgKind;
 use crate::packet::diff_packets;
 
 const XDP_DROP: u32 = 1;
@@ -48,7 +48,7 @@ pub fn validate(
     if s.path == Path::LruHit {
         // Open the connection once so every timed packet finds it.
         let primed = lb.body.run_once(&packet)?;
-        ensure!(primed.retval == XDP_TX, "priming the LRU returned {}", xdp_action_name(primed.retval));
+        ensure!(primed.retval == XDP_TX, "priming the LRU returned {}", ProgKind::Xdp.verdict_name(primed.retval));
     }
     lb.reset_counters()?;
 
@@ -58,9 +58,13 @@ pub fn validate(
     ensure!(timing.iters == iters as u64, "the timing loop ran {} of {iters} iterations", timing.iters);
     let n = iters + 1;
     if out.retval != verdict {
-        bail!("verdict: expected {}, got {}", xdp_action_name(verdict), xdp_action_name(out.retval));
+        bail!(
+            "verdict: expected {}, got {}",
+            ProgKind::Xdp.verdict_name(verdict),
+            ProgKind::Xdp.verdict_name(out.retval)
+        );
     }
-    let mut checks = vec![format!("verdict {} on all {n} packets", xdp_action_name(verdict))];
+    let mut checks = vec![format!("verdict {} on all {n} packets", ProgKind::Xdp.verdict_name(verdict))];
 
     let index = flow_index(s.flows, n - 1);
     let final_client = s.packet.with_src(flow_source(s.packet.src, index));
@@ -83,7 +87,10 @@ pub fn validate(
         checks.push(format!("{what}: {got}"));
     }
     check_stats(lb, s, n, &final_client, &mut checks)?;
-    Ok((Validation { verdict: xdp_action_name(verdict), checks, notes: notes(s), ..Default::default() }, packet))
+    Ok((
+        Validation { verdict: ProgKind::Xdp.verdict_name(verdict), checks, notes: notes(s), ..Default::default() },
+        packet,
+    ))
 }
 
 fn notes(s: &LbScenario) -> Vec<String> {

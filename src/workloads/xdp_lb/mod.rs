@@ -23,8 +23,8 @@ use libbpf_rs::MapHandle;
 
 use crate::harness::timing::{BodyArgs, BodyChoice, RestoreMode, TimingChoice};
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::kernel::prog_type::ProgKind;
 use crate::kernel::skeleton::ObjectSource;
-use crate::kernel::test_run::xdp_action_name;
 use crate::record::{InstructionCount, LoopConstruct, Runtime, Timing};
 use crate::workloads::Registration;
 use datapath::LoadedLb;
@@ -177,8 +177,8 @@ impl PreparedScenario for Prepared<'_> {
             out.retval == want,
             "{} returned {} during timing, expected {}",
             self.scenario.info.name,
-            xdp_action_name(out.retval),
-            xdp_action_name(want)
+            ProgKind::Xdp.verdict_name(out.retval),
+            ProgKind::Xdp.verdict_name(want)
         );
         Ok(timing)
     }
@@ -273,8 +273,8 @@ mod userspace_tests {
                     .unwrap_or_else(|e| panic!("{}: {e}", s.info.name));
                 let kernel = crate::kernel::test_run::run(live.as_fd(), &packet).unwrap();
                 assert_eq!(
-                    xdp_action_name(user.verdict),
-                    xdp_action_name(kernel.retval),
+                    ProgKind::Xdp.verdict_name(user.verdict),
+                    ProgKind::Xdp.verdict_name(kernel.retval),
                     "{} round {round}",
                     s.info.name
                 );
