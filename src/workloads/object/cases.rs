@@ -51,11 +51,14 @@ pub struct ExpectedVerdict {
 }
 
 impl ExpectedVerdict {
-    /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name of any
-    /// type in [`PROG_TYPES`], in any case, or a number.
-    pub fn parse(s: &str) -> Result<ExpectedVerdict> {
+    /// "XDP_TX", "tc_act_ok", "allow", "1500": a kernel action name, in
+    /// any case, or a number. A name is `kind`'s where it has it (BPF_OK is
+    /// a flow dissector's and an lwt program's), else the first type's in
+    /// [`PROG_TYPES`] that has it.
+    pub fn parse(s: &str, kind: ProgKind) -> Result<ExpectedVerdict> {
         let up = s.trim().to_ascii_uppercase();
-        for t in &PROG_TYPES {
+        let own = PROG_TYPES.iter().filter(|t| t.kind == kind);
+        for t in own.chain(&PROG_TYPES) {
             if let Verdicts::Named(names) = t.verdicts
                 && let Some((_, v)) = names.iter().find(|(n, _)| *n == up)
             {
@@ -241,7 +244,7 @@ impl CaseSpec {
                 "case {case}: '{prog}' is a flow dissector, whose output is its flow keys, not a packet: drop --expect-packet (--expect-flow-keys checks the keys)"
             );
         }
-        let expect_verdict = self.expect.as_deref().map(ExpectedVerdict::parse).transpose()?;
+        let expect_verdict = self.expect.as_deref().map(|v| ExpectedVerdict::parse(v, kind)).transpose()?;
         if let Some(v) = expect_verdict
             && let Some(other) = v.kind.filter(|_| !v.fits(kind))
         {
