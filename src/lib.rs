@@ -6,18 +6,20 @@
 //!
 //! 1. `stats`, `packet`, `insn`: numbers, packets and BPF instructions as data;
 //! 2. `record`: the plain results model a run fills and everything else reads;
-//! 3. `kernel`: the one boundary to the kernel (libbpf, BPF syscalls);
-//! 4. `system`: the machine and the process (CPUs, privileges, environment, Ctrl-C);
-//! 5. `uvm`: the userspace runtime (interpreter, JIT, maps, helpers);
-//! 6. `harness`, `history`, `traffic`: the workload traits, runner and timing loop;
+//! 3. `analysis`: figures derived from raw counts (kernel instructions by symbol);
+//! 4. `kernel`: the one boundary to the kernel (libbpf, BPF syscalls);
+//! 5. `system`: the machine and the process (CPUs, privileges, environment, Ctrl-C);
+//! 6. `uvm`: the userspace runtime (interpreter, JIT, maps, helpers);
+//! 7. `harness`, `history`, `traffic`: the workload traits, runner and timing loop;
 //!    stored runs; the traffic generator;
-//! 7. `compare`, `live`: decisions between runs; live runs on a veth;
-//! 8. `report`: rendering records (the output formats);
-//! 9. `session`: a run or a paired comparison from its command-line options,
-//!    stored and gated;
-//! 10. `workloads`: each workload in its own folder, BPF C beside its driver,
+//! 8. `compare`, `live`: decisions between runs; live runs on a veth;
+//! 9. `report`: rendering records (the output formats);
+//! 10. `session`: a run or a paired comparison from its command-line options,
+//!     stored and gated;
+//! 11. `workloads`: each workload in its own folder, BPF C beside its driver,
 //!     registered in one line.
 
+pub mod analysis;
 pub mod compare;
 pub mod harness;
 pub mod history;

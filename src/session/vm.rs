@@ -404,7 +404,9 @@ fn counter_plugin() -> Result<PathBuf> {
 /// Fills each counted scenario's per-packet counts from the plugin's
 /// regions and the guest's kallsyms.
 fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
-    use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE, RegionsFile, Symbols, attribute};
+    use crate::analysis::kernel_counts::{Symbols, attribute};
+    use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE};
+    use bpfbench_tcg_protocol::RegionsFile;
     let regions = RegionsFile::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
     let symbols = Symbols::of_kernel(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?)?;
     for r in &mut run.results {

@@ -315,3 +315,35 @@ fn program_types_are_described_in_one_table() {
     }
     assert!(against.is_empty(), "program types spelled outside kernel/prog_type.rs:\n{}", against.join("\n"));
 }
+
+/// The TCG plugin's protocol is written once, in tcg-protocol, which the
+/// plugin and the host both build; the attribution of its counts is
+/// analysis, not the machine's (`src/system` only marks and reads).
+#[test]
+fn the_plugins_protocol_is_shared_and_its_attribution_is_analysis() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for manifest in ["Cargo.toml", "tcg-counter/Cargo.toml"] {
+        let text = std::fs::read_to_string(root.join(manifest)).unwrap();
+        assert!(text.contains("bpfbench-tcg-protocol"), "{manifest} does not build tcg-protocol");
+    }
+    // What only the protocol may spell: the markers' tag bytes, the kernel's
+    // address ranges, the file's words.
+    let spelled_once = ["b'B', b'P', b'F'", "0xffff_8000_0000_0000", "0xffff800000000000", "\"region \"", "\"out=\""];
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tcg-counter/src"), &mut files);
+    let mut against = Vec::new();
+    for file in &files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for s in spelled_once.iter().filter(|s| code.contains(*s)) {
+            against.push(format!("{} spells {s}", file.strip_prefix(root).unwrap().display()));
+        }
+        let rel = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        if rel.starts_with("src/system/") && (code.contains("fn attribute") || code.contains("struct Tally")) {
+            against.push(format!("{rel} attributes counts: that is src/analysis's"));
+        }
+    }
+    let analysis = std::fs::read_to_string(root.join("src/analysis/kernel_counts.rs")).unwrap();
+    assert!(analysis.contains("pub fn attribute("), "the attribution is not in src/analysis");
+    assert!(against.is_empty(), "the plugin's protocol or its attribution out of place:\n{}", against.join("\n"));
+}
