@@ -990,7 +990,8 @@ impl Loaded<'_> {
         let prog = self.user.prog_fd(&self.bench.program.name).expect("loaded in setup");
         let empty = std::os::fd::AsFd::as_fd(&self.empty);
         let inputs = (0..case.packets.len()).map(|i| case.input(i)).collect();
-        let timer = PerCall::new(prog, empty, inputs, refs, case.mask.clone(), self.bench.kind);
+        let timer =
+            PerCall { prog, empty, inputs, references: refs, mask: case.mask.clone(), kind: self.bench.kind, next: 0 };
         let key = format!("{:?} test run of an empty program", self.bench.kind);
         let host_timed = !self.bench.kind.test_run_times();
         (Timer::PerCall(timer), Timing::PerCall { reason, host_timed }, key)

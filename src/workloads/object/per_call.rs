@@ -19,30 +19,20 @@ use crate::packet::mask::Mask;
 pub const MAX_CALLS_PER_BATCH: u32 = 2_000;
 
 pub struct PerCall<'a> {
-    prog: BorrowedFd<'a>,
+    pub prog: BorrowedFd<'a>,
     /// A program that returns at once: the test run's own cost.
-    empty: BorrowedFd<'a>,
+    pub empty: BorrowedFd<'a>,
     /// What each test run is given, in turn.
-    inputs: Vec<TestInput>,
-    references: Vec<RunOutput>,
+    pub inputs: Vec<TestInput>,
+    pub references: Vec<RunOutput>,
     /// What comparisons with the references leave out.
-    mask: Mask,
-    kind: ProgKind,
-    next: usize,
+    pub mask: Mask,
+    pub kind: ProgKind,
+    /// The input the next call takes.
+    pub next: usize,
 }
 
 impl<'a> PerCall<'a> {
-    pub fn new(
-        prog: BorrowedFd<'a>,
-        empty: BorrowedFd<'a>,
-        inputs: Vec<TestInput>,
-        references: Vec<RunOutput>,
-        mask: Mask,
-        kind: ProgKind,
-    ) -> Self {
-        PerCall { prog, empty, inputs, references, mask, kind, next: 0 }
-    }
-
     /// `iters` runs (at most MAX_CALLS_PER_BATCH), cycling the packets;
     /// each verdict and the last packet are checked.
     pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {

@@ -684,31 +684,26 @@ static __always_inline int lb_flowgen_next(struct xdp_md *ctx)
 	return g && t ? lb_flowgen_next_of(ctx, g, t) : -1;
 }
 
-SEC("xdp")
-int xdp_lb(struct xdp_md *ctx)
-{
-	struct lb_flowgen *g = lb_flowgen_get();
-	struct lb_flow_table *t = lb_flow_table_get();
-	int ret = XDP_ABORTED;
+/*
+ * A timed program and its overhead twin differ only in the body: the same
+ * flow generator resets the packet around lb_body or lb_empty_body.
+ */
+#define LB_TIMED_MAY_GOTO(name, body)                                          \
+	SEC("xdp")                                                             \
+	int name(struct xdp_md *ctx)                                           \
+	{                                                                      \
+		struct lb_flowgen *g = lb_flowgen_get();                       \
+		struct lb_flow_table *t = lb_flow_table_get();                 \
+		int ret = XDP_ABORTED;                                         \
+                                                                               \
+		if (!g || !t || (g->enabled && lb_flowgen_write(ctx, g, t)))   \
+			return XDP_ABORTED;                                    \
+		BENCH_TIMED_LOOP(ctx, ret, body(ctx), lb_flowgen_next_of(ctx, g, t)); \
+		return ret;                                                    \
+	}
 
-	if (!g || !t || (g->enabled && lb_flowgen_write(ctx, g, t)))
-		return XDP_ABORTED;
-	BENCH_TIMED_LOOP(ctx, ret, lb_body(ctx), lb_flowgen_next_of(ctx, g, t));
-	return ret;
-}
-
-SEC("xdp")
-int xdp_lb_overhead(struct xdp_md *ctx)
-{
-	struct lb_flowgen *g = lb_flowgen_get();
-	struct lb_flow_table *t = lb_flow_table_get();
-	int ret = XDP_ABORTED;
-
-	if (!g || !t || (g->enabled && lb_flowgen_write(ctx, g, t)))
-		return XDP_ABORTED;
-	BENCH_TIMED_LOOP(ctx, ret, lb_empty_body(ctx), lb_flowgen_next_of(ctx, g, t));
-	return ret;
-}
+LB_TIMED_MAY_GOTO(xdp_lb, lb_body)
+LB_TIMED_MAY_GOTO(xdp_lb_overhead, lb_empty_body)
 
 /*
  * The two timed programs again with the loop constructs of kernels before
@@ -719,50 +714,33 @@ BENCH_LOOP_CALLBACK(lb_loop_body, struct xdp_md, lb_body(ctx), lb_flowgen_next(c
 BENCH_LOOP_CALLBACK(lb_loop_empty, struct xdp_md, lb_empty_body(ctx), lb_flowgen_next(ctx))
 BENCH_BOUNDED_STEP(lb_bounded_step, lb_flowgen_next(ctx))
 
-SEC("xdp")
-int xdp_lb_bpf_loop(struct xdp_md *ctx)
-{
-	int ret = XDP_ABORTED;
+#define LB_TIMED_BPF_LOOP(name, body, callback)                                \
+	SEC("xdp")                                                             \
+	int name(struct xdp_md *ctx)                                           \
+	{                                                                      \
+		int ret = XDP_ABORTED;                                         \
+                                                                               \
+		if (lb_flowgen_apply(ctx))                                     \
+			return XDP_ABORTED;                                    \
+		BENCH_TIMED_BATCH_BPF_LOOP(ctx, 0, ret, callback);             \
+		ret = body(ctx);                                               \
+		return ret;                                                    \
+	}
 
-	if (lb_flowgen_apply(ctx))
-		return XDP_ABORTED;
-	BENCH_TIMED_BATCH_BPF_LOOP(ctx, 0, ret, lb_loop_body);
-	ret = lb_body(ctx);
-	return ret;
-}
+#define LB_TIMED_BOUNDED(name, body)                                           \
+	SEC("xdp")                                                             \
+	int name(struct xdp_md *ctx)                                           \
+	{                                                                      \
+		int ret = XDP_ABORTED;                                         \
+                                                                               \
+		if (lb_flowgen_apply(ctx))                                     \
+			return XDP_ABORTED;                                    \
+		BENCH_TIMED_BATCH_BOUNDED(ctx, ret, body(ctx), lb_bounded_step); \
+		ret = body(ctx);                                               \
+		return ret;                                                    \
+	}
 
-SEC("xdp")
-int xdp_lb_overhead_bpf_loop(struct xdp_md *ctx)
-{
-	int ret = XDP_ABORTED;
-
-	if (lb_flowgen_apply(ctx))
-		return XDP_ABORTED;
-	BENCH_TIMED_BATCH_BPF_LOOP(ctx, 0, ret, lb_loop_empty);
-	ret = lb_empty_body(ctx);
-	return ret;
-}
-
-SEC("xdp")
-int xdp_lb_bounded(struct xdp_md *ctx)
-{
-	int ret = XDP_ABORTED;
-
-	if (lb_flowgen_apply(ctx))
-		return XDP_ABORTED;
-	BENCH_TIMED_BATCH_BOUNDED(ctx, ret, lb_body(ctx), lb_bounded_step);
-	ret = lb_body(ctx);
-	return ret;
-}
-
-SEC("xdp")
-int xdp_lb_overhead_bounded(struct xdp_md *ctx)
-{
-	int ret = XDP_ABORTED;
-
-	if (lb_flowgen_apply(ctx))
-		return XDP_ABORTED;
-	BENCH_TIMED_BATCH_BOUNDED(ctx, ret, lb_empty_body(ctx), lb_bounded_step);
-	ret = lb_empty_body(ctx);
-	return ret;
-}
+LB_TIMED_BPF_LOOP(xdp_lb_bpf_loop, lb_body, lb_loop_body)
+LB_TIMED_BPF_LOOP(xdp_lb_overhead_bpf_loop, lb_empty_body, lb_loop_empty)
+LB_TIMED_BOUNDED(xdp_lb_bounded, lb_body)
+LB_TIMED_BOUNDED(xdp_lb_overhead_bounded, lb_empty_body)
