@@ -91,10 +91,6 @@ impl Tally {
         }
     }
 
-    fn insns(&self) -> i64 {
-        self.insns
-    }
-
     fn add(&mut self, other: Tally, sign: i64) {
         self.insns += sign * other.insns;
         self.reads += sign * other.reads;
@@ -142,7 +138,7 @@ fn kernel_total(counts: &BTreeMap<String, Tally>, jit: &[(u64, String)]) -> (Tal
 /// One batch size's counts by function: of its rounds, the one with the
 /// fewest kernel instructions (an interrupt only adds).
 fn fewest(rounds: Vec<BTreeMap<String, Tally>>, jit: &[(u64, String)]) -> BTreeMap<String, Tally> {
-    rounds.into_iter().min_by_key(|c| kernel_total(c, jit).1.insns()).unwrap_or_default()
+    rounds.into_iter().min_by_key(|c| kernel_total(c, jit).1.insns).unwrap_or_default()
 }
 
 /// `long` less `short`, per function (what the extra packets executed).
@@ -169,7 +165,7 @@ pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> R
     };
     let jit = &k.jit_symbols;
     let body_long = counted(&k.body_regions, true)?;
-    let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1.insns() as u64).collect();
+    let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1.insns as u64).collect();
     let (body_short, loop_long, loop_short) =
         (counted(&k.body_regions, false)?, counted(&k.loop_regions, true)?, counted(&k.loop_regions, false)?);
     // Each round's own estimate of the program's accesses: how far they
@@ -193,7 +189,7 @@ pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> R
     // A function's count below zero (a difference of two batches) is one
     // within the method's resolution: it is left out, as a zero is.
     let mut symbols: Vec<(String, f64)> =
-        body.iter().map(|(n, c)| (n.clone(), c.insns() as f64 / iters)).filter(|(_, c)| *c >= 0.005).collect();
+        body.iter().map(|(n, c)| (n.clone(), c.insns as f64 / iters)).filter(|(_, c)| *c >= 0.005).collect();
     symbols.sort_by(|a, b| b.1.total_cmp(&a.1));
     let memory = regions.memory.then(|| {
         let mut symbols: Vec<(String, DataAccesses)> = body
@@ -222,9 +218,9 @@ pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> R
     // Counts are never below zero: a difference of batches below it is a
     // count within the method's resolution.
     Ok(KernelCounts {
-        jit: ((b_jit.insns() - e_jit.insns()) as f64 / iters).max(0.0),
-        kernel: (((b_all.insns() - b_jit.insns()) - (e_all.insns() - e_jit.insns())) as f64 / iters).max(0.0),
-        harness: (e_all.insns() as f64 / iters).max(0.0),
+        jit: ((b_jit.insns - e_jit.insns) as f64 / iters).max(0.0),
+        kernel: (((b_all.insns - b_jit.insns) - (e_all.insns - e_jit.insns)) as f64 / iters).max(0.0),
+        harness: (e_all.insns as f64 / iters).max(0.0),
         round_totals,
         symbols,
         memory,
