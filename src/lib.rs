@@ -12,7 +12,8 @@
 //! 6. `uvm`: the userspace runtime (interpreter, JIT, maps, helpers);
 //! 7. `harness`, `history`, `traffic`: the workload traits, runner and timing loop;
 //!    stored runs; the traffic generator;
-//! 8. `compare`, `live`: decisions between runs; live runs on a veth;
+//! 8. `compare`, `live`, `engine`: decisions between runs; live runs on a veth;
+//!    the timing engine that times any loaded program (in BPF or per call);
 //! 9. `report`: rendering records (the output formats);
 //! 10. `session`: a run or a paired comparison from its command-line options,
 //!     stored and gated;
@@ -21,6 +22,7 @@
 
 pub mod analysis;
 pub mod compare;
+pub mod engine;
 pub mod harness;
 pub mod history;
 pub mod insn;

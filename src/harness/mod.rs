@@ -24,7 +24,8 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
-use crate::record::{InstructionCount, Runtime, ScenarioFacts, Timing, VerifierStats};
+use crate::kernel::prog_type::ProgKind;
+use crate::record::{Body, InstructionCount, LoopConstruct, Runtime, ScenarioFacts, Timing, VerifierStats};
 pub use runner::Profile;
 pub use timing::BatchTiming;
 
@@ -148,6 +149,41 @@ pub trait LoadedWorkload {
     }
 }
 
+/// What a scenario's overhead is measured with: scenarios with equal keys
+/// share one measurement in a run. Shown in outputs as its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OverheadKey {
+    /// A driver's batch loop around an empty call or an empty inline body,
+    /// `restore` bytes of one of `packets` packets written back per iteration.
+    DriverLoop { kind: ProgKind, construct: LoopConstruct, body: Body, restore: u32, packets: usize },
+    /// The chain loop, `per_run` passes per test run, each a tail call into
+    /// an empty program, `restore` bytes written back per pass.
+    ChainLoop { kind: ProgKind, per_run: u32, restore: u32, packets: usize },
+    /// One test run of a program of the type that returns at once.
+    EmptyTestRun { kind: ProgKind },
+    /// A workload's own empty loop, in its words ("map-ops empty loop").
+    Named(Cow<'static, str>),
+}
+
+impl std::fmt::Display for OverheadKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OverheadKey::DriverLoop { kind, construct, body, restore, packets } => write!(
+                f,
+                "{kind:?} driver loop ({}, body {}), {restore} bytes written back, {packets} packet(s)",
+                construct.as_str(),
+                body.as_str()
+            ),
+            OverheadKey::ChainLoop { kind, per_run, restore, packets } => write!(
+                f,
+                "{kind:?} chain loop ({per_run} passes per run, a tail call into an empty program), {restore} bytes written back, {packets} packet(s)"
+            ),
+            OverheadKey::EmptyTestRun { kind } => write!(f, "{kind:?} test run of an empty program"),
+            OverheadKey::Named(words) => f.write_str(words),
+        }
+    }
+}
+
 /// A validated scenario, ready to be timed.
 pub trait PreparedScenario {
     /// One timed invocation of `iters` iterations.
@@ -159,7 +195,7 @@ pub trait PreparedScenario {
     }
     /// Scenarios with the same key share one overhead measurement in a run
     /// (same loop, same reset block, same packet shape).
-    fn overhead_key(&self) -> String;
+    fn overhead_key(&self) -> OverheadKey;
     /// The program the body batches time, to record its tag and sizes.
     fn program(&self) -> Option<BorrowedFd<'_>> {
         None

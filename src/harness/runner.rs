@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::OverheadKey;
 use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant};
 use crate::kernel::prog_info;
 use crate::record::{Calibration, Measurement, Metric, Noise, Overhead, Runtime, Sampling, ScenarioRecord};
@@ -55,7 +56,7 @@ pub struct Runner {
     sampling: Sampling,
     progress: bool,
     stop: &'static AtomicBool,
-    overheads: HashMap<String, OverheadSamples>,
+    overheads: HashMap<OverheadKey, OverheadSamples>,
 }
 
 /// The empty loop's samples for one overhead key, gathered over the sweeps.
@@ -76,7 +77,7 @@ struct Sampled {
     samples: Vec<f64>,
     /// Time spent sampling, against the scenario's cap.
     sampling_time: Duration,
-    overhead_key: String,
+    overhead_key: Option<OverheadKey>,
 }
 
 /// Sweep `sweep`'s share of `total` over `sweeps` sweeps (the first ones take the remainder).
@@ -256,7 +257,7 @@ impl Runner {
     }
 
     /// The overhead measured so far for `key`.
-    fn overhead(&self, key: &str) -> Result<Overhead> {
+    fn overhead(&self, key: &OverheadKey) -> Result<Overhead> {
         let o = self.overheads.get(key).context("no overhead measured")?;
         let summary = Summary::of(&o.samples).context("no overhead samples collected")?;
         Ok(Overhead { key: key.to_string(), batch_iters: o.batch_iters, samples_ns: o.samples.clone(), summary })
@@ -298,14 +299,14 @@ impl Runner {
         let samples = self.sample(p, Variant::Body, m.batch_iters, wanted, left, label)?;
         m.sampling_time += started.elapsed();
         m.samples.extend(samples);
-        m.overhead_key = p.overhead_key();
+        m.overhead_key = Some(p.overhead_key());
         self.overhead_turn(p, sweep, sweeps)
     }
 
     /// The measurement of a scenario whose sweeps are done.
     fn finish(&self, m: Sampled) -> Result<Measurement> {
         let summary = Summary::of(&m.samples).context("no samples collected")?;
-        let overhead = self.overhead(&m.overhead_key)?;
+        let overhead = self.overhead(m.overhead_key.as_ref().context("no overhead key")?)?;
         let linearity = m.linearity.context("no proportionality check")?;
         let wanted = self.sampling.samples as usize;
         let mut warnings = Vec::new();

@@ -15,11 +15,13 @@
 //! - [`netdev`]: attaching XDP to interfaces; [`bpffs`]: pinned objects;
 //! - [`slot_traps`]: programs that watch prog arrays' empty slots;
 //! - [`features`]: probes of what the kernel accepts; [`libbpf_log`]:
-//!   libbpf's messages, kept for errors.
+//!   libbpf's messages, kept for errors; [`btf_value`]: values laid out
+//!   by BTF (map entries, globals, kernel structs a test run takes).
 
 pub mod bpf_stats;
 pub mod bpffs;
 pub mod btf_names;
+pub mod btf_value;
 pub mod features;
 pub mod hash_seed;
 pub mod libbpf_log;

@@ -589,7 +589,7 @@ impl LoopConstruct {
 }
 
 /// Where the timed body sits in the batch loop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Body {
     /// A BPF-to-BPF call per iteration (a return: ~9 ns on CPUs with return thunks).

@@ -61,7 +61,7 @@ impl PreparedScenario for UnderSetting<'_, '_> {
         self.inner.batch_cap()
     }
 
-    fn overhead_key(&self) -> String {
+    fn overhead_key(&self) -> crate::harness::OverheadKey {
         self.inner.overhead_key()
     }
 

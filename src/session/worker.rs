@@ -362,7 +362,7 @@ impl PreparedScenario for Remote<'_> {
         }
     }
 
-    fn overhead_key(&self) -> String {
-        format!("{} worker", self.worker.label)
+    fn overhead_key(&self) -> crate::harness::OverheadKey {
+        crate::harness::OverheadKey::Named(format!("{} worker", self.worker.label).into())
     }
 }

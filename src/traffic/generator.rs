@@ -378,25 +378,7 @@ impl Generator {
     /// Sends until the duration or count is reached, or Ctrl-C; calls
     /// `on_interval` every `interval` (and for the last, shorter one).
     pub fn run(&self, s: &GenSettings, mut on_interval: impl FnMut(&GenInterval)) -> Result<GenRecord> {
-        if s.threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        if s.interval < POLL {
-            bail!("a reporting interval must be at least {} ms", POLL.as_millis());
-        }
-        if !(1..=MAX_BATCH_SIZE).contains(&s.batch_size) {
-            bail!("--batch-size must be 1 to {MAX_BATCH_SIZE} (the kernel's page-pool batch)");
-        }
-        if s.rate_pps.is_some_and(|r| r <= 0.0 || !r.is_finite()) {
-            bail!("--rate must be a positive number of frames per second");
-        }
-        if s.rate_pps.is_some() && s.count.is_some() && self.progs.len() > 1 {
-            // Each program keeps its own per-CPU quota, so a count cannot be split among them.
-            bail!("--rate with --count takes one --packet spec (or a capture); give --duration instead");
-        }
-        if self.tcp.is_some() {
-            super::tcp::check_threads(s.threads)?;
-        }
+        self.check(s)?;
         let cpus = pick_cpus(s)?;
         let capture = environment::start(cpus[0]);
         // Set by the reporter at a limit or Ctrl-C, or by a failing thread.
@@ -447,17 +429,7 @@ impl Generator {
                     let duration_over = s.duration.is_some_and(|d| now >= d);
                     if duration_over || count_reached || stream_over || stalled || interrupt::interrupted() || done {
                         ended = Some(s.duration.filter(|&d| now >= d).unwrap_or(now));
-                        stopped_by = if interrupt::interrupted() {
-                            StopReason::Interrupted
-                        } else if progress.is_some_and(|p| p.reset) {
-                            StopReason::ResetByPeer
-                        } else if count_reached {
-                            StopReason::Count
-                        } else if stalled {
-                            StopReason::Stalled
-                        } else {
-                            StopReason::Duration
-                        };
+                        stopped_by = stop_reason(progress.is_some_and(|p| p.reset), count_reached, stalled);
                         match &self.tcp {
                             // A stream cut short still ends with FIN, so the receiver sees its end.
                             Some(tcp) if !stream_over && !done => {
@@ -546,6 +518,30 @@ impl Generator {
         })
     }
 
+    /// Refuses settings this generator cannot run.
+    fn check(&self, s: &GenSettings) -> Result<()> {
+        if s.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if s.interval < POLL {
+            bail!("a reporting interval must be at least {} ms", POLL.as_millis());
+        }
+        if !(1..=MAX_BATCH_SIZE).contains(&s.batch_size) {
+            bail!("--batch-size must be 1 to {MAX_BATCH_SIZE} (the kernel's page-pool batch)");
+        }
+        if s.rate_pps.is_some_and(|r| r <= 0.0 || !r.is_finite()) {
+            bail!("--rate must be a positive number of frames per second");
+        }
+        if s.rate_pps.is_some() && s.count.is_some() && self.progs.len() > 1 {
+            // Each program keeps its own per-CPU quota, so a count cannot be split among them.
+            bail!("--rate with --count takes one --packet spec (or a capture); give --duration instead");
+        }
+        if self.tcp.is_some() {
+            super::tcp::check_threads(s.threads)?;
+        }
+        Ok(())
+    }
+
     /// One thread's loop: long kernel calls until the reporter says stop.
     fn worker(&self, t: usize, cpu: usize, s: &GenSettings, stop: &AtomicBool) -> Result<()> {
         let result = self.send(t, cpu, s, stop);
@@ -606,4 +602,20 @@ fn pick_cpus(s: &GenSettings) -> Result<Vec<usize>> {
         bail!("--cpus names a CPU twice; each thread needs its own");
     }
     Ok(cpus.into_iter().take(s.threads).collect())
+}
+
+/// Why a run ended, at the moment it did: Ctrl-C first, then the peer's
+/// reset, the count reached, the stream stalled, else the duration.
+fn stop_reason(reset_by_peer: bool, count_reached: bool, stalled: bool) -> StopReason {
+    if interrupt::interrupted() {
+        StopReason::Interrupted
+    } else if reset_by_peer {
+        StopReason::ResetByPeer
+    } else if count_reached {
+        StopReason::Count
+    } else if stalled {
+        StopReason::Stalled
+    } else {
+        StopReason::Duration
+    }
 }

@@ -347,3 +347,43 @@ fn the_plugins_protocol_is_shared_and_its_attribution_is_analysis() {
     assert!(analysis.contains("pub fn attribute("), "the attribution is not in src/analysis");
     assert!(against.is_empty(), "the plugin's protocol or its attribution out of place:\n{}", against.join("\n"));
 }
+
+/// One timing engine: the timers of any loaded program (spliced, chain,
+/// per call) and the one prepared scenario around them live in
+/// `src/engine`; its clients (the own-object workload, the test runner)
+/// bring at most a timer of their own (`impl BatchTimer`), never another
+/// prepared scenario, timer enum or driver, and no overhead key is a
+/// string built by hand.
+#[test]
+fn programs_are_timed_by_one_engine() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src/workloads/object"), &mut files);
+    rust_files(&root.join("src/workloads/bpf_tests"), &mut files);
+    assert!(files.len() > 8, "the engine's clients were not read: {files:?}");
+    let mut against = Vec::new();
+    for file in &files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let rel = file.strip_prefix(root).unwrap().display().to_string();
+        for shape in
+            ["impl PreparedScenario for", "enum Timer", "struct Spliced", "struct ChainTimer", "bpf_skeleton!(\"driver"]
+        {
+            if code.contains(shape) {
+                against.push(format!("{rel} has its own `{shape}`: the engine's (src/engine) serves"));
+            }
+        }
+    }
+    let mut all = Vec::new();
+    rust_files(&root.join("src"), &mut all);
+    for file in &all {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        if code.contains("fn overhead_key(&self) -> String") || code.contains("overhead_key: String") {
+            against.push(format!("{}: an overhead key is an OverheadKey", file.strip_prefix(root).unwrap().display()));
+        }
+    }
+    let engine = std::fs::read_to_string(root.join("src/engine/mod.rs")).unwrap();
+    for shape in ["pub trait BatchTimer", "pub struct Timed<'a>", "pub struct PerCallBecause"] {
+        assert!(engine.contains(shape), "src/engine/mod.rs lacks `{shape}`");
+    }
+    assert!(against.is_empty(), "timing outside the one engine:\n{}", against.join("\n"));
+}

@@ -5,7 +5,7 @@
 //! inline (its datapath's stack zeroed after each iteration, so the
 //! verifier's states converge) and called, and says which ran; impossible
 //! requests get one-line errors. (Equal map state and outputs of both placements:
-//! the unit test in src/workloads/object/spliced.rs.)
+//! the unit test in src/engine/spliced.rs.)
 
 use crate::common;
 

@@ -87,8 +87,8 @@ impl PreparedScenario for Fake {
         Ok(BatchTiming { started_ns: 0, elapsed_ns: elapsed as u64, iters: iters.into() })
     }
 
-    fn overhead_key(&self) -> String {
-        self.overhead_key.into()
+    fn overhead_key(&self) -> bpfbench::harness::OverheadKey {
+        bpfbench::harness::OverheadKey::Named(self.overhead_key.into())
     }
 }
 

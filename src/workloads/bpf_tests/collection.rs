@@ -28,12 +28,12 @@ use anyhow::{Context, Result, bail};
 
 use super::result::CheckOutcome;
 use super::suite::{Test, TestFile, section_kind};
+use crate::engine::object_encapsulates_for_good;
 use crate::kernel::map_snapshot::{MapSnapshot, restore_all};
 use crate::kernel::object::ObjectFile;
 use crate::kernel::prog_type::ProgKind;
 use crate::kernel::slot_traps::{Reached, SlotRecorder};
 use crate::kernel::test_run::{RunOutput, run_keeping_ctx};
-use crate::workloads::object::object_encapsulates_for_good;
 
 /// The packet buffer pktgen starts from (Cilium's runner: a page less
 /// the test run's head- and tailroom).

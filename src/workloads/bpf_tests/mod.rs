@@ -28,18 +28,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches, ValueEnum};
 
-use crate::harness::{
-    BatchTiming, LoadedWorkload, NotRunnable, PreparedScenario, ScenarioInfo, Validation, Variant, Workload,
+use crate::engine::{
+    BatchTimer, ChainRequest, ChainTimer, ENCAPSULATED_FOR_GOOD, PerCallBecause, Restore, Timed, empty_program,
+    outputs_differ, restore_plan,
 };
+use crate::harness::{LoadedWorkload, NotRunnable, OverheadKey, PreparedScenario, ScenarioInfo, Validation, Workload};
 use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all as restore};
 use crate::kernel::prog_type::ProgKind;
 use crate::packet::mask::Mask;
 use crate::record::{ScenarioFacts, Timing};
 use crate::workloads::Registration;
-use crate::workloads::object::{
-    ChainRequest, ChainTimer, ENCAPSULATED_FOR_GOOD, HELPER_RESETS, NotInLoop, Restore, empty_program, outputs_differ,
-    restore_plan,
-};
 use collection::{Collection, Entry, Replayed, Split};
 use per_call::{CallState, CallTimer, MAX_CALLS};
 use suite::TestFile;
@@ -331,17 +329,18 @@ impl LoadedWorkload for Loaded<'_> {
                     reason: "fresh state: the maps are put back as the test's setup left them before every call".into(),
                     host_timed: false,
                 };
-                let prepared = Prepared {
-                    timer: Timer::PerCall(Box::new(timer)),
+                let prepared = Timed {
+                    timer: Box::new(timer),
                     program: fd,
-                    overhead_key: format!("{kind:?} test run of an empty program"),
+                    stats: None,
+                    overhead: OverheadKey::EmptyTestRun { kind },
                 };
                 (Box::new(prepared), timing)
             }
             State::Steady => {
                 // After the packets the timer runs: the Nth packet, checked by the test's own CHECK.
                 let late_input = entry.clone();
-                let Steady { timer, timing, after_first } =
+                let Steady { timer, timing, overhead, after_first } =
                     steady(c, &r.test, entry, &fresh, kind, cpu, empty, &mut labels, &mut notes).map_err(|e| {
                         match e.is::<NotRunnable>() {
                             true => e,
@@ -365,11 +364,7 @@ impl LoadedWorkload for Loaded<'_> {
                 if labels.is_empty() {
                     checks.push("the flow's later packets take the first packet's path: same output, and its own CHECK still passes after the batches".into());
                 }
-                let overhead_key = match &timer {
-                    Timer::Chain(t) => format!("{kind:?} chain loop, {} passes per run", t.per_run),
-                    Timer::PerCall(_) => format!("{kind:?} test run of an empty program"),
-                };
-                let prepared = Prepared { overhead_key, program: fd, timer };
+                let prepared = Timed { timer, program: fd, stats: None, overhead };
                 (Box::new(prepared), timing)
             }
         };
@@ -459,7 +454,7 @@ fn steady<'a>(
         let req = ChainRequest {
             kind,
             entry: fd,
-            user: None,
+            in_user_runtime: None,
             load_attrs: c.load_attrs(&entry.program).map_err(|e| format!("{e:#}"))?,
             variants: std::slice::from_ref(&entry.packet),
             restore: n,
@@ -472,11 +467,11 @@ fn steady<'a>(
         match crate::harness::activity::during(&what, || ChainTimer::build(req)) {
             // A path that changes after many packets fails in the batches:
             // one long batch here finds it before any is timed.
-            Ok(Ok(mut t)) => match t.run_batch(true, t.batch_cap().min(STABLE_PASSES)) {
+            Ok(Ok(mut t)) => match t.run_batch(true, t.cap().min(STABLE_PASSES)) {
                 Ok(_) => Ok((t, n)),
                 Err(e) => Err(format!("after many packets, {}", one_line(&format!("{e:#}")))),
             },
-            Ok(Err(NotInLoop(why))) => Err(why),
+            Ok(Err(PerCallBecause { reason, .. })) => Err(reason),
             Err(e) => Err(one_line(&format!("{e:#}"))),
         }
     });
@@ -486,16 +481,10 @@ fn steady<'a>(
                 "timing: in BPF, the entry entered by a tail call from the chain loop ({} timed passes per test run), state kept between passes; the skb put back after each as the test run made it (mark, cb[], tc_index, priority, queue mapping, timestamp, protocol, packet type, hash); {n} bytes written back per pass",
                 timer.per_run
             ));
-            if let Some(how) = timer.length_reset {
-                notes.push(format!(
-                    "the entry changes the packet's length: the loop puts it back after every pass ({how})"
-                ));
-            }
-            if timer.helper_resets().is_ok_and(|n| n > 0) {
-                notes.push(HELPER_RESETS.into());
-            }
+            notes.extend(timer.reset_notes("the entry"));
             let timing = Timing::Chain { tail_calls: timer.tail_calls, per_run: timer.per_run };
-            Ok(Steady { timer: Timer::Chain(Box::new(timer)), timing, after_first })
+            let overhead = OverheadKey::ChainLoop { kind, per_run: timer.per_run, restore: n, packets: 1 };
+            Ok(Steady { timer: Box::new(timer), timing, overhead, after_first })
         }
         Err(why) => {
             let why = match c.encapsulates_for_good {
@@ -517,7 +506,7 @@ fn steady<'a>(
                 kind,
             };
             let timing = Timing::PerCall { reason, host_timed: false };
-            Ok(Steady { timer: Timer::PerCall(Box::new(timer)), timing, after_first })
+            Ok(Steady { timer: Box::new(timer), timing, overhead: OverheadKey::EmptyTestRun { kind }, after_first })
         }
     }
 }
@@ -525,43 +514,8 @@ fn steady<'a>(
 /// The entry's steady state: its timer, and the maps as the flow's first
 /// packet left them (what the test's CHECK judges a later packet in).
 struct Steady<'a> {
-    timer: Timer<'a>,
+    timer: Box<dyn BatchTimer + 'a>,
     timing: Timing,
+    overhead: OverheadKey,
     after_first: Vec<MapSnapshot>,
-}
-
-enum Timer<'a> {
-    Chain(Box<ChainTimer>),
-    PerCall(Box<CallTimer<'a>>),
-}
-
-struct Prepared<'a> {
-    timer: Timer<'a>,
-    program: BorrowedFd<'a>,
-    overhead_key: String,
-}
-
-impl PreparedScenario for Prepared<'_> {
-    fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming> {
-        let body = variant == Variant::Body;
-        match &mut self.timer {
-            Timer::Chain(t) => t.run_batch(body, iters),
-            Timer::PerCall(t) => t.run_batch(body, iters),
-        }
-    }
-
-    fn batch_cap(&self) -> Option<u32> {
-        match &self.timer {
-            Timer::Chain(t) => Some(t.batch_cap()),
-            Timer::PerCall(_) => Some(MAX_CALLS),
-        }
-    }
-
-    fn overhead_key(&self) -> String {
-        self.overhead_key.clone()
-    }
-
-    fn program(&self) -> Option<BorrowedFd<'_>> {
-        Some(self.program)
-    }
 }

@@ -19,6 +19,7 @@ use anyhow::{Result, bail};
 
 use super::collection::{Collection, Entry};
 use super::suite::Test;
+use crate::engine::BatchTimer;
 use crate::harness::BatchTiming;
 use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all};
 use crate::kernel::prog_type::ProgKind;
@@ -50,9 +51,13 @@ pub struct CallTimer<'a> {
     pub kind: ProgKind,
 }
 
-impl CallTimer<'_> {
+impl BatchTimer for CallTimer<'_> {
+    fn batch_cap(&self) -> Option<u32> {
+        Some(MAX_CALLS)
+    }
+
     /// `iters` calls (at most [`MAX_CALLS`]), each from its state; every verdict and the last packet are checked.
-    pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
+    fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
         let n = iters.min(MAX_CALLS);
         let started_ns = crate::system::monotonic_ns();
         let mut elapsed = 0u64;

@@ -6,7 +6,9 @@ use anyhow::{Result, ensure};
 use libbpf_rs::skel::SkelBuilder;
 
 use crate::harness::timing::{RestoreMode, TimedProgram};
-use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::harness::{
+    BatchTiming, LoadedWorkload, OverheadKey, PreparedScenario, ScenarioInfo, Validation, Variant, Workload,
+};
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::workloads::{Registration, no_files};
 
@@ -69,8 +71,8 @@ impl PreparedScenario for &mut Loaded {
         Ok(program.run_batch(&PACKET, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?.0)
     }
 
-    fn overhead_key(&self) -> String {
-        "empty call".into()
+    fn overhead_key(&self) -> OverheadKey {
+        OverheadKey::Named("empty call".into())
     }
 }
 

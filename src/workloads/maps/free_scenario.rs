@@ -62,7 +62,7 @@ impl PreparedScenario for FreeScenario<'_> {
         }
     }
 
-    fn overhead_key(&self) -> String {
-        "map-ops empty loop".into()
+    fn overhead_key(&self) -> crate::harness::OverheadKey {
+        crate::harness::OverheadKey::Named("map-ops empty loop".into())
     }
 }

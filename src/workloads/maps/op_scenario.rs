@@ -260,8 +260,8 @@ impl PreparedScenario for OpScenario<'_> {
     }
 
     /// Every map scenario runs the same empty loop (of one construct per run).
-    fn overhead_key(&self) -> String {
-        "map-ops empty loop".into()
+    fn overhead_key(&self) -> crate::harness::OverheadKey {
+        crate::harness::OverheadKey::Named("map-ops empty loop".into())
     }
 
     fn batch_cap(&self) -> Option<u32> {

@@ -156,7 +156,7 @@ fn flow_flags(text: &str, what: &str) -> Result<Vec<u8>> {
             ),
         };
     }
-    super::btf_value::kernel_struct("bpf_flow_keys", &serde_json::json!({ "flags": flags }), what)
+    crate::kernel::btf_value::kernel_struct("bpf_flow_keys", &serde_json::json!({ "flags": flags }), what)
 }
 
 /// `--ctx`'s bytes: integers as native u64s, or a hex string as it reads.
@@ -274,7 +274,7 @@ impl CaseSpec {
             .as_ref()
             .map(|v| -> Result<ExpectedFlowKeys> {
                 let what = format!("case {case}: --expect-flow-keys");
-                let (bytes, given) = super::btf_value::expected_kernel_struct("bpf_flow_keys", v, &what)?;
+                let (bytes, given) = crate::kernel::btf_value::expected_kernel_struct("bpf_flow_keys", v, &what)?;
                 Ok(ExpectedFlowKeys { bytes, given, shown: v.to_string() })
             })
             .transpose()?;
@@ -293,7 +293,7 @@ impl CaseSpec {
             Takes::Packet => CaseInput::Packet,
             Takes::Skb => match &self.skb {
                 Some(fields) => CaseInput::SkbFields {
-                    bytes: super::btf_value::skb_context(fields, &format!("case {case}: skb"))?,
+                    bytes: crate::kernel::btf_value::skb_context(fields, &format!("case {case}: skb"))?,
                     shown: fields.to_string(),
                 },
                 None => CaseInput::Packet,
@@ -379,7 +379,7 @@ impl Case {
         let mut ctxs = Vec::with_capacity(self.packets.len());
         for (i, p) in self.packets.iter().enumerate() {
             let what = format!("case {}, packet {i}", self.name);
-            ctxs.push(super::btf_value::kernel_struct(type_name, &fields(&self.name, i, p)?, &what)?);
+            ctxs.push(crate::kernel::btf_value::kernel_struct(type_name, &fields(&self.name, i, p)?, &what)?);
         }
         Ok(ctxs)
     }

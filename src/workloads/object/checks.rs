@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::btf_value::{describe_kernel_struct, kernel_struct_differs};
 use super::cases::{Case, CaseInput};
+use crate::kernel::btf_value::{describe_kernel_struct, kernel_struct_differs};
 use crate::kernel::prog_type::{ProgKind, Takes};
 use crate::kernel::test_run::RunOutput;
 use crate::packet::{diff_packets, pcap};

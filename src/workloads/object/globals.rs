@@ -7,14 +7,14 @@
 //! as the program's own loader would.
 //!
 //! A variable is found by name in the object's BTF (its data sections'
-//! variables) and its value laid out by its type (btf_value.rs).
+//! variables) and its value laid out by its type (kernel/btf_value.rs).
 
 use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::btf::types::{DataSec, Var};
 use libbpf_rs::btf::{Btf, ReferencesType, TypeId};
 use serde_json::Value;
 
-use super::btf_value;
+use crate::kernel::btf_value;
 use crate::kernel::object::ObjectFile;
 
 /// A global the user sets: its name and value (JSON, or a bare string

@@ -1,14 +1,14 @@
 //! Filling a user's map from JSON before validation (`--map NAME=FILE.json`).
 //!
 //! The file is an array of `{"key": K, "value": V}`; K and V are hex
-//! strings or values laid out by the map's BTF (btf_value.rs).
+//! strings or values laid out by the map's BTF (kernel/btf_value.rs).
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use super::btf_value::bytes_of;
+use crate::kernel::btf_value::bytes_of;
 use crate::kernel::maps;
 use crate::kernel::object::ObjectFile;
 use crate::system::cpu::possible_cpus;

@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use super::btf_value::{bytes_of, expected_bytes, value_differs};
+use crate::kernel::btf_value::{bytes_of, expected_bytes, value_differs};
 use crate::kernel::maps;
 use crate::kernel::object::ObjectFile;
 

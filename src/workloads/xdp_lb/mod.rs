@@ -22,7 +22,9 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::MapHandle;
 
 use crate::harness::timing::{BodyArgs, BodyChoice, RestoreMode, TimingChoice};
-use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
+use crate::harness::{
+    BatchTiming, LoadedWorkload, OverheadKey, PreparedScenario, ScenarioInfo, Validation, Variant, Workload,
+};
 use crate::kernel::prog_type::ProgKind;
 use crate::kernel::skeleton::ObjectSource;
 use crate::record::{InstructionCount, LoopConstruct, Runtime, Timing};
@@ -198,16 +200,16 @@ impl PreparedScenario for Prepared<'_> {
 
     /// The overhead loop runs the same flow generator: one measurement per
     /// generator shape.
-    fn overhead_key(&self) -> String {
+    fn overhead_key(&self) -> OverheadKey {
         let s = self.scenario;
-        match s.flows {
+        OverheadKey::Named(match s.flows {
             Flows::Single => "single flow".into(),
             flows => {
                 let fam = if s.packet.src.is_ipv4() { "v4" } else { "v6" };
                 let proto = if s.packet.l4 == packets::L4::Udp { "udp" } else { "tcp" };
-                format!("{flows:?} flows, {proto}/{fam}").to_lowercase()
+                format!("{flows:?} flows, {proto}/{fam}").to_lowercase().into()
             }
-        }
+        })
     }
 }
 

@@ -11,15 +11,16 @@ use anyhow::{Context, Result, bail, ensure};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use super::user_context::give_contexts;
-use super::{DriverState, outputs_differ, write_variants};
-use crate::harness::BatchTiming;
+use super::{BatchTimer, DriverState, PerCallBecause, outputs_differ, write_variants};
 use crate::harness::timing::SharedRuntime;
+use crate::harness::{BatchTiming, Profile, Variant};
 use crate::kernel::AttachType;
 use crate::kernel::prepared::PreparedCode;
 use crate::kernel::prog_type::{BatchLoop, ProgKind};
 use crate::kernel::skeleton::{self, ObjectSource};
 use crate::kernel::test_run::{RunOutput, run_in};
 use crate::packet::mask::Mask;
+use crate::record::InstructionCount;
 use crate::uvm::UserRuntime;
 
 crate::bpf_skeleton!("driver_chain");
@@ -33,10 +34,6 @@ const MAX_RUNS_PER_BATCH: u64 = 2_000;
 
 /// BENCH_MAX_PASSES in driver_chain.bpf.c: the probes' and the loop's bound.
 const MAX_PASSES: u32 = 33;
-
-/// Why a chain cannot be timed in BPF: the reason to time it per call.
-#[derive(Debug)]
-pub struct NotInLoop(pub String);
 
 /// The chain of a user's XDP or tc program, driven by the chain driver.
 pub struct ChainTimer {
@@ -56,7 +53,7 @@ pub struct ChainTimer {
     kind: ProgKind,
     cpu: usize,
     /// Where the runs go when they are the userspace runtime's.
-    user: Option<UserChain>,
+    in_user_runtime: Option<UserChain>,
     /// Tail calls one pass through the chain makes, its entry's included;
     /// 0 where the kernel counts per call of the loop's subprogram (before
     /// 6.10), so that the probe cannot count them and need not.
@@ -88,7 +85,7 @@ pub struct ChainRequest<'a> {
     /// The entry's name, and the code of its object and of the objects
     /// whose programs fill its prog arrays, when the batches run in the
     /// userspace runtime.
-    pub user: Option<(&'a str, PreparedCode)>,
+    pub in_user_runtime: Option<(&'a str, PreparedCode)>,
     /// The entry program's expected attach type and flags: a prog array
     /// takes only programs like the one that first used it.
     pub load_attrs: (AttachType, u32),
@@ -192,7 +189,7 @@ fn load_driver(req: &ChainRequest<'_>, per_run: u32, probing: bool, reset: Lengt
     })?;
     // The final instructions, for the userspace runtime, before loading takes them.
     // (Not for the probes' driver: it never runs in userspace.)
-    let mut code = match req.user {
+    let mut code = match req.in_user_runtime {
         Some(_) if !probing => Some(PreparedCode::capture(&mut open).context("preparing the chain driver")?),
         _ => None,
     };
@@ -236,18 +233,20 @@ impl ChainTimer {
     /// its later passes then go another way, at the MAC header (in the
     /// kernel: the userspace runtime has no bpf_skb_adjust_room). The
     /// tail's reason stands if both fail.
-    pub fn build(req: ChainRequest<'_>) -> Result<std::result::Result<ChainTimer, NotInLoop>> {
-        let resizes =
-            req.kind == ProgKind::Tc && req.references.iter().zip(req.variants).any(|(r, p)| r.packet.len() != p.len());
+    pub fn build(req: ChainRequest<'_>) -> Result<std::result::Result<ChainTimer, PerCallBecause>> {
+        let resizes = super::restore::resizes_skb(req.kind, req.variants, &req.references);
         match ChainTimer::build_with(&req, LengthReset::Tail) {
-            Err(at_tail) if resizes && req.user.is_none() => {
+            Err(at_tail) if resizes && req.in_user_runtime.is_none() => {
                 ChainTimer::build_with(&req, LengthReset::Mac).map_err(|_| at_tail)
             }
             built => built,
         }
     }
 
-    fn build_with(req: &ChainRequest<'_>, reset: LengthReset) -> Result<std::result::Result<ChainTimer, NotInLoop>> {
+    fn build_with(
+        req: &ChainRequest<'_>,
+        reset: LengthReset,
+    ) -> Result<std::result::Result<ChainTimer, PerCallBecause>> {
         // The probe: on every packet, the tail calls one pass leaves.
         let d = load_driver(req, 1, true, reset)?;
         // The kernel's limit per run (33 since 5.17, 32 before).
@@ -268,13 +267,13 @@ impl ChainTimer {
             run_in(d.probe.as_fd(), p, ctx)?;
             let left = read_totals(&d.totals, req.cpu)?.probe_calls;
             if left == 0 {
-                if let Some((entry, code)) = &req.user {
+                if let Some((entry, code)) = &req.in_user_runtime {
                     // The chain alone still runs in userspace as in the kernel (to its limit).
                     let mut rt = UserRuntime::new(code, req.cpu)?;
                     give_contexts(&mut rt, req.kind, req.variants, req.ctx.as_deref())?;
                     check_user_outputs(&mut rt, entry, req)?;
                 }
-                return Ok(Err(NotInLoop(format!(
+                return Ok(Err(PerCallBecause::new(format!(
                     "it makes {limit} tail calls or more per packet with the loop's own (the kernel's limit per run): no loop can hold it"
                 ))));
             }
@@ -283,7 +282,7 @@ impl ChainTimer {
         // The timed passes and the checked one, all within the limit.
         let per_run = limit / tail_calls - 1;
         if per_run == 0 {
-            return Ok(Err(NotInLoop(format!(
+            return Ok(Err(PerCallBecause::new(format!(
                 "it makes {tail_calls} tail calls per packet with the loop's own: a run (at most {limit}) holds only the pass that is checked"
             ))));
         }
@@ -302,7 +301,7 @@ impl ChainTimer {
         reset: LengthReset,
         (tail_calls, per_run, limit): (u32, u32, u32),
     ) -> Result<ChainTimer> {
-        let user = match (d.code.take(), &req.user) {
+        let in_user_runtime = match (d.code.take(), &req.in_user_runtime) {
             (Some(mut code), Some((entry, user_code))) => {
                 if tail_calls == 0 {
                     bail!(
@@ -317,8 +316,7 @@ impl ChainTimer {
             }
             _ => None,
         };
-        let resizes =
-            req.kind == ProgKind::Tc && req.references.iter().zip(req.variants).any(|(r, p)| r.packet.len() != p.len());
+        let resizes = super::restore::resizes_skb(req.kind, req.variants, &req.references);
         let mut timer = ChainTimer {
             body: d.body,
             overhead: d.overhead,
@@ -332,29 +330,29 @@ impl ChainTimer {
             mask: req.mask.clone(),
             kind: req.kind,
             cpu: req.cpu,
-            user,
+            in_user_runtime,
             tail_calls,
             per_run,
             limit,
             length_reset: (req.kind.has_skb() && resizes).then(|| reset.driver().1),
         };
-        timer.run_batch(true, per_run * (req.variants.len() as u32 + 1))?;
-        if resizes && timer.user.is_none() {
-            let n = super::spliced::WALK_CHECK_ITERATIONS.min(timer.batch_cap());
-            timer.run_batch(true, n).with_context(|| format!("in a check batch of {n} passes before timing"))?;
+        timer.run(true, per_run * (req.variants.len() as u32 + 1))?;
+        if resizes && timer.in_user_runtime.is_none() {
+            let n = super::spliced::WALK_CHECK_ITERATIONS.min(timer.cap());
+            timer.run(true, n).with_context(|| format!("in a check batch of {n} passes before timing"))?;
         }
         Ok(timer)
     }
 
     /// Timed passes per batch at most.
-    pub fn batch_cap(&self) -> u32 {
+    pub fn cap(&self) -> u32 {
         self.per_run * MAX_RUNS_PER_BATCH as u32
     }
 
     /// Runs of the driver (or of its overhead) until `iters` passes are
     /// timed, at most MAX_RUNS_PER_BATCH; each run's checked pass of the
     /// body must give the program's own output for its packet.
-    pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
+    fn run(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
         let runs = u64::from(iters).div_ceil(u64::from(self.per_run)).clamp(1, MAX_RUNS_PER_BATCH);
         let before = self.totals()?;
         let started_ns = crate::system::monotonic_ns();
@@ -362,7 +360,7 @@ impl ChainTimer {
         let (body_name, overhead_name) = driver_names(self.kind)?;
         let name = if body { body_name } else { overhead_name };
         for _ in 0..runs {
-            let out = match &self.user {
+            let out = match &self.in_user_runtime {
                 Some(u) => u.rt.borrow_mut().run(&name, &self.packet)?.into(),
                 None => run_in(prog, &self.packet, self.ctx.as_deref())?,
             };
@@ -395,7 +393,7 @@ impl ChainTimer {
         if self.references.len() == 1 {
             return Ok(0);
         }
-        let state: DriverState = match &self.user {
+        let state: DriverState = match &self.in_user_runtime {
             Some(u) => user_cpu(&u.rt, "bench_driver_state", self.cpu)?,
             None => this_cpu(&self.state, self.cpu, "state")?,
         };
@@ -406,7 +404,7 @@ impl ChainTimer {
     /// protocol, packet type or hash back (inside the timed region; the
     /// empty chain of the overhead's loop never needs one).
     pub fn helper_resets(&self) -> Result<u64> {
-        let state: DriverState = match &self.user {
+        let state: DriverState = match &self.in_user_runtime {
             Some(u) => user_cpu(&u.rt, "bench_driver_state", self.cpu)?,
             None => this_cpu(&self.state, self.cpu, "state")?,
         };
@@ -415,22 +413,38 @@ impl ChainTimer {
 
     /// This CPU's totals, from the kernel's map or the userspace runtime's.
     fn totals(&self) -> Result<bench_chain_totals> {
-        match &self.user {
+        match &self.in_user_runtime {
             Some(u) => user_cpu(&u.rt, "bench_chain_totals", self.cpu),
             None => read_totals(&self.totals, self.cpu),
         }
     }
 
+    /// What the loop puts back after every pass beyond the bytes written
+    /// back, inside the timed region: a changed length, the skb's state by
+    /// helper calls. `what` is what changed it ("the chain", "the entry").
+    pub fn reset_notes(&self, what: &str) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(how) = self.length_reset {
+            notes.push(format!(
+                "{what} changes the packet's length: the loop puts it back after every pass ({how}), inside the timed region"
+            ));
+        }
+        if self.helper_resets().is_ok_and(|n| n > 0) {
+            notes.push(super::HELPER_RESETS.into());
+        }
+        notes
+    }
+
     /// The userspace runtime the batches run in, if they do.
-    pub fn user(&self) -> Option<&SharedRuntime> {
-        self.user.as_ref().map(|u| &u.rt)
+    pub fn user_runtime(&self) -> Option<&SharedRuntime> {
+        self.in_user_runtime.as_ref().map(|u| &u.rt)
     }
 
     /// `n` runs of the user's entry alone in the userspace runtime, the
     /// case's packets in turn: what its instructions per packet are
     /// counted on (the driver's loop has no share in them).
     pub fn run_entry(&self, n: u32) -> Result<BatchTiming> {
-        let u = self.user.as_ref().context("the chain runs in the kernel")?;
+        let u = self.in_user_runtime.as_ref().context("the chain runs in the kernel")?;
         let started_ns = crate::system::monotonic_ns();
         for i in 0..n as usize {
             u.rt.borrow_mut().run(&u.entry, &u.variants[i % u.variants.len()])?;
@@ -441,6 +455,28 @@ impl ChainTimer {
 
 /// The chain from `entry` in the userspace runtime `rt` gives the
 /// kernel's output for each of the case's packets.
+impl BatchTimer for ChainTimer {
+    fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
+        self.run(body, iters)
+    }
+
+    fn batch_cap(&self) -> Option<u32> {
+        Some(self.cap())
+    }
+
+    /// The chain's own instructions: its entry run alone per packet, no loop around it.
+    fn count_instructions(&mut self, iters: u32, profile: Profile) -> Result<Option<InstructionCount>> {
+        let Some(rt) = self.user_runtime().cloned() else { return Ok(None) };
+        crate::harness::count_instructions(&rt, iters, profile, |variant, n| match variant {
+            Variant::Body => self.run_entry(n),
+            Variant::Overhead => {
+                Ok(BatchTiming { started_ns: crate::system::monotonic_ns(), elapsed_ns: 0, iters: u64::from(n) })
+            }
+        })
+        .map(Some)
+    }
+}
+
 fn check_user_outputs(rt: &mut UserRuntime, entry: &str, req: &ChainRequest<'_>) -> Result<()> {
     for (i, (packet, want)) in req.variants.iter().zip(&req.references).enumerate() {
         let got: RunOutput = rt.run(entry, packet)?.into();

@@ -25,7 +25,7 @@ struct Scalar {
 
 /// The type behind typedefs and qualifiers, and whether a `__be*` typedef
 /// was on the way.
-pub(super) fn resolve<'b>(btf: &'b Btf<'b>, id: TypeId) -> Result<(BtfType<'b>, bool)> {
+pub fn resolve<'b>(btf: &'b Btf<'b>, id: TypeId) -> Result<(BtfType<'b>, bool)> {
     let mut t: BtfType<'b> = btf.type_by_id(id).context("dangling BTF type id")?;
     let mut big_endian = false;
     loop {
@@ -42,7 +42,7 @@ pub(super) fn resolve<'b>(btf: &'b Btf<'b>, id: TypeId) -> Result<(BtfType<'b>, 
 }
 
 /// Bytes a BTF type occupies.
-pub(super) fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
+pub fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
     let (t, _) = resolve(btf, id)?;
     Ok(match t.kind() {
         BtfKind::Int => Int::try_from(t).map(|i| i.size()).unwrap_or(0),
@@ -112,7 +112,7 @@ fn write_scalar(out: &mut [u8], value: i128, s: &Scalar, at: &str) -> Result<()>
 }
 
 /// Writes `v` laid out as BTF type `id` into `out` (exactly its size).
-pub(super) fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Result<()> {
+pub fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) -> Result<()> {
     let (t, big_endian) = resolve(btf, id)?;
     if let Value::String(s) = v
         && !matches!(t.kind(), BtfKind::Int | BtfKind::Enum | BtfKind::Enum64)
@@ -264,7 +264,7 @@ fn field_names(btf: &Btf<'_>, c: &Composite<'_>) -> String {
 }
 
 /// The bytes of a key or value: hex, or laid out by BTF type `id` (0: none).
-pub(super) fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) -> Result<Vec<u8>> {
+pub fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str) -> Result<Vec<u8>> {
     let mut out = vec![0u8; size];
     match (v, btf) {
         (Value::String(s), _) if hex_bytes(s).is_some_and(|b| b.len() == size) => out = hex_bytes(s).expect("checked"),
@@ -281,7 +281,7 @@ pub(super) fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, a
 /// An expected key or value, laid out as [`bytes_of`] does, with which of
 /// its bytes `v` gives: a struct's fields it leaves out are not compared.
 /// (Laid out twice, over zeros and over 0xff: the bytes `v` writes agree.)
-pub(super) fn expected_bytes(
+pub fn expected_bytes(
     btf: Option<&Btf<'_>>,
     id: u32,
     size: usize,
@@ -304,7 +304,7 @@ pub(super) fn expected_bytes(
 /// How `got` differs from `want` in the bytes `given` marks, by member of
 /// BTF type `id` where it is a struct ("packets: expected 01000000, got
 /// 02000000"), else as bytes; `None` if it does not.
-pub(super) fn value_differs(btf: Option<&Btf<'_>>, id: u32, want: &[u8], got: &[u8], given: &[bool]) -> Option<String> {
+pub fn value_differs(btf: Option<&Btf<'_>>, id: u32, want: &[u8], got: &[u8], given: &[bool]) -> Option<String> {
     if want.len() != got.len() {
         return Some(format!("expected {} bytes, got {}", want.len(), got.len()));
     }

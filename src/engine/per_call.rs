@@ -8,7 +8,7 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::{Result, bail};
 
-use super::outputs_differ;
+use super::{BatchTimer, outputs_differ};
 use crate::harness::BatchTiming;
 use crate::kernel::prog_type::ProgKind;
 use crate::kernel::test_run::{RunOutput, TestInput, run_input};
@@ -32,10 +32,14 @@ pub struct PerCall<'a> {
     pub next: usize,
 }
 
-impl<'a> PerCall<'a> {
+impl BatchTimer for PerCall<'_> {
+    fn batch_cap(&self) -> Option<u32> {
+        None
+    }
+
     /// `iters` runs (at most MAX_CALLS_PER_BATCH), cycling the packets;
     /// each verdict and the last packet are checked.
-    pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
+    fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
         let n = iters.min(MAX_CALLS_PER_BATCH);
         let started_ns = crate::system::monotonic_ns();
         let mut elapsed = 0u64;

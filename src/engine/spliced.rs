@@ -14,17 +14,17 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use anyhow::{Context, Result, bail};
 
 use super::splice::{self, DRIVER, DRIVER_OVERHEAD, PreparedProgram, driver_object};
-use super::{DriverState, Rodata, outputs_differ, write_variants};
+use super::{BatchTimer, DriverState, Rodata, outputs_differ, write_variants};
 use crate::packet::mask::Mask;
 
 /// driver.h's BENCH_RESTORE_DROP_META, beside the bytes written back.
 pub(super) fn drop_meta(drop: bool) -> u32 {
     if drop { 1 << 31 } else { 0 }
 }
-use crate::harness::BatchTiming;
 use crate::harness::inline::Scrub;
 use crate::harness::timing::{BodyChoice, cannot_inline, place};
 use crate::harness::timing::{RestoreMode, SharedRuntime, TimedProgram};
+use crate::harness::{BatchTiming, Profile, Variant};
 use crate::insn::Insn;
 use crate::kernel::AttachType;
 use crate::kernel::lines::LineTable;
@@ -33,7 +33,7 @@ use crate::kernel::prepared::PreparedCode;
 use crate::kernel::prog_type::ProgKind;
 use crate::kernel::skeleton::map_handle_from_fd;
 use crate::kernel::test_run::RunOutput;
-use crate::record::{Body, LoopConstruct, Runtime};
+use crate::record::{Body, InstructionCount, LoopConstruct, Runtime};
 use crate::uvm::UserRuntime;
 
 /// Iterations of the check batch of a tc program that changes the packet's
@@ -101,7 +101,7 @@ pub struct Spliced {
     /// The helper the loop puts a changed length back with.
     pub length_reset: &'static str,
     /// The userspace runtime the batches run in, when they do.
-    user: Option<SharedRuntime>,
+    in_user_runtime: Option<SharedRuntime>,
     /// The test runs' context (an skb program's `__sk_buff`), if any.
     ctx: Option<Vec<u8>>,
 }
@@ -111,7 +111,7 @@ pub struct Spliced {
 /// outputs, and where and how it is timed.
 #[derive(Clone)]
 pub struct SpliceRequest<'a> {
-    pub user: &'a PreparedProgram<'a>,
+    pub program: &'a PreparedProgram<'a>,
     pub variants: &'a [Vec<u8>],
     pub restore: u32,
     pub references: Vec<RunOutput>,
@@ -196,21 +196,21 @@ impl Spliced {
     /// loop (`req.inline_refused`), so a large program pays for it once
     /// (test_cls_redirect: 0.7 and 1.7 s; its called form 0.1 s).
     fn build_as(req: &SpliceRequest<'_>, body: Body, scrub: Option<Scrub>) -> Result<Spliced> {
-        let SpliceRequest { user, variants, restore, cpu, runtime, construct, .. } = *req;
+        let SpliceRequest { program, variants, restore, cpu, runtime, construct, .. } = *req;
         let references = req.references.clone();
         let (entry, overhead_name) = splice::driver_programs(construct)?;
         let reset_at_mac = req.reset_at_mac;
-        let mut driver = driver_object(user.kind, reset_at_mac)?;
-        let cfg_skb_fields = match user.kind.has_skb() {
-            true => splice::skb_fields_written(user.insns),
+        let mut driver = driver_object(program.kind, reset_at_mac)?;
+        let cfg_skb_fields = match program.kind.has_skb() {
+            true => splice::skb_fields_written(program.insns),
             false => 0,
         };
         driver.set_rodata(&Rodata {
             cfg_variants: variants.len() as u32,
             cfg_restore_bytes: restore
                 | drop_meta(
-                    user.kind == ProgKind::Xdp
-                        && splice::calls_helper(user.insns, crate::insn::helper::XDP_ADJUST_META),
+                    program.kind == ProgKind::Xdp
+                        && splice::calls_helper(program.insns, crate::insn::helper::XDP_ADJUST_META),
                 ),
             cfg_skb_fields,
         })?;
@@ -219,7 +219,7 @@ impl Spliced {
         driver.set_value_size("bench_variants", restore.max(8))?;
         driver.prepare()?;
         write_variants(&map_handle_from_fd(driver.map_fd("bench_variants")?)?, variants, restore)?;
-        let verify = |inline: Option<Scrub>| splice::splice(&driver, &entry, user, inline);
+        let verify = |inline: Option<Scrub>| splice::splice(&driver, &entry, program, inline);
         let (loaded, scrub) = match (body, scrub) {
             (Body::Call, _) => {
                 (verify(None).context("the kernel refused the program spliced into the batch loop")?, None)
@@ -276,11 +276,11 @@ impl Spliced {
             body: timed(&driver, body_fd)?,
             overhead: None,
             state: map_handle_from_fd(driver.map_fd("bench_driver_state")?)?,
-            load_attrs: user.object.load_attrs(user.name)?,
+            load_attrs: program.object.load_attrs(program.name)?,
             packet: variants[0].clone(),
             references,
             mask: req.mask.clone(),
-            kind: user.kind,
+            kind: program.kind,
             cpu,
             driver,
             overhead_name,
@@ -291,20 +291,19 @@ impl Spliced {
             scrub,
             placement_known: false,
             why_called: None,
-            length_reset: match (user.kind.has_skb(), reset_at_mac) {
+            length_reset: match (program.kind.has_skb(), reset_at_mac) {
                 (true, true) => "bpf_skb_adjust_room at the MAC header",
                 (true, false) => "bpf_skb_change_tail",
                 (false, _) => "bpf_xdp_adjust_head/tail",
             },
-            user: None,
+            in_user_runtime: None,
             ctx: req.ctx.clone(),
         };
         s.body.set_context(s.ctx.clone());
         if runtime == Runtime::User {
-            s.move_to_user(user, (&body_insns, body_lines), variants)?;
+            s.move_to_user_runtime(program, (&body_insns, body_lines), variants)?;
         }
-        let tc_resizes =
-            user.kind == ProgKind::Tc && req.references.iter().zip(variants).any(|(r, v)| r.packet.len() != v.len());
+        let tc_resizes = super::restore::resizes_skb(program.kind, variants, &req.references);
         for n in check_sizes(variants.len(), tc_resizes) {
             s.run(n).with_context(|| format!("in a check batch of {n} iteration(s) before timing"))?;
         }
@@ -313,19 +312,19 @@ impl Spliced {
 
     /// Runs the batches in the userspace runtime from now on: the spliced
     /// program and the overhead loop (both verified by the kernel first)
-    /// with copies of the driver's and the user's maps. The user's program
+    /// with copies of the driver's and the program's maps. The program's program
     /// alone must give the kernel's output for every packet there first.
-    fn move_to_user(
+    fn move_to_user_runtime(
         &mut self,
-        user: &PreparedProgram<'_>,
+        program: &PreparedProgram<'_>,
         spliced: (&[Insn], LineTable),
         variants: &[Vec<u8>],
     ) -> Result<()> {
         let (mut overhead, overhead_insns, overhead_lines) = self.load_overhead()?;
         let mut code = PreparedCode::default();
-        let user_lines = user.object.line_table(user.name)?;
+        let user_lines = program.object.line_table(program.name)?;
         for (name, insns, lines) in [
-            (user.name, user.insns, user_lines),
+            (program.name, program.insns, user_lines),
             (DRIVER, spliced.0, spliced.1),
             (DRIVER_OVERHEAD, &overhead_insns, overhead_lines),
         ] {
@@ -339,7 +338,7 @@ impl Spliced {
             code.lines.insert(name.to_string(), lines);
         }
         code.maps = self.driver.created_maps()?;
-        for (fd, id, name) in user.object.created_maps()? {
+        for (fd, id, name) in program.object.created_maps()? {
             // The harness finds the driver's maps by name: a user's map of the same name is renamed.
             let name = if code.maps.iter().any(|(_, _, n)| *n == name) { format!("user:{name}") } else { name };
             code.maps.push((fd, id, name));
@@ -347,7 +346,7 @@ impl Spliced {
         let rt = std::rc::Rc::new(std::cell::RefCell::new(UserRuntime::new(&code, self.cpu)?));
         super::user_context::give_contexts(&mut rt.borrow_mut(), self.kind, variants, self.ctx.as_deref())?;
         for (i, (packet, want)) in variants.iter().zip(&self.references).enumerate() {
-            let got: RunOutput = rt.borrow_mut().run(user.name, packet)?.into();
+            let got: RunOutput = rt.borrow_mut().run(program.name, packet)?.into();
             if let Some(diff) = outputs_differ(self.kind, &self.mask, want, &got) {
                 bail!("packet {i}: the userspace runtime gave another output than the kernel: {diff}");
             }
@@ -355,7 +354,7 @@ impl Spliced {
         self.body.run_in_user(rt.clone(), DRIVER)?;
         overhead.run_in_user(rt.clone(), DRIVER_OVERHEAD)?;
         self.overhead = Some(overhead);
-        self.user = Some(rt);
+        self.in_user_runtime = Some(rt);
         Ok(())
     }
 
@@ -375,14 +374,14 @@ impl Spliced {
     }
 
     /// The userspace runtime the batches run in, if they do.
-    pub fn user(&self) -> Option<&SharedRuntime> {
-        self.user.as_ref()
+    pub fn user_runtime(&self) -> Option<&SharedRuntime> {
+        self.in_user_runtime.as_ref()
     }
 
     /// This CPU's driver state.
     fn state(&self) -> Result<DriverState> {
         let key = 0u32.to_ne_bytes();
-        let all = match &self.user {
+        let all = match &self.in_user_runtime {
             Some(rt) => rt.borrow().map("bench_driver_state")?.peek_all(&key),
             None => self.state.lookup_percpu(&key, MapFlags::ANY)?,
         }
@@ -411,8 +410,10 @@ impl Spliced {
     pub fn helper_resets(&self) -> Result<u64> {
         Ok(self.state()?.rehelped)
     }
+}
 
-    pub fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
+impl BatchTimer for Spliced {
+    fn run_batch(&mut self, body: bool, iters: u32) -> Result<BatchTiming> {
         if body {
             return self.run(iters);
         }
@@ -421,6 +422,18 @@ impl Spliced {
         }
         let overhead = self.overhead.as_mut().expect("loaded above");
         Ok(overhead.run_batch(&self.packet, iters, RestoreMode::BENCH_RESTORE_NONE, self.cpu)?.0)
+    }
+
+    fn batch_cap(&self) -> Option<u32> {
+        crate::harness::timing::batch_cap(self.construct)
+    }
+
+    fn count_instructions(&mut self, iters: u32, profile: Profile) -> Result<Option<InstructionCount>> {
+        let Some(rt) = self.user_runtime().cloned() else { return Ok(None) };
+        crate::harness::count_instructions(&rt, iters, profile, |variant, n| {
+            self.run_batch(variant == Variant::Body, n)
+        })
+        .map(Some)
     }
 }
 
@@ -465,7 +478,7 @@ mod tests {
             (Runtime::User, LoopConstruct::MayGoto),
         ];
         let request = |references: Vec<RunOutput>, runtime, construct, body| SpliceRequest {
-            user: &user,
+            program: &user,
             variants: &variants,
             restore,
             references,
@@ -554,7 +567,7 @@ mod tests {
         let mut seen = Vec::new();
         for (choice, placement) in [(BodyChoice::Call, Body::Call), (BodyChoice::Inline, Body::Inline)] {
             let request = SpliceRequest {
-                user: &user,
+                program: &user,
                 variants: &variants,
                 restore,
                 references: references.clone(),

@@ -8,6 +8,7 @@
 //! (the last iteration's output against the program's own) confirms.
 
 use crate::kernel::prog_type::ProgKind;
+use crate::kernel::test_run::RunOutput;
 
 use super::MAX_RESTORE as BENCH_MAX_RESTORE;
 
@@ -32,7 +33,7 @@ fn changed_extent(kind: ProgKind, input: &[u8], output: &[u8]) -> usize {
     if n == m {
         return last_difference(input, output);
     }
-    if kind == ProgKind::Tc {
+    if kind.has_skb() {
         // adjust_room inserts or removes in the middle: write everything back.
         return n;
     }
@@ -48,6 +49,13 @@ fn changed_extent(kind: ProgKind, input: &[u8], output: &[u8]) -> usize {
             j < 0 || j as usize >= m || input[i] != output[j as usize]
         })
         .map_or(0, |i| i + 1)
+}
+
+/// Whether a program that takes an skb changed the length of any of its
+/// `inputs` (its outputs in `references`): the loop then puts the length
+/// back with a helper, at the tail or at the MAC header.
+pub fn resizes_skb(kind: ProgKind, inputs: &[Vec<u8>], references: &[RunOutput]) -> bool {
+    kind.has_skb() && references.iter().zip(inputs).any(|(r, p)| r.packet.len() != p.len())
 }
 
 /// The restore plan for a case whose `inputs` the program turned into `outputs`.
