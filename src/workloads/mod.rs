@@ -22,7 +22,6 @@ use crate::harness::Workload;
 pub const REGISTRY: &[&Registration] = &[
     &xdp_lb::REGISTRATION,
     &maps::REGISTRATION,
-    // Before the test objects: a folder of spec files is a corpus.
     &corpus::REGISTRATION,
     &bpf_tests::REGISTRATION,
     &object::REGISTRATION,
@@ -37,8 +36,10 @@ pub struct Registration {
     pub names: &'static [&'static str],
     /// One line for help texts.
     pub about: &'static str,
-    /// Whether a target that is no workload's name is this workload's (a file).
-    pub claims: fn(&str) -> bool,
+    /// Whether a target that is no workload's name is this workload's (a
+    /// file, a folder): the one registration that claims it for sure, else
+    /// the one that takes it as a fallback, whatever the registry's order.
+    pub claims: fn(&str) -> Claim,
     /// An option of this workload's that, given on the command line, makes
     /// the target this workload's whatever it names (`--tests cilium DIR`).
     pub selected_by: Option<&'static str>,
@@ -56,9 +57,21 @@ pub struct Registration {
 pub type BuildWithObject =
     fn(target: &str, matches: &clap::ArgMatches, object: &std::path::Path) -> Result<Box<dyn Workload>>;
 
+/// How a registration claims a target that names no workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    No,
+    /// Its, unless another registration claims it for sure (any file is a
+    /// BPF object to the own-object workload, unless it holds a test
+    /// framework's tests).
+    Fallback,
+    /// Its for sure: no other registration may say so too.
+    Yes,
+}
+
 /// Claims nothing beyond the registration's names.
-pub fn no_files(_: &str) -> bool {
-    false
+pub fn no_files(_: &str) -> Claim {
+    Claim::No
 }
 
 impl Registration {
@@ -98,16 +111,32 @@ fn find_given(target: &str, matches: Option<&clap::ArgMatches>) -> Result<&'stat
 
 /// The registration that runs `target`: the one naming it, else the one claiming it.
 fn find(target: &str) -> Result<&'static Registration> {
-    if let Some(r) = REGISTRY.iter().find(|r| r.names.contains(&target)) {
+    find_in(REGISTRY, target)
+}
+
+/// The registration of `registry` that runs `target`: the one naming it,
+/// else the one claiming it for sure, else the one taking it as a
+/// fallback. Two that claim it alike are a bug of theirs, said as such.
+fn find_in(registry: &[&'static Registration], target: &str) -> Result<&'static Registration> {
+    if let Some(r) = registry.iter().find(|r| r.names.contains(&target)) {
         return Ok(r);
     }
-    match REGISTRY.iter().find(|r| (r.claims)(target)) {
-        Some(r) => Ok(r),
-        None => bail!(
-            "unknown workload '{target}'; valid workloads: {}, or a BPF object (FILE.bpf.o) or spec file (FILE.toml)",
-            names().join(", ")
-        ),
+    for claim in [Claim::Yes, Claim::Fallback] {
+        let claimants: Vec<&'static Registration> =
+            registry.iter().copied().filter(|r| (r.claims)(target) == claim).collect();
+        match claimants.as_slice() {
+            [] => continue,
+            [r] => return Ok(r),
+            many => bail!(
+                "'{target}' is claimed alike by {}: bpfbench cannot tell which runs it (a bug: report it); name the workload's option to choose (--tests)",
+                many.iter().map(|r| r.about).collect::<Vec<_>>().join(" and ")
+            ),
+        }
     }
+    bail!(
+        "unknown workload '{target}'; valid workloads: {}, or a BPF object (FILE.bpf.o) or spec file (FILE.toml)",
+        names().join(", ")
+    )
 }
 
 /// Every workload name, in registry order.
@@ -233,5 +262,43 @@ impl crate::session::paired_request::WorkloadSource for FromCommandLine<'_> {
 
     fn build_with_object(&self, name: &str, object: &std::path::Path) -> Result<Box<dyn Workload>> {
         build_with_object(name, self.0, object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which workload runs a target does not depend on the registry's
+    /// order: each target is found alike in the registry as it is and
+    /// reversed, and a test object is the test runner's, not a BPF object
+    /// to time whole.
+    #[test]
+    fn a_target_is_found_alike_whatever_the_registry_order() {
+        let objects = concat!(env!("OUT_DIR"), "/test-objects");
+        let empty = std::env::temp_dir().join(format!("bpfbench-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&empty).unwrap();
+        let tests_only = std::env::temp_dir().join(format!("bpfbench-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&tests_only).unwrap();
+        std::fs::copy(format!("{objects}/tc_framework_tests.bpf.o"), tests_only.join("tc_framework_tests.o")).unwrap();
+        let cases = [
+            ("xdp-lb".to_string(), &xdp_lb::REGISTRATION),
+            ("examples/corpus".to_string(), &corpus::REGISTRATION),
+            ("examples/corpus/katran-root.toml".to_string(), &object::REGISTRATION),
+            (format!("{objects}/xdp_drop.bpf.o"), &object::REGISTRATION),
+            (format!("{objects}/tc_framework_tests.bpf.o"), &bpf_tests::REGISTRATION),
+            (tests_only.display().to_string(), &bpf_tests::REGISTRATION),
+            // A folder of nothing: the test runner says it holds no tests.
+            (empty.display().to_string(), &bpf_tests::REGISTRATION),
+        ];
+        let reversed: Vec<&'static Registration> = REGISTRY.iter().rev().copied().collect();
+        for (target, want) in cases {
+            for registry in [REGISTRY, &reversed[..]] {
+                let got = find_in(registry, &target).unwrap();
+                assert!(std::ptr::eq(got, want), "{target}: found {}, not {}", got.about, want.about);
+            }
+        }
+        std::fs::remove_dir_all(&empty).unwrap();
+        std::fs::remove_dir_all(&tests_only).unwrap();
     }
 }

@@ -16,17 +16,16 @@
 //! labelled state-dependent: its steady figure is of another path than the
 //! one the test asserts.
 
-mod collection;
+mod cilium;
+pub mod framework;
 mod per_call;
-mod result;
-mod suite;
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, FromArgMatches, ValueEnum};
+use clap::{Args, FromArgMatches};
 
 use crate::engine::{
     BatchTimer, ChainRequest, ChainTimer, ENCAPSULATED_FOR_GOOD, PerCallBecause, Restore, Timed, empty_program,
@@ -37,37 +36,36 @@ use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all as restore};
 use crate::kernel::prog_type::ProgKind;
 use crate::packet::mask::Mask;
 use crate::record::{ScenarioFacts, Timing};
-use crate::workloads::Registration;
-use collection::{Collection, Entry, Replayed, Split};
+use crate::workloads::{Claim, Registration};
+use framework::{Entry, Replayed, ReplayedFile, Split, Test, TestFile, TestFramework};
 use per_call::{CallState, CallTimer, MAX_CALLS};
-use suite::TestFile;
 
 pub const REGISTRATION: Registration = Registration {
     names: &[],
     about: "a test framework's BPF unit tests replayed and timed: Cilium's test objects (FILE.o or a folder of them)",
-    // A folder is a folder of test objects (one without any says so).
-    claims: |target| Path::new(target).is_dir() || suite::holds_tests(Path::new(target)),
+    claims,
     selected_by: Some("tests"),
     options: TestsArgs::augment_args,
     build: |target, matches| {
         let args = TestsArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(Box::new(TestSuite::new(Path::new(target), args.tests)?))
+        Ok(Box::new(TestSuite::new(Path::new(target), framework::named(&args.tests)?)?))
     },
     with_object: None,
 };
 
-/// The test frameworks whose tests bpfbench replays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Framework {
-    /// Cilium's bpf/tests: PKTGEN, SETUP and CHECK programs per test.
-    Cilium,
-}
-
-impl Framework {
-    pub fn name(self) -> &'static str {
-        match self {
-            Framework::Cilium => "cilium",
-        }
+/// A test object of any framework, or a folder holding one, is this
+/// workload's; any other folder is too, as a fallback (it then says it
+/// holds no tests), after the folders other workloads claim (a corpus).
+fn claims(target: &str) -> Claim {
+    let path = Path::new(target);
+    if framework::FRAMEWORKS.iter().any(|f| f.holds_tests(path))
+        || (path.is_dir() && framework::holds_test_objects(path))
+    {
+        Claim::Yes
+    } else if path.is_dir() {
+        Claim::Fallback
+    } else {
+        Claim::No
     }
 }
 
@@ -77,8 +75,8 @@ pub struct TestsArgs {
     /// The framework the test objects are written for: each test is replayed
     /// as its runner replays it, validated by its own CHECK, then its datapath
     /// timed (steady and fresh)
-    #[arg(long = "tests", value_enum, default_value = "cilium")]
-    pub tests: Framework,
+    #[arg(long = "tests", default_value = "cilium", value_parser = clap::builder::PossibleValuesParser::new(framework::names()))]
+    pub tests: String,
 }
 
 /// The state a test's entry is timed in.
@@ -106,15 +104,16 @@ const OPEN_FILES: u64 = 1 << 16;
 
 /// Test objects, configured: their tests found, nothing loaded.
 pub struct TestSuite {
-    framework: Framework,
+    framework: &'static dyn TestFramework,
     files: Vec<TestFile>,
     infos: Vec<ScenarioInfo>,
     places: Vec<Place>,
 }
 
 impl TestSuite {
-    pub fn new(path: &Path, framework: Framework) -> Result<TestSuite> {
-        let files = suite::test_files(path)?.iter().map(|p| TestFile::read(p)).collect::<Result<Vec<_>>>()?;
+    pub fn new(path: &Path, framework: &'static dyn TestFramework) -> Result<TestSuite> {
+        let files =
+            framework::test_files(framework, path)?.iter().map(|p| framework.read(p)).collect::<Result<Vec<_>>>()?;
         let (mut infos, mut places) = (Vec::new(), Vec::new());
         for (f, file) in files.iter().enumerate() {
             if file.refused.is_some() {
@@ -196,21 +195,22 @@ impl Workload for TestSuite {
 struct Loaded<'a> {
     suite: &'a TestSuite,
     cpu: usize,
-    collections: HashMap<usize, Collection>,
+    collections: HashMap<usize, Box<dyn ReplayedFile>>,
     /// An empty program per kind: per-call timing's own cost.
     empties: HashMap<ProgKind, OwnedFd>,
 }
 
 impl Loaded<'_> {
-    fn collection(&mut self, f: usize) -> Result<&Collection> {
+    fn collection(&mut self, f: usize) -> Result<&dyn ReplayedFile> {
         if !self.collections.contains_key(&f) {
             let file = &self.suite.files[f];
             let what = format!("{}: loading and replaying its tests", file.stem);
-            let c = crate::harness::activity::during(&what, || Collection::load(file))
+            let framework = self.suite.framework;
+            let c = crate::harness::activity::during(&what, || framework.replay(file))
                 .with_context(|| format!("replaying {}", file.path.display()))?;
             self.collections.insert(f, c);
         }
-        Ok(&self.collections[&f])
+        Ok(self.collections[&f].as_ref())
     }
 }
 
@@ -218,8 +218,8 @@ impl Loaded<'_> {
 fn replay_passed(file: &Path, r: &Replayed) -> Result<String> {
     match &r.outcome {
         Err(e) => bail!("test {} of {}: {e}", r.test.name, file.display()),
-        Ok(o) if !o.passed() => bail!("test {} failed its own CHECK in the replay: {}", r.test.name, o.explain()),
-        Ok(o) => Ok(match o.subtests().as_slice() {
+        Ok(o) if !o.passed => bail!("test {} failed its own CHECK in the replay: {}", r.test.name, o.explanation),
+        Ok(o) => Ok(match o.subtests.as_slice() {
             [] => "its own CHECK passed in the replay".to_string(),
             subtests => format!("its own CHECK passed in the replay ({})", subtests.join(", ")),
         }),
@@ -236,7 +236,7 @@ impl LoadedWorkload for Loaded<'_> {
         }
         let file = self.suite.files[f].path.clone();
         let c = self.collection(f).ok()?;
-        let r = &c.replayed[t];
+        let r = &c.replayed()[t];
         let passed = replay_passed(&file, r).ok()?;
         match (state, &r.entry) {
             (None, _) => {
@@ -255,14 +255,14 @@ impl LoadedWorkload for Loaded<'_> {
         let cpu = self.cpu;
         let file_path: PathBuf = self.suite.files[f].path.clone();
         self.collection(f)?;
-        let kind = self.collections[&f].kind;
+        let kind = self.collections[&f].kind();
         if !self.empties.contains_key(&kind) {
-            let c = &self.collections[&f];
-            let (attach, flags) = c.load_attrs(&c.replayed[t].test.check)?;
+            let c = self.collections[&f].as_ref();
+            let (attach, flags) = c.load_attrs(&c.replayed()[t].test.check)?;
             self.empties.insert(kind, empty_program(kind, attach, flags)?);
         }
-        let (c, empty) = (&self.collections[&f], self.empties[&kind].as_fd());
-        let r = &c.replayed[t];
+        let (c, empty) = (self.collections[&f].as_ref(), self.empties[&kind].as_fd());
+        let r = &c.replayed()[t];
         let passed = replay_passed(&file_path, r)?;
         let Some(state) = state else {
             bail!("test {} drives no datapath entry: nothing to time", r.test.name);
@@ -273,12 +273,12 @@ impl LoadedWorkload for Loaded<'_> {
             None => bail!("test {}: its setup reached no datapath entry", r.test.name),
         };
         // The setup again, from the maps as they were before it: the state it makes now.
-        let Split { entry, fresh } = match c.split(r)? {
+        let Split { entry, fresh } = match c.split(t)? {
             Ok(split) => split,
             Err(why) => bail!("test {}: run again, {why}", r.test.name),
         };
         let mut checks = vec![passed];
-        let mut notes = c.notes.clone();
+        let mut notes = c.notes().to_vec();
         notes.push(format!(
             "entry: {} (slot {}), on the {}-byte packet and the context its setup handed it",
             entry.program,
@@ -290,8 +290,8 @@ impl LoadedWorkload for Loaded<'_> {
         let first_run = c.run_entry(&entry)?;
         let outcome = c.judge(&r.test, &first_run, &c.snapshot()?)?;
         let first = first_run.output;
-        if !outcome.passed() {
-            bail!("test {}: from its fresh state, its own CHECK fails: {}", r.test.name, outcome.explain());
+        if !outcome.passed {
+            bail!("test {}: from its fresh state, its own CHECK fails: {}", r.test.name, outcome.explanation);
         }
         checks.push(
             "from the fresh state (the maps as its setup left them), the entry's output passed the test's own CHECK"
@@ -355,10 +355,10 @@ impl LoadedWorkload for Loaded<'_> {
                 let kept = c.snapshot()?;
                 let late = c.judge(&r.test, &late_run, &after_first)?;
                 restore(&kept)?;
-                if !late.passed() {
+                if !late.passed {
                     labels.push(format!(
                         "after the batches, the flow's next packet fails its own CHECK: {}",
-                        late.explain()
+                        late.explanation
                     ));
                 }
                 if labels.is_empty() {
@@ -405,8 +405,8 @@ const STABLE_PASSES: u32 = 100_000;
 /// packets differ).
 #[allow(clippy::too_many_arguments)]
 fn steady<'a>(
-    c: &'a Collection,
-    test: &'a suite::Test,
+    c: &'a dyn ReplayedFile,
+    test: &'a Test,
     entry: Entry,
     fresh: &[MapSnapshot],
     kind: ProgKind,
@@ -487,7 +487,7 @@ fn steady<'a>(
             Ok(Steady { timer: Box::new(timer), timing, overhead, after_first })
         }
         Err(why) => {
-            let why = match c.encapsulates_for_good {
+            let why = match c.encapsulates_for_good() {
                 true if why.contains("another output") => format!("{why} ({ENCAPSULATED_FOR_GOOD})"),
                 _ => why,
             };

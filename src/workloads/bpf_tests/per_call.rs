@@ -17,8 +17,7 @@ use std::os::fd::BorrowedFd;
 
 use anyhow::{Result, bail};
 
-use super::collection::{Collection, Entry};
-use super::suite::Test;
+use super::framework::{Entry, ReplayedFile, Test};
 use crate::engine::BatchTimer;
 use crate::harness::BatchTiming;
 use crate::kernel::map_snapshot::{Dirty, MapSnapshot, restore_all};
@@ -39,7 +38,7 @@ pub enum CallState {
 }
 
 pub struct CallTimer<'a> {
-    pub collection: &'a Collection,
+    pub collection: &'a dyn ReplayedFile,
     pub test: &'a Test,
     pub input: Entry,
     pub entry: BorrowedFd<'a>,
@@ -104,8 +103,11 @@ impl BatchTimer for CallTimer<'_> {
                 // The last call again, its output given to the test's CHECK.
                 dirty.restore(state)?;
                 let (_, outcome) = self.collection.run_entry_and_check(self.test, &self.input)?;
-                if !outcome.passed() {
-                    bail!("from the fresh state the entry's output failed the test's own CHECK: {}", outcome.explain());
+                if !outcome.passed {
+                    bail!(
+                        "from the fresh state the entry's output failed the test's own CHECK: {}",
+                        outcome.explanation
+                    );
                 }
             }
         }

@@ -23,7 +23,10 @@ pub const CORPUS_DIR: &str = "examples/corpus";
 pub const REGISTRATION: Registration = Registration {
     names: &["corpus"],
     about: "a folder of spec files as one suite, grouped by project (corpus: examples/corpus/)",
-    claims: |target| holds_specs(Path::new(target)),
+    claims: |target| match holds_specs(Path::new(target)) {
+        true => crate::workloads::Claim::Yes,
+        false => crate::workloads::Claim::No,
+    },
     selected_by: None,
     options: ObjectArgs::augment_args,
     build: |target, matches| {

@@ -35,13 +35,19 @@ use crate::kernel::test_run::{RunOutput, run_input};
 use crate::kernel::{AttachType, FuncInfo};
 use crate::packet::pcap;
 use crate::record::{LoopConstruct, Runtime, VerifierStats};
-use crate::workloads::Registration;
+use crate::workloads::{Claim, Registration};
 pub use cases::{Case, CaseInput, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, ForProgram};
 pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
 pub const REGISTRATION: Registration = Registration {
     names: &[],
     about: "your own XDP or tc program: an object file (FILE.bpf.o) or a spec file (FILE.toml)",
-    claims: |target| target.ends_with(".o") || target.ends_with(".toml") || Path::new(target).is_file(),
+    // A spec file is this workload's; any other file is a BPF object to it
+    // unless another workload claims it (a test framework's objects).
+    claims: |target| match () {
+        _ if target.ends_with(".toml") => Claim::Yes,
+        _ if target.ends_with(".o") || Path::new(target).is_file() => Claim::Fallback,
+        _ => Claim::No,
+    },
     selected_by: None,
     options: ObjectArgs::augment_args,
     build: |target, matches| {

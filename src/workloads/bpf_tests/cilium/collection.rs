@@ -27,13 +27,16 @@ use std::os::fd::{AsFd, BorrowedFd};
 use anyhow::{Context, Result, bail};
 
 use super::result::CheckOutcome;
-use super::suite::{Test, TestFile, section_kind};
+use super::suite::section_kind;
 use crate::engine::object_encapsulates_for_good;
 use crate::kernel::map_snapshot::{MapSnapshot, restore_all};
 use crate::kernel::object::ObjectFile;
 use crate::kernel::prog_type::ProgKind;
 use crate::kernel::slot_traps::{Reached, SlotRecorder};
 use crate::kernel::test_run::{RunOutput, run_keeping_ctx};
+use crate::workloads::bpf_tests::framework::{
+    Entry, EntryRun, Judgement, Replayed, ReplayedFile, Split, Test, TestFile,
+};
 
 /// The packet buffer pktgen starts from (Cilium's runner: a page less
 /// the test run's head- and tailroom).
@@ -46,72 +49,39 @@ pub const SKB_BYTES: usize = 256;
 const RESULT_MAP: &str = "suite_result_map";
 const MOCK_META_MAP: &str = "mock_skb_meta_map";
 
-/// The datapath entry a test's setup jumps into, and what it is given.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// The program in the slot the setup reached.
-    pub program: String,
-    /// "entry_call_map[0]", for notes.
-    pub slot: String,
-    pub packet: Vec<u8>,
-    /// The context (tc: `__sk_buff` as the setup left it), if any.
-    pub ctx: Option<Vec<u8>>,
-    /// The entry's output in the replay.
-    pub output: RunOutput,
+/// What a CHECK is given of an entry's run: the verdict, native-endian, in front of the packet.
+fn verdict_and_packet(run: &EntryRun) -> Vec<u8> {
+    let mut data = run.output.retval.to_ne_bytes().to_vec();
+    data.extend_from_slice(&run.output.packet);
+    data
 }
 
-/// One run of a test's entry: its output and the context after it.
-pub struct EntryRun {
-    pub output: RunOutput,
-    pub ctx: Option<Vec<u8>>,
-}
-
-impl EntryRun {
-    /// What a CHECK is given: the verdict, native-endian, in front of the packet.
-    fn verdict_and_packet(&self) -> Vec<u8> {
-        let mut data = self.output.retval.to_ne_bytes().to_vec();
-        data.extend_from_slice(&self.output.packet);
-        data
-    }
-}
-
-/// One test as the replay ran it.
-pub struct Replayed {
-    pub test: Test,
-    /// What its `CHECK` said, or why the replay could not get that far.
-    pub outcome: std::result::Result<CheckOutcome, String>,
-    /// The entry the setup jumped into in the replay, or why it cannot be
-    /// timed on its own (None: the test drives no entry).
-    pub entry: Option<std::result::Result<Entry, String>>,
-    /// The setup and its input (pktgen's output, its context), and the maps
-    /// before it ran: what the setup is run again from, so that each
-    /// validation times the state the setup makes then (a setup may stamp
-    /// the time, as Cilium's agent-liveness tests do).
+/// Where a test's setup starts: the setup and its input (pktgen's
+/// output, its context), and the maps before it ran: what the setup is run
+/// again from, so that each validation times the state the setup makes
+/// then (a setup may stamp the time, as Cilium's agent-liveness tests do).
+#[derive(Default)]
+struct Start {
     setup: Option<(String, Vec<u8>, Option<Vec<u8>>)>,
     before: Vec<MapSnapshot>,
 }
 
-/// The setup run again up to its jump: the entry's input and the maps as
-/// the setup left them (the test's fresh state).
-pub struct Split {
-    pub entry: Entry,
-    pub fresh: Vec<MapSnapshot>,
-}
-
 /// A test object loaded and replayed.
-pub struct Collection {
-    pub object: ObjectFile,
+pub(super) struct Collection {
+    object: ObjectFile,
     recorder: SlotRecorder,
     /// Each map's descriptor, shared by the snapshots of it.
     maps: Vec<(String, std::sync::Arc<std::os::fd::OwnedFd>)>,
-    pub kind: ProgKind,
+    kind: ProgKind,
     /// Whether a program of the object encapsulates for good
     /// (`object::splice::encapsulates_for_good`): said where the chain loop
     /// then gives another output.
-    pub encapsulates_for_good: bool,
-    pub replayed: Vec<Replayed>,
+    encapsulates_for_good: bool,
+    replayed: Vec<Replayed>,
+    /// Each replayed test's start, by its index.
+    starts: Vec<Start>,
     /// Facts for every test's notes (slots filled, programs made global).
-    pub notes: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl Collection {
@@ -154,12 +124,22 @@ impl Collection {
             }
         }
         let encapsulates_for_good = object_encapsulates_for_good(&object);
-        let mut collection =
-            Collection { object, recorder, maps, kind, encapsulates_for_good, replayed: Vec::new(), notes };
+        let mut collection = Collection {
+            object,
+            recorder,
+            maps,
+            kind,
+            encapsulates_for_good,
+            replayed: Vec::new(),
+            starts: Vec::new(),
+            notes,
+        };
         for test in &file.tests {
             let replayed = collection.replay(test);
             collection.clear_framework_maps()?;
-            collection.replayed.push(replayed?);
+            let (replayed, start) = replayed?;
+            collection.replayed.push(replayed);
+            collection.starts.push(start);
         }
         Ok(collection)
     }
@@ -179,19 +159,19 @@ impl Collection {
     /// that run ([`Collection::split`]); the split stands where the
     /// entry's output passes the test's CHECK as the runner's did. The
     /// tests after go on from the state the runner's sequence left.
-    fn replay(&self, test: &Test) -> Result<Replayed> {
+    fn replay(&self, test: &Test) -> Result<(Replayed, Start)> {
         let mut data = vec![0u8; PKTGEN_BYTES];
         let mut ctx = self.first_ctx();
-        let mut replayed =
-            Replayed { test: test.clone(), outcome: Err(String::new()), entry: None, setup: None, before: Vec::new() };
+        let mut replayed = Replayed { test: test.clone(), outcome: Err(String::new()), entry: None };
+        let mut start = Start::default();
         if let Some(pktgen) = &test.pktgen {
             let (out, c) = run_keeping_ctx(self.prog(pktgen)?, &data, ctx.as_deref())
                 .with_context(|| format!("test {}: running its pktgen program {pktgen}", test.name))?;
             (data, ctx) = (out.packet, c.or(ctx));
         }
         if let Some(setup) = test.setup.as_ref().filter(|_| test.enters_datapath) {
-            replayed.before = self.snapshot()?;
-            replayed.setup = Some((setup.clone(), data.clone(), ctx.clone()));
+            start.before = self.snapshot()?;
+            start.setup = Some((setup.clone(), data.clone(), ctx.clone()));
         }
         if let Some(setup) = &test.setup {
             let (out, c) = run_keeping_ctx(self.prog(setup)?, &data, ctx.as_deref())
@@ -201,12 +181,12 @@ impl Collection {
             ctx = c.or(ctx);
         }
         let outcome = self.check(test, &data, ctx.as_deref())?;
-        if replayed.setup.is_some() {
+        if start.setup.is_some() {
             let after = self.snapshot()?;
-            replayed.entry = Some(match self.split(&replayed)? {
+            replayed.entry = Some(match self.split_from(&start)? {
                 Ok(split) => {
                     let (output, own) = self
-                        .run_entry_and_check(test, &split.entry)
+                        .entry_then_check(test, &split.entry)
                         .with_context(|| format!("test {}: running the entry {}", test.name, split.entry.program))?;
                     match outcome.passed() && !own.passed() {
                         true => Err(format!(
@@ -221,19 +201,19 @@ impl Collection {
             });
             restore_all(&after)?;
         }
-        replayed.outcome = Ok(outcome);
-        Ok(replayed)
+        replayed.outcome = Ok(outcome.into());
+        Ok((replayed, start))
     }
 
     /// Runs `r`'s setup again from the maps as they were before it, up to
     /// its jump (the recorder in the slots of the arrays the setups use):
     /// the entry and its input, and the maps as the setup left them; or why
     /// it reached no entry.
-    pub fn split(&self, r: &Replayed) -> Result<std::result::Result<Split, String>> {
-        let Some((setup, data, ctx)) = &r.setup else {
+    fn split_from(&self, start: &Start) -> Result<std::result::Result<Split, String>> {
+        let Some((setup, data, ctx)) = &start.setup else {
             return Ok(Err("the test drives no datapath entry".into()));
         };
-        restore_all(&r.before)?;
+        restore_all(&start.before)?;
         let ((out, c), reached) = self.recorder.capture(|| run_keeping_ctx(self.prog(setup)?, data, ctx.as_deref()))?;
         let (slot, id) = match reached {
             Some(Reached { slot, program_id: Some(id) }) => (slot, id),
@@ -254,7 +234,7 @@ impl Collection {
 
     /// Runs `test`'s check on `data` (the verdict in front of the packet)
     /// and decodes its report.
-    pub fn check(&self, test: &Test, data: &[u8], ctx: Option<&[u8]>) -> Result<CheckOutcome> {
+    fn check(&self, test: &Test, data: &[u8], ctx: Option<&[u8]>) -> Result<CheckOutcome> {
         let (out, _) = run_keeping_ctx(self.prog(&test.check)?, data, ctx)
             .with_context(|| format!("test {}: running its check program {}", test.name, test.check))?;
         let map = self.object.map_fd(RESULT_MAP).with_context(|| format!("a test object has a map {RESULT_MAP}"))?;
@@ -266,34 +246,15 @@ impl Collection {
         Ok(outcome)
     }
 
-    /// The entry run once on `entry`'s input, from the maps as they are.
-    pub fn run_entry(&self, entry: &Entry) -> Result<EntryRun> {
-        let (output, ctx) = run_keeping_ctx(self.prog(&entry.program)?, &entry.packet, entry.ctx.as_deref())?;
-        Ok(EntryRun { output, ctx: ctx.or(entry.ctx.clone()) })
-    }
-
     /// The entry run on `entry`'s input, then its CHECK given the output
     /// and context, as the runner's sequence gives them. What the CHECK
     /// writes stays (Cilium's checks delete what their setup added): the
     /// replay's sequence needs it, and a caller timing from a state of its
     /// own puts its maps back.
-    pub fn run_entry_and_check(&self, test: &Test, entry: &Entry) -> Result<(RunOutput, CheckOutcome)> {
+    fn entry_then_check(&self, test: &Test, entry: &Entry) -> Result<(RunOutput, CheckOutcome)> {
         let run = self.run_entry(entry)?;
-        let outcome = self.check(test, &run.verdict_and_packet(), run.ctx.as_deref())?;
+        let outcome = self.check(test, &verdict_and_packet(&run), run.ctx.as_deref())?;
         Ok((run.output, outcome))
-    }
-
-    /// `test`'s CHECK on an entry's run `run`, as an observer: it sees the
-    /// maps `seen` (as the flow's first packet left them: a CHECK counts
-    /// that packet, finds the connection it made), and the maps are `seen`
-    /// again after it. A CHECK that cleans up (Cilium's egress gateway
-    /// checks delete the policy their setup added) would otherwise take
-    /// away the state the entry is then timed in.
-    pub fn judge(&self, test: &Test, run: &EntryRun, seen: &[MapSnapshot]) -> Result<CheckOutcome> {
-        restore_all(seen)?;
-        let outcome = self.check(test, &run.verdict_and_packet(), run.ctx.as_deref());
-        restore_all(seen)?;
-        outcome
     }
 
     /// Zeroes the report map and the skb metadata mock, as the runner does after each test.
@@ -307,15 +268,6 @@ impl Collection {
         Ok(())
     }
 
-    /// Every map a program may write and bpfbench can put back, now.
-    pub fn snapshot(&self) -> Result<Vec<MapSnapshot>> {
-        let ncpus = crate::system::cpu::possible_cpus()?;
-        self.maps
-            .iter()
-            .map(|(name, fd)| MapSnapshot::take_shared(fd, ncpus).with_context(|| format!("reading map {name}")))
-            .collect()
-    }
-
     /// The name of this object's program of kernel id `id`.
     fn program_of(&self, id: u32) -> Result<String> {
         for p in self.object.programs() {
@@ -326,15 +278,70 @@ impl Collection {
         }
         bail!("the slot the setup reached holds a program of another object (id {id})")
     }
+}
+
+impl ReplayedFile for Collection {
+    fn kind(&self) -> ProgKind {
+        self.kind
+    }
+
+    fn replayed(&self) -> &[Replayed] {
+        &self.replayed
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn encapsulates_for_good(&self) -> bool {
+        self.encapsulates_for_good
+    }
+
+    /// Runs test `t`'s setup again from the maps as they were before it, up
+    /// to its jump (the recorder in the slots of the arrays the setups use).
+    fn split(&self, t: usize) -> Result<std::result::Result<Split, String>> {
+        self.split_from(&self.starts[t])
+    }
+
+    fn run_entry(&self, entry: &Entry) -> Result<EntryRun> {
+        let (output, ctx) = run_keeping_ctx(self.prog(&entry.program)?, &entry.packet, entry.ctx.as_deref())?;
+        Ok(EntryRun { output, ctx: ctx.or(entry.ctx.clone()) })
+    }
+
+    fn run_entry_and_check(&self, test: &Test, entry: &Entry) -> Result<(RunOutput, Judgement)> {
+        let (output, outcome) = self.entry_then_check(test, entry)?;
+        Ok((output, outcome.into()))
+    }
+
+    /// `test`'s CHECK on an entry's run `run`, as an observer: it sees the
+    /// maps `seen` (as the flow's first packet left them: a CHECK counts
+    /// that packet, finds the connection it made), and the maps are `seen`
+    /// again after it. A CHECK that cleans up (Cilium's egress gateway
+    /// checks delete the policy their setup added) would otherwise take
+    /// away the state the entry is then timed in.
+    fn judge(&self, test: &Test, run: &EntryRun, seen: &[MapSnapshot]) -> Result<Judgement> {
+        restore_all(seen)?;
+        let outcome = self.check(test, &verdict_and_packet(run), run.ctx.as_deref());
+        restore_all(seen)?;
+        outcome.map(Judgement::from)
+    }
+
+    fn snapshot(&self) -> Result<Vec<MapSnapshot>> {
+        let ncpus = crate::system::cpu::possible_cpus()?;
+        self.maps
+            .iter()
+            .map(|(name, fd)| MapSnapshot::take_shared(fd, ncpus).with_context(|| format!("reading map {name}")))
+            .collect()
+    }
+
+    fn entry_fd(&self, entry: &Entry) -> Result<BorrowedFd<'_>> {
+        self.prog(&entry.program)
+    }
 
     /// The program's expected attach type and flags (a prog array takes
     /// only programs like the first it held).
-    pub fn load_attrs(&self, program: &str) -> Result<(crate::kernel::AttachType, u32)> {
+    fn load_attrs(&self, program: &str) -> Result<(crate::kernel::AttachType, u32)> {
         self.object.load_attrs(program)
-    }
-
-    pub fn entry_fd(&self, entry: &Entry) -> Result<BorrowedFd<'_>> {
-        self.prog(&entry.program)
     }
 }
 
