@@ -2,6 +2,7 @@
 //! that names the header field that differs.
 
 mod diff;
+mod layers;
 mod layout;
 pub mod mask;
 pub mod pcap;

@@ -18,6 +18,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use super::layers::{Header, Kind, Layer, Ty, Value};
+
 /// Packets one spec may stand for.
 pub const MAX_PACKETS: u64 = 65_536;
 
@@ -26,296 +28,6 @@ pub const MAX_PACKETS: u64 = 65_536;
 pub struct PacketSpec {
     text: String,
     layers: Vec<Layer>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Layer {
-    kind: Kind,
-    /// One value per field of `kind`, in `fields()` order; None: derived.
-    values: Vec<Option<Value>>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Value {
-    /// A number, address or flag set, or the inclusive range lo..=hi.
-    Num {
-        lo: u128,
-        hi: u128,
-    },
-    Bytes(Vec<u8>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Eth,
-    Vlan,
-    Ipv4,
-    Ipv6,
-    Ipv6Frag,
-    Tcp,
-    Udp,
-    Icmp,
-    Icmpv6,
-    /// Bytes as given, anywhere in the stack (a GUE header, a header the
-    /// language has no layer for).
-    Raw,
-    /// GRE (RFC 2784): its protocol the next layer's EtherType.
-    Gre,
-    /// VXLAN (RFC 7348): an inner Ethernet frame follows.
-    Vxlan,
-    /// IPv6 Hop-by-Hop Options (RFC 8200 4.3): options padded to 8 bytes.
-    Ipv6Hbh,
-    /// IPv6 Destination Options (RFC 8200 4.6), laid out as Hop-by-Hop.
-    Ipv6Dst,
-    /// Geneve (RFC 8926): its protocol the next layer's EtherType.
-    Geneve,
-    /// GUE variant 0 (draft-ietf-intarea-gue): its protocol the next layer's IP protocol.
-    Gue,
-    Payload,
-}
-
-/// How a field's text is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ty {
-    Mac,
-    V4,
-    V6,
-    /// An unsigned integer of this many bits (decimal or 0x hex).
-    Int(u32),
-    /// TCP flags as letters (FSRPAUEC), or a number.
-    TcpFlags,
-    /// Bytes written as hex digits.
-    Hex,
-    /// Bytes written as text (quotes allowed).
-    Text,
-}
-
-/// A field: its name, type, and default in this language (None: derived
-/// from the neighbouring layers).
-struct Field {
-    name: &'static str,
-    ty: Ty,
-    default: Option<&'static str>,
-}
-
-const fn f(name: &'static str, ty: Ty, default: Option<&'static str>) -> Field {
-    Field { name, ty, default }
-}
-
-const ETH: &[Field] = &[
-    f("src", Ty::Mac, Some("02:00:00:00:00:01")),
-    f("dst", Ty::Mac, Some("02:00:00:00:00:02")),
-    f("type", Ty::Int(16), None),
-];
-const VLAN: &[Field] = &[
-    f("id", Ty::Int(12), Some("1")),
-    f("pcp", Ty::Int(3), Some("0")),
-    f("dei", Ty::Int(1), Some("0")),
-    f("type", Ty::Int(16), None),
-];
-const IPV4: &[Field] = &[
-    f("src", Ty::V4, Some("10.0.0.1")),
-    f("dst", Ty::V4, Some("10.0.0.2")),
-    f("ttl", Ty::Int(8), Some("64")),
-    f("tos", Ty::Int(8), Some("0")),
-    f("id", Ty::Int(16), Some("0")),
-    f("df", Ty::Int(1), Some("0")),
-    f("mf", Ty::Int(1), Some("0")),
-    f("frag", Ty::Int(13), Some("0")),
-    f("proto", Ty::Int(8), None),
-    f("options", Ty::Hex, Some("")),
-    // Overrides of what is otherwise derived (a selftest's tot_len of 123 in a 54-byte frame).
-    f("len", Ty::Int(16), None),
-    f("csum", Ty::Int(16), None),
-];
-const IPV6: &[Field] = &[
-    f("src", Ty::V6, Some("fc00::1")),
-    f("dst", Ty::V6, Some("fc00::2")),
-    f("hlim", Ty::Int(8), Some("64")),
-    f("tc", Ty::Int(8), Some("0")),
-    f("fl", Ty::Int(20), Some("0")),
-    f("nh", Ty::Int(8), None),
-];
-const IPV6FRAG: &[Field] = &[
-    f("off", Ty::Int(13), Some("0")),
-    f("m", Ty::Int(1), Some("0")),
-    f("id", Ty::Int(32), Some("0")),
-    f("nh", Ty::Int(8), None),
-];
-const TCP: &[Field] = &[
-    f("sport", Ty::Int(16), Some("12345")),
-    f("dport", Ty::Int(16), Some("80")),
-    f("seq", Ty::Int(32), Some("0")),
-    f("ack", Ty::Int(32), Some("0")),
-    f("flags", Ty::TcpFlags, Some("S")),
-    f("win", Ty::Int(16), Some("8192")),
-    f("urg", Ty::Int(16), Some("0")),
-    // Options, each present only when given, in the order Linux sends a SYN's.
-    f("mss", Ty::Int(16), None),
-    f("sackok", Ty::Int(1), None),
-    f("ts", Ty::Int(32), None),
-    f("tsecr", Ty::Int(32), None),
-    f("wscale", Ty::Int(8), None),
-    f("options", Ty::Hex, Some("")),
-    f("csum", Ty::Int(16), None),
-];
-const UDP: &[Field] = &[
-    f("sport", Ty::Int(16), Some("12345")),
-    f("dport", Ty::Int(16), Some("53")),
-    f("len", Ty::Int(16), None),
-    f("csum", Ty::Int(16), None),
-];
-const ICMP: &[Field] = &[
-    f("type", Ty::Int(8), Some("8")),
-    f("code", Ty::Int(8), Some("0")),
-    f("id", Ty::Int(16), Some("0")),
-    f("seq", Ty::Int(16), Some("0")),
-];
-const ICMPV6: &[Field] = &[
-    f("type", Ty::Int(8), Some("128")),
-    f("code", Ty::Int(8), Some("0")),
-    f("id", Ty::Int(16), Some("0")),
-    f("seq", Ty::Int(16), Some("0")),
-];
-const RAW: &[Field] = &[f("hex", Ty::Hex, Some(""))];
-const GRE: &[Field] = &[f("proto", Ty::Int(16), None)];
-const VXLAN: &[Field] = &[f("vni", Ty::Int(24), Some("1"))];
-const IPV6_OPTIONS: &[Field] = &[f("options", Ty::Hex, Some("")), f("nh", Ty::Int(8), None)];
-const GENEVE: &[Field] =
-    &[f("vni", Ty::Int(24), Some("1")), f("proto", Ty::Int(16), None), f("options", Ty::Hex, Some(""))];
-const GUE: &[Field] = &[f("proto", Ty::Int(8), None)];
-const PAYLOAD: &[Field] = &[
-    f("len", Ty::Int(16), Some("0")),
-    f("fill", Ty::Int(8), Some("0")),
-    f("hex", Ty::Hex, Some("")),
-    f("text", Ty::Text, Some("")),
-];
-
-impl Kind {
-    const ALL: [Kind; 17] = [
-        Kind::Eth,
-        Kind::Vlan,
-        Kind::Ipv4,
-        Kind::Ipv6,
-        Kind::Ipv6Frag,
-        Kind::Tcp,
-        Kind::Udp,
-        Kind::Icmp,
-        Kind::Icmpv6,
-        Kind::Raw,
-        Kind::Gre,
-        Kind::Vxlan,
-        Kind::Ipv6Hbh,
-        Kind::Ipv6Dst,
-        Kind::Geneve,
-        Kind::Gue,
-        Kind::Payload,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Eth => "eth",
-            Kind::Vlan => "vlan",
-            Kind::Ipv4 => "ipv4",
-            Kind::Ipv6 => "ipv6",
-            Kind::Ipv6Frag => "ipv6frag",
-            Kind::Tcp => "tcp",
-            Kind::Udp => "udp",
-            Kind::Icmp => "icmp",
-            Kind::Icmpv6 => "icmpv6",
-            Kind::Raw => "raw",
-            Kind::Gre => "gre",
-            Kind::Vxlan => "vxlan",
-            Kind::Ipv6Hbh => "ipv6hbh",
-            Kind::Ipv6Dst => "ipv6dst",
-            Kind::Geneve => "geneve",
-            Kind::Gue => "gue",
-            Kind::Payload => "payload",
-        }
-    }
-
-    fn fields(self) -> &'static [Field] {
-        match self {
-            Kind::Eth => ETH,
-            Kind::Vlan => VLAN,
-            Kind::Ipv4 => IPV4,
-            Kind::Ipv6 => IPV6,
-            Kind::Ipv6Frag => IPV6FRAG,
-            Kind::Tcp => TCP,
-            Kind::Udp => UDP,
-            Kind::Icmp => ICMP,
-            Kind::Icmpv6 => ICMPV6,
-            Kind::Raw => RAW,
-            Kind::Gre => GRE,
-            Kind::Vxlan => VXLAN,
-            Kind::Ipv6Hbh | Kind::Ipv6Dst => IPV6_OPTIONS,
-            Kind::Geneve => GENEVE,
-            Kind::Gue => GUE,
-            Kind::Payload => PAYLOAD,
-        }
-    }
-
-    /// The number a header before this layer names it by: (EtherType, IP protocol).
-    fn ids(self) -> (Option<u16>, Option<u8>) {
-        match self {
-            Kind::Vlan => (Some(0x8100), None),
-            Kind::Ipv4 => (Some(0x0800), Some(4)),
-            Kind::Ipv6 => (Some(0x86dd), Some(41)),
-            Kind::Ipv6Frag => (None, Some(44)),
-            Kind::Tcp => (None, Some(6)),
-            Kind::Udp => (None, Some(17)),
-            Kind::Icmp => (None, Some(1)),
-            Kind::Icmpv6 => (None, Some(58)),
-            // Transparent Ethernet Bridging: an Ethernet frame inside GRE.
-            Kind::Eth => (Some(0x6558), None),
-            Kind::Gre => (None, Some(47)),
-            Kind::Ipv6Hbh => (None, Some(0)),
-            Kind::Ipv6Dst => (None, Some(60)),
-            Kind::Raw | Kind::Vxlan | Kind::Geneve | Kind::Gue | Kind::Payload => (None, None),
-        }
-    }
-}
-
-/// A TCP header's options from its fields (`given`: a field's value, if
-/// set), in the order Linux sends a SYN's: MSS, SACK-permitted with the
-/// timestamp (or each after two NOPs), a NOP and the window scale; then
-/// `raw` bytes; padded with end-of-options to a whole number of words.
-fn tcp_options(given: &dyn Fn(&str) -> Option<u128>, raw: &[u8]) -> Result<Vec<u8>> {
-    let mut o = Vec::new();
-    if let Some(mss) = given("mss") {
-        o.extend_from_slice(&[2, 4]);
-        o.extend_from_slice(&(mss as u16).to_be_bytes());
-    }
-    let sack = given("sackok").is_some_and(|s| s != 0);
-    let ts = given("ts").map(|v| {
-        let mut t = vec![8, 10];
-        t.extend_from_slice(&(v as u32).to_be_bytes());
-        t.extend_from_slice(&(given("tsecr").unwrap_or(0) as u32).to_be_bytes());
-        t
-    });
-    match (sack, ts) {
-        (true, Some(t)) => {
-            o.extend_from_slice(&[4, 2]);
-            o.extend_from_slice(&t);
-        }
-        (false, Some(t)) => {
-            o.extend_from_slice(&[1, 1]);
-            o.extend_from_slice(&t);
-        }
-        (true, None) => o.extend_from_slice(&[1, 1, 4, 2]),
-        (false, None) => {
-            ensure!(given("tsecr").is_none(), "tcp(tsecr=...) needs ts=... (the timestamp option holds both)")
-        }
-    }
-    if let Some(shift) = given("wscale") {
-        o.extend_from_slice(&[1, 3, 3, shift as u8]);
-    }
-    o.extend_from_slice(raw);
-    while o.len() % 4 != 0 {
-        o.push(0);
-    }
-    ensure!(o.len() <= 40, "the TCP options take {} bytes; a header has room for 40", o.len());
-    Ok(o)
 }
 
 /// Splits `s` at `sep` outside parentheses and quotes.
@@ -447,11 +159,8 @@ fn parse_layer(text: &str) -> Result<Layer> {
         }
         None => (text, None),
     };
-    let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-    let kind = *Kind::ALL
-        .iter()
-        .find(|k| k.name() == name)
-        .with_context(|| format!("unknown layer '{name}'; layers are {}", names.join(", ")))?;
+    let kind = Kind::named(name)
+        .with_context(|| format!("unknown layer '{name}'; layers are {}", Kind::names().join(", ")))?;
     let fields = kind.fields();
     let mut values: Vec<Option<Value>> =
         fields.iter().map(|f| f.default.map(|d| parse_value(f.ty, d).expect("defaults parse"))).collect();
@@ -548,240 +257,23 @@ impl PacketSpec {
                 _ => None,
             }
         };
-        self.serialize(&num)
+        Ok(self.serialize(&num)?.0)
     }
 
-    /// Writes the packet whose field values `num` gives, innermost layer first.
-    fn serialize(&self, num: &dyn Fn(usize, usize) -> Option<u128>) -> Result<Vec<u8>> {
-        let bytes = |li: usize, fi: usize| -> &[u8] {
-            match &self.layers[li].values[fi] {
-                Some(Value::Bytes(b)) => b,
-                _ => &[],
-            }
-        };
-        let next = |li: usize| self.layers.get(li + 1).map(|l| l.kind);
+    /// Writes the packet whose field values `num` gives, innermost layer
+    /// first, each layer by its own writer; with the length of each
+    /// layer's header, outermost first.
+    fn serialize(&self, num: &dyn Fn(usize, usize) -> Option<u128>) -> Result<(Vec<u8>, Vec<usize>)> {
         let mut out: Vec<u8> = Vec::new();
+        let mut lengths = vec![0; self.layers.len()];
         for li in (0..self.layers.len()).rev() {
-            let l = &self.layers[li];
-            let n = |name: &str| -> u128 {
-                let fi = l.kind.fields().iter().position(|f| f.name == name).expect("known field");
-                num(li, fi).unwrap_or(0)
-            };
-            let given = |name: &str| -> Option<u128> {
-                num(li, l.kind.fields().iter().position(|f| f.name == name).expect("known field"))
-            };
-            let ethertype_of = |field: &str| -> Result<u16> {
-                Ok(match (given(field), next(li).and_then(|k| k.ids().0)) {
-                    (Some(t), _) => t as u16,
-                    (None, Some(t)) => t,
-                    // Local experimental EtherType (IEEE 802).
-                    (None, None) => 0x88b5,
-                })
-            };
-            let ethertype = || ethertype_of("type");
-            let protocol = |field: &str| -> u8 {
-                match (given(field), next(li).and_then(|k| k.ids().1)) {
-                    (Some(p), _) => p as u8,
-                    (None, Some(p)) => p,
-                    // "No next header" (RFC 8200).
-                    (None, None) => 59,
-                }
-            };
-            let mut header: Vec<u8> = Vec::new();
-            match l.kind {
-                Kind::Payload => {
-                    let (hex, text) = (bytes(li, 2), bytes(li, 3));
-                    out = if !hex.is_empty() {
-                        hex.to_vec()
-                    } else if !text.is_empty() {
-                        text.to_vec()
-                    } else {
-                        vec![n("fill") as u8; n("len") as usize]
-                    };
-                    continue;
-                }
-                Kind::Raw => header.extend_from_slice(bytes(li, 0)),
-                Kind::Gre => {
-                    // No checksum, key or sequence number: flags and version 0.
-                    header.extend_from_slice(&[0, 0]);
-                    header.extend_from_slice(&ethertype_of("proto")?.to_be_bytes());
-                }
-                Kind::Vxlan => {
-                    // The I flag: the VNI is valid.
-                    header.extend_from_slice(&[0x08, 0, 0, 0]);
-                    header.extend_from_slice(&((n("vni") as u32) << 8).to_be_bytes());
-                }
-                Kind::Ipv6Hbh | Kind::Ipv6Dst => {
-                    let options = bytes(li, 0);
-                    // Padded to a whole number of 8 bytes: Pad1 for one byte, PadN for more.
-                    let padded = (2 + options.len()).div_ceil(8) * 8;
-                    ensure!(padded <= 2048, "{} options longer than 2046 bytes", l.kind.name());
-                    header.push(protocol("nh"));
-                    header.push((padded / 8 - 1) as u8);
-                    header.extend_from_slice(options);
-                    match padded - 2 - options.len() {
-                        0 => {}
-                        1 => header.push(0),
-                        n => {
-                            header.extend_from_slice(&[1, (n - 2) as u8]);
-                            header.resize(padded, 0);
-                        }
-                    }
-                }
-                Kind::Geneve => {
-                    let options = bytes(li, 2);
-                    ensure!(
-                        options.len() % 4 == 0 && options.len() <= 252,
-                        "geneve options must be a multiple of 4 bytes, at most 252"
-                    );
-                    header.push((options.len() / 4) as u8);
-                    header.push(0);
-                    header.extend_from_slice(&ethertype_of("proto")?.to_be_bytes());
-                    header.extend_from_slice(&((n("vni") as u32) << 8).to_be_bytes());
-                    header.extend_from_slice(options);
-                }
-                Kind::Gue => {
-                    // Version 0, no control message, no extension fields, no flags.
-                    header.extend_from_slice(&[0, protocol("proto"), 0, 0]);
-                }
-                Kind::Eth => {
-                    header.extend_from_slice(&n("dst").to_be_bytes()[10..]);
-                    header.extend_from_slice(&n("src").to_be_bytes()[10..]);
-                    header.extend_from_slice(&ethertype()?.to_be_bytes());
-                }
-                Kind::Vlan => {
-                    let tci = (n("pcp") << 13 | n("dei") << 12 | n("id")) as u16;
-                    header.extend_from_slice(&tci.to_be_bytes());
-                    header.extend_from_slice(&ethertype()?.to_be_bytes());
-                }
-                Kind::Ipv4 => {
-                    let options = bytes(li, 9);
-                    ensure!(
-                        options.len() % 4 == 0 && options.len() <= 40,
-                        "ipv4 options must be a multiple of 4 bytes, at most 40"
-                    );
-                    let ihl = 5 + options.len() / 4;
-                    let total = ihl * 4 + out.len();
-                    ensure!(total <= 0xffff, "the IPv4 packet is longer than 65535 bytes");
-                    let flags_frag = (n("df") << 14 | n("mf") << 13 | n("frag")) as u16;
-                    header.push(0x40 | ihl as u8);
-                    header.push(n("tos") as u8);
-                    let total = given("len").map_or(total as u16, |l| l as u16);
-                    header.extend_from_slice(&total.to_be_bytes());
-                    header.extend_from_slice(&(n("id") as u16).to_be_bytes());
-                    header.extend_from_slice(&flags_frag.to_be_bytes());
-                    header.push(n("ttl") as u8);
-                    header.push(protocol("proto"));
-                    header.extend_from_slice(&[0, 0]);
-                    header.extend_from_slice(&(n("src") as u32).to_be_bytes());
-                    header.extend_from_slice(&(n("dst") as u32).to_be_bytes());
-                    header.extend_from_slice(options);
-                    let sum = given("csum").map_or_else(|| checksum(&[&header]), |c| c as u16);
-                    header[10..12].copy_from_slice(&sum.to_be_bytes());
-                }
-                Kind::Ipv6 => {
-                    ensure!(out.len() <= 0xffff, "the IPv6 payload is longer than 65535 bytes");
-                    let first = (6u32 << 28) | (n("tc") as u32) << 20 | n("fl") as u32;
-                    header.extend_from_slice(&first.to_be_bytes());
-                    header.extend_from_slice(&(out.len() as u16).to_be_bytes());
-                    header.push(protocol("nh"));
-                    header.push(n("hlim") as u8);
-                    header.extend_from_slice(&n("src").to_be_bytes());
-                    header.extend_from_slice(&n("dst").to_be_bytes());
-                }
-                Kind::Ipv6Frag => {
-                    header.push(protocol("nh"));
-                    header.push(0);
-                    header.extend_from_slice(&((n("off") << 3 | n("m")) as u16).to_be_bytes());
-                    header.extend_from_slice(&(n("id") as u32).to_be_bytes());
-                }
-                Kind::Tcp => {
-                    let options = tcp_options(&given, bytes(li, 12))?;
-                    header.extend_from_slice(&(n("sport") as u16).to_be_bytes());
-                    header.extend_from_slice(&(n("dport") as u16).to_be_bytes());
-                    header.extend_from_slice(&(n("seq") as u32).to_be_bytes());
-                    header.extend_from_slice(&(n("ack") as u32).to_be_bytes());
-                    header.push(((5 + options.len() / 4) as u8) << 4);
-                    header.push(n("flags") as u8);
-                    header.extend_from_slice(&(n("win") as u16).to_be_bytes());
-                    header.extend_from_slice(&[0, 0]);
-                    header.extend_from_slice(&(n("urg") as u16).to_be_bytes());
-                    header.extend_from_slice(&options);
-                    let sum = match given("csum") {
-                        Some(c) => c as u16,
-                        None => checksum(&[&self.pseudo_header(li, num, 6, header.len() + out.len())?, &header, &out]),
-                    };
-                    header[16..18].copy_from_slice(&sum.to_be_bytes());
-                }
-                Kind::Udp => {
-                    let len = 8 + out.len();
-                    ensure!(len <= 0xffff, "the UDP datagram is longer than 65535 bytes");
-                    header.extend_from_slice(&(n("sport") as u16).to_be_bytes());
-                    header.extend_from_slice(&(n("dport") as u16).to_be_bytes());
-                    header.extend_from_slice(&given("len").map_or(len as u16, |l| l as u16).to_be_bytes());
-                    header.extend_from_slice(&[0, 0]);
-                    let sum = match given("csum") {
-                        // As given: 0 is "no checksum".
-                        Some(c) => c as u16,
-                        None => {
-                            let sum = checksum(&[&self.pseudo_header(li, num, 17, len)?, &header, &out]);
-                            // A zero UDP checksum means "none"; a computed zero is sent as all ones.
-                            if sum == 0 { 0xffff } else { sum }
-                        }
-                    };
-                    header[6..8].copy_from_slice(&sum.to_be_bytes());
-                }
-                Kind::Icmp | Kind::Icmpv6 => {
-                    header.push(n("type") as u8);
-                    header.push(n("code") as u8);
-                    header.extend_from_slice(&[0, 0]);
-                    header.extend_from_slice(&(n("id") as u16).to_be_bytes());
-                    header.extend_from_slice(&(n("seq") as u16).to_be_bytes());
-                    let sum = if l.kind == Kind::Icmp {
-                        checksum(&[&header, &out])
-                    } else {
-                        checksum(&[&self.pseudo_header(li, num, 58, header.len() + out.len())?, &header, &out])
-                    };
-                    header[2..4].copy_from_slice(&sum.to_be_bytes());
-                }
-            }
-            header.extend_from_slice(&out);
-            out = header;
+            let header = Header { layers: &self.layers, li, num, inner: &out };
+            let mut bytes = (self.layers[li].kind.def().write)(&header)?;
+            lengths[li] = bytes.len();
+            bytes.extend_from_slice(&out);
+            out = bytes;
         }
-        Ok(out)
-    }
-
-    /// The checksum pseudo-header for the transport layer at `li`, from the
-    /// nearest IP layer around it.
-    fn pseudo_header(
-        &self,
-        li: usize,
-        num: &dyn Fn(usize, usize) -> Option<u128>,
-        proto: u8,
-        len: usize,
-    ) -> Result<Vec<u8>> {
-        let kind = self.layers[li].kind;
-        let ip = (0..li)
-            .rev()
-            .find(|&i| matches!(self.layers[i].kind, Kind::Ipv4 | Kind::Ipv6))
-            .with_context(|| format!("{} needs an ipv4 or ipv6 layer around it", kind.name()))?;
-        let (src, dst) = (num(ip, 0).unwrap_or(0), num(ip, 1).unwrap_or(0));
-        let mut p = Vec::new();
-        match self.layers[ip].kind {
-            Kind::Ipv4 => {
-                p.extend_from_slice(&(src as u32).to_be_bytes());
-                p.extend_from_slice(&(dst as u32).to_be_bytes());
-                p.extend_from_slice(&[0, proto]);
-                p.extend_from_slice(&(len as u16).to_be_bytes());
-            }
-            _ => {
-                p.extend_from_slice(&src.to_be_bytes());
-                p.extend_from_slice(&dst.to_be_bytes());
-                p.extend_from_slice(&(len as u32).to_be_bytes());
-                p.extend_from_slice(&[0, 0, 0, proto]);
-            }
-        }
-        Ok(p)
+        Ok((out, lengths))
     }
 }
 
@@ -819,63 +311,22 @@ pub struct RangeLayout {
 }
 
 impl PacketSpec {
-    /// Byte offset of each layer's header in the packet.
-    fn layer_offsets(&self) -> Vec<usize> {
-        let mut at = 0;
-        let mut out = Vec::with_capacity(self.layers.len());
-        for (li, l) in self.layers.iter().enumerate() {
-            out.push(at);
-            at += match l.kind {
-                Kind::Eth => 14,
-                Kind::Raw => match &self.layers[li].values[0] {
-                    Some(Value::Bytes(b)) => b.len(),
-                    _ => 0,
-                },
-                Kind::Gre | Kind::Gue => 4,
-                Kind::Vxlan => 8,
-                Kind::Ipv6Hbh | Kind::Ipv6Dst => match &self.layers[li].values[0] {
-                    Some(Value::Bytes(b)) => (2 + b.len()).div_ceil(8) * 8,
-                    _ => 8,
-                },
-                Kind::Geneve => {
-                    8 + match &self.layers[li].values[2] {
-                        Some(Value::Bytes(b)) => b.len(),
-                        _ => 0,
-                    }
-                }
-                Kind::Vlan => 4,
-                Kind::Ipv4 => {
-                    20 + match &self.layers[li].values[9] {
-                        Some(Value::Bytes(b)) => b.len(),
-                        _ => 0,
-                    }
-                }
-                Kind::Ipv6 => 40,
-                Kind::Ipv6Frag | Kind::Udp | Kind::Icmp | Kind::Icmpv6 => 8,
-                Kind::Tcp => {
-                    let fields = Kind::Tcp.fields();
-                    let given = |name: &str| match &l.values[fields.iter().position(|f| f.name == name).expect("known")]
-                    {
-                        Some(Value::Num { lo, .. }) => Some(*lo),
-                        _ => None,
-                    };
-                    let raw = match &l.values[12] {
-                        Some(Value::Bytes(b)) => b.as_slice(),
-                        _ => &[],
-                    };
-                    20 + tcp_options(&given, raw).map_or(0, |o| o.len())
-                }
-                Kind::Payload => 0,
-            };
-        }
-        out
+    /// Byte offset of each layer's header in the packet, from its first
+    /// packet as the layers' writers write it (a range moves no header).
+    fn layer_offsets(&self) -> Result<Vec<usize>> {
+        let num = |li: usize, fi: usize| match &self.layers[li].values[fi] {
+            Some(Value::Num { lo, .. }) => Some(*lo),
+            _ => None,
+        };
+        let (_, lengths) = self.serialize(&num)?;
+        Ok(lengths.iter().scan(0, |at, len| Some(std::mem::replace(at, *at + len))).collect())
     }
 
     /// The spec's ranges as places in the packet. Only addresses and ports
     /// can vary this way (an IPv6 range only in its last 32 bits); any other
     /// range is an error naming it.
     pub fn range_layout(&self) -> Result<RangeLayout> {
-        let offsets = self.layer_offsets();
+        let offsets = self.layer_offsets()?;
         let mut layout = RangeLayout::default();
         let checksum_at = |layout: &mut RangeLayout, offset: usize, udp: bool| -> usize {
             if let Some(i) = layout.checksums.iter().position(|c| c.offset == offset) {
@@ -938,12 +389,11 @@ impl PacketSpec {
         let mut spec = self.clone();
         match spec.layers.last_mut() {
             Some(l) if l.kind == Kind::Payload => {
-                let given = |i: usize| matches!(&l.values[i], Some(Value::Bytes(b)) if !b.is_empty());
                 ensure!(
-                    !given(2) && !given(3) || extra == 0,
+                    l.bytes("hex").is_empty() && l.bytes("text").is_empty() || extra == 0,
                     "--size cannot pad a payload given as hex or text; give payload(LEN) instead"
                 );
-                if let Some(Value::Num { lo, hi }) = &mut l.values[0] {
+                if let Some(Value::Num { lo, hi }) = l.value_mut("len") {
                     *lo += extra;
                     *hi += extra;
                 }
@@ -1147,5 +597,28 @@ mod tests {
             format!("{:#}", PacketSpec::parse("eth/udp").unwrap().packet(0).unwrap_err())
                 .contains("udp needs an ipv4 or ipv6 layer")
         );
+    }
+
+    /// The ranges' places come from the layers' own writers: in a tunnel
+    /// with IPv4 options and TCP options, the inner addresses and ports
+    /// sit where etherparse finds them, and their checksums are the
+    /// inner IPv6's TCP checksum.
+    #[test]
+    fn range_places_are_where_the_written_headers_put_them() {
+        let text =
+            "eth/ipv4(options=01010101)/udp/vxlan/eth/ipv6(src=fc00::1-fc00::4)/tcp(mss=1460,sport=1-9)/payload(8)";
+        let spec = PacketSpec::parse(text).unwrap();
+        let packet = spec.packet(0).unwrap();
+        let inner = 14 + 24 + 8 + 8;
+        let s = SlicedPacket::from_ethernet(&packet[inner..]).unwrap();
+        let Some(NetSlice::Ipv6(ip)) = s.net else { panic!("no inner ipv6") };
+        assert_eq!(ip.header().source_addr(), "fc00::1".parse::<std::net::Ipv6Addr>().unwrap());
+        let layout = spec.range_layout().unwrap();
+        let (tcp_at, ip_at) = (inner + 14 + 40, inner + 14);
+        assert_eq!(layout.fields[0].offset, ip_at + 8 + 12, "{layout:?}");
+        assert_eq!(layout.fields[1].offset, tcp_at, "{layout:?}");
+        // The TCP header with its MSS option is 24 bytes; its checksum at 16.
+        assert_eq!(packet[tcp_at + 12] >> 4, 6);
+        assert_eq!(layout.checksums, vec![ChecksumSpot { offset: tcp_at + 16, udp: false }]);
     }
 }
