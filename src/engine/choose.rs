@@ -153,7 +153,7 @@ pub fn choose<'a>(
     options: Options<'_>,
     memo: &DriverMemo,
 ) -> Result<TimerChoice<'a>> {
-    let chosen = match restore_plan(program, input, options) {
+    match restore_plan(program, input, options) {
         Restore::PerCall(reason) if program.runtime == Runtime::User => {
             bail!(
                 "case {}: the userspace runtime times in the batch loop only, and this case is timed per call because {reason}",
@@ -167,8 +167,7 @@ pub fn choose<'a>(
             chain(program, input, restore, options)
         }
         Restore::Bytes(restore) => spliced(program, input, restore, options, memo),
-    }?;
-    Ok(chosen)
+    }
 }
 
 /// Where the loop's restore can put the packet back: the bytes to write

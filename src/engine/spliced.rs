@@ -312,7 +312,7 @@ impl Spliced {
 
     /// Runs the batches in the userspace runtime from now on: the spliced
     /// program and the overhead loop (both verified by the kernel first)
-    /// with copies of the driver's and the program's maps. The program's program
+    /// with copies of the driver's and the user's maps. The user's program
     /// alone must give the kernel's output for every packet there first.
     fn move_to_user_runtime(
         &mut self,
@@ -322,9 +322,9 @@ impl Spliced {
     ) -> Result<()> {
         let (mut overhead, overhead_insns, overhead_lines) = self.load_overhead()?;
         let mut code = PreparedCode::default();
-        let user_lines = program.object.line_table(program.name)?;
+        let program_lines = program.object.line_table(program.name)?;
         for (name, insns, lines) in [
-            (program.name, program.insns, user_lines),
+            (program.name, program.insns, program_lines),
             (DRIVER, spliced.0, spliced.1),
             (DRIVER_OVERHEAD, &overhead_insns, overhead_lines),
         ] {

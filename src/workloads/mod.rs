@@ -121,9 +121,11 @@ fn find_in(registry: &[&'static Registration], target: &str) -> Result<&'static 
     if let Some(r) = registry.iter().find(|r| r.names.contains(&target)) {
         return Ok(r);
     }
+    // Each asked once: a claim may read the file (a test object's sections).
+    let claims: Vec<(Claim, &'static Registration)> = registry.iter().map(|r| ((r.claims)(target), *r)).collect();
     for claim in [Claim::Yes, Claim::Fallback] {
         let claimants: Vec<&'static Registration> =
-            registry.iter().copied().filter(|r| (r.claims)(target) == claim).collect();
+            claims.iter().filter(|(c, _)| *c == claim).map(|(_, r)| *r).collect();
         match claimants.as_slice() {
             [] => continue,
             [r] => return Ok(r),

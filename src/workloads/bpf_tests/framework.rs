@@ -8,7 +8,7 @@
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::kernel::AttachType;
 use crate::kernel::map_snapshot::MapSnapshot;
@@ -152,7 +152,6 @@ pub trait ReplayedFile {
 /// The test objects at `path` for `framework`: the file, or a folder's
 /// `*.o` files that hold its tests, by name.
 pub fn test_files(framework: &dyn TestFramework, path: &Path) -> Result<Vec<PathBuf>> {
-    use anyhow::Context;
     if !path.exists() {
         bail!("{} does not exist: give a test object or a folder of them", path.display());
     }

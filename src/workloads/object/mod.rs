@@ -43,10 +43,14 @@ pub const REGISTRATION: Registration = Registration {
     about: "your own XDP or tc program: an object file (FILE.bpf.o) or a spec file (FILE.toml)",
     // A spec file is this workload's; any other file is a BPF object to it
     // unless another workload claims it (a test framework's objects).
-    claims: |target| match () {
-        _ if target.ends_with(".toml") => Claim::Yes,
-        _ if target.ends_with(".o") || Path::new(target).is_file() => Claim::Fallback,
-        _ => Claim::No,
+    claims: |target| {
+        if target.ends_with(".toml") {
+            Claim::Yes
+        } else if target.ends_with(".o") || Path::new(target).is_file() {
+            Claim::Fallback
+        } else {
+            Claim::No
+        }
     },
     selected_by: None,
     options: ObjectArgs::augment_args,
