@@ -415,7 +415,7 @@ fn every_lb_scenario_validates_in_userspace_and_counts_the_same_each_run() {
                 assert_eq!(r["runtime"], "user");
                 assert!(r["checks"].as_array().unwrap().len() >= 3, "{}: the kernel's checks ran", r["name"]);
             }
-            results.iter().map(|r| r["instructions"].clone()).collect()
+            results.iter().map(|r| r["figure"].clone()).collect()
         })
         .collect();
     assert_eq!(counts[0], counts[1]);
@@ -466,7 +466,7 @@ fn runtime_both_times_each_scenario_in_the_kernel_and_in_userspace() {
         ]
     );
     for r in results {
-        let m = &r["measurement"];
+        let m = &r["figure"];
         assert!(m["summary"]["median"].as_f64().unwrap() > 0.0, "{}/{}", r["name"], r["runtime"]);
         assert!(m["overhead"]["summary"]["median"].as_f64().unwrap() > 0.0);
     }
@@ -741,13 +741,12 @@ fn your_objects_validate_against_the_kernel_and_time_in_userspace() {
     let checks: Vec<&str> = user["checks"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
     assert!(checks.iter().any(|c| c.contains("in the userspace runtime, the program alone gave the kernel's verdict and output for each of the 8 packet(s)")), "{checks:?}");
     assert!(checks.iter().any(|c| c.contains("spliced into the batch loop")), "{checks:?}");
-    assert!(user["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0);
+    assert!(user["figure"]["summary"]["median"].as_f64().unwrap() > 0.0);
 
     // Counted twice: the same figures, one service lookup per packet.
     let mut counted: Vec<&str> = args.iter().map(String::as_str).collect();
     counted.extend(["--metric", "insns"]);
-    let counts: Vec<serde_json::Value> =
-        (0..2).map(|_| run_json(&counted)["results"][0]["instructions"].clone()).collect();
+    let counts: Vec<serde_json::Value> = (0..2).map(|_| run_json(&counted)["results"][0]["figure"].clone()).collect();
     assert_eq!(counts[0], counts[1]);
     let c = &counts[0];
     assert!(c["body_insns"].as_u64().unwrap() > c["loop_insns"].as_u64().unwrap(), "{c}");
@@ -780,7 +779,7 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
     let args = encap_args();
     let mut profiled: Vec<&str> = args.iter().map(String::as_str).collect();
     profiled.push("--profile");
-    let c = run_json(&profiled)["results"][0]["instructions"].clone();
+    let c = run_json(&profiled)["results"][0]["figure"].clone();
     let packets = c["packets"].as_i64().unwrap();
     let lines = lines_add_up(&c);
     // The service lookup's line, in the object's own source, on every packet.
@@ -792,11 +791,11 @@ fn profile_counts_and_samples_each_source_line_of_your_object_and_of_the_balance
 
     let mut counted: Vec<&str> = args.iter().map(String::as_str).collect();
     counted.extend(["--metric", "insns"]);
-    let plain = run_json(&counted)["results"][0]["instructions"].clone();
+    let plain = run_json(&counted)["results"][0]["figure"].clone();
     assert!(plain.get("lines").is_none() && plain.get("time").is_none(), "lines and time only with --profile: {plain}");
     assert_eq!(plain["body_insns"], c["body_insns"], "profiling counts the same instructions");
 
-    let lb = run_json(&["xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit"])["results"][0]["instructions"].clone();
+    let lb = run_json(&["xdp-lb", "--profile", "--scenario", "tcp-v4-lru-hit"])["results"][0]["figure"].clone();
     let lines = lines_add_up(&lb);
     assert!(
         lines.iter().any(|l| l.0.starts_with("xdp_lb.bpf.c:") && l.1.contains("bpf_map_lookup_elem(&vip_map")),
@@ -899,7 +898,7 @@ fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
             assert_eq!(r["validated"], true, "{suite} {}: {}", r["name"], r["error"]);
             let checks = r["checks"].as_array().unwrap();
             assert!(!checks.is_empty(), "{}", r["name"]);
-            assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", r["name"]);
+            assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", r["name"]);
         }
     }
     // Counts: the same twice; one lookup per operation, on the benchmark's map.
@@ -915,7 +914,7 @@ fn every_map_operation_validates_in_userspace_and_counts_the_same_each_run() {
         "insns",
     ];
     let counts: Vec<Vec<serde_json::Value>> = (0..2)
-        .map(|_| run_json(&counted)["results"].as_array().unwrap().iter().map(|r| r["instructions"].clone()).collect())
+        .map(|_| run_json(&counted)["results"].as_array().unwrap().iter().map(|r| r["figure"].clone()).collect())
         .collect();
     assert_eq!(counts[0], counts[1]);
     assert_eq!(counts[0].len(), 6);

@@ -65,7 +65,7 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     diff("ran in", where_ran(ea), where_ran(eb));
     // Said of times only: counts are exact in any guest.
     for (side, run) in [("A", a), ("B", b)] {
-        if run.environment.emulated() && run.results.iter().any(|r| r.measurement.is_some()) {
+        if run.environment.emulated() && run.results.iter().any(|r| r.measurement().is_some()) {
             out.push(format!("{side}'s times are an emulator's (QEMU TCG), not the hardware's"));
         }
     }
@@ -98,9 +98,9 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
 /// loop costs differently and the benchmarks carry the mode in their names.
 fn timing_mode_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     let mut out = Vec::new();
-    for rb in b.results.iter().filter(|r| r.measurement.is_some()) {
+    for rb in b.results.iter().filter(|r| r.measurement().is_some()) {
         let same_scenario = |ra: &&crate::record::ScenarioRecord| {
-            ra.workload == rb.workload && ra.name == rb.name && ra.runtime == rb.runtime && ra.measurement.is_some()
+            ra.workload == rb.workload && ra.name == rb.name && ra.runtime == rb.runtime && ra.measurement().is_some()
         };
         if let Some(ra) = a.results.iter().find(same_scenario)
             && ra.timing.mode_name() != rb.timing.mode_name()
@@ -126,8 +126,7 @@ fn side(runs: &[RunRecord], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
     let mut medians = Vec::new();
     let mut newest = None;
     for r in runs {
-        if let Some(m) = r.results.iter().find(|s| s.benchmark_name() == benchmark).and_then(|s| s.measurement.as_ref())
-        {
+        if let Some(m) = r.results.iter().find(|s| s.benchmark_name() == benchmark).and_then(|s| s.measurement()) {
             medians.push(m.summary.median);
             newest.get_or_insert_with(|| m.samples_ns.clone());
         }
@@ -136,7 +135,7 @@ fn side(runs: &[RunRecord], benchmark: &str) -> (Vec<f64>, Option<Vec<f64>>) {
 }
 
 fn measured_names(r: Option<&RunRecord>) -> Vec<String> {
-    r.map(|r| r.results.iter().filter(|s| s.measurement.is_some()).map(|s| s.benchmark_name()).collect())
+    r.map(|r| r.results.iter().filter(|s| s.measurement().is_some()).map(|s| s.benchmark_name()).collect())
         .unwrap_or_default()
 }
 
@@ -234,7 +233,7 @@ pub fn compare_runs(
 
 /// Kernel instruction counts of every benchmark both runs counted.
 fn kernel_instruction_deltas(a: &RunRecord, b: &RunRecord) -> Vec<InstructionDelta> {
-    let counts = |r: &crate::record::ScenarioRecord| r.kernel_insns.as_ref()?.counts.clone();
+    let counts = |r: &crate::record::ScenarioRecord| r.kernel_insns()?.counts.clone();
     b.results
         .iter()
         .filter_map(|rb| {
@@ -251,8 +250,8 @@ fn instruction_deltas(a: &RunRecord, b: &RunRecord) -> Vec<InstructionDelta> {
     b.results
         .iter()
         .filter_map(|rb| {
-            let cb = rb.instructions.as_ref()?;
-            let ca = a.results.iter().find(|ra| ra.benchmark_name() == rb.benchmark_name())?.instructions.as_ref()?;
+            let cb = rb.instructions()?;
+            let ca = a.results.iter().find(|ra| ra.benchmark_name() == rb.benchmark_name())?.instructions()?;
             Some(InstructionDelta::between(rb.benchmark_name(), ca, cb))
         })
         .collect()

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::OverheadKey;
 use super::{LoadedWorkload, PreparedScenario, ScenarioInfo, Variant};
 use crate::kernel::prog_info;
-use crate::record::{Calibration, Measurement, Metric, Noise, Overhead, Runtime, Sampling, ScenarioRecord};
+use crate::record::{Calibration, Figure, Measurement, Metric, Noise, Overhead, Runtime, Sampling, ScenarioRecord};
 use crate::stats::Summary;
 use crate::stats::linearity::{self, Linearity};
 
@@ -385,7 +385,7 @@ impl Runner {
         let (mut rec, prepared) = self.begin(workload, runtime, w, s);
         if let Some(mut prepared) = prepared {
             match self.measure(prepared.as_mut(), &s.name) {
-                Ok(m) => rec.measurement = Some(m),
+                Ok(m) => rec.figure = Some(Figure::Time(m)),
                 Err(e) if e.is::<Interrupted>() => return None,
                 Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
             }
@@ -446,7 +446,7 @@ impl Runner {
         let Pending { mut rec, sampled } = pending;
         if let Some(sampled) = sampled.filter(|s| !s.samples.is_empty()) {
             match self.finish(sampled) {
-                Ok(m) => rec.measurement = Some(m),
+                Ok(m) => rec.figure = Some(Figure::Time(m)),
                 Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
             }
         }
@@ -478,10 +478,8 @@ impl Runner {
             notes: Vec::new(),
             error: None,
             program: None,
-            measurement: None,
             runtime,
-            instructions: None,
-            kernel_insns: None,
+            figure: None,
         };
         if let Some(why) = w.unavailable(s) {
             rec.unavailable = Some(why);
@@ -509,14 +507,14 @@ impl Runner {
         rec.program = prepared.program().and_then(|fd| prog_info::program_record(fd, prepared.verifier_stats()).ok());
         if self.metric == Metric::KernelInsns {
             match mark_kernel_regions(prepared.as_mut()) {
-                Ok(k) => rec.kernel_insns = Some(k),
+                Ok(k) => rec.figure = Some(Figure::KernelInsns(k)),
                 Err(e) => rec.error = Some(format!("counting kernel instructions failed: {e:#}")),
             }
             return (rec, None);
         }
         if self.metric == Metric::Insns {
             match prepared.count_instructions(COUNT_ITERS, self.profile) {
-                Ok(Some(c)) => rec.instructions = Some(c),
+                Ok(Some(c)) => rec.figure = Some(Figure::Insns(c)),
                 Ok(None) => {
                     rec.error = Some(
                         "instructions are counted in the userspace runtime, which this scenario did not run in".into(),

@@ -208,7 +208,7 @@ impl History {
                     )?[0]
                     .int(0)?;
                 for r in &report.results {
-                    let s = r.measurement.as_ref().map(|m| &m.summary);
+                    let s = r.measurement().map(|m| &m.summary);
                     c.execute(
                         "INSERT INTO results (run_id, benchmark, median_ns, ci_low_ns, ci_high_ns, samples, program_tag)
                          VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -35,9 +35,11 @@ const TIMINGS: [&str; 6] = ["inline", "bpf-loop", "bounded", "chain", "per-call-
 impl BenchmarkId {
     /// The identity of a scenario's figures.
     pub fn of(r: &ScenarioRecord) -> BenchmarkId {
-        let metric = match (&r.measurement, &r.instructions) {
-            (None, Some(_)) => Metric::Insns,
-            _ => Metric::Time,
+        // A kernel count is named as its time is, as it always was: the
+        // comparisons pair a count only with a count.
+        let metric = match r.metric() {
+            Some(Metric::Insns) => Metric::Insns,
+            Some(Metric::Time | Metric::KernelInsns) | None => Metric::Time,
         };
         BenchmarkId {
             workload: r.workload.clone(),

@@ -2,15 +2,18 @@
 //! and upgrading documents of the previous version.
 //!
 //! Version 3 replaced version 2's free-form `params` strings with typed
-//! `facts`. A version-2 document (histories stored before) is upgraded on
-//! read; older ones are refused.
+//! `facts`; version 4 replaced a scenario's three optional figures
+//! (`measurement`, `instructions`, `kernel_insns`) with one `figure` tagged
+//! by its metric. Documents of versions 2 and 3 (histories stored before,
+//! the output of older bpfbench executables `ab` runs) are upgraded on
+//! read, a version at a time; older ones are refused.
 
 use serde_json::{Map, Value, json};
 
-use super::RunRecord;
+use super::{Metric, RunRecord};
 
 pub const SCHEMA_NAME: &str = "bpfbench.run";
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 /// The oldest version that is upgraded on read.
 const OLDEST_READABLE: u32 = 2;
 
@@ -52,10 +55,37 @@ pub fn parse_run(text: &str) -> Result<RunRecord, RecordError> {
     if version < OLDEST_READABLE {
         return Err(RecordError::Older(schema));
     }
-    if version == 2 {
+    if version <= 2 {
         upgrade_v2(&mut value);
     }
+    if version <= 3 {
+        upgrade_v3(&mut value);
+    }
     serde_json::from_value(value).map_err(|e| RecordError::Malformed(schema, e))
+}
+
+/// Version 3 kept each figure in its own optional field, at most one of
+/// them set; version 4 has the one that is set as `figure`, its fields
+/// beside the metric's name.
+fn upgrade_v3(doc: &mut Value) {
+    doc["schema"] = json!(schema());
+    let Some(results) = doc.get_mut("results").and_then(Value::as_array_mut) else { return };
+    for r in results {
+        let Some(obj) = r.as_object_mut() else { continue };
+        let mut figure = Value::Null;
+        for (field, metric) in
+            [("measurement", Metric::Time), ("instructions", Metric::Insns), ("kernel_insns", Metric::KernelInsns)]
+        {
+            match obj.remove(field) {
+                Some(Value::Object(mut fields)) if figure.is_null() => {
+                    fields.insert("metric".into(), json!(metric.name()));
+                    figure = Value::Object(fields);
+                }
+                _ => {}
+            }
+        }
+        obj.insert("figure".into(), figure);
+    }
 }
 
 /// Version 2 kept a scenario's facts as strings in `params`; version 3 has

@@ -25,12 +25,12 @@ pub fn bmf(report: &RunRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>>
     let mut out = BTreeMap::new();
     for r in &report.results {
         let mut measures = BTreeMap::new();
-        if let Some(c) = &r.instructions {
+        if let Some(c) = r.instructions() {
             // Exact: the bounds are the value.
             let v = c.per_packet();
             measures.insert("instructions".to_string(), BmfMeasure { value: v, lower_value: v, upper_value: v });
         }
-        let Some(m) = &r.measurement else {
+        let Some(m) = r.measurement() else {
             if !measures.is_empty() {
                 out.insert(r.benchmark_name(), measures);
             }
@@ -68,7 +68,7 @@ pub fn gobench(report: &RunRecord) -> String {
     let _ = writeln!(out, "goos: linux\ngoarch: {}\npkg: bpfbench\ncpu: {}", std::env::consts::ARCH, env.cpu_model);
     let _ = writeln!(out, "kernel: {}\ncommit: {}", env.kernel, env.git_commit);
     for r in &report.results {
-        let Some(m) = &r.measurement else { continue };
+        let Some(m) = r.measurement() else { continue };
         let name = format!(
             "Benchmark{}/{}{}",
             go_name(&r.workload),
@@ -112,7 +112,7 @@ struct CsvRow<'a> {
 pub fn csv(report: &RunRecord) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in &report.results {
-        let m = r.measurement.as_ref();
+        let m = r.measurement();
         let s = m.map(|m| &m.summary);
         w.serialize(CsvRow {
             workload: &r.workload,
@@ -136,7 +136,7 @@ pub fn csv(report: &RunRecord) -> Result<String> {
             loop_median_ns: m.map(|m| m.overhead.summary.median),
             batch_iters: m.map(|m| m.batch_iters),
             runtime: r.runtime.label(),
-            insns_per_packet: r.instructions.as_ref().map(|c| c.per_packet()),
+            insns_per_packet: r.instructions().map(|c| c.per_packet()),
         })?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

@@ -19,7 +19,7 @@ fn insns(c: &InstructionCount) -> String {
 
 /// A scenario's row of counts, or the reason it has none.
 fn row(g: &mut Grid, r: &ScenarioRecord) {
-    match &r.instructions {
+    match r.instructions() {
         Some(c) => {
             let helpers: i64 = c.helpers.values().sum();
             let ops: i64 = c.map_ops.values().sum();
@@ -133,7 +133,7 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
         grid.section(g);
         for r in run.results.iter().filter(|r| r.group == g) {
             row(&mut grid, r);
-            if let Some(c) = &r.instructions {
+            if let Some(c) = r.instructions() {
                 let mut detail = String::new();
                 if verbose || !c.lines.is_empty() {
                     for (name, n) in c.helpers.iter().chain(&c.map_ops) {
@@ -146,7 +146,7 @@ pub fn render_run(run: &RunRecord, verbose: bool) -> String {
         }
     }
     out.push_str(&grid.plain());
-    if run.results.iter().any(|r| r.instructions.as_ref().is_some_and(|c| !c.lines.is_empty())) {
+    if run.results.iter().any(|r| r.instructions().is_some_and(|c| !c.lines.is_empty())) {
         out.push_str("\nline: the body's instructions per packet on that source line less the empty loop's (lines of the batch loop mostly cancel out); share: of insns/packet.\n");
         out.push_str("time: the share of the sampling profiler's samples (every 97 us, in the body's timed batches in the JIT) in that line's code or in helpers it called; ns/packet: that share of the batches' median ns/packet, the loop's own cost included.\n");
     }

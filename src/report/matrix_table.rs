@@ -93,7 +93,7 @@ pub fn table(m: &MatrixRecord) -> String {
     let keys = rows(m);
     let labels: Vec<String> = keys.iter().map(row_label).collect();
     let ns = scenario_cells(m, &keys, |r| {
-        let s = &r.measurement.as_ref()?.summary;
+        let s = &r.measurement()?.summary;
         let (lo, hi) = s.median_ci95;
         Some(format!("{:.1} [{lo:.1}, {hi:.1}] {}", s.median, r.timing.mode_name()))
     });
@@ -101,12 +101,12 @@ pub fn table(m: &MatrixRecord) -> String {
     out.push_str(&sample_counts(m));
     out.push_str(&programs(m));
     let insns = scenario_cells(m, &keys, |r| {
-        let c = r.instructions.as_ref()?;
+        let c = r.instructions()?;
         Some(super::insns_table::per_packet(c.body_insns as f64 - c.loop_insns as f64, c.packets))
     });
     out.push_str(&grid(m, "BPF instructions per packet", &labels, &insns));
     let kernel = scenario_cells(m, &keys, |r| {
-        let c = r.kernel_insns.as_ref()?.counts.as_ref()?;
+        let c = r.kernel_insns()?.counts.as_ref()?;
         Some(format!("{:.1} = {:.1} JIT + {:.1} kernel (loop {:.1})", c.total(), c.jit, c.kernel, c.harness))
     });
     out.push_str(&grid(
@@ -116,7 +116,7 @@ pub fn table(m: &MatrixRecord) -> String {
         &kernel,
     ));
     let memory = scenario_cells(m, &keys, |r| {
-        let c = r.kernel_insns.as_ref()?.counts.as_ref()?.memory.as_ref()?;
+        let c = r.kernel_insns()?.counts.as_ref()?.memory.as_ref()?;
         Some(data_accesses(&c.total, &c.resolution))
     });
     out.push_str(&grid(
@@ -162,7 +162,7 @@ fn kernel_counts<'m>(
     let mut out = Vec::new();
     for k in keys {
         for (c, col) in m.columns.iter().enumerate() {
-            if let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns.as_ref()?.counts.as_ref()) {
+            if let Some(counts) = find(m, c, k).and_then(|r| r.kernel_insns()?.counts.as_ref()) {
                 out.push((row_label(k), col, counts));
             }
         }
@@ -220,7 +220,7 @@ fn sample_counts(m: &MatrixRecord) -> String {
         .iter()
         .filter_map(|c| {
             let run = c.run.as_ref()?;
-            let ns = run.results.iter().filter_map(|r| Some(r.measurement.as_ref()?.summary.n));
+            let ns = run.results.iter().filter_map(|r| Some(r.measurement()?.summary.n));
             let (lo, hi) = ns.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
             match (lo, hi) {
                 (_, 0) => None,
@@ -324,7 +324,7 @@ pub fn csv(m: &MatrixRecord) -> Result<String> {
             } else {
                 "ok"
             };
-            let s = r.measurement.as_ref().map(|m| &m.summary);
+            let s = r.measurement().map(|m| &m.summary);
             let p = r.program.as_ref();
             w.write_record([
                 c.kernel.clone(),
@@ -339,7 +339,7 @@ pub fn csv(m: &MatrixRecord) -> Result<String> {
                 opt(p.map(|p| p.xlated_bytes.to_string())),
                 opt(p.map(|p| p.jited_bytes.to_string())),
                 opt(p.and_then(|p| p.verifier.as_ref()?.processed_insns).map(|n| n.to_string())),
-                opt(r.instructions.as_ref().map(|c| format!("{:.4}", c.per_packet()))),
+                opt(r.instructions().map(|c| format!("{:.4}", c.per_packet()))),
                 opt(r.error.clone().or_else(|| r.unavailable.clone())),
             ])?;
         }

@@ -234,8 +234,8 @@ pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> 
     Ok(match format {
         Format::Markdown => unreachable!("refused above"),
         Format::Table
-            if run.results.iter().any(|r| r.instructions.is_some())
-                && run.results.iter().all(|r| r.measurement.is_none()) =>
+            if run.results.iter().any(|r| r.instructions().is_some())
+                && run.results.iter().all(|r| r.measurement().is_none()) =>
         {
             insns_table::render_run(run, verbose)
         }

@@ -39,7 +39,7 @@ fn seed_line(r: &ScenarioRecord, label_w: usize) -> String {
     if let Some(why) = &r.unavailable {
         return format!("{label}: N/A ({why})\n");
     }
-    let Some(m) = &r.measurement else {
+    let Some(m) = r.measurement() else {
         let why = r.error.as_deref().unwrap_or("no result");
         return format!("{label}: FAILED ({why})\n");
     };
@@ -69,7 +69,7 @@ fn cell(r: Option<&&ScenarioRecord>) -> String {
     match r {
         None => "-".into(),
         Some(r) if r.unavailable.is_some() => "n/a".into(),
-        Some(r) => match &r.measurement {
+        Some(r) => match r.measurement() {
             Some(m) => format!("{:.1}", m.summary.median),
             None => "FAILED".into(),
         },
@@ -165,7 +165,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         if several(|m| m.map_type.clone()) || several(|m| m.entries.to_string()) {
             matrices(&mut out, &mine, whose);
         }
-        if let Some(loop_ns) = mine.iter().find_map(|r| r.measurement.as_ref().map(|m| m.overhead.summary.median)) {
+        if let Some(loop_ns) = mine.iter().find_map(|r| r.measurement().map(|m| m.overhead.summary.median)) {
             let _ = writeln!(
                 out,
                 "\nHarness loop alone{whose} (empty call): {loop_ns:.2} ns/op, included in every latency above (noop shows it too)."
@@ -178,7 +178,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         if let (Some(e), None) = (&r.error, &r.unavailable) {
             let _ = writeln!(out, "{label}: {e}");
         }
-        for w in r.measurement.iter().flat_map(|m| &m.warnings) {
+        for w in r.measurement().iter().flat_map(|m| &m.warnings) {
             let _ = writeln!(out, "warning: {label}: {w}");
         }
     }

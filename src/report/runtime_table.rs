@@ -5,13 +5,13 @@ use super::grid::{self, Grid};
 use crate::record::{RunRecord, Runtime, ScenarioRecord};
 
 fn median(r: &ScenarioRecord) -> Option<f64> {
-    r.measurement.as_ref().map(|m| m.summary.median)
+    r.measurement().map(|m| m.summary.median)
 }
 
 /// "median (CV, n)" of a side, or why it has none: N/A where it cannot
 /// run (the reason is under the main table), failed where it failed.
 fn cell(r: &ScenarioRecord) -> String {
-    match &r.measurement {
+    match r.measurement() {
         Some(m) => format!("{:.2} ({:.1}%, n={})", m.summary.median, m.summary.cv * 100.0, m.summary.n),
         None if r.unavailable.is_some() => "N/A".into(),
         None => "failed".into(),

@@ -99,7 +99,7 @@ fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, columns: Columns) {
             o.map_or_else(|| "-".into(), |o| o.expected.to_string()),
         ]);
     }
-    match &r.measurement {
+    match r.measurement() {
         Some(m) => {
             let s = &m.summary;
             let f = |v: f64| format!("{v:.2}");
@@ -182,7 +182,7 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
             let _ = writeln!(out, "  {n}");
         }
     }
-    if let Some(m) = &r.measurement {
+    if let Some(m) = r.measurement() {
         let s = &m.summary;
         let _ = writeln!(
             out,
@@ -290,7 +290,7 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
 /// empty loop), naming the first few; with `verbose`, a line per row.
 pub(super) fn noise_summary(results: &[ScenarioRecord], cpu: usize, verbose: bool) -> String {
     let judged: Vec<(&ScenarioRecord, Noise)> =
-        results.iter().filter_map(|r| r.measurement.as_ref()?.noise.map(|n| (r, n))).collect();
+        results.iter().filter_map(|r| r.measurement()?.noise.map(|n| (r, n))).collect();
     let noisy: Vec<&(&ScenarioRecord, Noise)> = judged.iter().filter(|(_, n)| n.noisier).collect();
     if noisy.is_empty() {
         return String::new();
@@ -414,7 +414,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
         if let Some(e) = &r.error {
             let _ = writeln!(out, "\n{}: {}", label(r), e);
         }
-        if let Some(m) = &r.measurement {
+        if let Some(m) = r.measurement() {
             for w in &m.warnings {
                 let _ = writeln!(out, "warning: {}: {w}", label(r));
             }

@@ -12,7 +12,7 @@ use crate::harness::paired::PairedSettings;
 use crate::harness::runner::Profile;
 use crate::harness::timing::TimingChoice;
 use crate::history::{StoreOptions, TagRuns};
-use crate::record::{DEFAULT_SWEEPS, Metric, Runtime, Sampling, batch_ms, non_negative, positive};
+use crate::record::{DEFAULT_SWEEPS, MeasuredIn, Metric, Runtime, Sampling, batch_ms, non_negative, positive};
 
 /// How scenarios are sampled, as the command line gives it ([`Sampling`] is what a run records).
 #[derive(Debug, Clone, Args)]
@@ -43,21 +43,16 @@ impl SamplingArgs {
     }
 }
 
-/// `--metric` as the command line spells it (the record's enum knows no clap).
+/// `--metric` as the command line spells it, from the metrics' table (the
+/// record's enum knows no clap).
 impl clap::ValueEnum for Metric {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Metric::Time, Metric::Insns, Metric::KernelInsns]
+        &Metric::ALL
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(match self {
-            Metric::Time => clap::builder::PossibleValue::new("time").help("ns per operation, timed in batches"),
-            Metric::Insns => clap::builder::PossibleValue::new("insns")
-                .help("BPF instructions executed per packet, counted by the userspace runtime's interpreter"),
-            Metric::KernelInsns => clap::builder::PossibleValue::new("kernel-insns").help(
-                "native instructions the kernel executes per packet (JIT image and kernel functions), counted in a guest under QEMU's TCG (bpfbench vm)",
-            ),
-        })
+        let d = self.def();
+        Some(clap::builder::PossibleValue::new(d.name).help(d.help))
     }
 }
 
@@ -173,22 +168,33 @@ impl RunArgs {
         if self.profile && matches!(self.runtime, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) {
             anyhow::bail!("--profile counts in the userspace runtime only; drop --runtime or use --runtime user");
         }
-        match (self.metric(), self.runtime) {
-            (Metric::Insns, Some(RuntimeChoice::Kernel | RuntimeChoice::Both)) => {
-                anyhow::bail!(
-                    "--metric insns counts in the userspace runtime only; drop --runtime or use --runtime user"
-                )
+        let metric = self.metric();
+        let asked: &[Runtime] = match self.runtime {
+            None => &metric.runtimes()[..1],
+            Some(RuntimeChoice::Kernel) => &[Runtime::Kernel],
+            Some(RuntimeChoice::User) => &[Runtime::User],
+            Some(RuntimeChoice::Both) => &[Runtime::Kernel, Runtime::User],
+        };
+        let measured_in = metric.def().measured_in;
+        if asked.iter().any(|r| !metric.runtimes().contains(r)) {
+            match measured_in {
+                MeasuredIn::UserspaceRuntime => anyhow::bail!(
+                    "--metric {} counts in the userspace runtime only; drop --runtime or use --runtime user",
+                    metric.name()
+                ),
+                MeasuredIn::CountingGuest => {
+                    anyhow::bail!("--metric {} counts the kernel's instructions; drop --runtime", metric.name())
+                }
+                MeasuredIn::AnyRuntime => unreachable!("measured in every runtime"),
             }
-            (Metric::KernelInsns, Some(RuntimeChoice::User | RuntimeChoice::Both)) => {
-                anyhow::bail!("--metric kernel-insns counts the kernel's instructions; drop --runtime")
-            }
-            (Metric::KernelInsns, _) if !crate::system::tcg_counter::plugin_loaded() => anyhow::bail!(
-                "--metric kernel-insns is counted in a guest under QEMU's TCG by bpfbench's plugin: bpfbench vm --kernel KERNEL --metric kernel-insns -- [run arguments]"
-            ),
-            (Metric::Insns, _) | (_, Some(RuntimeChoice::User)) => Ok(vec![Runtime::User]),
-            (_, None | Some(RuntimeChoice::Kernel)) => Ok(vec![Runtime::Kernel]),
-            (_, Some(RuntimeChoice::Both)) => Ok(vec![Runtime::Kernel, Runtime::User]),
         }
+        if measured_in == MeasuredIn::CountingGuest && !crate::system::tcg_counter::plugin_loaded() {
+            anyhow::bail!(
+                "--metric {0} is counted in a guest under QEMU's TCG by bpfbench's plugin: bpfbench vm --kernel KERNEL --metric {0} -- [run arguments]",
+                metric.name()
+            );
+        }
+        Ok(asked.to_vec())
     }
 }
 
@@ -349,28 +355,16 @@ impl PairedArgs {
         let append_b =
             [self.append.clone(), self.append_b.clone(), sysctl(|s| &s.b)].into_iter().flatten().collect::<Vec<_>>();
         let joined = |parts: Vec<String>| Some(parts.join(" ")).filter(|s| !s.is_empty());
-        let count = |kernel: &str, append: Option<String>, progress: &mut dyn FnMut(&str)| {
-            let vm = super::vm::VmArgs {
-                kernels: vec![kernel.to_string()],
-                shard: None,
-                from_history: false,
-                profile: false,
-                append,
-                timeout: super::vm::GUEST_TIMEOUT_S,
-                out: self.out.clone(),
-                store: crate::history::StoreOptions { no_store: true, ..self.store.clone() },
-                metric: Metric::KernelInsns,
-                run_args: self.run_args.clone(),
-            };
-            let matrix = vm.run(progress)?;
-            let column = matrix.columns.into_iter().next().expect("one kernel, one column");
-            match (column.run, column.error) {
-                (Some(run), _) => Ok(run),
-                (None, e) => anyhow::bail!("{kernel}: {}", e.unwrap_or_else(|| "no run".into())),
-            }
-        };
-        let ra = count(a, joined(append_a), progress)?;
-        let rb = count(b, joined(append_b), progress)?;
+        let kernels = if a == b { vec![a.clone()] } else { vec![a.clone(), b.clone()] };
+        let (runs, targets) = super::kernel_run::KernelRuns::prepare(
+            Metric::KernelInsns,
+            std::time::Duration::from_secs(super::vm::GUEST_TIMEOUT_S),
+            &self.run_args,
+            &kernels,
+        )?;
+        let (ta, tb) = (&targets[0], targets.last().expect("one kernel at least"));
+        let ra = runs.run(ta, joined(append_a).as_deref(), progress).map_err(|e| anyhow::anyhow!("{a}: {e:#}"))?;
+        let rb = runs.run(tb, joined(append_b).as_deref(), progress).map_err(|e| anyhow::anyhow!("{b}: {e:#}"))?;
         let side = |k: &str, run: &crate::record::RunRecord, value: Option<&String>| match (&setting, value) {
             (Some(s), Some(v)) => format!("{} ({k}, {})", s.label(v), run.environment.kernel),
             _ => format!("kernel {k} ({})", run.environment.kernel),

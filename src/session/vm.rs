@@ -3,24 +3,19 @@
 //! records come home, marked with the guest they ran in, are stored, and
 //! make a matrix: scenario × kernel.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use super::kernel_run::KernelRuns;
 use crate::history::{History, StoreOptions};
+use crate::record::Metric;
 use crate::record::matrix::{MATRIX_SCHEMA, MatrixColumn, MatrixRecord};
-use crate::record::{Metric, RunRecord, parse_run};
-use crate::system::guest::{self, GuestSpec, OutputFolder};
 use crate::system::interrupt;
 
 /// How long a guest may take, in seconds, unless `--timeout` says.
 pub const GUEST_TIMEOUT_S: u64 = 900;
-
-/// The `run` options `vm` sets itself.
-const RESERVED: [&str; 4] = ["--format", "--output", "--compare-to", "--repeat"];
 
 #[derive(Debug, Args, Clone)]
 pub struct VmArgs {
@@ -115,61 +110,22 @@ impl VmArgs {
                 mine
             }
         };
-        for reserved in RESERVED {
-            if self.run_args.iter().any(|a| a == reserved) {
-                bail!("{reserved} is set by 'bpfbench vm' itself; leave it out of the run arguments");
-            }
-        }
-        let counting = self.metric == Metric::KernelInsns;
-        if self.profile && !counting {
+        if self.profile && self.metric != Metric::KernelInsns {
             bail!("--profile lists where the kernel's counted instructions go: give --metric kernel-insns too");
         }
-        if counting && kernels.iter().any(|k| k == "host") {
-            bail!(
-                "--metric kernel-insns counts in guests under QEMU's TCG; --kernel host runs without one: give guest kernels only"
-            );
-        }
-        if self.metric != Metric::Time && self.run_args.iter().any(|a| a == "--metric") {
-            bail!("give --metric once: before the run arguments (vm --metric) or among them (-- --metric), not both");
-        }
-        let plugin = if counting { Some(counter_plugin()?) } else { None };
-        // Every kernel is checked before the first boots.
-        let images: Vec<Option<PathBuf>> = kernels
-            .iter()
-            .map(|k| if k == "host" { Ok(None) } else { guest::resolve_image(k).map(Some) })
-            .collect::<Result<_>>()?;
-        if images.iter().any(Option::is_some) {
-            guest::check_tools()?;
-        }
-        if let Some(plugin) = &plugin {
-            guest::check_plugin(plugin)?;
-        }
-        crate::system::check_privileges()?;
-        interrupt::install_handler();
-        for what in guest::remove_leftovers() {
-            eprintln!("bpfbench: removed {what}");
-        }
+        let (runs, targets) =
+            KernelRuns::prepare(self.metric, Duration::from_secs(self.timeout), &self.run_args, &kernels)?;
         let mut history = if self.store.no_store { None } else { Some(History::open(self.store.db.location())?) };
         let mut matrix = MatrixRecord { schema: MATRIX_SCHEMA.into(), columns: Vec::new(), interrupted: false };
-        for (kernel, image) in kernels.iter().zip(&images) {
+        for target in &targets {
+            let kernel = &target.kernel;
             if interrupt::interrupted() {
                 matrix.interrupted = true;
                 break;
             }
             let mut column = MatrixColumn { kernel: kernel.clone(), run: None, error: None, stored_as: None };
             let started = std::time::Instant::now();
-            let outcome = match image {
-                None => {
-                    progress(&format!("{kernel}: running on this machine's kernel"));
-                    self.on_host()
-                }
-                Some(image) => {
-                    // The plugin counts what TCG translates: never KVM.
-                    let accel = if counting { guest::Accelerator::Tcg } else { guest::accelerator(image) };
-                    progress(&format!("{kernel}: booting {} ({})", image.display(), accel.as_str()));
-                    self.in_guest(kernel, image, accel, plugin.as_deref(), progress)
-                }
-            };
+            let outcome = runs.run(target, self.append.as_deref(), progress);
             match outcome {
                 Ok(mut run) => {
                     run.tag = self.store.tag.clone().or(run.tag);
@@ -194,30 +150,6 @@ impl VmArgs {
         }
         matrix.interrupted |= interrupt::interrupted();
         Ok(matrix)
-    }
-
-    /// `bpfbench run RUN_ARGS`, its JSON record on stdout, as a command line.
-    fn run_command(&self) -> Result<Vec<String>> {
-        let mut words = vec![std::env::current_exe()?.display().to_string(), "run".into()];
-        words.extend(self.run_args.iter().cloned());
-        words.extend(["--format", "json", "--no-store"].map(String::from));
-        match self.metric {
-            Metric::Time => {}
-            Metric::Insns => words.extend(["--metric", "insns"].map(String::from)),
-            Metric::KernelInsns => words.extend(["--metric", "kernel-insns"].map(String::from)),
-        }
-        Ok(words)
-    }
-
-    fn on_host(&self) -> Result<RunRecord> {
-        let words = self.run_command()?;
-        let out = Command::new(&words[0])
-            .args(&words[1..])
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .context("running bpfbench run")?;
-        let text = String::from_utf8(out.stdout).context("the run's record is not UTF-8")?;
-        parse_run(&text).with_context(|| format!("bpfbench run on this machine gave no record ({})", out.status))
     }
 
     /// The matrix in the chosen format; with `--profile`, a table's
@@ -264,158 +196,10 @@ impl VmArgs {
         columns.sort_by_key(|c| release_order(&c.kernel));
         Ok(MatrixRecord { schema: MATRIX_SCHEMA.into(), columns, interrupted: false })
     }
-
-    fn in_guest(
-        &self,
-        kernel: &str,
-        image: &Path,
-        accel: guest::Accelerator,
-        plugin: Option<&Path>,
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<RunRecord> {
-        use crate::system::tcg_counter;
-        let folder = OutputFolder::new(kernel)?;
-        let mut script = format!("{} > $OUT/run.json 2> $OUT/run.err\n", guest::shell_command(&self.run_command()?));
-        if plugin.is_some() {
-            // The run knows the plugin counts its regions; the JIT images
-            // are named in kallsyms; the kernel's symbols are kept for the host.
-            script = format!(
-                "export {}=1\nsysctl -qw net.core.bpf_jit_kallsyms=1 kernel.kptr_restrict=0\n{script}cat /proc/kallsyms > $OUT/{}\n",
-                tcg_counter::ENV,
-                tcg_counter::KALLSYMS_FILE
-            );
-        }
-        // Counting: the run's CPU (the guest's last) without the periodic
-        // tick where the kernel can stop it (NO_HZ_FULL: Debian's 6.1 and
-        // 6.12), so that fewer timer interrupts land in the counted regions.
-        let append = match (plugin.is_some(), &self.append) {
-            (true, Some(a)) => Some(format!("nohz_full=1 rcu_nocbs=1 {a}")),
-            (true, None) => Some("nohz_full=1 rcu_nocbs=1".to_string()),
-            (false, a) => a.clone(),
-        };
-        let spec = GuestSpec {
-            image: image.to_path_buf(),
-            append,
-            bound: Duration::from_secs(self.timeout),
-            // One guest at a time: two CPUs boot it faster.
-            cpus: 2,
-            plugin: plugin.map(|p| {
-                format!(
-                    "{},{}{}",
-                    p.display(),
-                    bpfbench_tcg_protocol::OUT_ARG,
-                    folder.path.join(tcg_counter::REGIONS_FILE).display()
-                )
-            }),
-        };
-        let (folder, text) = boot_until_recorded(kernel, &spec, accel, &script, folder, progress)?;
-        let mut run = parse_run(&text).context("the guest's run record")?;
-        if plugin.is_some() {
-            attribute_counts(&mut run, &folder)?;
-        }
-        run.environment.guest = Some(folder.guest(image, accel));
-        // The guest ran on this machine: its testbed, not the guest's host name.
-        run.environment.testbed = Some(crate::system::environment::testbed());
-        Ok(run)
-    }
-}
-
-/// Boots `spec` (its files in `folder`) until its run has written a record,
-/// which it returns with the folder. A guest that died with no record and
-/// no message (QEMU crashed; the kernel panicked, oopsed or its CPU
-/// triple-faulted: seen here twice in about 70 boots counting data
-/// accesses, once an "Oops: int3" while booting, as TCG ran code the
-/// kernel had patched) measured nothing and is booted once more, saying
-/// so. A guest that hung or was stopped, or a run that failed saying
-/// why, is not.
-fn boot_until_recorded(
-    kernel: &str,
-    spec: &GuestSpec,
-    accel: guest::Accelerator,
-    script: &str,
-    mut folder: OutputFolder,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(OutputFolder, String)> {
-    for attempt in 1.. {
-        let booted = guest::boot(spec, accel, &folder, script, interrupt::flag());
-        let record = folder.read("run.json").filter(|t| !t.trim().is_empty());
-        let said = folder.last_line("run.err");
-        // Powered off or crashed (not killed at the bound or stopped).
-        let died = booted.is_ok() && record.is_none() && said.is_none();
-        let started = folder.read("release");
-        if died && attempt == 1 && !interrupt::interrupted() {
-            let why = guest::what_happened(&folder);
-            let when = if started.is_some() { "while bpfbench ran" } else { "before running bpfbench" };
-            progress(&format!("{kernel}: the guest died {when} ({why}); booting it again"));
-            // The same (emptied) folder: the plugin's file is named in `spec`.
-            drop(folder);
-            folder = OutputFolder::new(kernel)?;
-            continue;
-        }
-        if let Err(e) = booted {
-            bail!("{e}; {}", guest::what_happened(&folder));
-        }
-        return match (record, started) {
-            (Some(text), _) => Ok((folder, text)),
-            (None, None) => bail!("the guest did not run bpfbench; {}", guest::what_happened(&folder)),
-            (None, Some(release)) => bail!(
-                "bpfbench run in the guest ({}) wrote no record: {}",
-                release.trim(),
-                said.unwrap_or_else(|| format!("no message; {}", guest::what_happened(&folder)))
-            ),
-        };
-    }
-    unreachable!("the loop returns")
 }
 
 /// A kernel release's numbers (5.10.0-32 before 6.1.0-57 before 6.12.118),
 /// for ordering a matrix's columns.
 fn release_order(release: &str) -> Vec<u64> {
     release.split(|c: char| !c.is_ascii_digit()).take(4).map(|n| n.parse().unwrap_or(0)).collect()
-}
-
-/// Names another build of the counting plugin to load (one built with
-/// another QEMU's API version, say).
-pub const PLUGIN_ENV: &str = "BPFBENCH_TCG_PLUGIN";
-
-/// The counting plugin, built beside this executable (the workspace's
-/// tcg-counter crate: `cargo build --release` builds both), or the one
-/// [`PLUGIN_ENV`] names.
-fn counter_plugin() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os(PLUGIN_ENV) {
-        let path = PathBuf::from(path);
-        if !path.is_file() {
-            bail!("{PLUGIN_ENV} names {}, which is not a file: give the plugin's .so, or unset it", path.display());
-        }
-        return Ok(path);
-    }
-    let exe = std::env::current_exe()?;
-    let dir = exe.parent().context("bpfbench's folder")?;
-    let plugin = dir.join("libbpfbench_tcg_counter.so");
-    if !plugin.exists() {
-        bail!(
-            "--metric kernel-insns needs bpfbench's TCG plugin, {}, which is not built: cargo build --release (it builds tcg-counter/ too)",
-            plugin.display()
-        );
-    }
-    Ok(plugin)
-}
-
-/// Fills each counted scenario's per-packet counts from the plugin's
-/// regions and the guest's kallsyms.
-fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
-    use crate::analysis::kernel_counts::{Symbols, attribute};
-    use crate::system::tcg_counter::{KALLSYMS_FILE, REGIONS_FILE};
-    use bpfbench_tcg_protocol::RegionsFile;
-    let regions = RegionsFile::parse(&folder.read(REGIONS_FILE).context("the plugin wrote no file of counts")?)?;
-    let symbols = Symbols::of_kernel(&folder.read(KALLSYMS_FILE).context("the guest wrote no kallsyms")?)?;
-    for r in &mut run.results {
-        if let Some(k) = r.kernel_insns.as_mut() {
-            match attribute(k, &regions, &symbols) {
-                Ok(c) => k.counts = Some(c),
-                Err(e) => r.error = Some(format!("counting kernel instructions failed: {e:#}")),
-            }
-        }
-    }
-    Ok(())
 }

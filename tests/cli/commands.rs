@@ -90,7 +90,7 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("stored as run 1"), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
-    assert_eq!(doc["schema"], "bpfbench.run/3");
+    assert_eq!(doc["schema"], bpfbench::record::schema());
     let env = &doc["environment"];
     for field in ["kernel", "cpu_model", "git_commit", "clang_version", "host"] {
         assert!(!env[field].as_str().unwrap_or("").is_empty(), "environment.{field} missing: {env}");
@@ -108,7 +108,7 @@ fn json_run_reports_validation_samples_and_baseline_then_leaves_nothing_loaded()
         assert_eq!(r["validated"], true, "{r}");
         let p = &r["program"];
         assert!(p["tag"].as_str().unwrap().len() == 16 && p["jited_bytes"].as_u64().unwrap() > 0, "{p}");
-        let m = &r["measurement"];
+        let m = &r["figure"];
         assert!(m["batch_iters"].as_u64().unwrap() >= 64);
         assert_eq!(m["samples_ns"].as_array().unwrap().len(), 6);
         assert_eq!(m["summary"]["n"], 6);

@@ -21,7 +21,7 @@ fn awkward_run() -> RunRecord {
     bpf_loop.timing = Timing::InBpf { construct: LoopConstruct::BpfLoop, body: Body::Call, why_called: None };
     run.results.push(bpf_loop);
     let mut failed = record("failed-validation", samples(1.0, 5));
-    failed.measurement = None;
+    failed.figure = None;
     failed.validated = false;
     failed.error = Some("validation failed: verdict".into());
     run.results.push(failed);

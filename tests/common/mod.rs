@@ -16,7 +16,7 @@ use bpfbench::harness::{ScenarioInfo, Workload};
 use bpfbench::kernel::libbpf_log;
 use bpfbench::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
 use bpfbench::record::{
-    Calibration, Environment, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema,
+    Calibration, Environment, Figure, Measurement, Overhead, RunRecord, Sampling, ScenarioFacts, ScenarioRecord, schema,
 };
 use bpfbench::stats::Summary;
 use bpfbench::stats::two_sample::Verdict;
@@ -164,7 +164,7 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
         notes: vec![],
         error: None,
         program: None,
-        measurement: Some(Measurement {
+        figure: Some(Figure::Time(Measurement {
             batch_iters: 1000,
             calibration: Calibration {
                 estimate_ns_per_op: 10.0,
@@ -184,10 +184,8 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
             warnings: vec![],
             noise: None,
             observations: vec![],
-        }),
+        })),
         runtime: Default::default(),
-        instructions: None,
-        kernel_insns: None,
     }
 }
 

@@ -73,7 +73,7 @@ fn assert_validated_in(run: &GuestRun, name: &str, mode: &str) {
     assert!(!results.is_empty());
     for r in results {
         assert!(r["error"].is_null(), "{}: {} failed: {}", run.kernel_release, r["name"], r["error"]);
-        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}: no figure", r["name"]);
+        assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}: no figure", r["name"]);
         let got = r["timing"]["loop"].as_str().or(r["timing"]["mode"].as_str()).unwrap();
         assert_eq!(got, mode, "{}: {} timed with {got}", run.kernel_release, r["name"]);
     }

@@ -13,7 +13,7 @@ use common::{bpfbench, guest, stderr, temp_dir};
 /// Scenario `name`'s counts in `run`.
 fn counts<'r>(run: &'r RunRecord, name: &str) -> &'r KernelCounts {
     let r = run.results.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no {name}"));
-    let k = r.kernel_insns.as_ref().unwrap_or_else(|| panic!("{name}: not counted: {:?}", r.error));
+    let k = r.kernel_insns().unwrap_or_else(|| panic!("{name}: not counted: {:?}", r.error));
     k.counts.as_ref().unwrap_or_else(|| panic!("{name}: no counts: {:?}", r.error))
 }
 

@@ -77,7 +77,7 @@ fn a_matrix_of_a_guest_kernel_and_the_host_is_stored_with_their_kernels_and_rend
         }
         assert_eq!(run.results.len(), 1);
         assert_eq!(run.results[0].timing.mode_name(), mode);
-        assert!(run.results[0].measurement.is_some(), "{:?}", run.results[0].error);
+        assert!(run.results[0].measurement().is_some(), "{:?}", run.results[0].error);
         ids.push(c.stored_as.expect("stored").to_string());
     }
     // The table: a column per kernel, the emulated ones marked, the

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs};
 use bpfbench::history::{DB_SCHEMA_VERSION, History};
-use bpfbench::record::{Layout, ProgramRecord, RunRecord, Unit, parse_run};
+use bpfbench::record::{Layout, Metric, ProgramRecord, RunRecord, Unit, parse_run};
 use bpfbench::report::compare_table;
 use bpfbench::report::export::{BmfMeasure, bmf};
 use bpfbench::stats::two_sample::Verdict;
@@ -40,8 +40,8 @@ fn corrupt_foreign_and_newer_json_get_errors_naming_the_problem() {
     assert!(err(r#"{"hello": 1}"#).contains("not a bpfbench result"));
     assert!(err(r#"{"schema": "bpfbench.run/99"}"#).contains("newer bpfbench"));
     assert!(
-        err(r#"{"schema": "bpfbench.run/3", "results": 3}"#)
-            .contains("bpfbench.run/3 document with a missing or malformed field")
+        err(r#"{"schema": "bpfbench.run/4", "results": 3}"#)
+            .contains("bpfbench.run/4 document with a missing or malformed field")
     );
     assert!(err(r#"{"schema": "bpfbench.run/1"}"#).contains("too old"));
 }
@@ -50,7 +50,7 @@ fn corrupt_foreign_and_newer_json_get_errors_naming_the_problem() {
 /// were strings in `params`: they are read back with typed facts.
 #[test]
 fn version_2_documents_are_upgraded_on_read() {
-    let mut doc = serde_json::to_value(run(None, 1.0)).unwrap();
+    let mut doc = as_version_3(&run(None, 1.0));
     doc["schema"] = "bpfbench.run/2".into();
     let results = doc["results"].as_array_mut().unwrap();
     for r in results.iter_mut() {
@@ -59,7 +59,8 @@ fn version_2_documents_are_upgraded_on_read() {
     results[0]["params"] = serde_json::json!({"map": "lpm_trie", "op": "drain", "entries": "1000", "key_size": "8",
         "value_size": "8", "random": "false", "producers": "2", "prefix_len": "24"});
     let back = parse_run(&doc.to_string()).unwrap();
-    assert_eq!(back.schema, "bpfbench.run/3");
+    assert_eq!(back.schema, bpfbench::record::schema());
+    assert!(back.results.iter().all(|r| r.measurement().is_some()), "the figures kept");
     let f = &back.results[0].facts;
     assert_eq!((f.layout, f.producers, f.unit), (Layout::OpLines, 2, Unit::Map { keys: 1000 }));
     let m = f.map.as_ref().unwrap();
@@ -69,6 +70,75 @@ fn version_2_documents_are_upgraded_on_read() {
     );
     let plain = &back.results[1].facts;
     assert_eq!((plain.layout, plain.producers, plain.unit, plain.map.is_none()), (Layout::Table, 1, Unit::Op, true));
+}
+
+/// `run` as schema 3 wrote it: each figure in the optional field of its
+/// metric (`measurement`, `instructions`, `kernel_insns`), the others null.
+fn as_version_3(run: &RunRecord) -> serde_json::Value {
+    let mut doc = serde_json::to_value(run).unwrap();
+    doc["schema"] = "bpfbench.run/3".into();
+    for r in doc["results"].as_array_mut().unwrap() {
+        let r = r.as_object_mut().unwrap();
+        let mut figure = r.remove("figure").unwrap();
+        for field in ["measurement", "instructions"] {
+            r.insert(field.into(), serde_json::Value::Null);
+        }
+        if let Some(fields) = figure.as_object_mut() {
+            let field = match fields.remove("metric").unwrap().as_str().unwrap() {
+                "time" => "measurement",
+                "insns" => "instructions",
+                _ => "kernel_insns",
+            };
+            r.insert(field.into(), figure);
+        }
+    }
+    doc
+}
+
+/// Runs as bpfbench wrote them before schema 4 (these by the build of
+/// 3b0d739: `run`, `run --metric insns`, `vm --metric kernel-insns`'s
+/// column) kept a figure in one of three optional fields. Read back, from a
+/// file and from a history's row, each scenario has that one figure, every
+/// field kept, and stores and reads again alike.
+#[test]
+fn version_3_documents_are_read_with_their_one_figure() {
+    let (_dir, path) = temp_path("v3");
+    History::open(&path).unwrap();
+    for (file, metric, field) in [
+        ("run-v3-time.json", Metric::Time, "measurement"),
+        ("run-v3-insns.json", Metric::Insns, "instructions"),
+        ("run-v3-kernel-insns.json", Metric::KernelInsns, "kernel_insns"),
+    ] {
+        let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(file))
+            .unwrap();
+        let old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(old["schema"], "bpfbench.run/3", "{file}");
+        let run = parse_run(&text).unwrap();
+        assert_eq!(run.schema, bpfbench::record::schema());
+        let results = old["results"].as_array().unwrap();
+        assert!(!results.is_empty() && results.len() == run.results.len(), "{file}");
+        for (r, o) in run.results.iter().zip(results) {
+            assert_eq!(r.metric(), Some(metric), "{file}: {}", r.name);
+            assert!(!r.failed(), "{file}: {}", r.name);
+            let mut figure = serde_json::to_value(r.figure.as_ref().unwrap()).unwrap();
+            assert_eq!(figure.as_object_mut().unwrap().remove("metric").unwrap(), metric.name());
+            assert_eq!(figure, o[field], "{file}: {}: every field of the figure kept", r.name);
+        }
+        // A history's row of that time: read through the same upgrade.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO runs (tag, started_at, git_commit, kernel, cpu_model, report_json) VALUES (?1, 1, 'abc', '6.18', 'cpu', ?2)",
+            rusqlite::params![file, text],
+        )
+        .unwrap();
+        let id = conn.last_insert_rowid();
+        drop(conn);
+        let mut h = History::open(&path).unwrap();
+        let back = h.load(id).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&run).unwrap(), "{file}");
+        let again = h.store(&back).unwrap();
+        assert_eq!(serde_json::to_value(h.load(again).unwrap()).unwrap(), serde_json::to_value(&run).unwrap());
+    }
 }
 
 #[test]
@@ -95,7 +165,7 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     let b = h.store(&run(Some("main"), 1.1)).unwrap();
     assert_eq!(h.runs_with_tag("main", 1).unwrap(), vec![b]);
     let back = h.load(a).unwrap();
-    assert_eq!(back.results[0].measurement.as_ref().unwrap().samples_ns, samples(50.0, 1));
+    assert_eq!(back.results[0].measurement().unwrap().samples_ns, samples(50.0, 1));
     let listed = h.list(&["xdp-lb/tcp-v4-lru-hit".to_string()], 10).unwrap();
     assert_eq!(listed.len(), 2);
     assert!(listed[0].median_ns.unwrap() > listed[1].median_ns.unwrap());
@@ -405,7 +475,7 @@ fn import_knows_a_record_it_holds_under_an_older_schema() {
     let (_dir2, source_path) = temp_path("import-source");
     let rec = run(Some("main"), 1.0);
     // The target holds the run as bpfbench.run/2 wrote it: facts as strings in `params`.
-    let mut old = serde_json::to_value(&rec).unwrap();
+    let mut old = as_version_3(&rec);
     old["schema"] = "bpfbench.run/2".into();
     for r in old["results"].as_array_mut().unwrap() {
         let r = r.as_object_mut().unwrap();

@@ -67,7 +67,7 @@ fn a_folder_of_specs_runs_as_one_suite_grouped_by_project() {
     for r in &selftests {
         assert_eq!(r["workload"], "corpus");
         assert!(r["error"].is_null() && r["validated"] == true, "{}: {}", r["name"], r["error"]);
-        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", r["name"]);
+        assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", r["name"]);
     }
     for (name, verdict, out) in SELFTESTS {
         let r = row(name);

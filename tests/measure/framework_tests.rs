@@ -63,7 +63,7 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
         let b = row(&rows, &format!("{g}/b_reply/{state}"));
         assert_eq!(b["validated"], true, "{b}");
         assert_eq!(b["verdict"], "TC_ACT_OK", "{b}");
-        assert!(b["measurement"].is_object(), "{b}");
+        assert!(b["figure"]["metric"] == "time", "{b}");
         assert!(texts(b, "checks").contains("its own CHECK passed in the replay"), "{b}");
     }
     // Steady: in BPF, the chain loop putting mark and cb[0] back (the entry drops without them).
@@ -88,7 +88,7 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
     // From the fresh state every call is the first packet: not state-dependent.
     let a_fresh = row(&rows, &format!("{g}/a_request/fresh"));
     assert_eq!(a_fresh["verdict"], "TC_ACT_OK", "{a_fresh}");
-    assert!(a_fresh["measurement"].is_object(), "{a_fresh}");
+    assert!(a_fresh["figure"]["metric"] == "time", "{a_fresh}");
 
     // c_wrong_verdict: its own CHECK's message, as Cilium's runner prints it.
     for state in ["steady", "fresh"] {
@@ -105,7 +105,7 @@ fn a_test_objects_tests_replay_in_name_order_and_time_their_entry_steady_and_fre
     for state in ["steady", "fresh"] {
         let e = row(&rows, &format!("{g}/e_reply_again/{state}"));
         assert_eq!(e["verdict"], "TC_ACT_OK", "{e}");
-        assert!(e["measurement"].is_object(), "{e}");
+        assert!(e["figure"]["metric"] == "time", "{e}");
         let notes = texts(e, "notes");
         assert!(
             notes.contains("copied into .text in memory") && notes.contains("b_reply_pktgen, b_reply_check"),

@@ -45,7 +45,7 @@ fn own_objects_run_inline_with_the_verdict_of_the_call_and_say_which_ran() {
             let r = &results(&a)[0];
             assert_eq!(r["timing"]["mode"], "in-bpf", "{a:?}: {r}");
             assert_eq!(r["timing"]["body"], body, "{a:?}: {}", r["timing"]);
-            assert!(r["measurement"]["overhead"]["key"].as_str().unwrap().contains(&format!("body {body}")), "{r}");
+            assert!(r["figure"]["overhead"]["key"].as_str().unwrap().contains(&format!("body {body}")), "{r}");
             let note = if body == "inline" { "inline in the batch loop" } else { "called from the batch loop" };
             assert!(r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains(note)), "{r}");
             verdicts.push(r["verdict"].clone());
@@ -75,7 +75,7 @@ fn every_xdp_lb_scenario_validates_inline_and_called_and_says_which_ran() {
         assert_eq!(all.len(), 24);
         for r in &all {
             assert_eq!(r["validated"], true, "--body {body}: {r}");
-            assert!(r["measurement"].is_object(), "--body {body}: {r}");
+            assert!(r["figure"]["metric"] == "time", "--body {body}: {r}");
             let t = &r["timing"];
             match (body, t["body"].as_str().unwrap()) {
                 ("call", "call") => assert_eq!(t["why_called"], "asked for with --body call", "{t}"),

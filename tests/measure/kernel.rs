@@ -75,7 +75,7 @@ fn median(runner: &mut Runner, loaded: &mut dyn LoadedWorkload, w: &XdpLb, name:
     let rec = runner.run_scenario("xdp-lb", loaded, &scenario(w, name)).expect("not interrupted");
     assert!(rec.validated, "{name}: {:?}", rec.error);
     assert_eq!(rec.program.as_ref().map(|p| p.name.as_str()), Some("xdp_lb"), "the timed program is recorded");
-    let m = rec.measurement.unwrap_or_else(|| panic!("{name}: {:?}", rec.error));
+    let m = rec.measurement().cloned().unwrap_or_else(|| panic!("{name}: {:?}", rec.error));
     assert_eq!(m.samples_ns.len(), 15);
     assert!(m.overhead.summary.median > 0.0);
     (m.summary.median, m.overhead.summary.median)

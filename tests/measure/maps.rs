@@ -154,7 +154,7 @@ fn lookup_costs_more_than_the_harness_alone() {
     let mut runner = quick_runner(15, 2.0);
     let mut median = |name: &str| {
         let rec = runner.run_scenario("lpm-trie", loaded.as_mut(), &scenario(&w, name)).expect("not interrupted");
-        rec.measurement.unwrap_or_else(|| panic!("{name}: {:?}", rec.error)).summary.median
+        rec.measurement().cloned().unwrap_or_else(|| panic!("{name}: {:?}", rec.error)).summary.median
     };
     let noop = median("noop");
     let lookup = median("lookup");

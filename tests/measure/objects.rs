@@ -63,7 +63,7 @@ fn test_objects_validate_and_time_spliced_into_the_batch_loop() {
         let r = &results[0];
         assert_eq!(r["verdict"], verdict, "{r}");
         assert_eq!(r["timing"]["mode"], "in-bpf", "{args:?}: {}", r["timing"]);
-        let m = &r["measurement"];
+        let m = &r["figure"];
         assert_eq!(m["samples_ns"].as_array().unwrap().len(), 5);
         let (p50, overhead) =
             (m["summary"]["median"].as_f64().unwrap(), m["overhead"]["summary"]["median"].as_f64().unwrap());
@@ -136,7 +136,7 @@ fn chains_declared_in_their_prog_array_run_whole_and_are_timed_in_bpf_or_per_cal
                 assert!(timing["reason"].as_str().unwrap().contains("33 tail calls or more per packet"), "{timing}");
             }
         }
-        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
     // Forced per call, the chain runs whole from its entry as well.
     let (code, results, err) = run_json(&[chain.as_str(), "--program", "chain_three", "--per-call"]);
@@ -189,7 +189,7 @@ fn socket_filters_cgroup_skb_flow_dissectors_sk_lookup_and_netfilter_programs_va
         assert_eq!(r["verdict"], verdict, "{r}");
         assert_eq!(r["timing"]["mode"], "per-call", "{r}");
         assert!(r["timing"]["reason"].as_str().unwrap().starts_with("no batch loop runs"), "{r}");
-        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
     let o = bpfbench(&["run", lookup.as_str(), "--packet", "eth(type=0x0806)/payload(28)", "--no-store"]);
     assert!(stderr(&o).contains("an sk_lookup program is asked about a TCP or UDP flow"), "{}", stderr(&o));
@@ -482,10 +482,7 @@ fn tc_programs_that_resize_the_packet_are_timed_or_refused_before_timing_never_f
             run_json(&[resize.as_str(), "--program", program, "--packet", packet, "--expect", verdict]);
         assert_eq!(code, Some(0), "{program}: {err}");
         let r = &results[0];
-        assert!(
-            r["error"].is_null() && r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0,
-            "{program}: {r}"
-        );
+        assert!(r["error"].is_null() && r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{program}: {r}");
         match (program, r["timing"]["mode"].as_str()) {
             // The decapsulation's length goes back at the MAC header, where it took it.
             ("tc_decap", mode) => {
@@ -601,7 +598,7 @@ fn raw_tracepoint_and_syscall_programs_take_their_context_and_are_timed() {
         assert_eq!(code, Some(0), "{program}: {err}");
         let t = &results[0]["timing"];
         assert_eq!((t["mode"].as_str(), t["tail_calls"].as_u64()), (Some("chain"), Some(tail_calls)), "{t}");
-        assert!(results[0]["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", results[0]);
+        assert!(results[0]["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{}", results[0]);
     }
     // A wrong expectation names the verdict the program gave.
     let (code, results, _) =
@@ -670,7 +667,7 @@ fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
             "{r}"
         );
         assert!(checks.contains("the chain's checked pass of every run matched"), "{r}");
-        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
     // Counted by the interpreter: chain_three's two tail calls per packet,
     // each an operation on its prog array.
@@ -688,7 +685,7 @@ fn chains_run_in_the_userspace_runtime_with_the_kernels_tail_calls() {
         "json",
     ]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    let counts = &doc["results"][0]["instructions"];
+    let counts = &doc["results"][0]["figure"];
     assert_eq!(
         counts["helpers"]["bpf_tail_call"].as_i64(),
         Some(2 * counts["packets"].as_i64().unwrap()),
@@ -745,7 +742,7 @@ fn tc_programs_run_in_the_userspace_runtime_with_the_kernels_context_and_helpers
                 || checks.contains("in the userspace runtime, the chain alone gave the kernel's verdict and output"),
             "{args:?}: {r}"
         );
-        assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     }
     // Counted by the interpreter, with tc's helpers by name.
     let o = bpfbench(&[
@@ -762,7 +759,7 @@ fn tc_programs_run_in_the_userspace_runtime_with_the_kernels_context_and_helpers
         "json",
     ]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    let helpers = &doc["results"][0]["instructions"]["helpers"];
+    let helpers = &doc["results"][0]["figure"]["helpers"];
     for h in [
         "bpf_skb_load_bytes",
         "bpf_skb_store_bytes",
@@ -788,7 +785,7 @@ fn tc_programs_run_in_the_userspace_runtime_with_the_kernels_context_and_helpers
     let (code, results, err) = vlan("eth/ipv6/udp");
     assert_eq!(code, Some(0), "{err}");
     let r = &results[0];
-    assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
     assert!(r["notes"].to_string().contains("the userspace runtime lacks helper 18 (bpf_skb_vlan_push)"), "{r}");
 }
 
@@ -1020,7 +1017,7 @@ fn the_readme_spec_file_example_runs() {
     assert_eq!(names, ["to-service", "to-service-4k-clients", "other-traffic"]);
     for r in &results {
         assert_eq!(r["workload"], "bench");
-        assert!(r["validated"].as_bool().unwrap() && r["measurement"].is_object(), "{r}");
+        assert!(r["validated"].as_bool().unwrap() && r["figure"]["metric"] == "time", "{r}");
     }
     assert_eq!(results[0]["verdict"], "XDP_TX");
     assert_eq!(results[2]["verdict"], "XDP_PASS");

@@ -146,12 +146,12 @@ fn sampling(samples: u64) -> Sampling {
 fn calibration_sizes_batches_to_the_target_duration() {
     let (mut runner, mut w) = setup(EXACT, sampling(30));
     let rec = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap();
-    let m = rec.measurement.expect("measured");
+    let m = rec.measurement().cloned().expect("measured");
     // 1 ms at 50 ns/op is 20 000 iterations.
     assert_eq!(m.batch_iters, 20_000);
     assert_eq!(m.calibration.estimate_ns_per_op, 50.0);
     let mut w2 = FakeWorkload { cost: Cost { ns_per_op: 0.5, ..EXACT }, ..w };
-    let m = runner.run_scenario("fake", &mut w2, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w2, &scenario("s")).unwrap().measurement().cloned().unwrap();
     assert_eq!(m.batch_iters, 2_000_000, "cheap bodies get bigger batches");
 }
 
@@ -160,7 +160,7 @@ fn samples_are_ns_per_op_and_the_overhead_is_measured_beside_them() {
     let (mut runner, mut w) = setup(EXACT, sampling(30));
     let rec = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap();
     assert!(rec.validated && rec.checks == ["fake check"] && rec.error.is_none(), "{rec:?}");
-    let m = rec.measurement.unwrap();
+    let m = rec.measurement().cloned().unwrap();
     assert_eq!(m.samples_ns, vec![50.0; 30]);
     assert_eq!((m.summary.n, m.summary.median, m.summary.cv), (30, 50.0, 0.0));
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
@@ -185,14 +185,14 @@ fn scenarios_with_one_overhead_key_share_one_overhead_measurement() {
 #[test]
 fn cost_that_does_not_grow_with_iterations_fails_the_proportionality_check() {
     let (mut runner, mut w) = setup(EXACT, sampling(10));
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     assert_eq!(m.calibration.proportionality_ratio, 2.0);
     assert!(m.calibration.proportional);
     // A fixed 0.5 ms per batch: calibration sizes batches of ~1 ms, most
     // of it the fixed part, so 2N takes far less than twice N.
     let cost = Cost { per_batch_ns: 500_000.0, ..EXACT };
     let (mut runner, mut w) = setup(cost, sampling(10));
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     assert!(!m.calibration.proportional, "{:?}", m.calibration);
     assert!(m.calibration.proportionality_ratio < 1.5, "{:?}", m.calibration);
     assert!(m.warnings.iter().any(|w| w.starts_with("proportionality check failed")), "{:?}", m.warnings);
@@ -205,7 +205,8 @@ fn proportionality_sees_linearity_through_the_machines_phases_and_non_linearity_
     for phase_every in [3, 5, 7] {
         let cost = Cost { phase_every: Some(phase_every), ..phases };
         let (mut runner, mut w) = setup(cost, sampling(10));
-        let c = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap().calibration;
+        let c =
+            runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap().calibration;
         assert!(c.proportional, "phases every {phase_every} batches: {c:?}");
         assert_eq!(c.proportionality_pairs, 9);
         let (lo, hi) = c.proportionality_ci.unwrap();
@@ -214,7 +215,7 @@ fn proportionality_sees_linearity_through_the_machines_phases_and_non_linearity_
     // A body whose cost grows faster than its iterations (2N costs 2^1.2 N)
     // fails under the same phases, its interval wholly beyond the band.
     let (mut runner, mut w) = setup(Cost { exponent: 1.2, ..phases }, sampling(10));
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     assert!(!m.calibration.proportional, "{:?}", m.calibration);
     assert!(m.calibration.proportionality_ci.unwrap().0 > 2.1, "{:?}", m.calibration);
     assert!(m.warnings.iter().any(|w| w.contains("over 9 pairs")), "{:?}", m.warnings);
@@ -224,7 +225,7 @@ fn proportionality_sees_linearity_through_the_machines_phases_and_non_linearity_
 fn outliers_are_flagged_and_kept() {
     let cost = Cost { spike_every: Some(5), ..EXACT };
     let (mut runner, mut w) = setup(cost, sampling(50));
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     let spikes = m.samples_ns.iter().filter(|&&x| x == 500.0).count();
     assert!(spikes >= 9, "every fifth body batch spikes: {:?}", m.samples_ns);
     assert_eq!(m.summary.outliers_high, spikes, "each spike is an outlier, and none is dropped");
@@ -244,7 +245,7 @@ fn outliers_are_flagged_and_kept() {
 fn a_row_whose_median_the_machines_phases_move_is_noisier_than_the_loop() {
     // 1.5x slower every other three batches: half the samples in each phase.
     let (mut runner, mut w) = setup(Cost { phase_every: Some(3), ..EXACT }, sampling(60));
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     let noise = m.noise.expect("judged");
     assert!(noise.noisier && noise.median_uncertainty > 0.01, "{noise:?}");
 }
@@ -252,7 +253,7 @@ fn a_row_whose_median_the_machines_phases_move_is_noisier_than_the_loop() {
 #[test]
 fn a_row_as_steady_as_the_loop_is_not_noisy() {
     let (mut runner, mut w) = setup(EXACT, sampling(50));
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     assert!(!m.noise.expect("judged").noisier, "{:?}", m.noise);
     assert!(m.observations.is_empty(), "{:?}", m.observations);
 }
@@ -261,7 +262,7 @@ fn a_row_as_steady_as_the_loop_is_not_noisy() {
 fn sampling_stops_at_the_time_cap_and_says_so() {
     let cost = Cost { sleep: Duration::from_millis(5), ..EXACT };
     let (mut runner, mut w) = setup(cost, Sampling { max_scenario_s: 0.1, ..sampling(200) });
-    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement.unwrap();
+    let m = runner.run_scenario("fake", &mut w, &scenario("s")).unwrap().measurement().cloned().unwrap();
     let n = m.samples_ns.len();
     assert!((5..=25).contains(&n), "about 0.1 s / 5 ms samples, got {n}");
     assert!(m.warnings.contains(&format!("only {n} of 200 samples within the 0.1 s cap")), "{:?}", m.warnings);
@@ -282,11 +283,11 @@ fn a_stop_request_ends_the_scenario_between_batches() {
 fn failed_validation_and_unavailable_scenarios_are_recorded_untimed() {
     let (mut runner, mut w) = setup(EXACT, sampling(10));
     let bad = runner.run_scenario("fake", &mut w, &scenario("bad")).unwrap();
-    assert!(!bad.validated && bad.measurement.is_none() && bad.failed());
+    assert!(!bad.validated && bad.measurement().is_none() && bad.failed());
     assert_eq!(bad.error.as_deref(), Some("validation failed: verdict: expected XDP_TX, got XDP_DROP"));
     let na = runner.run_scenario("fake", &mut w, &scenario("na")).unwrap();
     assert_eq!(na.unavailable.as_deref(), Some("no such kernel feature"));
-    assert!(na.measurement.is_none() && !na.failed(), "N/A is not a failure");
+    assert!(na.measurement().is_none() && !na.failed(), "N/A is not a failure");
 }
 
 #[test]
@@ -304,7 +305,7 @@ fn sweeps_interleave_scenarios_and_each_gets_all_its_samples() {
         }
     }
     let [a, b] = pending.map(|p| runner.conclude(p.expect("visited")));
-    let (ma, mb) = (a.measurement.expect("measured"), b.measurement.expect("measured"));
+    let (ma, mb) = (a.measurement().cloned().expect("measured"), b.measurement().cloned().expect("measured"));
     assert_eq!((ma.summary.n, mb.summary.n), (100, 100), "each scenario has all its samples");
     for m in [&ma, &mb] {
         assert!(m.summary.max / m.summary.min > 1.4, "both saw the slow phase: {:?}", m.summary);
@@ -313,6 +314,6 @@ fn sweeps_interleave_scenarios_and_each_gets_all_its_samples() {
 
     // The same in one stretch each: "a" never meets the slow phase.
     let (mut runner, mut w) = setup(cost, Sampling { sweeps: 1, ..sampling(100) });
-    let a = runner.run_scenario("fake", &mut w, &scenario("a")).unwrap().measurement.unwrap();
+    let a = runner.run_scenario("fake", &mut w, &scenario("a")).unwrap().measurement().cloned().unwrap();
     assert!(a.summary.max / a.summary.min < 1.1, "{:?}", a.summary);
 }

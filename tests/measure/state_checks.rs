@@ -65,7 +65,7 @@ fn maps_hold_what_one_run_of_each_packet_leaves_from_the_maps_as_set_up() {
     assert_eq!(code, Some(0), "{err}");
     let r = &results[0];
     assert!(r["error"].is_null(), "{r}");
-    assert!(r["measurement"]["summary"]["median"].as_f64().unwrap() > 0.0, "timed: {r}");
+    assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "timed: {r}");
     assert_eq!(r["outcome"]["expected"]["maps"], json!(["totals", "flows"]), "{r}");
     let checks: Vec<&str> = r["checks"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
     assert!(checks.iter().any(|c| c.starts_with("map totals: 1 entry as expected and 0 key(s) absent")), "{checks:?}");

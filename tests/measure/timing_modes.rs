@@ -52,7 +52,7 @@ fn every_loop_construct_validates_and_times_and_is_recorded() {
             assert_eq!(r["timing"]["mode"], "in-bpf", "{mode}: {r}");
             assert_eq!(r["timing"]["loop"], mode, "{mode}: {}", r["name"]);
             assert!(r["error"].is_null(), "{mode}: {} failed: {}", r["name"], r["error"]);
-            let m = &r["measurement"];
+            let m = &r["figure"];
             let (p50, loop_p50) =
                 (m["summary"]["median"].as_f64().unwrap(), m["overhead"]["summary"]["median"].as_f64().unwrap());
             assert!(
@@ -180,7 +180,7 @@ fn your_own_objects_time_in_may_goto_and_bounded_loops() {
                 assert!(checks.contains("spliced into the batch loop"), "{mode}: {checks}");
                 if mode == "bounded" {
                     let cap = bpfbench::harness::timing::BOUNDED_LOOP_ITERS as u64;
-                    assert!(r["measurement"]["batch_iters"].as_u64().unwrap() <= cap, "{mode}: {r}");
+                    assert!(r["figure"]["batch_iters"].as_u64().unwrap() <= cap, "{mode}: {r}");
                 }
             }
         }
@@ -216,7 +216,7 @@ fn map_operations_time_in_every_loop_construct() {
                 }
                 assert!(r["error"].is_null(), "{mode}: {} failed: {}", r["name"], r["error"]);
                 assert_eq!(r["timing"]["loop"], mode, "{mode}: {r}");
-                let m = &r["measurement"];
+                let m = &r["figure"];
                 assert!(m["summary"]["median"].as_f64().unwrap() > 0.0, "{mode}: {m}");
                 if mode == "bounded" {
                     let cap = bpfbench::harness::timing::BOUNDED_LOOP_ITERS as u64;

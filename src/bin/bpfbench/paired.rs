@@ -56,7 +56,7 @@ impl PairedObserver for Terminal {
 
 pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // Counts and whole runs are run-against-run comparisons.
-    if args.metric != Metric::Time || args.whole_runs {
+    if !args.metric.sampled() || args.whole_runs {
         check_format::<ComparisonRecord>(args.out.format)?;
     } else {
         check_format::<PairedRecord>(args.out.format)?;

@@ -99,7 +99,7 @@ fn latest(c: &PageContents, out: &mut String) -> Result<()> {
     out.push_str("<div class=\"scroll\"><table><tr><th>benchmark</th><th>p50 ns/op</th><th>95 % CI</th><th>loop p50</th><th>samples</th><th>CV</th></tr>");
     let mut rows = Vec::new();
     for r in &run.results {
-        let Some(m) = &r.measurement else { continue };
+        let Some(m) = r.measurement() else { continue };
         let s = &m.summary;
         let _ = write!(
             out,
@@ -131,9 +131,9 @@ fn runtimes(c: &PageContents, out: &mut String) {
             run.results.iter().filter(|r| r.runtime == Runtime::User).filter_map(|u| {
                 let measured = u.id().measured();
                 let k = run.results.iter().find(|k| {
-                    k.runtime == Runtime::Kernel && k.id().measured() == measured && k.measurement.is_some()
+                    k.runtime == Runtime::Kernel && k.id().measured() == measured && k.measurement().is_some()
                 })?;
-                Some((measured, &k.measurement.as_ref()?.summary, &u.measurement.as_ref()?.summary))
+                Some((measured, &k.measurement()?.summary, &u.measurement()?.summary))
             })
         })
         .collect();
@@ -167,7 +167,7 @@ fn kernels(c: &PageContents, out: &mut String) {
     let mut medians: BTreeMap<String, BTreeMap<usize, &Summary>> = BTreeMap::new();
     for (col, (_, run)) in c.kernels.iter().enumerate() {
         for r in &run.results {
-            if let Some(m) = &r.measurement {
+            if let Some(m) = r.measurement() {
                 // Not by benchmark name: that carries the timing mode, which differs by kernel.
                 let key = format!("{}{}", r.id().measured(), r.runtime.suffix());
                 medians.entry(key).or_default().insert(col, &m.summary);

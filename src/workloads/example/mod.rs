@@ -101,7 +101,7 @@ mod tests {
         let result = runner.run_scenario("xdp-pass", loaded.as_mut(), &SCENARIOS[0]).unwrap();
         assert!(result.validated, "{result:?}");
         assert_eq!(result.verdict.as_deref(), Some("XDP_PASS"));
-        assert!(result.measurement.as_ref().is_some_and(|m| m.summary.median > 0.0), "{result:?}");
+        assert!(result.measurement().is_some_and(|m| m.summary.median > 0.0), "{result:?}");
     }
 
     /// CONTRIBUTING.md shows this workload's two files as they are.

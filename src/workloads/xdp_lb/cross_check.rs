@@ -51,7 +51,7 @@ pub fn measure_in_bpf(cpu: usize) -> Result<InBpf> {
         if let Some(e) = &s.error {
             bail!("in-BPF {name}: {e}");
         }
-        let m = s.measurement.as_ref().with_context(|| format!("in-BPF {name} was not measured"))?;
+        let m = s.measurement().with_context(|| format!("in-BPF {name} was not measured"))?;
         let loop_ns = m.overhead.summary.median;
         let (lo, hi) = m.summary.median_ci95;
         Ok(NetFigure { ns: m.summary.median - loop_ns, ci95: (lo - loop_ns, hi - loop_ns), samples: m.summary.n })
