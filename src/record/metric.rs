@@ -1,6 +1,6 @@
 //! The metrics a scenario is measured by, each described once: its name on
-//! the command line and in records, its unit, where it can be measured and
-//! how two figures of it are compared. The command line's help, the checks
+//! the command line and in records, where it can be measured and how two
+//! figures of it are compared. The command line's help, the checks
 //! of where a metric runs and the comparisons read this table.
 
 use serde::{Deserialize, Serialize};
@@ -57,8 +57,6 @@ pub struct MetricDef {
     pub name: &'static str,
     /// What a figure is, for `--help`.
     pub help: &'static str,
-    /// The unit of a figure.
-    pub unit: &'static str,
     pub measured_in: MeasuredIn,
     pub compared: Compared,
 }
@@ -69,7 +67,6 @@ pub const METRICS: [MetricDef; 3] = [
         metric: Metric::Time,
         name: "time",
         help: "ns per operation, timed in batches",
-        unit: "ns/op",
         measured_in: MeasuredIn::AnyRuntime,
         compared: Compared::Statistically,
     },
@@ -77,7 +74,6 @@ pub const METRICS: [MetricDef; 3] = [
         metric: Metric::Insns,
         name: "insns",
         help: "BPF instructions executed per packet, counted by the userspace runtime's interpreter",
-        unit: "insns/packet",
         measured_in: MeasuredIn::UserspaceRuntime,
         compared: Compared::Exactly,
     },
@@ -85,7 +81,6 @@ pub const METRICS: [MetricDef; 3] = [
         metric: Metric::KernelInsns,
         name: "kernel-insns",
         help: "native instructions the kernel executes per packet (JIT image and kernel functions), counted in a guest under QEMU's TCG (bpfbench vm)",
-        unit: "kernel insns/packet",
         measured_in: MeasuredIn::CountingGuest,
         compared: Compared::WithinAFloor,
     },

@@ -83,15 +83,25 @@ impl KernelRuns {
     }
 
     /// The run on `target`, a guest's kernel command line with `append`
-    /// more; `progress` hears a line as a guest boots (and boots again).
+    /// more; `progress` hears a line as a guest boots (and boots again)
+    /// and as its run comes home.
     pub fn run(&self, target: &Target, append: Option<&str>, progress: &mut dyn FnMut(&str)) -> Result<RunRecord> {
-        match &target.image {
+        let started = std::time::Instant::now();
+        let run = match &target.image {
             None => {
                 progress(&format!("{}: running on this machine's kernel", target.kernel));
                 self.on_host()
             }
             Some(image) => self.in_guest(&target.kernel, image, append, progress),
-        }
+        }?;
+        progress(&format!(
+            "{}: {} scenario(s) from {} in {:.0} s",
+            target.kernel,
+            run.results.len(),
+            run.environment.kernel,
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(run)
     }
 
     /// `bpfbench run RUN_ARGS`, its JSON record on stdout, as a command line.

@@ -124,20 +124,12 @@ impl VmArgs {
                 break;
             }
             let mut column = MatrixColumn { kernel: kernel.clone(), run: None, error: None, stored_as: None };
-            let started = std::time::Instant::now();
-            let outcome = runs.run(target, self.append.as_deref(), progress);
-            match outcome {
+            match runs.run(target, self.append.as_deref(), progress) {
                 Ok(mut run) => {
                     run.tag = self.store.tag.clone().or(run.tag);
                     if let Some(h) = history.as_mut() {
                         column.stored_as = Some(h.store(&run)?);
                     }
-                    progress(&format!(
-                        "{kernel}: {} scenario(s) from {} in {:.0} s",
-                        run.results.len(),
-                        run.environment.kernel,
-                        started.elapsed().as_secs_f64()
-                    ));
                     column.run = Some(run);
                 }
                 Err(e) => {
