@@ -153,20 +153,21 @@ fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kern
     assert!(errors[0].contains("trixie: the guest did not finish within 10 s and was killed"), "{}", errors[0]);
     assert!(left_by(pid).is_empty(), "a QEMU is left");
 
-    // A kernel that panics while booting (too little memory) never ran
-    // the script: booted once more, then refused with the kernel's words,
-    // not a stack trace's last lines. Asked to, it keeps both guests'
-    // folders, with the console and QEMU's log of CPU resets. With 40 MiB
-    // and KASLR a CI guest once hung in reclaim after "Poking KASLR" for
-    // the whole 900 s instead of panicking; 16 MiB at a fixed place panics
-    // in seconds, and the bound keeps a hang from costing a quarter hour.
+    // A kernel that panics while booting never ran the script: booted
+    // once more, then refused with the kernel's words, not a stack trace's
+    // last lines. Asked to, it keeps both guests' folders, with the console
+    // and QEMU's log of CPU resets. The panic is a missing root: an rdinit
+    // that does not exist leaves the kernel without virtme's initramfs and
+    // with no root= to mount. Too little memory (mem=40M, then mem=16M
+    // nokaslr) panicked here in seconds but hung CI's guests in early boot
+    // until the bound, twice; the bound keeps any hang from costing more.
     let out = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
         .args([
             "vm",
             "--kernel",
             "trixie",
             "--append",
-            "mem=16M nokaslr",
+            "rdinit=/bpfbench-no-such-init",
             "--timeout",
             "180",
             "--no-store",
@@ -185,7 +186,9 @@ fn a_guest_that_does_not_boot_or_finish_is_stopped_with_one_line_naming_its_kern
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("bpfbench: error:")).collect();
     assert_eq!(errors.len(), 1, "{err}");
     assert!(
-        errors[0].contains("trixie: the guest did not run bpfbench; the guest kernel said: Kernel panic - not syncing"),
+        errors[0].contains(
+            "trixie: the guest did not run bpfbench; the guest kernel said: Kernel panic - not syncing: VFS: Unable to mount root fs"
+        ),
         "{}",
         errors[0]
     );
