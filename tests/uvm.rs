@@ -509,11 +509,11 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
     assert_eq!(o.status.code(), Some(1), "more instructions fail the gate: {}", common::stderr(&o));
     let cmp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let delta = |name: &str| {
-        let d = cmp["instructions"]
+        let d = cmp["deltas"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user@insns"))
+            .find(|d| d["metric"] == "insns" && d["benchmark"] == format!("xdp-lb/{name}@user@insns"))
             .unwrap();
         d["b"].as_f64().unwrap() - d["a"].as_f64().unwrap()
     };
@@ -523,11 +523,11 @@ fn a_one_instruction_change_is_counted_as_exactly_one_more() {
     // Which line: the one the build added, matched by its text although
     // every line after it moved down; nothing else changed.
     let lines = |name: &str| {
-        cmp["instructions"]
+        cmp["deltas"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|d| d["benchmark"] == format!("xdp-lb/{name}@user@insns"))
+            .find(|d| d["metric"] == "insns" && d["benchmark"] == format!("xdp-lb/{name}@user@insns"))
             .unwrap()["lines"]
             .clone()
     };
@@ -1041,9 +1041,10 @@ fn ab_counts_two_builds_of_their_own_names_case_by_case_and_line_by_line() {
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let deltas = rec["instructions"].as_array().unwrap();
+    let deltas = rec["deltas"].as_array().unwrap();
     assert_eq!(deltas.len(), 1, "{rec}");
     let d = &deltas[0];
+    assert_eq!(d["metric"], "insns", "{d}");
     assert_eq!(d["benchmark"], "before/xdp_encap@user@insns", "{d}");
     // The counter's add became one atomic add: only the lines around it changed.
     let lines: Vec<&String> = d["lines"].as_object().unwrap().keys().collect();

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use crate::record::paired::{PairedCase, PairedRecord};
-use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta};
+use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Metric};
 use crate::stats::two_sample::Verdict;
 
 /// The comparison settings a user gives: noise threshold and failure limit.
@@ -61,8 +61,7 @@ impl Gate {
     /// significant difference, and the whole interval above 1 + PCT/100.
     pub fn regressions<'a>(&self, cmp: &'a ComparisonRecord) -> Vec<&'a BenchmarkComparison> {
         let Some(pct) = self.fail_on_regression else { return Vec::new() };
-        cmp.benchmarks
-            .iter()
+        cmp.times()
             .filter(|b| b.result.verdict == Verdict::Slower && b.result.ratio_ci95.0 > 1.0 + pct / 100.0)
             .collect()
     }
@@ -79,7 +78,7 @@ impl Gate {
     /// --fail-on-regression percent (any growth at 0).
     pub fn instruction_regressions<'a>(&self, cmp: &'a ComparisonRecord) -> Vec<&'a InstructionDelta> {
         let Some(pct) = self.fail_on_regression else { return Vec::new() };
-        cmp.instructions.iter().filter(|d| d.b > d.a && d.ratio() > 1.0 + pct / 100.0).collect()
+        cmp.counts(Metric::Insns).into_iter().filter(|d| d.b > d.a && d.ratio() > 1.0 + pct / 100.0).collect()
     }
 
     /// Decides on `first`. A whole run can land in a slow state of a shared

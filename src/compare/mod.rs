@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::history::History;
 use crate::record::comparison::COMPARISON_SCHEMA;
-use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method, RunRecord};
+use crate::record::{BenchmarkComparison, ComparisonRecord, Delta, InstructionDelta, Method, RunRecord};
 use crate::stats::two_sample::{MIN_RUNS_PER_SIDE, RunShift, compare_all_with_noise, geomean, spread_of_medians};
 
 pub use gate::{Gate, GateDecision};
@@ -194,7 +194,7 @@ pub fn compare_runs(
         })
         .collect();
     let results = compare_all_with_noise(&pairs, &shifts, threshold);
-    let benchmarks: Vec<BenchmarkComparison> = sides
+    let times: Vec<BenchmarkComparison> = sides
         .iter()
         .zip(results)
         .map(|(p, result)| BenchmarkComparison {
@@ -206,12 +206,18 @@ pub fn compare_runs(
             result,
         })
         .collect();
-    let ratios: Vec<f64> = benchmarks.iter().map(|b| b.result.ratio).collect();
+    let ratios: Vec<f64> = times.iter().map(|b| b.result.ratio).collect();
+    let mut deltas: Vec<Delta> = times.into_iter().map(Delta::Time).collect();
+    if let (Some(x), Some(y)) = (a.first(), b.first()) {
+        deltas.extend(instruction_deltas(x, y).into_iter().map(Delta::Insns));
+        deltas.extend(kernel_instruction_deltas(x, y).into_iter().map(Delta::KernelInsns));
+    }
     ComparisonRecord {
         schema: COMPARISON_SCHEMA.into(),
         a: a_label.into(),
         b: b_label.into(),
         threshold,
+        deltas,
         geomean_ratio: geomean(&ratios),
         only_in_a: names_a.iter().filter(|n| !names_b.contains(n)).cloned().collect(),
         only_in_b: names_b.iter().filter(|n| !names_a.contains(n)).cloned().collect(),
@@ -219,15 +225,6 @@ pub fn compare_runs(
             (Some(x), Some(y)) => environment_changes(x, y),
             _ => Vec::new(),
         },
-        instructions: match (a.first(), b.first()) {
-            (Some(x), Some(y)) => instruction_deltas(x, y),
-            _ => Vec::new(),
-        },
-        kernel_instructions: match (a.first(), b.first()) {
-            (Some(x), Some(y)) => kernel_instruction_deltas(x, y),
-            _ => Vec::new(),
-        },
-        benchmarks,
     }
 }
 

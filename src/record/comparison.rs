@@ -1,11 +1,16 @@
-//! The record of a comparison between two runs (or sets of runs): one entry
-//! per benchmark both measured, as `compare` decides it and reports render it.
+//! The record of a comparison between two runs (or sets of runs): one delta
+//! per benchmark both measured, of its metric's figure, as `compare` decides
+//! it and reports render it.
 
 use serde::{Deserialize, Serialize};
 
+use super::{Compared, Metric};
 use crate::stats::two_sample::{Comparison, Verdict};
 
-pub const COMPARISON_SCHEMA: &str = "bpfbench.compare/1";
+/// Version 2: one list of deltas tagged by metric (version 1 had three
+/// lists, `benchmarks`, `instructions` and `kernel_instructions`).
+/// Comparisons are printed, not stored, so no reader of version 1 is kept.
+pub const COMPARISON_SCHEMA: &str = "bpfbench.compare/2";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ComparisonRecord {
@@ -13,24 +18,108 @@ pub struct ComparisonRecord {
     /// How A and B were named on the command line ("run 3", "tag main", a file).
     pub a: String,
     pub b: String,
-    /// Relative change below which a difference counts as noise.
+    /// Relative change below which a difference in time counts as noise.
     pub threshold: f64,
-    pub benchmarks: Vec<BenchmarkComparison>,
-    /// Geometric mean of the ratios B/A over the benchmarks compared.
+    /// One per benchmark both sides measured, by metric: time first, then
+    /// BPF instructions, then kernel instructions.
+    pub deltas: Vec<Delta>,
+    /// Geometric mean of the ratios B/A over the benchmarks timed.
     pub geomean_ratio: Option<f64>,
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
     /// Environment facts that differ between A and B ("kernel: x -> y").
     pub environment_changes: Vec<String>,
-    /// Instruction counts (`--metric insns`) of benchmarks both counted:
-    /// exact, so no statistics.
-    #[serde(default)]
-    pub instructions: Vec<InstructionDelta>,
+}
+
+/// One benchmark's figures in A and B, of one metric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "metric", rename_all = "kebab-case")]
+pub enum Delta {
+    /// Times: medians, an interval and a verdict against the noise.
+    Time(BenchmarkComparison),
+    /// BPF instructions per packet (`--metric insns`): exact, so no statistics.
+    Insns(InstructionDelta),
     /// The kernel's native instructions per packet (`--metric
-    /// kernel-insns`) of benchmarks both counted; `changed` holds the
-    /// functions (the JIT images as one) whose share changed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kernel_instructions: Vec<InstructionDelta>,
+    /// kernel-insns`); `changed` holds the functions (the JIT images as
+    /// one) whose share changed.
+    KernelInsns(InstructionDelta),
+}
+
+impl Delta {
+    pub fn metric(&self) -> Metric {
+        match self {
+            Delta::Time(_) => Metric::Time,
+            Delta::Insns(_) => Metric::Insns,
+            Delta::KernelInsns(_) => Metric::KernelInsns,
+        }
+    }
+
+    pub fn benchmark(&self) -> &str {
+        match self {
+            Delta::Time(b) => &b.benchmark,
+            Delta::Insns(d) | Delta::KernelInsns(d) => &d.benchmark,
+        }
+    }
+
+    /// B against A, told apart as the metric's description says: a time's
+    /// verdict; for counts, slower is more and faster fewer, exactly or
+    /// beyond the floor within which kernel counts repeat.
+    pub fn verdict(&self) -> Verdict {
+        let counts = match self {
+            Delta::Time(b) => return b.result.verdict,
+            Delta::Insns(d) | Delta::KernelInsns(d) => d,
+        };
+        let same = match self.metric().def().compared {
+            Compared::WithinAFloor => counts.kernel_same(),
+            Compared::Exactly | Compared::Statistically => counts.a == counts.b,
+        };
+        match (same, counts.b > counts.a) {
+            (true, _) => Verdict::Same,
+            (false, true) => Verdict::Slower,
+            (false, false) => Verdict::Faster,
+        }
+    }
+
+    pub fn time(&self) -> Option<&BenchmarkComparison> {
+        match self {
+            Delta::Time(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub fn counts(&self) -> Option<&InstructionDelta> {
+        match self {
+            Delta::Time(_) => None,
+            Delta::Insns(d) | Delta::KernelInsns(d) => Some(d),
+        }
+    }
+}
+
+impl ComparisonRecord {
+    /// The deltas of `metric`, in order.
+    pub fn of(&self, metric: Metric) -> impl Iterator<Item = &Delta> {
+        self.deltas.iter().filter(move |d| d.metric() == metric)
+    }
+
+    /// The timed benchmarks' comparisons.
+    pub fn times(&self) -> impl Iterator<Item = &BenchmarkComparison> {
+        self.deltas.iter().filter_map(Delta::time)
+    }
+
+    /// The counts of `metric` (insns or kernel-insns).
+    pub fn counts(&self, metric: Metric) -> Vec<&InstructionDelta> {
+        self.of(metric).filter_map(Delta::counts).collect()
+    }
+
+    /// How many benchmarks of `metric` got verdict `v`.
+    pub fn count(&self, metric: Metric, v: Verdict) -> usize {
+        self.of(metric).filter(|d| d.verdict() == v).count()
+    }
+
+    /// The metrics compared, in `Metric`'s order.
+    pub fn metrics(&self) -> Vec<Metric> {
+        Metric::ALL.into_iter().filter(|m| self.of(*m).next().is_some()).collect()
+    }
 }
 
 /// One benchmark's instruction counts per packet in A and B, and what changed.
@@ -222,13 +311,6 @@ pub struct BenchmarkComparison {
     pub result: Comparison,
 }
 
-impl ComparisonRecord {
-    /// How many benchmarks got verdict `v`.
-    pub fn count(&self, v: Verdict) -> usize {
-        self.benchmarks.iter().filter(|b| b.result.verdict == v).count()
-    }
-}
-
 #[cfg(test)]
 mod kernel_tests {
     use super::*;
@@ -242,6 +324,57 @@ mod kernel_tests {
             round_totals: vec![],
             symbols: vec![("bpf_prog_aa_x".into(), jit)],
             memory: None,
+        }
+    }
+
+    fn delta(a: f64, b: f64) -> InstructionDelta {
+        InstructionDelta {
+            benchmark: "x".into(),
+            a,
+            b,
+            changed: Default::default(),
+            lines: Default::default(),
+            jit: Some((2.0, 2.0)),
+            memory: None,
+        }
+    }
+
+    #[test]
+    fn counts_are_told_apart_as_their_metric_compares_them() {
+        // 100 against 100.2: one BPF instruction in 500 packets is a change
+        // (exact), a kernel's 0.2 a packet is within its floor.
+        assert_eq!(Delta::Insns(delta(100.0, 100.2)).verdict(), Verdict::Slower);
+        assert_eq!(Delta::KernelInsns(delta(100.0, 100.2)).verdict(), Verdict::Same);
+        assert_eq!(Delta::Insns(delta(100.0, 100.0)).verdict(), Verdict::Same);
+        assert_eq!(Delta::KernelInsns(delta(100.0, 90.0)).verdict(), Verdict::Faster);
+    }
+
+    #[test]
+    fn a_delta_is_written_and_read_with_its_metric() {
+        let time = Delta::Time(BenchmarkComparison {
+            benchmark: "t".into(),
+            method: Method::Samples,
+            n_a: 3,
+            n_b: 4,
+            noise_runs: 0,
+            result: Comparison {
+                median_a: 1.0,
+                median_b: 2.0,
+                ratio: 2.0,
+                ratio_ci95: (1.9, 2.1),
+                p_value: 0.01,
+                p_adjusted: 0.02,
+                run_noise_cv: None,
+                run_noise_assumed: false,
+                verdict: Verdict::Slower,
+            },
+        });
+        for d in [time, Delta::Insns(delta(1.0, 2.0)), Delta::KernelInsns(delta(3.0, 4.0))] {
+            let json = serde_json::to_value(&d).unwrap();
+            assert_eq!(json["metric"], d.metric().name(), "{json}");
+            let back: Delta = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!((back.metric(), back.benchmark(), back.verdict()), (d.metric(), d.benchmark(), d.verdict()));
+            assert_eq!(serde_json::to_value(&back).unwrap(), json);
         }
     }
 

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use benchmark_id::BenchmarkId;
 pub use comparison::{
-    BenchmarkComparison, ComparisonRecord, InstructionDelta, KERNEL_INSNS_FLOOR, KERNEL_INSNS_SAME, Method,
+    BenchmarkComparison, ComparisonRecord, Delta, InstructionDelta, KERNEL_INSNS_FLOOR, KERNEL_INSNS_SAME, Method,
 };
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
 pub use figure::{

@@ -7,17 +7,20 @@ use anyhow::Result;
 
 use super::columns::{self, Field, Table, value};
 use super::grid::{self, Grid};
-use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method};
+use crate::record::{BenchmarkComparison, ComparisonRecord, InstructionDelta, Method, Metric};
+use crate::stats::two_sample::Verdict;
 use crate::stats::two_sample::{ASSUMED_RUN_CV, MIN_RUNS_FOR_NOISE, MIN_RUNS_PER_SIDE};
 
 pub fn render(cmp: &ComparisonRecord) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "A: {}\nB: {}", cmp.a, cmp.b);
-    if !cmp.benchmarks.is_empty() || (cmp.instructions.is_empty() && cmp.kernel_instructions.is_empty()) {
-        times(cmp, &mut out);
+    for metric in shown(cmp) {
+        match metric {
+            Metric::Time => times(cmp, &mut out),
+            Metric::Insns => instructions(cmp, &mut out),
+            Metric::KernelInsns => kernel_instructions(cmp, &mut out),
+        }
     }
-    instructions(cmp, &mut out);
-    kernel_instructions(cmp, &mut out);
     for n in &cmp.only_in_a {
         let _ = writeln!(out, "only in A: {n}");
     }
@@ -30,22 +33,30 @@ pub fn render(cmp: &ComparisonRecord) -> String {
     out
 }
 
+/// The metrics a comparison's tables show: those compared, or an empty
+/// table of times when nothing was.
+fn shown(cmp: &ComparisonRecord) -> Vec<Metric> {
+    let metrics = cmp.metrics();
+    if metrics.is_empty() { vec![Metric::Time] } else { metrics }
+}
+
+/// "2 more, 1 fewer, 5 same": counts' verdicts, as the metric compares them.
+fn count_verdicts(cmp: &ComparisonRecord, metric: Metric) -> String {
+    let n = |v| cmp.count(metric, v);
+    format!("{} more, {} fewer, {} same", n(Verdict::Slower), n(Verdict::Faster), n(Verdict::Same))
+}
+
 /// Changed source lines shown per benchmark.
 const CHANGED_LINES: usize = 8;
 
 /// Instruction counts per packet, with exact deltas and what changed in
 /// helper calls, map operations and source lines.
 fn instructions(cmp: &ComparisonRecord, out: &mut String) {
-    if cmp.instructions.is_empty() {
-        return;
-    }
     out.push_str(&instruction_grid(cmp, true).plain());
-    let more = cmp.instructions.iter().filter(|d| d.b > d.a).count();
-    let fewer = cmp.instructions.iter().filter(|d| d.b < d.a).count();
     let _ = writeln!(
         out,
-        "{more} more, {fewer} fewer, {} same (BPF instructions per packet, counted by the userspace runtime: exact, no noise)",
-        cmp.instructions.len() - more - fewer
+        "{} (BPF instructions per packet, counted by the userspace runtime: exact, no noise)",
+        count_verdicts(cmp, Metric::Insns)
     );
 }
 
@@ -55,11 +66,8 @@ const CHANGED_FUNCTIONS: usize = 8;
 /// Kernel instruction counts per packet (TCG plugin), with the functions
 /// whose share changed, largest change first, and a verdict line.
 fn kernel_instructions(cmp: &ComparisonRecord, out: &mut String) {
-    if cmp.kernel_instructions.is_empty() {
-        return;
-    }
     let num = |v: f64| format!("{v:.1}");
-    let grid = instruction_columns().grid_noted(&cmp.kernel_instructions, false, |d, g| {
+    let grid = instruction_columns().grid_noted(cmp.counts(Metric::KernelInsns), false, |d, g| {
         let mut changed: Vec<(&String, &(f64, f64))> = d.changed.iter().collect();
         changed.sort_by(|x, y| (y.1.1 - y.1.0).abs().total_cmp(&(x.1.1 - x.1.0).abs()).then(x.0.cmp(y.0)));
         for (what, (a, b)) in changed.iter().filter(|(_, (a, b))| a != b).take(CHANGED_FUNCTIONS) {
@@ -83,12 +91,10 @@ fn kernel_instructions(cmp: &ComparisonRecord, out: &mut String) {
     });
     out.push_str("\nkernel instructions per packet (JIT images and kernel functions, counted under TCG):\n");
     out.push_str(&grid.plain());
-    let same = cmp.kernel_instructions.iter().filter(|d| d.kernel_same()).count();
-    let more = cmp.kernel_instructions.iter().filter(|d| !d.kernel_same() && d.b > d.a).count();
     let _ = writeln!(
         out,
-        "{more} more, {} fewer, {same} same (the same JIT count, totals within {:.1} % or {} a packet: a kernel's counts repeat that closely)",
-        cmp.kernel_instructions.len() - more - same,
+        "{} (the same JIT count, totals within {:.1} % or {} a packet: a kernel's counts repeat that closely)",
+        count_verdicts(cmp, Metric::KernelInsns),
         crate::record::KERNEL_INSNS_SAME * 100.0,
         crate::record::KERNEL_INSNS_FLOOR
     );
@@ -135,7 +141,7 @@ fn instruction_columns() -> Table<InstructionDelta> {
 /// calls, map operations and source lines under each row.
 fn instruction_grid(cmp: &ComparisonRecord, detail: bool) -> Grid {
     let num = |v: f64| crate::report::insns_table::per_packet(v, 1);
-    instruction_columns().grid_noted(&cmp.instructions, false, |d, g| {
+    instruction_columns().grid_noted(cmp.counts(Metric::Insns), false, |d, g| {
         if !detail {
             return;
         }
@@ -200,23 +206,20 @@ fn time_columns() -> Table<BenchmarkComparison> {
 
 /// The timed benchmarks with their statistics, for both forms, and the geometric mean.
 fn time_grid(cmp: &ComparisonRecord, markdown: bool) -> Grid {
-    let mut g = time_columns().grid(&cmp.benchmarks, markdown);
+    let mut g = time_columns().grid(cmp.times(), markdown);
     if let Some(gm) = cmp.geomean_ratio {
         g.row(super::geomean_cells(gm));
     }
     g
 }
 
-/// The comparison for machines: the timed benchmarks, a row each with the
-/// table's columns; a comparison of instruction counts only, those.
+/// The comparison for machines: a row per benchmark with the table's
+/// columns, of the first metric compared (one table: a CSV has one header).
 pub fn csv(cmp: &ComparisonRecord) -> Result<String> {
-    if cmp.benchmarks.is_empty() && !cmp.instructions.is_empty() {
-        return instruction_columns().csv(&cmp.instructions);
+    match shown(cmp)[0] {
+        Metric::Time => time_columns().csv(cmp.times()),
+        metric @ (Metric::Insns | Metric::KernelInsns) => instruction_columns().csv(cmp.counts(metric)),
     }
-    if cmp.benchmarks.is_empty() && !cmp.kernel_instructions.is_empty() {
-        return instruction_columns().csv(&cmp.kernel_instructions);
-    }
-    time_columns().csv(&cmp.benchmarks)
 }
 
 /// The timed benchmarks, with their statistics.
@@ -225,7 +228,7 @@ fn times(cmp: &ComparisonRecord, out: &mut String) {
     let _ = writeln!(
         out,
         "{} ({METHOD}; noise threshold ±{:.1}%)",
-        super::verdict_counts(|v| cmp.count(v)),
+        super::verdict_counts(|v| cmp.count(Metric::Time, v)),
         cmp.threshold * 100.0
     );
     if let Some(note) = assumed_noise_note(cmp) {
@@ -254,7 +257,7 @@ fn run_noise(b: &BenchmarkComparison) -> String {
 
 /// Why verdicts resting on assumed noise call only large changes.
 fn assumed_noise_note(cmp: &ComparisonRecord) -> Option<String> {
-    let assumed = cmp.benchmarks.iter().filter(|b| b.result.run_noise_assumed).count();
+    let assumed = cmp.times().filter(|b| b.result.run_noise_assumed).count();
     (assumed > 0).then(|| {
         format!(
             "run noise ~{:.1}%: assumed for {assumed} benchmark(s) compared one run a side with no stored runs of A's code: \
@@ -276,17 +279,34 @@ pub fn markdown(cmp: &ComparisonRecord) -> String {
         cell(&cmp.b),
         cmp.threshold * 100.0
     );
-    if !cmp.benchmarks.is_empty() {
-        out += &time_grid(cmp, true).markdown();
-        let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| cmp.count(v)));
-        if let Some(note) = assumed_noise_note(cmp) {
-            let _ = writeln!(out, "\n> {note}");
+    for metric in cmp.metrics() {
+        match metric {
+            Metric::Time => {
+                out += &time_grid(cmp, true).markdown();
+                let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| cmp.count(Metric::Time, v)));
+                if let Some(note) = assumed_noise_note(cmp) {
+                    let _ = writeln!(out, "\n> {note}");
+                }
+            }
+            Metric::Insns => {
+                out += "\n";
+                out += &instruction_grid(cmp, false).markdown();
+                let _ = writeln!(
+                    out,
+                    "\n{}: BPF instructions per packet, counted by the userspace runtime: exact, no noise.",
+                    count_verdicts(cmp, Metric::Insns)
+                );
+            }
+            Metric::KernelInsns => {
+                out += "\n";
+                out += &instruction_columns().grid(cmp.counts(Metric::KernelInsns), true).markdown();
+                let _ = writeln!(
+                    out,
+                    "\n{}: the kernel's native instructions per packet, counted under TCG.",
+                    count_verdicts(cmp, Metric::KernelInsns)
+                );
+            }
         }
-    }
-    if !cmp.instructions.is_empty() {
-        out += "\n";
-        out += &instruction_grid(cmp, false).markdown();
-        out += "\nBPF instructions per packet, counted by the userspace runtime: exact, no noise.\n";
     }
     let others: Vec<String> = (cmp.only_in_a.iter().map(|n| format!("only in A: `{}`", cell(n))))
         .chain(cmp.only_in_b.iter().map(|n| format!("only in B: `{}`", cell(n))))

@@ -319,7 +319,7 @@ impl PairedArgs {
             self.gate.threshold(),
             &crate::compare::RunNoise::new(),
         );
-        if cmp.benchmarks.is_empty() {
+        if cmp.times().next().is_none() {
             anyhow::bail!("the two builds measured no benchmark in common");
         }
         Ok(cmp)
@@ -378,7 +378,7 @@ impl PairedArgs {
             self.gate.threshold(),
             &crate::compare::RunNoise::new(),
         );
-        if cmp.kernel_instructions.is_empty() {
+        if cmp.counts(Metric::KernelInsns).is_empty() {
             anyhow::bail!("the two kernels counted no scenario in common");
         }
         Ok(cmp)

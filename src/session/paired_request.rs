@@ -367,7 +367,7 @@ impl PairedRequest<'_> {
         }
         let (la, lb) = (self.a.display().to_string(), self.b.display().to_string());
         let cmp = compare_runs(&[ra], &la, &[rb], &lb, self.threshold, &RunNoise::new());
-        if cmp.instructions.is_empty() {
+        if cmp.counts(Metric::Insns).is_empty() {
             bail!("A and B counted no scenario in common");
         }
         Ok(cmp)

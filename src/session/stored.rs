@@ -101,7 +101,7 @@ pub fn compare(
     let record = compare_runs(&ra, &la, &rb, &lb, threshold, &noise);
     // Runs timed in different modes (two kernels) still show what changed.
     let modes_differ = record.environment_changes.iter().any(|c| c.starts_with("timing mode of "));
-    if record.benchmarks.is_empty() && record.instructions.is_empty() && !modes_differ {
+    if record.deltas.is_empty() && !modes_differ {
         bail!("{la} and {lb} have no measured or counted benchmark in common");
     }
     Ok(StoredComparison { record, warning })

@@ -104,8 +104,8 @@ fn comparison_csv_has_the_table_columns_a_row_each() {
         ]
     );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
-    assert_eq!(rows.len(), cmp.benchmarks.len());
-    for (row, b) in rows.iter().zip(&cmp.benchmarks) {
+    assert_eq!(rows.len(), cmp.times().count());
+    for (row, b) in rows.iter().zip(cmp.times()) {
         assert_eq!(&row[0], b.benchmark);
         let ratio: f64 = row[3].parse().unwrap();
         assert!((ratio - b.result.ratio).abs() < 1e-4, "{ratio} against {}", b.result.ratio);

@@ -7,7 +7,7 @@
 use crate::common;
 
 use bpfbench::record::matrix::MatrixRecord;
-use bpfbench::record::{KernelCounts, RunRecord};
+use bpfbench::record::{KernelCounts, Metric, RunRecord};
 use common::{bpfbench, guest, stderr, temp_dir};
 
 /// Scenario `name`'s counts in `run`.
@@ -92,8 +92,8 @@ fn ab_of_one_kernel_twice_counts_the_same() {
     let _machine = common::machine_shared();
     let Some(_) = guest::kernel("trixie") else { return };
     let cmp = ab_counts(&["--kernel", "trixie", "--kernel", "trixie", "--", "-s", "pass-non-ip", "-s", "tcp-v4-ch"]);
-    assert_eq!(cmp.kernel_instructions.len(), 2, "{cmp:?}");
-    for d in &cmp.kernel_instructions {
+    assert_eq!(cmp.counts(Metric::KernelInsns).len(), 2, "{cmp:?}");
+    for d in cmp.counts(Metric::KernelInsns) {
         assert!(d.kernel_same(), "{d:?}");
         assert!(d.a > 0.0, "{d:?}");
     }
@@ -106,7 +106,7 @@ fn ab_of_a_setting_in_one_kernel_counts_constant_blinding() {
     // One kernel, two guests: bpf_jit_harden 0 and 2 on their command lines.
     let cmp = ab_counts(&["--kernel", "trixie", "--sysctl", "net.core.bpf_jit_harden=0,2", "--", "-s", "tcp-v4-ch"]);
     assert!(cmp.a.contains("net.core.bpf_jit_harden=0") && cmp.b.contains("net.core.bpf_jit_harden=2"), "{cmp:?}");
-    let [d] = cmp.kernel_instructions.as_slice() else { panic!("{cmp:?}") };
+    let [d] = cmp.counts(Metric::KernelInsns)[..] else { panic!("{cmp:?}") };
     // Blinding rewrites every instruction with a constant into three:
     // the JIT image grows, the kernel functions stay.
     let (a, b) = d.jit.unwrap();

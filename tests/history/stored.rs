@@ -174,15 +174,15 @@ fn stored_runs_come_back_and_tags_find_the_newest() {
     // One run a side, nothing known of run-to-run noise: 10% is within what the machine does.
     let cmp = compare_runs(&[h.load(a).unwrap()], "a", &[h.load(b).unwrap()], "b", 0.02, &Default::default());
     assert!(
-        cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.result.run_noise_assumed),
+        cmp.times().all(|c| c.result.verdict == Verdict::Uncertain && c.result.run_noise_assumed),
         "{}",
         compare_table::render(&cmp)
     );
     assert!(gate(5.0).regressions(&cmp).is_empty());
     // Known noise of 1%: the 10% is a regression, beyond a 5% limit but not a 15% one.
-    let noise: RunNoise = cmp.benchmarks.iter().map(|c| (c.benchmark.clone(), (0.01, 5))).collect();
+    let noise: RunNoise = cmp.times().map(|c| (c.benchmark.clone(), (0.01, 5))).collect();
     let cmp = compare_runs(&[h.load(a).unwrap()], "a", &[h.load(b).unwrap()], "b", 0.02, &noise);
-    assert!(cmp.benchmarks.iter().all(|c| c.result.verdict == Verdict::Slower), "{}", compare_table::render(&cmp));
+    assert!(cmp.times().all(|c| c.result.verdict == Verdict::Slower), "{}", compare_table::render(&cmp));
     assert_eq!(gate(5.0).regressions(&cmp).len(), 2);
     assert!(gate(15.0).regressions(&cmp).is_empty());
 }
@@ -217,10 +217,10 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
     assert!((cv - 0.02).abs() < 0.002, "{cv}");
     // With 2% run-to-run noise known (or none known), a 5% shift is uncertain.
     let bare = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &Default::default());
-    assert!(bare.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain), "{}", compare_table::render(&bare));
+    assert!(bare.times().all(|c| c.result.verdict == Verdict::Uncertain), "{}", compare_table::render(&bare));
     let widened = compare_runs(std::slice::from_ref(&a), "a", std::slice::from_ref(&b), "b", 0.02, &noise);
     assert!(
-        widened.benchmarks.iter().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3),
+        widened.times().all(|c| c.result.verdict == Verdict::Uncertain && c.noise_runs == 3),
         "{}",
         compare_table::render(&widened)
     );
@@ -244,7 +244,7 @@ fn several_runs_a_side_are_compared_by_their_medians() {
     let b_slow: Vec<RunRecord> = levels.iter().map(|&l| run(None, l * 1.10)).collect();
     let b_same: Vec<RunRecord> = levels.iter().rev().map(|&l| run(None, l)).collect();
     let slow = compare_runs(&a, "a", &b_slow, "b", 0.02, &Default::default());
-    for c in &slow.benchmarks {
+    for c in slow.times() {
         assert_eq!((c.method.as_str(), c.n_a, c.n_b), ("runs", 5, 5));
         assert_eq!(c.result.verdict, Verdict::Slower, "{}", compare_table::render(&slow));
         assert!(
@@ -255,7 +255,7 @@ fn several_runs_a_side_are_compared_by_their_medians() {
     }
     let same = compare_runs(&a, "a", &b_same, "b", 0.02, &Default::default());
     assert!(
-        same.benchmarks.iter().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)),
+        same.times().all(|c| !matches!(c.result.verdict, Verdict::Slower | Verdict::Faster)),
         "{}",
         compare_table::render(&same)
     );
@@ -378,6 +378,47 @@ fn compare_cli_reads_files_gates_regressions_and_names_bad_input() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("bad.json cannot be compared: not valid JSON") && err.lines().count() == 1, "{err}");
+}
+
+/// Two stored kernel-insns runs compare count for count, as `ab --kernel`
+/// does: a real run (pass-non-ip in trixie) against itself is the same, and
+/// against a copy whose JIT image ran two more instructions a packet it is
+/// more, in every form.
+#[test]
+fn compare_cli_compares_stored_kernel_counts() {
+    let (dir, _) = temp_path("kernel-counts");
+    let a = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-v3-kernel-insns.json");
+    let mut more: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let counts = &mut more["results"][0]["kernel_insns"]["counts"];
+    counts["jit"] = (counts["jit"].as_f64().unwrap() + 2.0).into();
+    let b = dir.join("b.json");
+    std::fs::write(&b, more.to_string()).unwrap();
+    let compare = |b: &std::path::Path, format: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+            .args(["compare".as_ref(), a.as_os_str(), b.as_os_str(), "--format".as_ref(), format.as_ref()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let same = compare(&a, "table");
+    assert!(same.contains("kernel instructions per packet"), "{same}");
+    assert!(same.contains("0 more, 0 fewer, 1 same"), "{same}");
+    let table = compare(&b, "table");
+    assert!(
+        table.contains("1 more, 0 fewer, 0 same") && table.contains("JIT images, the loop's taken off: 60.0 -> 62.0"),
+        "{table}"
+    );
+    let md = compare(&b, "markdown");
+    let rows = common::markdown_rows(&md);
+    let row = rows.iter().find(|r| r[0] == "xdp-lb/pass-non-ip@inline").unwrap_or_else(|| panic!("{md}"));
+    assert_eq!((row[1].as_str(), row[2].as_str(), row[3].as_str()), ("60", "62", "+2"), "{md}");
+    assert!(md.contains("1 more, 0 fewer, 0 same: the kernel's native instructions"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&compare(&b, "json")).unwrap();
+    assert_eq!(json["deltas"][0]["metric"], "kernel-insns", "{json}");
+    assert_eq!(json["deltas"].as_array().unwrap().len(), 1, "{json}");
+    let csv = compare(&b, "csv");
+    assert!(csv.starts_with("benchmark,a_insns_per_packet,b_insns_per_packet,delta,ratio\n"), "{csv}");
 }
 
 /// The gate fails only on regressions every re-measurement confirms, and
