@@ -1,7 +1,7 @@
 //! Byte-exact packet comparison that names the header field that differs.
 //!
-//! The layout is read from the expected packet (Ethernet, then IPv4/IPv6
-//! headers, nested for tunnels, then TCP/UDP), so a mismatch reads like
+//! The layout is read from the expected packet (layout.rs: Ethernet, then
+//! each header its readers know, nested for tunnels), so a mismatch reads like
 //! "outer IPv4 source address (bytes 26..30): expected 172.16.112.110, got 172.16.112.111".
 
 use std::fmt::Write as _;

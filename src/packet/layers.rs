@@ -1,12 +1,15 @@
 //! The layers of the packet language, each described once: its name, its
 //! fields (how each is read, its default), the numbers a header before it
-//! names it by, and how its header is written ([`LAYERS`]). The spec
-//! (spec.rs) parses against these fields and writes packets and their
-//! layout through these writers; nothing else knows a layer's fields or
-//! reads one by position.
+//! names it by, how its header is written and how a received one is read
+//! back ([`LAYERS`]). The spec (spec.rs) parses against these fields and
+//! writes packets and their layout through these writers; the packet
+//! reader (layout.rs) names a received packet's bytes through the readers,
+//! and `--ignore` (mask.rs) takes their keys. Nothing else knows a layer's
+//! fields or reads one by position.
 
 use anyhow::{Context, Result, ensure};
 
+use super::layout::FieldKind;
 use super::spec::checksum;
 
 /// A layer of a parsed spec: its kind and one value per field.
@@ -203,6 +206,10 @@ pub(super) struct LayerDef {
     pub ids: (Option<u16>, Option<u8>),
     /// Its header, written in front of the layers after it.
     pub write: fn(&Header<'_>) -> Result<Vec<u8>>,
+    /// How a received header of it is read; None: one the reader takes as
+    /// part of another (IPv6's extension headers) or does not know after
+    /// the header before it (VXLAN, Geneve and GUE follow UDP by port).
+    pub read: Option<&'static Reader>,
 }
 
 const fn layer(
@@ -211,30 +218,217 @@ const fn layer(
     fields: &'static [Field],
     ids: (Option<u16>, Option<u8>),
     write: fn(&Header<'_>) -> Result<Vec<u8>>,
+    read: Option<&'static Reader>,
 ) -> LayerDef {
-    LayerDef { kind, name, fields, ids, write }
+    LayerDef { kind, name, fields, ids, write, read }
 }
+
+/// How a received header is read back: its bytes as named ranges, its
+/// length and what follows it.
+pub(super) struct Reader {
+    /// As a report names the header: "IPv4" ("outer IPv4 TTL").
+    pub title: &'static str,
+    /// Its ranges at fixed places: what a report calls them, the key
+    /// `--ignore` takes (the same for every header of the layer), start
+    /// and end from the header's first byte, and how a value is shown.
+    pub fixed: &'static [(&'static str, &'static str, usize, usize, FieldKind)],
+    /// Its length, read from `at` (the packet from its first byte on):
+    /// None when the bytes are too few for it.
+    pub len: fn(at: &[u8]) -> Option<usize>,
+    /// What the bytes after `fixed`, up to its length, are.
+    pub rest: Rest,
+    /// The number in it that names the next header.
+    pub next: fn(at: &[u8]) -> Next,
+}
+
+/// A header's bytes past its fixed ranges.
+pub(super) enum Rest {
+    None,
+    /// One range: (name, key).
+    Bytes(&'static str, &'static str),
+    /// TCP's options: the timestamp option's two values as fields of their
+    /// own (`ts.val`, `ts.ecr`), the other options' bytes around them.
+    TcpOptions,
+}
+
+/// What follows a header, as it names it.
+pub(super) enum Next {
+    EtherType(u16),
+    Protocol(u8),
+    /// Nothing it names: the payload.
+    End,
+}
+
+fn be16(at: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([at[i], at[i + 1]])
+}
+
+/// `n` when `at` holds that many bytes.
+fn fits(at: &[u8], n: usize) -> Option<usize> {
+    (at.len() >= n).then_some(n)
+}
+
+static READ_ETH: Reader = Reader {
+    title: "Ethernet",
+    fixed: &[
+        ("destination MAC", "eth.dst", 0, 6, FieldKind::Mac),
+        ("source MAC", "eth.src", 6, 12, FieldKind::Mac),
+        ("EtherType", "eth.type", 12, 14, FieldKind::Number),
+    ],
+    len: |at| fits(at, 14),
+    rest: Rest::None,
+    next: |at| Next::EtherType(be16(at, 12)),
+};
+
+static READ_VLAN: Reader = Reader {
+    title: "VLAN",
+    fixed: &[
+        ("priority/DEI/ID", "vlan.tci", 0, 2, FieldKind::Number),
+        ("EtherType", "vlan.type", 2, 4, FieldKind::Number),
+    ],
+    len: |at| fits(at, 4),
+    rest: Rest::None,
+    next: |at| Next::EtherType(be16(at, 2)),
+};
+
+static READ_IPV4: Reader = Reader {
+    title: "IPv4",
+    fixed: &[
+        ("version/IHL", "ip.ihl", 0, 1, FieldKind::Number),
+        ("ToS", "ip.tos", 1, 2, FieldKind::Number),
+        ("total length", "ip.len", 2, 4, FieldKind::Number),
+        ("identification", "ip.id", 4, 6, FieldKind::Number),
+        ("flags/fragment offset", "ip.frag", 6, 8, FieldKind::Number),
+        ("TTL", "ip.ttl", 8, 9, FieldKind::Number),
+        ("protocol", "ip.proto", 9, 10, FieldKind::Number),
+        ("header checksum", "ip.csum", 10, 12, FieldKind::Number),
+        ("source address", "ip.src", 12, 16, FieldKind::Ipv4),
+        ("destination address", "ip.dst", 16, 20, FieldKind::Ipv4),
+    ],
+    // Its IHL in words, at least the fixed 20 bytes.
+    len: |at| fits(at, 20).map(|_| ((at[0] & 0x0f) as usize * 4).max(20)),
+    rest: Rest::Bytes("options", "ip.options"),
+    next: |at| Next::Protocol(at[9]),
+};
+
+/// IPv6's extension headers (hop-by-hop 0, routing 43, fragment 44,
+/// destination options 60), read as part of the header they extend: (their
+/// length, the protocol after them) from `at`, IPv6's first byte.
+fn ipv6_extensions(at: &[u8]) -> (usize, u8) {
+    let (mut off, mut proto) = (40, at[6]);
+    while matches!(proto, 0 | 43 | 44 | 60) && at.len() >= off + 8 {
+        let ext = if proto == 44 { 8 } else { (at[off + 1] as usize + 1) * 8 };
+        proto = at[off];
+        off += ext;
+    }
+    (off, proto)
+}
+
+static READ_IPV6: Reader = Reader {
+    title: "IPv6",
+    fixed: &[
+        ("version/traffic class/flow label", "ip6.flow", 0, 4, FieldKind::Number),
+        ("payload length", "ip6.len", 4, 6, FieldKind::Number),
+        ("next header", "ip6.nh", 6, 7, FieldKind::Number),
+        ("hop limit", "ip6.hlim", 7, 8, FieldKind::Number),
+        ("source address", "ip6.src", 8, 24, FieldKind::Ipv6),
+        ("destination address", "ip6.dst", 24, 40, FieldKind::Ipv6),
+    ],
+    len: |at| fits(at, 40).map(|_| ipv6_extensions(at).0),
+    rest: Rest::Bytes("extension headers", "ip6.ext"),
+    next: |at| Next::Protocol(ipv6_extensions(at).1),
+};
+
+static READ_TCP: Reader = Reader {
+    title: "TCP",
+    fixed: &[
+        ("source port", "tcp.sport", 0, 2, FieldKind::Number),
+        ("destination port", "tcp.dport", 2, 4, FieldKind::Number),
+        ("sequence number", "tcp.seq", 4, 8, FieldKind::Number),
+        ("acknowledgment number", "tcp.ack", 8, 12, FieldKind::Number),
+        ("data offset/flags", "tcp.flags", 12, 14, FieldKind::Number),
+        ("window", "tcp.win", 14, 16, FieldKind::Number),
+        ("checksum", "tcp.csum", 16, 18, FieldKind::Number),
+        ("urgent pointer", "tcp.urg", 18, 20, FieldKind::Number),
+    ],
+    // Its data offset in words, at least the fixed 20 bytes.
+    len: |at| fits(at, 20).map(|_| ((at[12] >> 4) as usize * 4).max(20)),
+    rest: Rest::TcpOptions,
+    next: |_| Next::End,
+};
+
+static READ_UDP: Reader = Reader {
+    title: "UDP",
+    fixed: &[
+        ("source port", "udp.sport", 0, 2, FieldKind::Number),
+        ("destination port", "udp.dport", 2, 4, FieldKind::Number),
+        ("length", "udp.len", 4, 6, FieldKind::Number),
+        ("checksum", "udp.csum", 6, 8, FieldKind::Number),
+    ],
+    len: |at| fits(at, 8),
+    rest: Rest::None,
+    next: |_| Next::End,
+};
+
+static READ_ICMP: Reader = Reader {
+    title: "ICMP",
+    fixed: &[
+        ("type", "icmp.type", 0, 1, FieldKind::Number),
+        ("code", "icmp.code", 1, 2, FieldKind::Number),
+        ("checksum", "icmp.csum", 2, 4, FieldKind::Number),
+        // An echo's identifier and sequence number, an error's unused word or MTU.
+        ("rest of header", "icmp.rest", 4, 8, FieldKind::Number),
+    ],
+    len: |at| fits(at, 8),
+    rest: Rest::None,
+    next: |_| Next::End,
+};
+
+static READ_ICMPV6: Reader = Reader {
+    title: "ICMPv6",
+    fixed: &[
+        ("type", "icmp6.type", 0, 1, FieldKind::Number),
+        ("code", "icmp6.code", 1, 2, FieldKind::Number),
+        ("checksum", "icmp6.csum", 2, 4, FieldKind::Number),
+        ("rest of header", "icmp6.rest", 4, 8, FieldKind::Number),
+    ],
+    len: |at| fits(at, 8),
+    rest: Rest::None,
+    next: |_| Next::End,
+};
+
+static READ_GRE: Reader = Reader {
+    title: "GRE",
+    fixed: &[
+        ("flags/version", "gre.flags", 0, 2, FieldKind::Number),
+        ("protocol", "gre.proto", 2, 4, FieldKind::Number),
+    ],
+    // A word more for each of the checksum, key and sequence number flags (RFC 2890).
+    len: |at| fits(at, 4).map(|_| 4 + 4 * [0x80, 0x20, 0x10].iter().filter(|f| at[0] & **f != 0).count()),
+    rest: Rest::Bytes("checksum/key/sequence number", "gre.options"),
+    next: |at| Next::EtherType(be16(at, 2)),
+};
 
 /// Every layer, in the order of [`Kind`]'s variants.
 pub(super) static LAYERS: [LayerDef; 17] = [
     // Transparent Ethernet Bridging: an Ethernet frame inside GRE.
-    layer(Kind::Eth, "eth", ETH, (Some(0x6558), None), write_eth),
-    layer(Kind::Vlan, "vlan", VLAN, (Some(0x8100), None), write_vlan),
-    layer(Kind::Ipv4, "ipv4", IPV4, (Some(0x0800), Some(4)), write_ipv4),
-    layer(Kind::Ipv6, "ipv6", IPV6, (Some(0x86dd), Some(41)), write_ipv6),
-    layer(Kind::Ipv6Frag, "ipv6frag", IPV6FRAG, (None, Some(44)), write_ipv6frag),
-    layer(Kind::Tcp, "tcp", TCP, (None, Some(6)), write_tcp),
-    layer(Kind::Udp, "udp", UDP, (None, Some(17)), write_udp),
-    layer(Kind::Icmp, "icmp", ICMP, (None, Some(1)), write_icmp),
-    layer(Kind::Icmpv6, "icmpv6", ICMPV6, (None, Some(58)), write_icmp),
-    layer(Kind::Raw, "raw", RAW, (None, None), |h| Ok(h.bytes("hex").to_vec())),
-    layer(Kind::Gre, "gre", GRE, (None, Some(47)), write_gre),
-    layer(Kind::Vxlan, "vxlan", VXLAN, (None, None), write_vxlan),
-    layer(Kind::Ipv6Hbh, "ipv6hbh", IPV6_OPTIONS, (None, Some(0)), write_ipv6_options),
-    layer(Kind::Ipv6Dst, "ipv6dst", IPV6_OPTIONS, (None, Some(60)), write_ipv6_options),
-    layer(Kind::Geneve, "geneve", GENEVE, (None, None), write_geneve),
-    layer(Kind::Gue, "gue", GUE, (None, None), write_gue),
-    layer(Kind::Payload, "payload", PAYLOAD, (None, None), write_payload),
+    layer(Kind::Eth, "eth", ETH, (Some(0x6558), None), write_eth, Some(&READ_ETH)),
+    layer(Kind::Vlan, "vlan", VLAN, (Some(0x8100), None), write_vlan, Some(&READ_VLAN)),
+    layer(Kind::Ipv4, "ipv4", IPV4, (Some(0x0800), Some(4)), write_ipv4, Some(&READ_IPV4)),
+    layer(Kind::Ipv6, "ipv6", IPV6, (Some(0x86dd), Some(41)), write_ipv6, Some(&READ_IPV6)),
+    layer(Kind::Ipv6Frag, "ipv6frag", IPV6FRAG, (None, Some(44)), write_ipv6frag, None),
+    layer(Kind::Tcp, "tcp", TCP, (None, Some(6)), write_tcp, Some(&READ_TCP)),
+    layer(Kind::Udp, "udp", UDP, (None, Some(17)), write_udp, Some(&READ_UDP)),
+    layer(Kind::Icmp, "icmp", ICMP, (None, Some(1)), write_icmp, Some(&READ_ICMP)),
+    layer(Kind::Icmpv6, "icmpv6", ICMPV6, (None, Some(58)), write_icmp, Some(&READ_ICMPV6)),
+    layer(Kind::Raw, "raw", RAW, (None, None), |h| Ok(h.bytes("hex").to_vec()), None),
+    layer(Kind::Gre, "gre", GRE, (None, Some(47)), write_gre, Some(&READ_GRE)),
+    layer(Kind::Vxlan, "vxlan", VXLAN, (None, None), write_vxlan, None),
+    layer(Kind::Ipv6Hbh, "ipv6hbh", IPV6_OPTIONS, (None, Some(0)), write_ipv6_options, None),
+    layer(Kind::Ipv6Dst, "ipv6dst", IPV6_OPTIONS, (None, Some(60)), write_ipv6_options, None),
+    layer(Kind::Geneve, "geneve", GENEVE, (None, None), write_geneve, None),
+    layer(Kind::Gue, "gue", GUE, (None, None), write_gue, None),
+    layer(Kind::Payload, "payload", PAYLOAD, (None, None), write_payload, None),
 ];
 
 impl Kind {

@@ -1,7 +1,10 @@
-//! A packet's headers as named byte ranges (Ethernet, then IPv4/IPv6
-//! headers, nested for tunnels, then TCP with its options, or UDP), read
-//! from the bytes: what a comparison names when a field differs
-//! (diff.rs) and what `--ignore` leaves out of it (mask.rs).
+//! A packet's headers as named byte ranges (Ethernet, VLAN tags, IPv4/IPv6
+//! headers nested for tunnels, GRE, then TCP with its options, UDP or
+//! ICMP), read from the bytes by each layer's reader (layers.rs): what a
+//! comparison names when a field differs (diff.rs) and what `--ignore`
+//! leaves out of it (mask.rs).
+
+use super::layers::{Kind, LAYERS, Next, Reader, Rest};
 
 /// One named byte range of a packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,142 +27,81 @@ pub(super) enum FieldKind {
     Bytes,
 }
 
-const ETH_FIELDS: &[(&str, &str, usize, usize, FieldKind)] = &[
-    ("destination MAC", "eth.dst", 0, 6, FieldKind::Mac),
-    ("source MAC", "eth.src", 6, 12, FieldKind::Mac),
-    ("EtherType", "eth.type", 12, 14, FieldKind::Number),
-];
-const IPV4_FIELDS: &[(&str, &str, usize, usize, FieldKind)] = &[
-    ("version/IHL", "ip.ihl", 0, 1, FieldKind::Number),
-    ("ToS", "ip.tos", 1, 2, FieldKind::Number),
-    ("total length", "ip.len", 2, 4, FieldKind::Number),
-    ("identification", "ip.id", 4, 6, FieldKind::Number),
-    ("flags/fragment offset", "ip.frag", 6, 8, FieldKind::Number),
-    ("TTL", "ip.ttl", 8, 9, FieldKind::Number),
-    ("protocol", "ip.proto", 9, 10, FieldKind::Number),
-    ("header checksum", "ip.csum", 10, 12, FieldKind::Number),
-    ("source address", "ip.src", 12, 16, FieldKind::Ipv4),
-    ("destination address", "ip.dst", 16, 20, FieldKind::Ipv4),
-];
-const IPV6_FIELDS: &[(&str, &str, usize, usize, FieldKind)] = &[
-    ("version/traffic class/flow label", "ip6.flow", 0, 4, FieldKind::Number),
-    ("payload length", "ip6.len", 4, 6, FieldKind::Number),
-    ("next header", "ip6.nh", 6, 7, FieldKind::Number),
-    ("hop limit", "ip6.hlim", 7, 8, FieldKind::Number),
-    ("source address", "ip6.src", 8, 24, FieldKind::Ipv6),
-    ("destination address", "ip6.dst", 24, 40, FieldKind::Ipv6),
-];
-const TCP_FIELDS: &[(&str, &str, usize, usize, FieldKind)] = &[
-    ("source port", "tcp.sport", 0, 2, FieldKind::Number),
-    ("destination port", "tcp.dport", 2, 4, FieldKind::Number),
-    ("sequence number", "tcp.seq", 4, 8, FieldKind::Number),
-    ("acknowledgment number", "tcp.ack", 8, 12, FieldKind::Number),
-    ("data offset/flags", "tcp.flags", 12, 14, FieldKind::Number),
-    ("window", "tcp.win", 14, 16, FieldKind::Number),
-    ("checksum", "tcp.csum", 16, 18, FieldKind::Number),
-    ("urgent pointer", "tcp.urg", 18, 20, FieldKind::Number),
-];
-const UDP_FIELDS: &[(&str, &str, usize, usize, FieldKind)] = &[
-    ("source port", "udp.sport", 0, 2, FieldKind::Number),
-    ("destination port", "udp.dport", 2, 4, FieldKind::Number),
-    ("length", "udp.len", 4, 6, FieldKind::Number),
-    ("checksum", "udp.csum", 6, 8, FieldKind::Number),
-];
-
-enum Layer {
-    Ip4,
-    Ip6,
-    Tcp,
-    Udp,
+/// Lays out the packet's headers as named fields, each read as its layer's
+/// reader in [`LAYERS`] says, from Ethernet to the first header that names
+/// nothing the reader knows; the rest is the payload.
+pub(super) fn layout(pkt: &[u8]) -> Vec<Field> {
+    // The headers in order: (kind, reader, first byte, length).
+    let mut headers: Vec<(Kind, &Reader, usize, usize)> = Vec::new();
+    let mut off = 0;
+    let mut next = Some(Kind::Eth.def());
+    while let Some(def) = next.take() {
+        let (Some(reader), Some(at)) = (def.read, pkt.get(off..)) else { break };
+        let Some(len) = (reader.len)(at) else { break };
+        headers.push((def.kind, reader, off, len));
+        off += len;
+        next = match (reader.next)(at) {
+            Next::EtherType(t) => LAYERS.iter().find(|d| d.ids.0 == Some(t) && d.read.is_some()),
+            Next::Protocol(p) => LAYERS.iter().find(|d| d.ids.1 == Some(p) && d.read.is_some()),
+            Next::End => None,
+        };
+    }
+    let is_ip = |kind: Kind| matches!(kind, Kind::Ipv4 | Kind::Ipv6);
+    let ip_count = headers.iter().filter(|h| is_ip(h.0)).count();
+    let mut ip_seen = 0;
+    let mut fields = Vec::new();
+    for (kind, reader, base, len) in headers {
+        // IP headers of a tunnel are told apart by depth: "outer IPv4 TTL".
+        let depth = match (is_ip(kind), ip_count, ip_seen) {
+            (false, _, _) | (true, 1, _) => "",
+            (true, _, 0) => "outer ",
+            (true, _, _) => "inner ",
+        };
+        ip_seen += is_ip(kind) as usize;
+        let title = format!("{depth}{}", reader.title);
+        for &(name, key, s, e, kind) in reader.fixed {
+            fields.push(Field { name: format!("{title} {name}"), key, start: base + s, end: base + e, kind });
+        }
+        let rest = base + reader.fixed.last().map_or(0, |f| f.3);
+        match reader.rest {
+            Rest::None => {}
+            Rest::Bytes(name, key) if base + len > rest => fields.push(Field {
+                name: format!("{title} {name}"),
+                key,
+                start: rest,
+                end: base + len,
+                kind: FieldKind::Bytes,
+            }),
+            Rest::Bytes(..) => {}
+            Rest::TcpOptions => tcp_options(&mut fields, pkt, rest, (base + len).min(pkt.len())),
+        }
+    }
+    fields.push(Field {
+        name: "payload".into(),
+        key: "payload",
+        start: off.min(pkt.len()),
+        end: pkt.len(),
+        kind: FieldKind::Bytes,
+    });
+    fields
 }
 
-/// Lays out the packet's headers as named fields.
-pub(super) fn layout(pkt: &[u8]) -> Vec<Field> {
-    let mut fields = Vec::new();
-    let push = |fields: &mut Vec<Field>,
-                prefix: &str,
-                base: usize,
-                table: &[(&str, &'static str, usize, usize, FieldKind)]| {
-        for &(name, key, s, e, kind) in table {
-            fields.push(Field { name: format!("{prefix}{name}"), key, start: base + s, end: base + e, kind });
-        }
-    };
-    if pkt.len() < 14 {
-        return fields;
-    }
-    push(&mut fields, "Ethernet ", 0, ETH_FIELDS);
-    let mut layers = Vec::new();
-    let mut off = 14;
-    let mut next = match u16::from_be_bytes([pkt[12], pkt[13]]) {
-        0x0800 => Some(Layer::Ip4),
-        0x86dd => Some(Layer::Ip6),
-        _ => None,
-    };
-    while let Some(layer) = next.take() {
-        let (len, mut proto) = match layer {
-            Layer::Ip4 if pkt.len() >= off + 20 => (((pkt[off] & 0x0f) as usize * 4).max(20), pkt[off + 9]),
-            Layer::Ip6 if pkt.len() >= off + 40 => (40, pkt[off + 6]),
-            Layer::Tcp if pkt.len() >= off + 20 => (((pkt[off + 12] >> 4) as usize * 4).max(20), 0),
-            Layer::Udp if pkt.len() >= off + 8 => (8, 0),
-            _ => break,
-        };
-        let (is_ip, is_ip6) = (matches!(layer, Layer::Ip4 | Layer::Ip6), matches!(layer, Layer::Ip6));
-        layers.push((layer, off, len));
-        off += len;
-        if is_ip6 {
-            // Extension headers (hop-by-hop 0, routing 43, fragment 44,
-            // destination options 60): stepped over, to what they carry.
-            while matches!(proto, 0 | 43 | 44 | 60) && pkt.len() >= off + 8 {
-                let ext = if proto == 44 { 8 } else { (pkt[off + 1] as usize + 1) * 8 };
-                proto = pkt[off];
-                off += ext;
-            }
-        }
-        if is_ip {
-            next = match proto {
-                4 => Some(Layer::Ip4),
-                41 => Some(Layer::Ip6),
-                6 => Some(Layer::Tcp),
-                17 => Some(Layer::Udp),
-                _ => None,
-            };
+/// Every key a field of [`layout`] can have, in [`LAYERS`]' order: what
+/// `--ignore` takes.
+pub(super) fn keys() -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    for reader in LAYERS.iter().filter_map(|d| d.read) {
+        keys.extend(reader.fixed.iter().map(|f| f.1));
+        match reader.rest {
+            Rest::None => {}
+            Rest::Bytes(_, key) => keys.push(key),
+            Rest::TcpOptions => keys.extend(["tcp.options", "ts.val", "ts.ecr"]),
         }
     }
-    let ip_count = layers.iter().filter(|(l, _, _)| matches!(l, Layer::Ip4 | Layer::Ip6)).count();
-    let mut ip_seen = 0;
-    for (layer, base, len) in &layers {
-        match layer {
-            Layer::Ip4 | Layer::Ip6 => {
-                let depth = match (ip_count, ip_seen) {
-                    (1, _) => "",
-                    (_, 0) => "outer ",
-                    _ => "inner ",
-                };
-                ip_seen += 1;
-                let (family, table) =
-                    if matches!(layer, Layer::Ip4) { ("IPv4", IPV4_FIELDS) } else { ("IPv6", IPV6_FIELDS) };
-                push(&mut fields, &format!("{depth}{family} "), *base, table);
-                if *len > 20 && matches!(layer, Layer::Ip4) {
-                    fields.push(Field {
-                        name: format!("{depth}IPv4 options"),
-                        key: "ip.options",
-                        start: base + 20,
-                        end: base + len,
-                        kind: FieldKind::Bytes,
-                    });
-                }
-            }
-            Layer::Tcp => {
-                push(&mut fields, "TCP ", *base, TCP_FIELDS);
-                if *len > 20 {
-                    tcp_options(&mut fields, pkt, base + 20, base + len);
-                }
-            }
-            Layer::Udp => push(&mut fields, "UDP ", *base, UDP_FIELDS),
-        }
-    }
-    fields.push(Field { name: "payload".into(), key: "payload", start: off, end: pkt.len(), kind: FieldKind::Bytes });
-    fields
+    keys.push("payload");
+    let mut seen = std::collections::HashSet::new();
+    keys.retain(|k| seen.insert(*k));
+    keys
 }
 
 /// The TCP options in `pkt[start..end]`: the timestamp option's two values
@@ -209,6 +151,75 @@ fn tcp_options(fields: &mut Vec<Field>, pkt: &[u8], start: usize, end: usize) {
 mod tests {
     use super::*;
     use crate::packet::PacketSpec;
+
+    /// The packets the language writes are read back whole: every byte in
+    /// exactly one field, and the values given at the places their fields'
+    /// readers name.
+    #[test]
+    fn written_packets_are_read_back_field_for_field() {
+        // A spec, and bytes its packet holds in fields of these keys.
+        type Expected = &'static [(&'static str, &'static [u8])];
+        let cases: &[(&str, Expected)] = &[
+            (
+                "eth/vlan(id=5)/ipv4(ttl=9,options=01010101)/gre/eth/ipv6(hlim=3)/ipv6hbh/ipv6frag/tcp(seq=7,mss=1460,ts=1,tsecr=2)/payload(len=3)",
+                &[
+                    ("vlan.tci", &[0, 5]),
+                    ("ip.ttl", &[9]),
+                    ("ip.options", &[1, 1, 1, 1]),
+                    ("gre.proto", &[0x65, 0x58]),
+                    ("ip6.hlim", &[3]),
+                    ("ip6.nh", &[0]),
+                    ("tcp.seq", &[0, 0, 0, 7]),
+                    ("ts.val", &[0, 0, 0, 1]),
+                    ("ts.ecr", &[0, 0, 0, 2]),
+                    ("payload", &[0, 0, 0]),
+                ],
+            ),
+            ("eth/ipv4/icmp(id=7,seq=9)", &[("icmp.type", &[8]), ("icmp.rest", &[0, 7, 0, 9])]),
+            ("eth/ipv6/icmpv6", &[("icmp6.type", &[128])]),
+            ("eth/ipv4/udp(dport=53)/payload(text=x)", &[("udp.dport", &[0, 53]), ("payload", b"x")]),
+            ("eth/ipv4/ipv4(src=10.1.1.1)/tcp", &[("ip.src", &[10, 1, 1, 1])]),
+        ];
+        for (spec, values) in cases {
+            let pkt = PacketSpec::parse(spec).unwrap().packet(0).unwrap();
+            let mut fields = layout(&pkt);
+            for (key, bytes) in *values {
+                // The last field of a key: an inner header's.
+                let f = fields.iter().rfind(|f| f.key == *key).unwrap_or_else(|| panic!("{spec}: no {key}"));
+                assert_eq!(&pkt[f.start..f.end], *bytes, "{spec}: {key}");
+            }
+            fields.sort_by_key(|f| f.start);
+            let mut at = 0;
+            for f in &fields {
+                assert_eq!(f.start, at, "{spec}: {} starts at {} after byte {at}", f.name, f.start);
+                at = f.end;
+            }
+            assert_eq!(at, pkt.len(), "{spec}");
+            assert!(fields.iter().all(|f| keys().contains(&f.key)), "{spec}");
+        }
+    }
+
+    #[test]
+    fn tunnels_name_their_headers_by_depth() {
+        let pkt = PacketSpec::parse("eth/ipv4/ipv6/udp").unwrap().packet(0).unwrap();
+        let names: Vec<String> = layout(&pkt).into_iter().map(|f| f.name).collect();
+        assert!(names.contains(&"outer IPv4 TTL".to_string()) && names.contains(&"inner IPv6 hop limit".to_string()));
+        assert!(names.contains(&"Ethernet source MAC".to_string()) && names.contains(&"UDP checksum".to_string()));
+    }
+
+    #[test]
+    fn short_and_truncated_packets_are_laid_out_without_a_panic() {
+        let pkt = PacketSpec::parse("eth/ipv4/tcp(mss=1460)").unwrap().packet(0).unwrap();
+        for n in 0..pkt.len() {
+            let fields = layout(&pkt[..n]);
+            assert!(fields.iter().all(|f| f.start <= f.end || f.start >= n), "{n}");
+            assert_eq!(fields.last().map(|f| f.key), Some("payload"), "{n}");
+        }
+        // A data offset past the end: the options stop where the bytes do.
+        let mut long = pkt.clone();
+        long[14 + 20 + 12] = 0xf0;
+        assert!(layout(&long).iter().all(|f| f.end <= long.len() || f.key != "tcp.options"));
+    }
 
     #[test]
     fn ipv6_extension_headers_are_stepped_over_to_the_transport_header() {

@@ -11,46 +11,7 @@ use std::ops::Range;
 
 use anyhow::{Result, bail, ensure};
 
-use super::layout::layout;
-
-/// The names `--ignore` takes for header fields.
-const FIELD_KEYS: &[&str] = &[
-    "eth.dst",
-    "eth.src",
-    "eth.type",
-    "ip.tos",
-    "ip.len",
-    "ip.id",
-    "ip.frag",
-    "ip.ttl",
-    "ip.proto",
-    "ip.csum",
-    "ip.src",
-    "ip.dst",
-    "ip.options",
-    "ip6.flow",
-    "ip6.len",
-    "ip6.nh",
-    "ip6.hlim",
-    "ip6.src",
-    "ip6.dst",
-    "tcp.sport",
-    "tcp.dport",
-    "tcp.seq",
-    "tcp.ack",
-    "tcp.flags",
-    "tcp.win",
-    "tcp.csum",
-    "tcp.urg",
-    "tcp.options",
-    "ts.val",
-    "ts.ecr",
-    "udp.sport",
-    "udp.dport",
-    "udp.len",
-    "udp.csum",
-    "payload",
-];
+use super::layout::{keys, layout};
 
 /// Fields a program fills from the clock or a random draw (a SYN cookie's
 /// sequence number, a TCP timestamp, an IPv4 identification, a flow label,
@@ -105,7 +66,7 @@ impl Mask {
             let v = v.as_ref().trim();
             let item = if v == "packet" {
                 Item::Packet
-            } else if let Some(key) = FIELD_KEYS.iter().find(|k| **k == v) {
+            } else if let Some(key) = keys().into_iter().find(|k| *k == v) {
                 Item::Field(key)
             } else if let Some((a, b)) = v.split_once("..") {
                 let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) else {
@@ -116,7 +77,7 @@ impl Mask {
             } else {
                 bail!(
                     "--ignore {v}: not a field, a byte range (38..42) or 'packet'; the fields are {}",
-                    FIELD_KEYS.join(", ")
+                    keys().join(", ")
                 );
             };
             if !items.contains(&item) {
@@ -204,6 +165,15 @@ mod tests {
         p[58..62].copy_from_slice(&[1, 1, 8, 10]);
         p[62..66].copy_from_slice(&[0, 0, 0, 7]);
         p
+    }
+
+    /// The guide lists every field `--ignore` takes.
+    #[test]
+    fn every_key_is_documented() {
+        let guide = include_str!("../../docs/src/guide/own-program.md");
+        for key in keys() {
+            assert!(guide.contains(&format!("`{key}`")), "docs/src/guide/own-program.md does not list {key}");
+        }
     }
 
     #[test]
