@@ -249,3 +249,37 @@ pub fn render(run: &RunRecord, format: Format, verbose: bool) -> Result<String> 
         Format::Json => json(run)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each record's `FORMATS` and its `render_form` agree: every format is
+    /// either listed and rendered, or refused by `not_written_as`, never
+    /// both or neither (read from this file, as the layers test reads the tree).
+    #[test]
+    fn each_record_lists_the_formats_it_renders() {
+        use clap::ValueEnum;
+        let all: Vec<String> = Format::value_variants().iter().map(|f| format!("Format::{f:?}")).collect();
+        let source = include_str!("mod.rs");
+        let blocks: Vec<&str> = source.split("\nimpl Rendered for ").skip(1).collect();
+        assert!(blocks.len() >= 7, "only {} records read", blocks.len());
+        for block in blocks {
+            let name = block.split_whitespace().next().unwrap();
+            let block = &block[..block.find("\n}\n").unwrap()];
+            let listed = block.split("const FORMATS: &'static [Format] = &[").nth(1).unwrap();
+            let listed: Vec<&str> = listed[..listed.find(']').unwrap()].split(", ").collect();
+            let refused = block.lines().find(|l| l.contains("not_written_as::<Self>(format)")).unwrap_or("");
+            let refused: Vec<&str> = refused.split("=>").next().unwrap().split('|').map(str::trim).collect();
+            for f in &all {
+                let (l, r) = (listed.contains(&f.as_str()), refused.contains(&f.as_str()));
+                assert!(
+                    l != r,
+                    "{name}: {f} is {}",
+                    if l { "listed and refused" } else { "neither listed nor refused" }
+                );
+            }
+            assert!(listed.contains(&"Format::Json"), "{name}: JSON is always one of the forms");
+        }
+    }
+}
