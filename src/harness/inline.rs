@@ -378,10 +378,8 @@ pub fn inline_calls(insns: &[Insn], funcs: &[FuncInfo], body: usize, scrub: Scru
     }
 
     // First pass: lay the program out, remembering where each instruction came from.
-    let mut out: Vec<(Insn, Origin)> = Vec::with_capacity(insns.len() + sites.len() * body_insns.len());
-    let mut caller_at: HashMap<usize, usize> = HashMap::new();
-    let mut copy_at: Vec<HashMap<usize, usize>> = Vec::new();
-    let mut copy_end: Vec<usize> = Vec::new();
+    let mut laid = Laid { out: Vec::with_capacity(insns.len() + sites.len() * body_insns.len()), ..Laid::default() };
+    let Laid { out, caller_at, copy_at, copy_end, kept_at, kept_funcs } = &mut laid;
     // The saved registers start at zero: live after a call on some path,
     // one may be unset on another that reaches the call, where saving it
     // would read an uninitialised register (the verifier refuses that).
@@ -438,8 +436,6 @@ pub fn inline_calls(insns: &[Insn], funcs: &[FuncInfo], body: usize, scrub: Scru
         }
         copy_at.push(at);
     }
-    let mut kept_at: HashMap<usize, usize> = HashMap::new();
-    let mut kept_funcs = Vec::new();
     for &s in starts.range(caller_end..) {
         if s == body && !called_elsewhere {
             continue;
@@ -452,15 +448,47 @@ pub fn inline_calls(insns: &[Insn], funcs: &[FuncInfo], body: usize, scrub: Scru
     }
 
     // Second pass: jumps, calls and function addresses to their new places.
+    let result = relocate(&laid, body_end)?;
+    let funcs_out = func_records(funcs, &laid.kept_funcs)?;
+    Ok(Inlined {
+        insns: result,
+        funcs: funcs_out,
+        copies: sites.len(),
+        saved_regs: saved,
+        shift: shift as i16,
+        body_depth,
+        scrubbed: scrub,
+    })
+}
+
+/// The first pass's program: each instruction with where it came from,
+/// and where the caller's, each copy's and each kept function's
+/// instructions now are.
+#[derive(Default)]
+struct Laid {
+    out: Vec<(Insn, Origin)>,
+    caller_at: HashMap<usize, usize>,
+    copy_at: Vec<HashMap<usize, usize>>,
+    /// Where each copy ends: its exits jump there.
+    copy_end: Vec<usize>,
+    kept_at: HashMap<usize, usize>,
+    /// (first instruction before, after) of each function kept.
+    kept_funcs: Vec<(usize, usize)>,
+}
+
+/// The laid-out program with its jumps, calls and function addresses
+/// pointed at their new places, and each copy's exits turned into jumps
+/// past it (`body_end`: the first instruction after the body).
+fn relocate(laid: &Laid, body_end: usize) -> Result<Vec<Insn>, NotInlined> {
     let reach = |from: usize, to: usize| -> i64 { to as i64 - from as i64 - 1 };
-    let mut result = Vec::with_capacity(out.len());
-    for (at, (mut i, origin)) in out.iter().copied().enumerate() {
+    let mut result = Vec::with_capacity(laid.out.len());
+    for (at, (mut i, origin)) in laid.out.iter().copied().enumerate() {
         // Where a jump of this instruction's function to `t` now lands.
         let local = |t: usize| match origin {
             Origin::New => None,
-            Origin::Caller(_) => caller_at.get(&t).copied(),
-            Origin::Copy(k, _) => copy_at[k].get(&t).copied().or((t == body_end).then(|| copy_end[k])),
-            Origin::Kept(_) => kept_at.get(&t).copied(),
+            Origin::Caller(_) => laid.caller_at.get(&t).copied(),
+            Origin::Copy(k, _) => laid.copy_at[k].get(&t).copied().or((t == body_end).then(|| laid.copy_end[k])),
+            Origin::Kept(_) => laid.kept_at.get(&t).copied(),
         };
         let pc = match origin {
             Origin::New => {
@@ -471,12 +499,12 @@ pub fn inline_calls(insns: &[Insn], funcs: &[FuncInfo], body: usize, scrub: Scru
         };
         if i.is_pseudo_call() || i.is_pseudo_func() {
             let t = i.call_target(pc) as usize;
-            let to = kept_at.get(&t).copied().ok_or(NotInlined::Malformed("a call to a function not kept"))?;
+            let to = laid.kept_at.get(&t).copied().ok_or(NotInlined::Malformed("a call to a function not kept"))?;
             i.imm = i32::try_from(reach(at, to)).map_err(|_| NotInlined::TooFar)?;
         } else if let Origin::Copy(k, _) = origin
             && i.code == EXIT_OP
         {
-            i = ja(i16::try_from(reach(at, copy_end[k])).map_err(|_| NotInlined::TooFar)?);
+            i = ja(i16::try_from(reach(at, laid.copy_end[k])).map_err(|_| NotInlined::TooFar)?);
         } else if let Some(t) = i.jump_target(pc) {
             let to = local(t as usize).ok_or(NotInlined::Malformed("a jump to nowhere"))?;
             let d = reach(at, to);
@@ -488,27 +516,22 @@ pub fn inline_calls(insns: &[Insn], funcs: &[FuncInfo], body: usize, scrub: Scru
         }
         result.push(i);
     }
+    Ok(result)
+}
+
+/// The BTF function records of the inlined program: the entry's, then each
+/// kept function's at its new place (none when the object had none).
+fn func_records(funcs: &[FuncInfo], kept_funcs: &[(usize, usize)]) -> Result<Vec<FuncInfo>, NotInlined> {
+    if funcs.is_empty() {
+        return Ok(Vec::new());
+    }
     let type_of = |s: usize| funcs.iter().find(|f| f.insn_off as usize == s).map(|f| f.type_id);
-    let funcs_out = if funcs.is_empty() {
-        Vec::new()
-    } else {
-        let mut v =
-            vec![FuncInfo { insn_off: 0, type_id: type_of(0).ok_or(NotInlined::Malformed("no entry record"))? }];
-        for (s, at) in kept_funcs {
-            let type_id = type_of(s).ok_or(NotInlined::Malformed("a function without a record"))?;
-            v.push(FuncInfo { insn_off: at as u32, type_id });
-        }
-        v
-    };
-    Ok(Inlined {
-        insns: result,
-        funcs: funcs_out,
-        copies: sites.len(),
-        saved_regs: saved,
-        shift: shift as i16,
-        body_depth,
-        scrubbed: scrub,
-    })
+    let mut v = vec![FuncInfo { insn_off: 0, type_id: type_of(0).ok_or(NotInlined::Malformed("no entry record"))? }];
+    for &(s, at) in kept_funcs {
+        let type_id = type_of(s).ok_or(NotInlined::Malformed("a function without a record"))?;
+        v.push(FuncInfo { insn_off: at as u32, type_id });
+    }
+    Ok(v)
 }
 
 #[cfg(test)]
