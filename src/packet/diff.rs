@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::layout::{FieldKind, layout};
+use super::layers::FieldKind;
+use super::layout::layout;
 
 fn render(kind: FieldKind, bytes: &[u8]) -> String {
     match kind {

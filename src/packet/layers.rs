@@ -9,9 +9,6 @@
 
 use anyhow::{Context, Result, ensure};
 
-use super::layout::FieldKind;
-use super::spec::checksum;
-
 /// A layer of a parsed spec: its kind and one value per field.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Layer {
@@ -221,6 +218,37 @@ const fn layer(
     read: Option<&'static Reader>,
 ) -> LayerDef {
     LayerDef { kind, name, fields, ids, write, read }
+}
+
+/// The Internet checksum (RFC 1071) over the concatenation of `parts`.
+pub(super) fn checksum(parts: &[&[u8]]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut odd: Option<u8> = None;
+    for part in parts {
+        for &b in *part {
+            match odd.take() {
+                Some(hi) => sum += u32::from(u16::from_be_bytes([hi, b])),
+                None => odd = Some(b),
+            }
+        }
+    }
+    if let Some(hi) = odd {
+        sum += u32::from(u16::from_be_bytes([hi, 0]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// How a value of a received header is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FieldKind {
+    Mac,
+    Ipv4,
+    Ipv6,
+    Number,
+    Bytes,
 }
 
 /// How a received header is read back: its bytes as named ranges, its

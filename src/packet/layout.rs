@@ -4,7 +4,7 @@
 //! comparison names when a field differs (diff.rs) and what `--ignore`
 //! leaves out of it (mask.rs).
 
-use super::layers::{Kind, LAYERS, Next, Reader, Rest};
+use super::layers::{FieldKind, Kind, LAYERS, Next, Reader, Rest};
 
 /// One named byte range of a packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,15 +16,6 @@ pub(super) struct Field {
     pub start: usize,
     pub end: usize,
     pub kind: FieldKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FieldKind {
-    Mac,
-    Ipv4,
-    Ipv6,
-    Number,
-    Bytes,
 }
 
 /// Lays out the packet's headers as named fields, each read as its layer's
