@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::layers::FieldKind;
 use super::layout::layout;
+use super::readers::FieldKind;
 
 fn render(kind: FieldKind, bytes: &[u8]) -> String {
     match kind {

@@ -4,7 +4,8 @@
 //! comparison names when a field differs (diff.rs) and what `--ignore`
 //! leaves out of it (mask.rs).
 
-use super::layers::{FieldKind, Kind, LAYERS, Next, Reader, Rest};
+use super::layers::{Kind, LAYERS};
+use super::readers::{FieldKind, Next, Reader, Rest};
 
 /// One named byte range of a packet.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@ mod layers;
 mod layout;
 pub mod mask;
 pub mod pcap;
+mod readers;
 pub mod spec;
 mod tuple;
 
