@@ -169,27 +169,48 @@ static __always_inline void bench_record(__u64 started_ns, __u64 elapsed_ns, __u
  * after each) and records the result. Does nothing when timing is disabled.
  */
 #define BENCH_TIMED_BATCH(ctx, ret, BODY, RESET)					\
-	do {										\
-		struct bench_ctl *__ctl = bench_ctl_get();				\
+	__BENCH_TIMED_CORE(ret, BODY, RESET, can_loop,					\
 		struct bench_saved_hdr __saved = {};					\
 		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
 		__u32 __mode = __ctl ? __ctl->restore_mode : 0;				\
 		enum bench_status __status = BENCH_OK;					\
-		__u64 __i = 0, __t0 = 0, __t1 = 0;					\
-										\
+		__u64 __i = 0;								\
+		__u64 __t0 = 0;								\
+		__u64 __t1 = 0;,							\
+		if (__mode != BENCH_RESTORE_NONE && bench_xdp_save(ctx, &__saved)) {	\
+			bench_record(0, 0, 0, BENCH_ERR_SHORT_PACKET);			\
+			return XDP_ABORTED;						\
+		},									\
+		if (__mode != BENCH_RESTORE_NONE &&					\
+		    bench_xdp_restore(ctx, &__saved, __mode)) {				\
+			__status = BENCH_ERR_RESTORE;					\
+			break;								\
+		}, )
+
+/*
+ * The timed loop every may_goto and inline bounded form shares: the
+ * forms' own are the loop's condition beside the count (CAN_LOOP), the
+ * declarations of __n, __status, __i, __t0 and __t1 with whatever else
+ * the form keeps (LOCALS, which may end in capping the count), what runs
+ * before the clock starts (BEFORE: saving the packet head), after each
+ * BODY before RESET (AFTER: restoring the head), and a pragma on the loop
+ * (PRAGMA). The declarations stay the forms' own because their order and
+ * initial values decide the code clang emits (a shared set once cost five
+ * more instructions in xdp-lb's timed region): as written, every object is
+ * the same instruction for instruction as with a loop written out per form.
+ */
+#define __BENCH_TIMED_CORE(ret, BODY, RESET, CAN_LOOP, LOCALS, BEFORE, AFTER, PRAGMA)	\
+	do {										\
+		struct bench_ctl *__ctl = bench_ctl_get();				\
+		LOCALS									\
+											\
 		if (__n) {								\
-			if (__mode != BENCH_RESTORE_NONE && bench_xdp_save(ctx, &__saved)) { \
-				bench_record(0, 0, 0, BENCH_ERR_SHORT_PACKET);		\
-				return XDP_ABORTED;					\
-			}								\
+			BEFORE								\
 			__t0 = bpf_ktime_get_ns();					\
-			for (__i = 0; __i < __n && can_loop; __i++) {			\
+			PRAGMA								\
+			for (__i = 0; __i < __n && CAN_LOOP; __i++) {			\
 				ret = BODY;						\
-				if (__mode != BENCH_RESTORE_NONE &&			\
-				    bench_xdp_restore(ctx, &__saved, __mode)) {		\
-					__status = BENCH_ERR_RESTORE;			\
-					break;						\
-				}							\
+				AFTER							\
 				if (RESET) {						\
 					__status = BENCH_ERR_RESET;			\
 					break;						\
@@ -205,32 +226,15 @@ static __always_inline void bench_record(__u64 started_ns, __u64 elapsed_ns, __u
  * nothing saved on the stack and no packet restore of its own (RESET does
  * all of it). For bodies that need the whole stack, such as a user's
  * program spliced into a driver.
- *
- * It repeats BENCH_TIMED_BATCH's loop on purpose: a shared core changed the
- * code clang emits for the built-in workloads' timed loops (measured: five
- * more instructions in xdp-lb's timed region), and their stored figures
- * rest on that code.
  */
 #define BENCH_TIMED_ITERATIONS(ret, BODY, RESET)					\
-	do {										\
-		struct bench_ctl *__ctl = bench_ctl_get();				\
-		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
-		enum bench_status __status = BENCH_OK;					\
-		__u64 __i = 0, __t0, __t1;						\
-										\
-		if (__n) {								\
-			__t0 = bpf_ktime_get_ns();					\
-			for (__i = 0; __i < __n && can_loop; __i++) {			\
-				ret = BODY;						\
-				if (RESET) {						\
-					__status = BENCH_ERR_RESET;			\
-					break;						\
-				}							\
-			}								\
-			__t1 = bpf_ktime_get_ns();					\
-			bench_record(__t0, __t1 - __t0, __i, __status);		\
-		}									\
-	} while (0)
+	__BENCH_TIMED_CORE(ret, BODY, RESET, can_loop, __BENCH_ITERATIONS_LOCALS(__u64), , , )
+
+#define __BENCH_ITERATIONS_LOCALS(INDEX_T)						\
+	__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
+	enum bench_status __status = BENCH_OK;						\
+	INDEX_T __i = 0;								\
+	__u64 __t0, __t1;
 
 /*
  * BENCH_TIMED_LOOP(ctx, ret, BODY, RESET): BENCH_TIMED_BATCH, then one
@@ -426,29 +430,9 @@ static __always_inline int bench_bounded_save(struct xdp_md *ctx, void *saved_ma
  * instructions, which the verifier walks 256 times for little (map_ops).
  */
 #define BENCH_TIMED_ITERATIONS_BOUNDED_INLINE(ret, BODY, RESET)				\
-	do {										\
-		struct bench_ctl *__ctl = bench_ctl_get();				\
-		__u32 __n = (__ctl && __ctl->enabled) ? __ctl->batch_iters : 0;		\
-		enum bench_status __status = BENCH_OK;					\
-		__u32 __i = 0;								\
-		__u64 __t0, __t1;							\
-											\
-		if (__n > BENCH_BOUNDED_ITERS)						\
-			__n = BENCH_BOUNDED_ITERS;					\
-		if (__n) {								\
-			__t0 = bpf_ktime_get_ns();					\
-			_Pragma("clang loop unroll(disable)")				\
-			for (__i = 0; __i < __n; __i++) {				\
-				ret = BODY;						\
-				if (RESET) {						\
-					__status = BENCH_ERR_RESET;			\
-					break;						\
-				}							\
-			}								\
-			__t1 = bpf_ktime_get_ns();					\
-			bench_record(__t0, __t1 - __t0, __i, __status);		\
-		}									\
-	} while (0)
+	__BENCH_TIMED_CORE(ret, BODY, RESET, 1, __BENCH_ITERATIONS_LOCALS(__u32)		\
+			   if (__n > BENCH_BOUNDED_ITERS) __n = BENCH_BOUNDED_ITERS;, ,	\
+			   , _Pragma("clang loop unroll(disable)"))
 
 #define BENCH_TIMED_BATCH_BOUNDED(ctx, ret, BODY, STEP)					\
 	__BENCH_TIMED_BOUNDED(ctx, ret, BODY, STEP, bench_bounded_save(ctx, &STEP##_saved, __ctl))

@@ -34,18 +34,22 @@ static __always_inline __u32 probe_iters(void)
 	return ctl ? ctl->batch_iters : 0;
 }
 
-SEC("xdp")
-int loop_may_goto(struct xdp_md *ctx)
-{
-	__u32 n = probe_iters();
-	__u64 i, t0 = bpf_ktime_get_ns();
-	int ret = 0;
+/* A may_goto loop around BODY, as BENCH_TIMED_ITERATIONS times it. */
+#define PROBE_MAY_GOTO(NAME, BODY)							\
+	SEC("xdp")									\
+	int NAME(struct xdp_md *ctx)							\
+	{										\
+		__u32 n = probe_iters();						\
+		__u64 i, t0 = bpf_ktime_get_ns();					\
+		int ret = 0;								\
+											\
+		for (i = 0; i < n && can_loop; i++)					\
+			ret = BODY(ctx);						\
+		bench_record(t0, bpf_ktime_get_ns() - t0, i, BENCH_OK);			\
+		return ret ? ret : XDP_PASS;						\
+	}
 
-	for (i = 0; i < n && can_loop; i++)
-		ret = probe_empty_body(ctx);
-	bench_record(t0, bpf_ktime_get_ns() - t0, i, BENCH_OK);
-	return ret ? ret : XDP_PASS;
-}
+PROBE_MAY_GOTO(loop_may_goto, probe_empty_body)
 
 SEC("xdp")
 int loop_bpf_for(struct xdp_md *ctx)
@@ -66,18 +70,7 @@ struct probe_loop_ctx {
 	int ret;
 };
 
-SEC("xdp")
-int loop_may_goto_call(struct xdp_md *ctx)
-{
-	__u32 n = probe_iters();
-	__u64 i, t0 = bpf_ktime_get_ns();
-	int ret = 0;
-
-	for (i = 0; i < n && can_loop; i++)
-		ret = probe_called_body(ctx);
-	bench_record(t0, bpf_ktime_get_ns() - t0, i, BENCH_OK);
-	return ret ? ret : XDP_PASS;
-}
+PROBE_MAY_GOTO(loop_may_goto_call, probe_called_body)
 
 static long probe_loop_cb(__u64 i, void *data)
 {

@@ -31,6 +31,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define LB_HASH_SEED	LB_RING_SIZE
 #define LB_HASH_SEED_V6	LB_MAX_VIPS
 
+/* The arrays indexed by a __u32, as libbpf reads a BTF-defined map. */
+#define LB_ARRAY(TYPE, ENTRIES, VALUE)							\
+	struct {									\
+		__uint(type, TYPE);							\
+		__uint(max_entries, ENTRIES);						\
+		__type(key, __u32);							\
+		__type(value, VALUE);							\
+	}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, LB_MAX_VIPS);
@@ -38,12 +47,7 @@ struct {
 	__type(value, struct lb_vip_meta);
 } vip_map SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LB_MAX_REALS);
-	__type(key, __u32);
-	__type(value, struct lb_real);
-} reals SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_ARRAY, LB_MAX_REALS, struct lb_real) reals SEC(".maps");
 
 /* One Maglev ring of LB_RING_SIZE real positions per VIP, built on the host.
  * Mmapable so that the host writes the rings with one copy: element by
@@ -80,48 +84,18 @@ struct {
 	__type(value, struct lb_real_pos_lru);
 } fallback_lru SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lb_ctl);
-} ctl_array SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_ARRAY, 1, struct lb_ctl) ctl_array SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB_MAX_VIPS);
-	__type(key, __u32);
-	__type(value, struct lb_stat);
-} vip_stats SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, LB_MAX_VIPS, struct lb_stat) vip_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB_MAX_REALS);
-	__type(key, __u32);
-	__type(value, struct lb_stat);
-} real_stats SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, LB_MAX_REALS, struct lb_stat) real_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LB_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} lb_counters SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, LB_CNT_MAX, __u64) lb_counters SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lb_flowgen);
-} flowgen SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_ARRAY, 1, struct lb_flowgen) flowgen SEC(".maps");
 
 /* The flow generator's precomputed words (flow spaces of up to LB_FLOW_TABLE_SIZE). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct lb_flow_table);
-} flow_words SEC(".maps");
+LB_ARRAY(BPF_MAP_TYPE_ARRAY, 1, struct lb_flow_table) flow_words SEC(".maps");
 
 /* Never read: puts the shared enums into BTF (see lb_common.h). */
 const volatile struct lb_host_enums lb_host_enums;
@@ -199,6 +173,19 @@ static __always_inline int lb_parse_l4(void *l4, void *data_end, struct lb_packe
 	return 1;
 }
 
+/* lb_parse_l4's answer as lb_parse gives it: -1 to continue, else a verdict. */
+static __always_inline int lb_l4_verdict(int parsed)
+{
+	switch (parsed) {
+	case 0:
+		return -1;
+	case 1:
+		return XDP_PASS;
+	default:
+		return XDP_DROP;
+	}
+}
+
 /* Parses Ethernet, IP and L4. Returns an XDP verdict, or -1 to continue. */
 static __always_inline int lb_parse(void *data, void *data_end, struct lb_packet *p)
 {
@@ -224,14 +211,7 @@ static __always_inline int lb_parse(void *data, void *data_end, struct lb_packet
 		p->pkt_bytes = bpf_ntohs(ip->tot_len);
 		p->tos = ip->tos;
 		p->is_ipv6 = 0;
-		switch (lb_parse_l4(ip + 1, data_end, p)) {
-		case 0:
-			return -1;
-		case 1:
-			return XDP_PASS;
-		default:
-			return XDP_DROP;
-		}
+		return lb_l4_verdict(lb_parse_l4(ip + 1, data_end, p));
 	}
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
@@ -248,14 +228,7 @@ static __always_inline int lb_parse(void *data, void *data_end, struct lb_packet
 		p->pkt_bytes = bpf_ntohs(ip6->payload_len) + sizeof(struct ipv6hdr);
 		p->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
 		p->is_ipv6 = 1;
-		switch (lb_parse_l4(ip6 + 1, data_end, p)) {
-		case 0:
-			return -1;
-		case 1:
-			return XDP_PASS;
-		default:
-			return XDP_DROP;
-		}
+		return lb_l4_verdict(lb_parse_l4(ip6 + 1, data_end, p));
 	}
 #ifdef LB_EXTRA_EXIT_INSN
 	{
@@ -374,24 +347,31 @@ static __always_inline void lb_write_eth(struct ethhdr *new_eth, struct ethhdr *
 	new_eth->h_proto = bpf_htons(proto);
 }
 
-static __always_inline int lb_encap_ipip(struct xdp_md *ctx, struct lb_packet *p, struct lb_real *real,
-					 struct lb_ctl *ctl)
+/* Makes room for an outer header of hdr_len bytes between Ethernet and the
+ * packet's own header, and writes the new Ethernet header; returns the outer
+ * header, or NULL where the head cannot move or the packet is too short. */
+static __always_inline void *lb_push_outer(struct xdp_md *ctx, struct lb_ctl *ctl, __u32 hdr_len, __u16 proto)
 {
-	void *data, *data_end;
+	void *data, *data_end, *outer;
 	struct ethhdr *new_eth, *old_eth;
-	struct iphdr *outer;
-	__u32 suffix;
 
-	if (bpf_xdp_adjust_head(ctx, 0 - (int)sizeof(struct iphdr)))
-		return XDP_DROP;
+	if (bpf_xdp_adjust_head(ctx, 0 - (int)hdr_len))
+		return NULL;
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;
 	new_eth = data;
-	old_eth = data + sizeof(struct iphdr);
+	old_eth = data + hdr_len;
 	outer = data + sizeof(struct ethhdr);
-	if ((void *)(old_eth + 1) > data_end || (void *)(outer + 1) > data_end)
-		return XDP_DROP;
-	lb_write_eth(new_eth, old_eth, ctl, ETH_P_IP);
+	if ((void *)(old_eth + 1) > data_end || outer + hdr_len > data_end)
+		return NULL;
+	lb_write_eth(new_eth, old_eth, ctl, proto);
+	return outer;
+}
+
+/* The outer IPv4 header of IP-in-IP to an IPv4 real. */
+static __always_inline void lb_fill_ipip(struct iphdr *outer, struct lb_packet *p, struct lb_real *real)
+{
+	__u32 suffix;
 
 	/* 172.16.X.Y, X.Y = the client address's last two bytes ^ its source port. */
 	suffix = ((__u32)p->flow.port16[0] << 16) ^ p->flow.src;
@@ -406,27 +386,12 @@ static __always_inline int lb_encap_ipip(struct xdp_md *ctx, struct lb_packet *p
 	outer->saddr = (suffix & 0xffff0000) | LB_IPIP_V4_PREFIX_BE;
 	outer->daddr = real->addr[0];
 	lb_ipv4_csum(outer);
-	return XDP_TX;
 }
 
-static __always_inline int lb_encap_ipv6(struct xdp_md *ctx, struct lb_packet *p, struct lb_real *real,
-					 struct lb_ctl *ctl)
+/* The outer IPv6 header of IPv6-in-IPv6 or IPv4-in-IPv6 to an IPv6 real. */
+static __always_inline void lb_fill_ipv6(struct ipv6hdr *outer, struct lb_packet *p, struct lb_real *real)
 {
-	void *data, *data_end;
-	struct ethhdr *new_eth, *old_eth;
-	struct ipv6hdr *outer;
 	__be32 client_low;
-
-	if (bpf_xdp_adjust_head(ctx, 0 - (int)sizeof(struct ipv6hdr)))
-		return XDP_DROP;
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	new_eth = data;
-	old_eth = data + sizeof(struct ipv6hdr);
-	outer = data + sizeof(struct ethhdr);
-	if ((void *)(old_eth + 1) > data_end || (void *)(outer + 1) > data_end)
-		return XDP_DROP;
-	lb_write_eth(new_eth, old_eth, ctl, ETH_P_IPV6);
 
 	outer->version = 6;
 	outer->priority = p->tos >> 4;
@@ -443,7 +408,6 @@ static __always_inline int lb_encap_ipv6(struct xdp_md *ctx, struct lb_packet *p
 	outer->saddr.in6_u.u6_addr32[2] = 0;
 	outer->saddr.in6_u.u6_addr32[3] = client_low ^ (__u32)p->flow.port16[0];
 	__builtin_memcpy(&outer->daddr, real->addr, 16);
-	return XDP_TX;
 }
 
 #ifdef LB_EXTRA_WORK
@@ -468,6 +432,7 @@ static __always_inline int lb_process(struct xdp_md *ctx)
 	struct lb_packet p = {};
 	struct lb_vip_meta *vip;
 	struct lb_real *real;
+	struct iphdr *outer4;
 	struct lb_ctl *ctl;
 	void *lru = NULL;
 	__u32 zero = 0, pos;
@@ -521,11 +486,21 @@ static __always_inline int lb_process(struct xdp_md *ctx)
 	lb_stat_add(&vip_stats, vip->vip_num, p.pkt_bytes);
 	lb_stat_add(&real_stats, pos, p.pkt_bytes);
 
-	if (real->flags & LB_REAL_IPV6)
-		return lb_encap_ipv6(ctx, &p, real, ctl);
+	if (real->flags & LB_REAL_IPV6) {
+		struct ipv6hdr *outer6 = lb_push_outer(ctx, ctl, sizeof(*outer6), ETH_P_IPV6);
+
+		if (!outer6)
+			return XDP_DROP;
+		lb_fill_ipv6(outer6, &p, real);
+		return XDP_TX;
+	}
 	if (p.is_ipv6)
 		return XDP_DROP;	/* IPv6 client cannot go to an IPv4 real */
-	return lb_encap_ipip(ctx, &p, real, ctl);
+	outer4 = lb_push_outer(ctx, ctl, sizeof(*outer4), ETH_P_IP);
+	if (!outer4)
+		return XDP_DROP;
+	lb_fill_ipip(outer4, &p, real);
+	return XDP_TX;
 }
 
 /*
@@ -568,6 +543,19 @@ static __always_inline __u16 lb_csum_with(__u32 partial, __be32 to)
 	return lb_csum_fold(partial + (to & 0xffff) + (to >> 16));
 }
 
+/* The L4 checksum for the new address, at the UDP or the TCP offset (UDP's
+ * zero, "no checksum", written as its ones' complement twin). */
+static __always_inline void lb_flowgen_l4_csum(void *data, struct lb_flowgen *g, __be32 new, const int udp_off,
+					       const int tcp_off)
+{
+	__u16 l4 = lb_csum_with(g->l4_partial, new);
+
+	if (g->l4_is_udp)
+		*(__u16 *)(data + udp_off) = l4 ? l4 : 0xffff;
+	else
+		*(__u16 *)(data + tcp_off) = l4;
+}
+
 /*
  * Reset-block half owned by the workload: give the packet the flow of the
  * current sequence number. Address and checksums are written as absolute
@@ -582,7 +570,6 @@ static __always_inline int lb_flowgen_write(struct xdp_md *ctx, struct lb_flowge
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 idx = (g->seq >> (g->repeat_shift & 31)) & g->mask;
 	__be32 new;
-	__u16 l4;
 
 	if (g->mask < LB_FLOW_TABLE_SIZE) {
 		/* The words precomputed: copied, not computed (two checksum folds less). */
@@ -621,43 +608,29 @@ static __always_inline int lb_flowgen_write(struct xdp_md *ctx, struct lb_flowge
 			return -1;
 		*(__be32 *)(data + LB_FLOWGEN_V4_ADDR) = new;
 		*(__u16 *)(data + LB_FLOWGEN_V4_L3_CSUM) = lb_csum_with(g->l3_partial, new);
-		l4 = lb_csum_with(g->l4_partial, new);
-		if (g->l4_is_udp)
-			*(__u16 *)(data + LB_FLOWGEN_V4_UDP_CSUM) = l4 ? l4 : 0xffff;
-		else
-			*(__u16 *)(data + LB_FLOWGEN_V4_TCP_CSUM) = l4;
+		lb_flowgen_l4_csum(data, g, new, LB_FLOWGEN_V4_UDP_CSUM, LB_FLOWGEN_V4_TCP_CSUM);
 		return 0;
 	}
 	if (data + LB_FLOWGEN_V6_END > data_end)
 		return -1;
 	*(__be32 *)(data + LB_FLOWGEN_V6_ADDR) = new;
-	l4 = lb_csum_with(g->l4_partial, new);
-	if (g->l4_is_udp)
-		*(__u16 *)(data + LB_FLOWGEN_V6_UDP_CSUM) = l4 ? l4 : 0xffff;
-	else
-		*(__u16 *)(data + LB_FLOWGEN_V6_TCP_CSUM) = l4;
+	lb_flowgen_l4_csum(data, g, new, LB_FLOWGEN_V6_UDP_CSUM, LB_FLOWGEN_V6_TCP_CSUM);
 	return 0;
 }
 
-static __always_inline struct lb_flowgen *lb_flowgen_get(void)
+/* The one entry of a single-entry array map. */
+static __always_inline void *lb_only_entry(void *map)
 {
 	__u32 zero = 0;
 
-	return bpf_map_lookup_elem(&flowgen, &zero);
-}
-
-static __always_inline struct lb_flow_table *lb_flow_table_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&flow_words, &zero);
+	return bpf_map_lookup_elem(map, &zero);
 }
 
 /* Writes the current flow into the packet, when the generator is on. */
 static __always_inline int lb_flowgen_apply(struct xdp_md *ctx)
 {
-	struct lb_flowgen *g = lb_flowgen_get();
-	struct lb_flow_table *t = lb_flow_table_get();
+	struct lb_flowgen *g = lb_only_entry(&flowgen);
+	struct lb_flow_table *t = lb_only_entry(&flow_words);
 
 	if (!g || !t)
 		return -1;
@@ -678,8 +651,8 @@ static __always_inline int lb_flowgen_next_of(struct xdp_md *ctx, struct lb_flow
 
 static __always_inline int lb_flowgen_next(struct xdp_md *ctx)
 {
-	struct lb_flowgen *g = lb_flowgen_get();
-	struct lb_flow_table *t = lb_flow_table_get();
+	struct lb_flowgen *g = lb_only_entry(&flowgen);
+	struct lb_flow_table *t = lb_only_entry(&flow_words);
 
 	return g && t ? lb_flowgen_next_of(ctx, g, t) : -1;
 }
@@ -692,8 +665,8 @@ static __always_inline int lb_flowgen_next(struct xdp_md *ctx)
 	SEC("xdp")                                                             \
 	int name(struct xdp_md *ctx)                                           \
 	{                                                                      \
-		struct lb_flowgen *g = lb_flowgen_get();                       \
-		struct lb_flow_table *t = lb_flow_table_get();                 \
+		struct lb_flowgen *g = lb_only_entry(&flowgen);                       \
+		struct lb_flow_table *t = lb_only_entry(&flow_words);                 \
 		int ret = XDP_ABORTED;                                         \
                                                                                \
 		if (!g || !t || (g->enabled && lb_flowgen_write(ctx, g, t)))   \
