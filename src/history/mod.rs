@@ -15,12 +15,12 @@ pub mod sql;
 use std::cell::RefCell;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::record::changes::Point;
 use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
-use crate::record::{BenchmarkId, RunRecord, RunSummary, parse_run};
+use crate::record::{BenchmarkId, Environment, RunRecord, RunSummary, parse_run};
 pub use location::{Location, default_path};
 pub use schema::DB_SCHEMA_VERSION;
 use schema::testbed_values;
@@ -149,16 +149,49 @@ pub enum Stored {
     Live,
 }
 
+/// How a kind of stored record is spoken of.
+struct StoredNames {
+    /// One record.
+    noun: &'static str,
+    /// The flag of `history` and `show` that selects the kind.
+    flag: &'static str,
+    stored_by: &'static str,
+}
+
+impl Stored {
+    /// The kind `history` and `show` mean: runs, or with `--ab` paired
+    /// comparisons, or with `--live` live runs (the command line keeps the
+    /// two flags apart).
+    pub fn chosen(ab: bool, live: bool) -> Stored {
+        match (ab, live) {
+            (true, _) => Stored::Paired,
+            (false, true) => Stored::Live,
+            (false, false) => Stored::Runs,
+        }
+    }
+
+    fn names(self) -> StoredNames {
+        let (noun, flag, stored_by) = match self {
+            Stored::Runs => ("run", "", "'bpfbench run' stores its runs"),
+            Stored::Paired => ("paired comparison", " --ab", "'bpfbench ab' stores its comparisons"),
+            Stored::Live => ("live run", " --live", "'bpfbench live' stores its runs"),
+        };
+        StoredNames { noun, flag, stored_by }
+    }
+
+    /// A record's id as the user gave it to `show`.
+    pub fn parse_id(self, id: &str) -> Result<i64> {
+        let StoredNames { noun, flag, .. } = self.names();
+        id.parse().map_err(|_| anyhow!("'{id}' is not a {noun}'s id; 'bpfbench history{flag}' lists them"))
+    }
+}
+
 impl History {
     /// Opens a history that must exist already: reading commands do not
     /// create an empty one where a user mistyped `--db`.
     pub fn open_existing(location: &Location, what: Stored) -> Result<History> {
         if !location.exists() {
-            let by = match what {
-                Stored::Runs => "'bpfbench run' stores its runs",
-                Stored::Paired => "'bpfbench ab' stores its comparisons",
-                Stored::Live => "'bpfbench live' stores its runs",
-            };
+            let by = what.names().stored_by;
             bail!("no history yet at {location}; {by} there unless --no-store is given");
         }
         History::open(location.clone())
@@ -349,24 +382,9 @@ impl History {
 
     /// Stores a paired comparison; returns its id.
     pub fn store_paired(&mut self, rec: &PairedRecord) -> Result<i64> {
-        let env = &rec.environment;
-        let [testbed_id, testbed_name] = testbed_values(env.testbed.as_ref());
-        self.insert_returning_id(
-            "INSERT INTO paired (tag, started_at, a, b, kernel, cpu_model, record_json, testbed_id, testbed_name)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-            &[
-                rec.tag.clone().into(),
-                (env.started_at as i64).into(),
-                (&rec.a).into(),
-                (&rec.b).into(),
-                (&env.kernel).into(),
-                (&env.cpu_model).into(),
-                serde_json::to_string(rec)?.into(),
-                testbed_id,
-                testbed_name,
-            ],
-            "comparison",
-        )
+        let json = serde_json::to_string(rec)?;
+        let own = [("a", (&rec.a).into()), ("b", (&rec.b).into())];
+        self.store_record("paired", rec.tag.as_ref(), &rec.environment, &own, json, "comparison")
     }
 
     /// The paired comparison with this id.
@@ -386,23 +404,35 @@ impl History {
 
     /// Stores a live run; returns its id.
     pub fn store_live(&mut self, rec: &LiveRecord) -> Result<i64> {
-        let env = &rec.environment;
+        let json = serde_json::to_string(rec)?;
+        let own = [("program", (&rec.program).into())];
+        self.store_record("live", rec.tag.as_ref(), &rec.environment, &own, json, "live run")
+    }
+
+    /// Inserts a record of a table of whole records (paired, live): the
+    /// columns every such table has, `own` (the table's own columns)
+    /// between them; returns its id.
+    fn store_record(
+        &mut self,
+        table: &str,
+        tag: Option<&String>,
+        env: &Environment,
+        own: &[(&str, Value)],
+        json: String,
+        what: &str,
+    ) -> Result<i64> {
         let [testbed_id, testbed_name] = testbed_values(env.testbed.as_ref());
-        self.insert_returning_id(
-            "INSERT INTO live (tag, started_at, program, kernel, cpu_model, record_json, testbed_id, testbed_name)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-            &[
-                rec.tag.clone().into(),
-                (env.started_at as i64).into(),
-                (&rec.program).into(),
-                (&env.kernel).into(),
-                (&env.cpu_model).into(),
-                serde_json::to_string(rec)?.into(),
-                testbed_id,
-                testbed_name,
-            ],
-            "live run",
-        )
+        let mut columns = vec!["tag", "started_at"];
+        let mut values: Vec<Value> = vec![tag.cloned().into(), (env.started_at as i64).into()];
+        for (column, value) in own {
+            columns.push(column);
+            values.push(value.clone());
+        }
+        columns.extend(["kernel", "cpu_model", "record_json", "testbed_id", "testbed_name"]);
+        values.extend([(&env.kernel).into(), (&env.cpu_model).into(), json.into(), testbed_id, testbed_name]);
+        let places: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+        let sql = format!("INSERT INTO {table} ({}) VALUES ({}) RETURNING id", columns.join(", "), places.join(", "));
+        self.insert_returning_id(&sql, &values, what)
     }
 
     /// The live run with this id.

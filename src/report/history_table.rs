@@ -1,7 +1,7 @@
 //! The listings of stored results: `history` (runs, one benchmark's
 //! medians), `history --ab` (paired comparisons) and `history --live`.
 
-use super::grid::{self, Grid};
+use super::grid::{self, Column, Grid};
 use crate::record::RunSummary;
 use crate::record::live::LiveRecord;
 use crate::record::paired::PairedRecord;
@@ -10,29 +10,14 @@ use crate::stats::two_sample::Verdict;
 /// Stored runs, newest first; with `benchmarks`, a row per run and benchmark
 /// it measured, with the median (a benchmark column when there are several).
 pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
-    let mut columns = vec![
-        grid::right("run"),
-        grid::left("started (UTC)"),
-        grid::left("tag"),
-        grid::left("commit"),
-        grid::left("kernel"),
-        grid::left("testbed"),
-    ];
+    let mut columns = vec![grid::left("commit"), grid::left("kernel"), grid::left("testbed")];
     match benchmarks {
         [] => columns.push(grid::right("benchmarks")),
         [one] => columns.push(grid::left(format!("{one}: p50 ns/op [95% CI] n"))),
         _ => columns.extend([grid::left("benchmark"), grid::left("p50 ns/op [95% CI] n")]),
     }
-    let mut g = Grid::new(columns);
-    for r in runs {
-        let mut cells = vec![
-            r.id.to_string(),
-            utc(r.started_at),
-            r.tag.clone().unwrap_or_else(|| "-".into()),
-            r.git_commit.clone(),
-            r.kernel.clone(),
-            r.testbed.clone().unwrap_or_else(|| "-".into()),
-        ];
+    let rows = runs.iter().map(|r| {
+        let mut cells = vec![r.git_commit.clone(), r.kernel.clone(), r.testbed.clone().unwrap_or_else(|| "-".into())];
         let median = match (r.median_ns, r.ci95_ns, r.samples) {
             (Some(m), Some((lo, hi)), Some(n)) => format!("{m:.2} [{lo:.2}, {hi:.2}] n={n}"),
             (Some(m), _, _) => format!("{m:.2}"),
@@ -43,60 +28,54 @@ pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
             [_] => cells.push(median),
             _ => cells.extend([r.benchmark.clone().unwrap_or_default(), median]),
         }
-        g.row(cells);
-    }
-    g.plain()
+        (r.id, r.started_at, r.tag.as_ref(), cells)
+    });
+    listing("run", columns, rows)
 }
 
 /// Stored paired comparisons, newest first, with their geometric-mean ratio.
 pub fn paired(rows: &[(i64, PairedRecord)]) -> String {
-    let mut g = Grid::new(vec![
-        grid::right("ab"),
-        grid::left("started (UTC)"),
-        grid::left("tag"),
-        grid::right("cases"),
-        grid::left("A"),
-        grid::left("B"),
-        grid::left("geomean B/A"),
-    ]);
-    for (id, r) in rows {
+    let columns = vec![grid::right("cases"), grid::left("A"), grid::left("B"), grid::left("geomean B/A")];
+    let rows = rows.iter().map(|(id, r)| {
         let geomean = r.geomean_ratio.map_or("-".into(), |g| {
             format!("{g:.4} ({} slower, {} faster)", r.count(Verdict::Slower), r.count(Verdict::Faster))
         });
-        g.row(vec![
-            id.to_string(),
-            utc(r.environment.started_at),
-            r.tag.clone().unwrap_or_else(|| "-".into()),
-            r.cases.len().to_string(),
-            r.a.clone(),
-            r.b.clone(),
-            geomean,
-        ]);
-    }
-    g.plain()
+        let cells = vec![r.cases.len().to_string(), r.a.clone(), r.b.clone(), geomean];
+        (*id, r.environment.started_at, r.tag.as_ref(), cells)
+    });
+    listing("ab", columns, rows)
 }
 
 /// Stored live runs, newest first, with the first step's received rate.
 pub fn live(rows: &[(i64, LiveRecord)]) -> String {
-    let mut g = Grid::new(vec![
-        grid::right("live"),
-        grid::left("started (UTC)"),
-        grid::left("tag"),
-        grid::left("program"),
-        grid::left("sweep"),
-        grid::right("steps"),
-        grid::right("Mpps (first step)"),
-    ]);
-    for (id, r) in rows {
-        g.row(vec![
-            id.to_string(),
-            utc(r.environment.started_at),
-            r.tag.clone().unwrap_or_else(|| "-".into()),
+    let columns =
+        vec![grid::left("program"), grid::left("sweep"), grid::right("steps"), grid::right("Mpps (first step)")];
+    let rows = rows.iter().map(|(id, r)| {
+        let cells = vec![
             r.program.clone(),
             r.sweep.map_or("-", |v| v.name()).to_string(),
             r.steps.len().to_string(),
             r.steps.first().map_or("-".into(), |s| format!("{:.3}", s.received_pps / 1e6)),
-        ]);
+        ];
+        (*id, r.environment.started_at, r.tag.as_ref(), cells)
+    });
+    listing("live", columns, rows)
+}
+
+/// A listing of stored records: each record's id (under `id_head`), when
+/// it started and its tag, then the kind's `own` columns.
+fn listing<'a>(
+    id_head: &str,
+    own: Vec<Column>,
+    rows: impl Iterator<Item = (i64, u64, Option<&'a String>, Vec<String>)>,
+) -> String {
+    let mut columns = vec![grid::right(id_head), grid::left("started (UTC)"), grid::left("tag")];
+    columns.extend(own);
+    let mut g = Grid::new(columns);
+    for (id, started_at, tag, cells) in rows {
+        let mut row = vec![id.to_string(), utc(started_at), tag.map_or("-", String::as_str).to_string()];
+        row.extend(cells);
+        g.row(row);
     }
     g.plain()
 }

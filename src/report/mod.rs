@@ -98,6 +98,24 @@ pub fn render_as<R: Rendered>(record: &R, format: Format) -> Result<String> {
     record.render_form(format)
 }
 
+/// The forms of a record written as a table, JSON or CSV.
+const TABLE_JSON_CSV: &[Format] = &[Format::Table, Format::Json, Format::Csv];
+
+/// `record` in one of [`TABLE_JSON_CSV`]'s forms, by its table and CSV writers.
+fn table_json_or_csv<R: Rendered>(
+    record: &R,
+    format: Format,
+    table: fn(&R) -> String,
+    csv: fn(&R) -> Result<String>,
+) -> Result<String> {
+    match format {
+        Format::Table => Ok(table(record)),
+        Format::Csv => csv(record),
+        Format::Json => json(record),
+        Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<R>(format)),
+    }
+}
+
 impl Rendered for PairedRecord {
     const NAME: &'static str = "a paired comparison";
     const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Bmf, Format::Markdown];
@@ -168,53 +186,33 @@ impl Rendered for ComparisonRecord {
 
 impl Rendered for MatrixRecord {
     const NAME: &'static str = "a kernel matrix";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
     fn render_form(&self, format: Format) -> Result<String> {
-        match format {
-            Format::Csv => matrix_table::csv(self),
-            Format::Table => Ok(matrix_table::table(self)),
-            Format::Json => json(self),
-            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
-        }
+        table_json_or_csv(self, format, matrix_table::table, matrix_table::csv)
     }
 }
 
 impl Rendered for LiveRecord {
     const NAME: &'static str = "a live run";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
     fn render_form(&self, format: Format) -> Result<String> {
-        match format {
-            Format::Csv => live_table::csv(self),
-            Format::Table => Ok(live_table::render(self)),
-            Format::Json => json(self),
-            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
-        }
+        table_json_or_csv(self, format, live_table::render, live_table::csv)
     }
 }
 
 impl Rendered for GenRecord {
     const NAME: &'static str = "a gen run";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
     fn render_form(&self, format: Format) -> Result<String> {
-        match format {
-            Format::Csv => gen_table::csv(self),
-            Format::Table => Ok(gen_table::summary(self)),
-            Format::Json => json(self),
-            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
-        }
+        table_json_or_csv(self, format, gen_table::summary, gen_table::csv)
     }
 }
 
 impl Rendered for VerifierReport {
     const NAME: &'static str = "a verifier report";
-    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
+    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
     fn render_form(&self, format: Format) -> Result<String> {
-        match format {
-            Format::Csv => verifier_table::csv(self),
-            Format::Table => Ok(verifier_table::render(self)),
-            Format::Json => json(self),
-            Format::Bmf | Format::Gobench | Format::Markdown => Err(not_written_as::<Self>(format)),
-        }
+        table_json_or_csv(self, format, verifier_table::render, verifier_table::csv)
     }
 }
 

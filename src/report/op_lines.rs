@@ -11,22 +11,22 @@ use crate::stats::Summary;
 
 /// `ops_per_s` in the largest unit that keeps it at or above 1.
 fn rate(ops_per_s: f64) -> (f64, &'static str) {
-    if ops_per_s >= 1e6 {
-        (ops_per_s / 1e6, "M")
-    } else if ops_per_s >= 1e3 {
-        (ops_per_s / 1e3, "K")
-    } else {
-        (ops_per_s, " ")
-    }
+    scaled(ops_per_s, ["M", "K", " "])
 }
 
 fn duration(ns: f64) -> (f64, &'static str) {
-    if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "us")
+    scaled(ns, ["ms", "us", "ns"])
+}
+
+/// `x` in millions, thousands or ones, the largest that keeps it at or
+/// above 1, with that unit's name.
+fn scaled(x: f64, [millions, thousands, ones]: [&'static str; 3]) -> (f64, &'static str) {
+    if x >= 1e6 {
+        (x / 1e6, millions)
+    } else if x >= 1e3 {
+        (x / 1e3, thousands)
     } else {
-        (ns, "ns")
+        (x, ones)
     }
 }
 

@@ -1,18 +1,17 @@
-//! `bpfbench live`: a program on a veth under generated traffic, and the
-//! stored live runs (`history --live`, `show --live`).
+//! `bpfbench live`: a program on a veth under generated traffic (its stored
+//! runs are listed and shown by stored.rs).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use bpfbench::history::{History, Location, RunFilter, Stored};
+use bpfbench::history::History;
 use bpfbench::live::LiveObserver;
 use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
-use bpfbench::report::{check_format, history_table, live_plot, render_as};
-use bpfbench::session::output::OutputArgs;
+use bpfbench::report::{check_format, live_plot, render_as};
 use bpfbench::system::{self, interrupt};
 use bpfbench::traffic::topology::cleanup;
 use bpfbench::workloads::live::LiveArgs;
@@ -91,19 +90,4 @@ pub fn live(args: &LiveArgs) -> Result<ExitCode> {
         eprintln!("bpfbench: drew {}", path.display());
     }
     Ok(if record.interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
-}
-
-pub fn history(limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCode> {
-    let h = History::open_existing(db, Stored::Live)?;
-    print!("{}", history_table::live(&h.list_live_in(limit, select)?));
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn show(id: &str, out: &OutputArgs, db: &Location) -> Result<ExitCode> {
-    let Ok(id) = id.parse::<i64>() else {
-        bail!("'{id}' is not a live run's id; 'bpfbench history --live' lists them")
-    };
-    let record = History::open_existing(db, Stored::Live)?.load_live(id)?;
-    out.emit(&render_as(&record, out.format)?)?;
-    Ok(ExitCode::SUCCESS)
 }

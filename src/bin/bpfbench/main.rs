@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use bpfbench::history::Stored;
 use bpfbench::record::verifier::VerifierReport;
 use bpfbench::report::render_as;
 use bpfbench::session::output::OutputArgs;
@@ -85,14 +86,12 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args, workload_matches.as_ref().expect("run has matches")),
         Command::Loops { cpu, iters, samples } => loops(cpu, iters, samples),
         Command::Verifier { a, b, open, out } => verifier(&a, b.as_deref(), &open, &out),
-        Command::History { limit, live: true, select, db, .. } => live::history(limit, &select, &db.location()),
-        Command::History { scenario, limit, ab: false, select, db, .. } => {
-            stored::history(scenario.as_deref(), limit, &select, &db.location())
+        Command::History { scenario, limit, ab, live, select, db } => {
+            stored::history(Stored::chosen(ab, live), scenario.as_deref(), limit, &select, &db.location())
         }
-        Command::History { limit, ab: true, select, db, .. } => stored::history_paired(limit, &select, &db.location()),
-        Command::Show { run, live: true, out, db, .. } => live::show(&run, &out, &db.location()),
-        Command::Show { run, ab: false, out, verbose, db, .. } => stored::show(&run, &out, verbose, &db.location()),
-        Command::Show { run, ab: true, out, db, .. } => stored::show_paired(&run, &out, &db.location()),
+        Command::Show { run, ab, live, out, verbose, db } => {
+            stored::show(Stored::chosen(ab, live), &run, &out, verbose, &db.location())
+        }
         Command::Changes { scenario, select, alpha, min_runs, out, db } => {
             stored::changes(scenario.as_deref(), &select, (alpha, min_runs), &out, &db.location())
         }

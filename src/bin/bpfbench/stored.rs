@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use bpfbench::compare::Gate;
 use bpfbench::history::{History, Location, RunFilter, Stored, resolve_runs};
@@ -16,11 +16,25 @@ use bpfbench::session::stored;
 
 use crate::output::print_comparison;
 
-pub fn history(scenario: Option<&str>, limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCode> {
-    let h = History::open_existing(db, Stored::Runs)?;
-    // A scenario measured in several modes lists each (a row per run and benchmark).
-    let benchmarks = stored::benchmarks_named(&h, scenario)?.unwrap_or_default();
-    print!("{}", history_table::runs(&h.list_in(&benchmarks, limit, select)?, &benchmarks));
+/// `history`, `history --ab` or `history --live`: the stored records of one kind, newest first.
+pub fn history(
+    what: Stored,
+    scenario: Option<&str>,
+    limit: usize,
+    select: &RunFilter,
+    db: &Location,
+) -> Result<ExitCode> {
+    let h = History::open_existing(db, what)?;
+    let listing = match what {
+        Stored::Runs => {
+            // A scenario measured in several modes lists each (a row per run and benchmark).
+            let benchmarks = stored::benchmarks_named(&h, scenario)?.unwrap_or_default();
+            history_table::runs(&h.list_in(&benchmarks, limit, select)?, &benchmarks)
+        }
+        Stored::Paired => history_table::paired(&h.list_paired_in(limit, select)?),
+        Stored::Live => history_table::live(&h.list_live_in(limit, select)?),
+    };
+    print!("{listing}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -48,25 +62,18 @@ pub fn report(output: &Path, scenario: Option<&str>, select: &RunFilter, db: &Lo
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn show(run: &str, out: &OutputArgs, verbose: bool, db: &Location) -> Result<ExitCode> {
-    report::check_run_format(out.format)?;
-    let (runs, _) = resolve_runs(run, db, 1, &RunFilter::default())?;
-    out.emit(&report::render(&runs[0], out.format, verbose)?)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn history_paired(limit: usize, select: &RunFilter, db: &Location) -> Result<ExitCode> {
-    let h = History::open_existing(db, Stored::Paired)?;
-    print!("{}", history_table::paired(&h.list_paired_in(limit, select)?));
-    Ok(ExitCode::SUCCESS)
-}
-
-pub fn show_paired(id: &str, out: &OutputArgs, db: &Location) -> Result<ExitCode> {
-    let Ok(id) = id.parse::<i64>() else {
-        bail!("'{id}' is not a paired comparison's id; 'bpfbench history --ab' lists them")
+/// `show`, `show --ab` or `show --live`: one stored record.
+pub fn show(what: Stored, id: &str, out: &OutputArgs, verbose: bool, db: &Location) -> Result<ExitCode> {
+    let rendered = match what {
+        Stored::Runs => {
+            report::check_run_format(out.format)?;
+            let (runs, _) = resolve_runs(id, db, 1, &RunFilter::default())?;
+            report::render(&runs[0], out.format, verbose)?
+        }
+        Stored::Paired => render_as(&History::open_existing(db, what)?.load_paired(what.parse_id(id)?)?, out.format)?,
+        Stored::Live => render_as(&History::open_existing(db, what)?.load_live(what.parse_id(id)?)?, out.format)?,
     };
-    let record = History::open_existing(db, Stored::Paired)?.load_paired(id)?;
-    out.emit(&render_as(&record, out.format)?)?;
+    out.emit(&rendered)?;
     Ok(ExitCode::SUCCESS)
 }
 

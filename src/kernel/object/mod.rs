@@ -64,6 +64,18 @@ pub struct ObjectFile {
 // SAFETY: the object is used from one thread at a time (it moves with its owner).
 unsafe impl Send for ObjectFile {}
 
+/// Every item of one of libbpf's lists, walked by its `next` function (null
+/// starts the walk and ends it).
+fn walk_list<T>(mut next: impl FnMut(*mut T) -> *mut T) -> Vec<*mut T> {
+    let mut out = Vec::new();
+    let mut item = next(std::ptr::null_mut());
+    while !item.is_null() {
+        out.push(item);
+        item = next(item);
+    }
+    out
+}
+
 fn cstr(p: *const c_char) -> String {
     if p.is_null() {
         return String::new();
@@ -185,22 +197,23 @@ impl ObjectFile {
 
     /// Sets map `name`'s value size before `prepare`.
     pub fn set_value_size(&mut self, name: &str, size: u32) -> Result<()> {
-        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;
         // SAFETY: a map of this object, before prepare.
-        let rc = unsafe { sys::bpf_map__set_value_size(m, size) };
-        if rc != 0 {
-            bail!("sizing the values of map '{name}': {}", errno_error(rc));
-        }
-        Ok(())
+        self.size_map(name, "sizing the values of map", |m| unsafe { sys::bpf_map__set_value_size(m, size) })
     }
 
     /// Sets map `name`'s number of entries before `prepare`.
     pub fn set_max_entries(&mut self, name: &str, entries: u32) -> Result<()> {
-        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;
         // SAFETY: a map of this object, before prepare.
-        let rc = unsafe { sys::bpf_map__set_max_entries(m, entries) };
+        self.size_map(name, "sizing map", |m| unsafe { sys::bpf_map__set_max_entries(m, entries) })
+    }
+
+    /// One of libbpf's setters of a map's sizes, on map `name` (`doing`
+    /// names it in the error).
+    fn size_map(&mut self, name: &str, doing: &str, set: impl FnOnce(*mut sys::bpf_map) -> i32) -> Result<()> {
+        let m = self.map_raw(name).with_context(|| format!("{} has no map '{name}'", self.path.display()))?;
+        let rc = set(m);
         if rc != 0 {
-            bail!("sizing map '{name}': {}", errno_error(rc));
+            bail!("{doing} '{name}': {}", errno_error(rc));
         }
         Ok(())
     }
@@ -212,16 +225,8 @@ impl ObjectFile {
     }
 
     fn programs_raw(&self) -> Vec<*mut sys::bpf_program> {
-        let mut out = Vec::new();
-        let mut p = std::ptr::null_mut();
-        loop {
-            // SAFETY: iterating the object's own program list.
-            p = unsafe { sys::bpf_object__next_program(self.obj.as_ptr(), p) };
-            if p.is_null() {
-                return out;
-            }
-            out.push(p);
-        }
+        // SAFETY: iterating the object's own program list.
+        walk_list(|p| unsafe { sys::bpf_object__next_program(self.obj.as_ptr(), p) })
     }
 
     fn program_raw(&self, name: &str) -> Result<*mut sys::bpf_program> {
@@ -331,16 +336,8 @@ impl ObjectFile {
     }
 
     fn maps_raw(&self) -> Vec<*mut sys::bpf_map> {
-        let mut out = Vec::new();
-        let mut m = std::ptr::null_mut();
-        loop {
-            // SAFETY: iterating the object's own map list.
-            m = unsafe { sys::bpf_object__next_map(self.obj.as_ptr(), m) };
-            if m.is_null() {
-                return out;
-            }
-            out.push(m);
-        }
+        // SAFETY: iterating the object's own map list.
+        walk_list(|m| unsafe { sys::bpf_object__next_map(self.obj.as_ptr(), m) })
     }
 
     fn map_raw(&self, name: &str) -> Option<*mut sys::bpf_map> {

@@ -264,31 +264,22 @@ extern "C" fn skb_pull_data(ctx: u64, len: u64) -> u64 {
 }
 
 extern "C" fn skb_change_tail(ctx: u64, new_len: u64, flags: u64) -> u64 {
-    let Some(mut p) = skb_packet(ctx) else { return (-EINVAL) as u64 };
-    match p.change_tail(new_len, flags) {
-        Ok(rc) => {
-            // Below 4 GiB: the frame is.
-            // SAFETY: the runtime's __sk_buff.
-            unsafe { ((ctx as usize + tc::SKB_DATA_END) as *mut u32).write_unaligned(p.data_end as u32) };
-            rc
-        }
-        Err(why) => {
-            // SAFETY: set by HelperEnvGuard::set for the duration of the run.
-            if let Some(e) = unsafe { ENV.with(Cell::get).as_mut() } {
-                e.error = Some(why);
-            }
-            (-EINVAL) as u64
-        }
-    }
+    skb_resize(ctx, tc::SKB_DATA_END, |p| p.change_tail(new_len, flags).map(|rc| (rc, p.data_end)))
 }
 
 extern "C" fn skb_change_proto(ctx: u64, proto: u64, flags: u64) -> u64 {
+    skb_resize(ctx, tc::SKB_DATA, |p| p.change_proto(proto, flags).map(|rc| (rc, p.data)))
+}
+
+/// A helper that moves one end of the packet: on success the new end goes
+/// into the `__sk_buff` field at `field` (below 4 GiB: the frame is); a
+/// refusal says why in the run's error and returns -EINVAL.
+fn skb_resize(ctx: u64, field: usize, resize: impl FnOnce(&mut tc::SkbPacket) -> Result<(u64, u64), String>) -> u64 {
     let Some(mut p) = skb_packet(ctx) else { return (-EINVAL) as u64 };
-    match p.change_proto(proto, flags) {
-        Ok(rc) => {
-            // Below 4 GiB: the frame is.
+    match resize(&mut p) {
+        Ok((rc, end)) => {
             // SAFETY: the runtime's __sk_buff.
-            unsafe { ((ctx as usize + tc::SKB_DATA) as *mut u32).write_unaligned(p.data as u32) };
+            unsafe { ((ctx as usize + field) as *mut u32).write_unaligned(end as u32) };
             rc
         }
         Err(why) => {
