@@ -81,21 +81,24 @@ fn a_folder_of_specs_runs_as_one_suite_grouped_by_project() {
         assert!(expected["maps"].to_string().contains("stats"), "{name}: {expected}");
     }
     assert_eq!(row("selftests-flow-dissector/ipv6-frag")["outcome"]["expected"]["flow_keys"], true);
-    // A large program's batch loop: once the verifier refused its inline
-    // forms for one case, the other cases are not walked again (said in
-    // each case's notes), and the wait is said while it lasts.
+    // A large program's batch loop, placed once per loop. Whether the
+    // verifier takes test_cls_redirect inline is the kernel's call (6.18.44
+    // takes the first inline form; earlier 6.18 builds refused it, 8193
+    // jumps too complex): either way the later cases of the same loop do
+    // not walk the refused forms again, and their notes say how they were
+    // placed.
     let noted = |name: &str, text: &str| {
         row(name)["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap_or("").contains(text))
     };
-    for name in ["ipv4-tcp-accept-unknown-no-hops-syn", "ipv6-udp-accept-known-one-hop"] {
-        assert!(noted(&format!("selftests-cls-redirect/{name}"), "not inline: inline,"), "{name}");
+    let first = "selftests-cls-redirect/ipv4-tcp-accept-unknown-no-hops-syn";
+    if noted(first, "not inline: inline,") {
+        assert!(noted("selftests-cls-redirect/ipv6-udp-accept-known-one-hop", "not inline: inline,"));
+        // The verifier's budget is counted in instructions (the same on any machine).
+        assert!(noted(first, "instructions over the inline forms, past bpfbench's budget of 1200000"));
+    } else {
+        assert!(noted(first, "timing: in BPF, the program inline in the batch loop"), "{}", row(first)["notes"]);
     }
     assert!(noted("selftests-cls-redirect/ipv6-udp-accept-known-one-hop", "placed as an earlier build of this loop"));
-    // The verifier's budget is counted in instructions (the same on any machine).
-    assert!(noted(
-        "selftests-cls-redirect/ipv4-tcp-accept-unknown-no-hops-syn",
-        "instructions over the inline forms, past bpfbench's budget of 1200000"
-    ));
     // (Said after 0.2 s here, BPFBENCH_SAY_AFTER_MS; after 2 s by default.)
     let said = stderr(&o);
     let wait = "selftests-cls-redirect/ipv4-tcp-accept-unknown-no-hops-syn: the verifier checks the may-goto loop around the program";
