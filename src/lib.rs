@@ -10,10 +10,11 @@
 //! 4. `kernel`: the one boundary to the kernel (libbpf, BPF syscalls);
 //! 5. `system`: the machine and the process (CPUs, privileges, environment, Ctrl-C);
 //! 6. `uvm`: the userspace runtime (interpreter, JIT, maps, helpers);
-//! 7. `harness`, `history`, `traffic`: the workload traits, runner and timing loop;
-//!    stored runs; the traffic generator;
-//! 8. `compare`, `live`, `engine`: decisions between runs; live runs on a veth;
-//!    the timing engine that times any loaded program (in BPF or per call);
+//! 7. `harness`, `history`, `traffic`, `trigger`: the workload traits, runner and
+//!    timing loop; stored runs; the traffic generator; what fires attached programs;
+//! 8. `compare`, `live`, `engine`, `attached`: decisions between runs; live runs
+//!    on a veth; the timing engine that times any loaded program (in BPF or per
+//!    call); programs on their real hooks under a trigger (bpf_stats, slowdown);
 //! 9. `report`: rendering records (the output formats);
 //! 10. `session`: a run or a paired comparison from its command-line options,
 //!     stored and gated;
@@ -21,6 +22,7 @@
 //!     registered in one line.
 
 pub mod analysis;
+pub mod attached;
 pub mod compare;
 pub mod engine;
 pub mod harness;
@@ -35,6 +37,7 @@ pub mod session;
 pub mod stats;
 pub mod system;
 pub mod traffic;
+pub mod trigger;
 pub mod uvm;
 pub mod workloads;
 

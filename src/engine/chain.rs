@@ -118,7 +118,7 @@ struct Driver {
 /// The suffix of the chain driver's programs of `kind` (each kind has its
 /// own, and its own prog array: an array takes programs of one type).
 fn kind_suffix(kind: ProgKind) -> Result<&'static str> {
-    match kind.desc().batch_loop {
+    match kind.batch_loop() {
         BatchLoop::Spliced { chain, .. } | BatchLoop::Chain(chain) => Ok(chain),
         BatchLoop::PerCall(why) => bail!("no chain loop for {}: {why}", kind.desc().plural),
     }

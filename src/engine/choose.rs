@@ -162,7 +162,7 @@ pub fn choose<'a>(
         }
         Restore::PerCall(reason) => Ok(per_call(program, input, PerCallBecause::new(reason))),
         Restore::Bytes(restore)
-            if program.makes_tail_calls() || matches!(program.kind.desc().batch_loop, BatchLoop::Chain(_)) =>
+            if program.makes_tail_calls() || matches!(program.kind.batch_loop(), BatchLoop::Chain(_)) =>
         {
             chain(program, input, restore, options)
         }
@@ -175,7 +175,7 @@ pub fn choose<'a>(
 fn restore_plan(program: &Program<'_>, input: &Input<'_>, options: Options<'_>) -> Restore {
     if let Some(why) = options.per_call {
         Restore::PerCall(why.into())
-    } else if let BatchLoop::PerCall(why) = program.kind.desc().batch_loop {
+    } else if let BatchLoop::PerCall(why) = program.kind.batch_loop() {
         Restore::PerCall(why.into())
     } else if program.construct.is_none() {
         Restore::PerCall("this kernel verifies neither may_goto nor bounded loops".into())

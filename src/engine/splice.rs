@@ -54,7 +54,7 @@ pub fn driver_programs(construct: LoopConstruct) -> Result<(String, String)> {
 /// `reset_at_mac` takes the one that puts the packet's length back at the
 /// MAC header (driver_tc_mac.bpf.c) rather than at the tail.
 pub fn driver_object(kind: ProgKind, reset_at_mac: bool) -> Result<ObjectFile> {
-    let BatchLoop::Spliced { driver, .. } = kind.desc().batch_loop else {
+    let BatchLoop::Spliced { driver, .. } = kind.batch_loop() else {
         anyhow::bail!("no driver splices {}", kind.desc().plural)
     };
     let name = match reset_at_mac {

@@ -68,6 +68,9 @@ pub struct Validation {
     /// The program's verdict and packet for each input, where the workload
     /// keeps them (a user's object); two builds are compared by them.
     pub outputs: Vec<crate::kernel::test_run::RunOutput>,
+    /// An attached program's events, runs and buffer records, and the
+    /// trigger's slowdown (measured while the scenario is set up).
+    pub attached: Option<Box<crate::record::attached::AttachedRun>>,
 }
 
 /// Which program a batch runs: the scenario's body, or the same loop and
@@ -161,6 +164,9 @@ pub enum OverheadKey {
     ChainLoop { kind: ProgKind, per_run: u32, restore: u32, packets: usize },
     /// One test run of a program of the type that returns at once.
     EmptyTestRun { kind: ProgKind },
+    /// An empty program attached at `point` (a section's name), fired by
+    /// `trigger`: what bpf_stats reports for a run that does nothing.
+    EmptyAttached { kind: ProgKind, point: String, trigger: String },
     /// A workload's own empty loop, in its words ("map-ops empty loop").
     Named(Cow<'static, str>),
 }
@@ -179,6 +185,9 @@ impl std::fmt::Display for OverheadKey {
                 "{kind:?} chain loop ({per_run} passes per run, a tail call into an empty program), {restore} bytes written back, {packets} packet(s)"
             ),
             OverheadKey::EmptyTestRun { kind } => write!(f, "{kind:?} test run of an empty program"),
+            OverheadKey::EmptyAttached { kind, point, trigger } => {
+                write!(f, "an empty {kind:?} program at {point}, fired by {trigger}")
+            }
             OverheadKey::Named(words) => f.write_str(words),
         }
     }

@@ -480,6 +480,7 @@ impl Runner {
             program: None,
             runtime,
             figure: None,
+            attached: None,
         };
         if let Some(why) = w.unavailable(s) {
             rec.unavailable = Some(why);
@@ -493,6 +494,7 @@ impl Runner {
                 rec.timing = v.timing;
                 rec.checks = v.checks;
                 rec.notes = v.notes;
+                rec.attached = v.attached.map(|a| *a);
                 prepared
             }
             Err(e) if e.is::<super::NotRunnable>() => {

@@ -4,6 +4,7 @@
 //! uses `libbpf_sys` (a test in `tests/cli/layers.rs` holds the tree to that).
 //!
 //! - [`prog_type`]: the program types bpfbench runs, one descriptor each;
+//!   [`attach_point`]: where a program attaches, read from its section;
 //! - [`object`]: a BPF object file opened with libbpf, one program loaded
 //!   with its verifier log; [`prepared`]: the instructions and maps libbpf
 //!   prepared, for the userspace runtime; [`lines`]: their source lines;
@@ -18,10 +19,12 @@
 //!   libbpf's messages, kept for errors; [`btf_value`]: values laid out
 //!   by BTF (map entries, globals, kernel structs a test run takes).
 
+pub mod attach_point;
 pub mod bpf_stats;
 pub mod bpffs;
 pub mod btf_names;
 pub mod btf_value;
+pub mod buffers;
 pub mod features;
 pub mod hash_seed;
 pub mod libbpf_log;

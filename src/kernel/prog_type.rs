@@ -22,6 +22,20 @@ pub enum ProgKind {
     Netfilter,
     RawTracepoint,
     Syscall,
+    Tracepoint,
+    /// kprobe, kretprobe, uprobe, uretprobe and USDT programs (BPF_PROG_TYPE_KPROBE).
+    Kprobe,
+    /// fentry, fexit, fmod_ret and tp_btf programs (BPF_PROG_TYPE_TRACING).
+    Tracing,
+    Lsm,
+    PerfEvent,
+    CgroupSockAddr,
+    SockOps,
+    CgroupSock,
+    CgroupSockopt,
+    CgroupSysctl,
+    SkMsg,
+    SkSkb,
 }
 
 /// What a type's test run is given.
@@ -97,6 +111,18 @@ pub enum Hook {
     NetfilterHook,
     /// A raw tracepoint, fired by the kernel reaching it.
     RawTracepoint,
+    /// A tracepoint (perf's), fired by the kernel reaching it.
+    Tracepoint,
+    /// A kprobe or uprobe (a USDT probe is a uprobe at its note's address),
+    /// fired by the kernel or the process reaching the probed instruction.
+    Probe,
+    /// A BPF trampoline on a kernel function (fentry, fexit, fmod_ret, LSM),
+    /// fired by the function's call; tp_btf programs enter a raw tracepoint.
+    Trampoline,
+    /// A perf event's overflow (a sample), fired by the counter it counts.
+    PerfEvent,
+    /// A sockmap's sockets, fired by their messages (sk_msg) or data (sk_skb).
+    SockMap,
     /// Nothing: called by `BPF_PROG_RUN` alone.
     NotAttached,
 }
@@ -112,11 +138,22 @@ pub struct ProgType {
     /// Its programs, in a sentence: "XDP programs", "socket filters".
     pub plural: &'static str,
     pub libbpf_type: sys::bpf_prog_type,
-    /// The first part of the section names libbpf gives the type ("tc/..."), and
-    /// the names `--program-type` takes (with [`ProgType::name`]).
+    /// The first parts of the section names libbpf gives the type ("tc",
+    /// as in "tc/ingress"; "cgroup/connect4", a whole name), and the names
+    /// `--program-type` takes (with [`ProgType::name`]).
     pub sections: &'static [&'static str],
     /// The attach type a program of the type given by hand is loaded with.
     pub expected_attach: AttachType,
+    /// How `BPF_PROG_TEST_RUN` runs it; None where the kernel has no test
+    /// run for the type: its programs are measured attached, on their hook
+    /// under a trigger.
+    pub test_run: Option<TestRun>,
+    pub hook: Hook,
+}
+
+/// What a type's test run takes and gives, and how it is timed.
+#[derive(Debug)]
+pub struct TestRun {
     pub takes: Takes,
     pub gives: Gives,
     pub verdicts: Verdicts,
@@ -131,7 +168,6 @@ pub struct ProgType {
     pub batch_loop: BatchLoop,
     /// Whether the userspace runtime runs it.
     pub user_runtime: bool,
-    pub hook: Hook,
 }
 
 /// The kernel's XDP actions (uapi `enum xdp_action`).
@@ -152,11 +188,15 @@ pub const TC_ACTIONS: [(&str, i32); 10] = [
     ("TC_ACT_TRAP", 8),
 ];
 
+/// Why no batch loop runs an attached type.
+const NO_TEST_RUN: &str = "the kernel has no test run for programs of this type: they are measured attached";
+
 /// Why no batch loop runs a type yet.
 const NO_LOOP_YET: &str = "no batch loop runs programs of this type yet";
 
-/// Every type bpfbench times, in [`ProgKind`]'s order.
-pub static PROG_TYPES: [ProgType; 9] = [
+/// Every type bpfbench runs, in [`ProgKind`]'s order: those the kernel
+/// test-runs first, then those measured attached.
+pub static PROG_TYPES: [ProgType; 21] = [
     ProgType {
         kind: ProgKind::Xdp,
         name: "xdp",
@@ -165,14 +205,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_XDP,
         sections: &["xdp"],
         expected_attach: sys::BPF_XDP,
-        takes: Takes::Packet,
-        gives: Gives::Packet,
-        verdicts: Verdicts::Named(&XDP_ACTIONS),
-        pass: 2,
-        drop: 1,
-        kernel_times: true,
-        batch_loop: BatchLoop::Spliced { driver: "driver_xdp", chain: "_xdp" },
-        user_runtime: true,
+        test_run: Some(TestRun {
+            takes: Takes::Packet,
+            gives: Gives::Packet,
+            verdicts: Verdicts::Named(&XDP_ACTIONS),
+            pass: 2,
+            drop: 1,
+            kernel_times: true,
+            batch_loop: BatchLoop::Spliced { driver: "driver_xdp", chain: "_xdp" },
+            user_runtime: true,
+        }),
         hook: Hook::Interface,
     },
     ProgType {
@@ -183,14 +225,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_SCHED_CLS,
         sections: &["tc", "tcx", "classifier"],
         expected_attach: 0,
-        takes: Takes::Skb,
-        gives: Gives::Packet,
-        verdicts: Verdicts::Named(&TC_ACTIONS),
-        pass: 0,
-        drop: 2,
-        kernel_times: true,
-        batch_loop: BatchLoop::Spliced { driver: "driver_tc", chain: "_tc" },
-        user_runtime: true,
+        test_run: Some(TestRun {
+            takes: Takes::Skb,
+            gives: Gives::Packet,
+            verdicts: Verdicts::Named(&TC_ACTIONS),
+            pass: 0,
+            drop: 2,
+            kernel_times: true,
+            batch_loop: BatchLoop::Spliced { driver: "driver_tc", chain: "_tc" },
+            user_runtime: true,
+        }),
         hook: Hook::TcHook,
     },
     ProgType {
@@ -201,14 +245,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_SOCKET_FILTER,
         sections: &["socket"],
         expected_attach: 0,
-        takes: Takes::Skb,
-        gives: Gives::Packet,
-        verdicts: Verdicts::BytesToKeep,
-        pass: i32::MAX,
-        drop: 0,
-        kernel_times: true,
-        batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::Skb,
+            gives: Gives::Packet,
+            verdicts: Verdicts::BytesToKeep,
+            pass: i32::MAX,
+            drop: 0,
+            kernel_times: true,
+            batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
+            user_runtime: false,
+        }),
         hook: Hook::Socket,
     },
     ProgType {
@@ -219,15 +265,17 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_CGROUP_SKB,
         sections: &["cgroup_skb"],
         expected_attach: sys::BPF_CGROUP_INET_INGRESS,
-        takes: Takes::Skb,
-        gives: Gives::Packet,
-        // Bit 1, congestion notification, aside.
-        verdicts: Verdicts::Named(&[("DENY", 0), ("ALLOW", 1)]),
-        pass: 1,
-        drop: 0,
-        kernel_times: true,
-        batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::Skb,
+            gives: Gives::Packet,
+            // Bit 1, congestion notification, aside.
+            verdicts: Verdicts::Named(&[("DENY", 0), ("ALLOW", 1)]),
+            pass: 1,
+            drop: 0,
+            kernel_times: true,
+            batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
+            user_runtime: false,
+        }),
         hook: Hook::Cgroup,
     },
     ProgType {
@@ -238,14 +286,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_FLOW_DISSECTOR,
         sections: &["flow_dissector"],
         expected_attach: sys::BPF_FLOW_DISSECTOR,
-        takes: Takes::PacketAndFlowFlags,
-        gives: Gives::FlowKeys,
-        verdicts: Verdicts::Named(&[("BPF_OK", 0), ("BPF_DROP", 2), ("BPF_FLOW_DISSECTOR_CONTINUE", 129)]),
-        pass: 0,
-        drop: 2,
-        kernel_times: true,
-        batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::PacketAndFlowFlags,
+            gives: Gives::FlowKeys,
+            verdicts: Verdicts::Named(&[("BPF_OK", 0), ("BPF_DROP", 2), ("BPF_FLOW_DISSECTOR_CONTINUE", 129)]),
+            pass: 0,
+            drop: 2,
+            kernel_times: true,
+            batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
+            user_runtime: false,
+        }),
         hook: Hook::Netns,
     },
     ProgType {
@@ -256,14 +306,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_SK_LOOKUP,
         sections: &["sk_lookup"],
         expected_attach: sys::BPF_SK_LOOKUP,
-        takes: Takes::SocketLookup,
-        gives: Gives::Verdict,
-        verdicts: Verdicts::Named(&[("SK_DROP", 0), ("SK_PASS", 1)]),
-        pass: 1,
-        drop: 0,
-        kernel_times: true,
-        batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::SocketLookup,
+            gives: Gives::Verdict,
+            verdicts: Verdicts::Named(&[("SK_DROP", 0), ("SK_PASS", 1)]),
+            pass: 1,
+            drop: 0,
+            kernel_times: true,
+            batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
+            user_runtime: false,
+        }),
         hook: Hook::Netns,
     },
     ProgType {
@@ -274,14 +326,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_NETFILTER,
         sections: &["netfilter"],
         expected_attach: sys::BPF_NETFILTER,
-        takes: Takes::PacketAndHookState,
-        gives: Gives::Verdict,
-        verdicts: Verdicts::Named(&[("NF_DROP", 0), ("NF_ACCEPT", 1)]),
-        pass: 1,
-        drop: 0,
-        kernel_times: true,
-        batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::PacketAndHookState,
+            gives: Gives::Verdict,
+            verdicts: Verdicts::Named(&[("NF_DROP", 0), ("NF_ACCEPT", 1)]),
+            pass: 1,
+            drop: 0,
+            kernel_times: true,
+            batch_loop: BatchLoop::PerCall(NO_LOOP_YET),
+            user_runtime: false,
+        }),
         hook: Hook::NetfilterHook,
     },
     ProgType {
@@ -293,14 +347,16 @@ pub static PROG_TYPES: [ProgType; 9] = [
         sections: &["raw_tp", "raw_tracepoint"],
         expected_attach: 0,
         // A raw tracepoint has at most 12 u64 arguments.
-        takes: Takes::Context { max_bytes: Some(12 * 8) },
-        gives: Gives::Verdict,
-        verdicts: Verdicts::Number,
-        pass: 0,
-        drop: 0,
-        kernel_times: false,
-        batch_loop: BatchLoop::Chain("_raw_tp"),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::Context { max_bytes: Some(12 * 8) },
+            gives: Gives::Verdict,
+            verdicts: Verdicts::Number,
+            pass: 0,
+            drop: 0,
+            kernel_times: false,
+            batch_loop: BatchLoop::Chain("_raw_tp"),
+            user_runtime: false,
+        }),
         hook: Hook::RawTracepoint,
     },
     ProgType {
@@ -311,24 +367,192 @@ pub static PROG_TYPES: [ProgType; 9] = [
         libbpf_type: sys::BPF_PROG_TYPE_SYSCALL,
         sections: &["syscall"],
         expected_attach: 0,
-        takes: Takes::Context { max_bytes: None },
-        gives: Gives::Context,
-        verdicts: Verdicts::Number,
-        pass: 0,
-        drop: 0,
-        kernel_times: false,
-        batch_loop: BatchLoop::PerCall(
-            "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)",
-        ),
-        user_runtime: false,
+        test_run: Some(TestRun {
+            takes: Takes::Context { max_bytes: None },
+            gives: Gives::Context,
+            verdicts: Verdicts::Number,
+            pass: 0,
+            drop: 0,
+            kernel_times: false,
+            batch_loop: BatchLoop::PerCall(
+                "a syscall program is sleepable and a sleepable program may use no prog array, so no loop can enter it as the chain loop does (nor is one spliced yet)",
+            ),
+            user_runtime: false,
+        }),
         hook: Hook::NotAttached,
     },
+    ProgType {
+        kind: ProgKind::Tracepoint,
+        name: "tracepoint",
+        label: "tracepoint",
+        plural: "tracepoint programs",
+        libbpf_type: sys::BPF_PROG_TYPE_TRACEPOINT,
+        sections: &["tp", "tracepoint"],
+        expected_attach: 0,
+        test_run: None,
+        hook: Hook::Tracepoint,
+    },
+    ProgType {
+        kind: ProgKind::Kprobe,
+        name: "kprobe",
+        label: "kprobe",
+        plural: "kprobe, uprobe and USDT programs",
+        libbpf_type: sys::BPF_PROG_TYPE_KPROBE,
+        sections: &[
+            "kprobe",
+            "kretprobe",
+            "kprobe.multi",
+            "kretprobe.multi",
+            "ksyscall",
+            "kretsyscall",
+            "uprobe",
+            "uretprobe",
+            "uprobe.s",
+            "uretprobe.s",
+            "uprobe.multi",
+            "uretprobe.multi",
+            "usdt",
+            "usdt.s",
+        ],
+        expected_attach: 0,
+        test_run: None,
+        hook: Hook::Probe,
+    },
+    ProgType {
+        kind: ProgKind::Tracing,
+        name: "tracing",
+        label: "tracing",
+        plural: "fentry, fexit and tp_btf programs",
+        libbpf_type: sys::BPF_PROG_TYPE_TRACING,
+        sections: &["fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s", "tp_btf"],
+        expected_attach: sys::BPF_TRACE_FENTRY,
+        test_run: None,
+        hook: Hook::Trampoline,
+    },
+    ProgType {
+        kind: ProgKind::Lsm,
+        name: "lsm",
+        label: "LSM",
+        plural: "LSM programs",
+        libbpf_type: sys::BPF_PROG_TYPE_LSM,
+        sections: &["lsm", "lsm.s"],
+        expected_attach: sys::BPF_LSM_MAC,
+        test_run: None,
+        hook: Hook::Trampoline,
+    },
+    ProgType {
+        kind: ProgKind::PerfEvent,
+        name: "perf_event",
+        label: "perf_event",
+        plural: "perf_event programs",
+        libbpf_type: sys::BPF_PROG_TYPE_PERF_EVENT,
+        sections: &["perf_event"],
+        expected_attach: 0,
+        test_run: None,
+        hook: Hook::PerfEvent,
+    },
+    ProgType {
+        kind: ProgKind::CgroupSockAddr,
+        name: "cgroup_sock_addr",
+        label: "cgroup sock_addr",
+        plural: "cgroup sock_addr programs",
+        libbpf_type: sys::BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
+        sections: &[
+            "cgroup/bind4",
+            "cgroup/bind6",
+            "cgroup/connect4",
+            "cgroup/connect6",
+            "cgroup/connect_unix",
+            "cgroup/sendmsg4",
+            "cgroup/sendmsg6",
+            "cgroup/sendmsg_unix",
+            "cgroup/recvmsg4",
+            "cgroup/recvmsg6",
+            "cgroup/recvmsg_unix",
+            "cgroup/getpeername4",
+            "cgroup/getpeername6",
+            "cgroup/getpeername_unix",
+            "cgroup/getsockname4",
+            "cgroup/getsockname6",
+            "cgroup/getsockname_unix",
+        ],
+        expected_attach: sys::BPF_CGROUP_INET4_CONNECT,
+        test_run: None,
+        hook: Hook::Cgroup,
+    },
+    ProgType {
+        kind: ProgKind::SockOps,
+        name: "sock_ops",
+        label: "sockops",
+        plural: "sockops programs",
+        libbpf_type: sys::BPF_PROG_TYPE_SOCK_OPS,
+        sections: &["sockops"],
+        expected_attach: sys::BPF_CGROUP_SOCK_OPS,
+        test_run: None,
+        hook: Hook::Cgroup,
+    },
+    ProgType {
+        kind: ProgKind::CgroupSock,
+        name: "cgroup_sock",
+        label: "cgroup sock",
+        plural: "cgroup sock programs",
+        libbpf_type: sys::BPF_PROG_TYPE_CGROUP_SOCK,
+        sections: &[
+            "cgroup/sock_create",
+            "cgroup/sock_release",
+            "cgroup/sock",
+            "cgroup/post_bind4",
+            "cgroup/post_bind6",
+        ],
+        expected_attach: sys::BPF_CGROUP_INET_SOCK_CREATE,
+        test_run: None,
+        hook: Hook::Cgroup,
+    },
+    ProgType {
+        kind: ProgKind::CgroupSockopt,
+        name: "cgroup_sockopt",
+        label: "cgroup sockopt",
+        plural: "cgroup sockopt programs",
+        libbpf_type: sys::BPF_PROG_TYPE_CGROUP_SOCKOPT,
+        sections: &["cgroup/getsockopt", "cgroup/setsockopt"],
+        expected_attach: sys::BPF_CGROUP_SETSOCKOPT,
+        test_run: None,
+        hook: Hook::Cgroup,
+    },
+    ProgType {
+        kind: ProgKind::CgroupSysctl,
+        name: "cgroup_sysctl",
+        label: "cgroup sysctl",
+        plural: "cgroup sysctl programs",
+        libbpf_type: sys::BPF_PROG_TYPE_CGROUP_SYSCTL,
+        sections: &["cgroup/sysctl"],
+        expected_attach: sys::BPF_CGROUP_SYSCTL,
+        test_run: None,
+        hook: Hook::Cgroup,
+    },
+    ProgType {
+        kind: ProgKind::SkMsg,
+        name: "sk_msg",
+        label: "sk_msg",
+        plural: "sk_msg programs",
+        libbpf_type: sys::BPF_PROG_TYPE_SK_MSG,
+        sections: &["sk_msg"],
+        expected_attach: sys::BPF_SK_MSG_VERDICT,
+        test_run: None,
+        hook: Hook::SockMap,
+    },
+    ProgType {
+        kind: ProgKind::SkSkb,
+        name: "sk_skb",
+        label: "sk_skb",
+        plural: "sk_skb programs",
+        libbpf_type: sys::BPF_PROG_TYPE_SK_SKB,
+        sections: &["sk_skb"],
+        expected_attach: sys::BPF_SK_SKB_STREAM_VERDICT,
+        test_run: None,
+        hook: Hook::SockMap,
+    },
 ];
-
-/// Program types that exist but that the kernel cannot test-run (the
-/// names libbpf gives them), for refusals that say so.
-pub const NOT_TEST_RUNNABLE: [&str; 8] =
-    ["kprobe", "tracepoint", "perf_event", "lsm", "struct_ops", "tracing", "ext", "cgroup_sysctl"];
 
 impl ProgKind {
     /// The type's descriptor.
@@ -336,15 +560,20 @@ impl ProgKind {
         &PROG_TYPES[self as usize]
     }
 
-    /// The type libbpf gives as `ty`, if bpfbench times it.
+    /// How the kernel test-runs the type (None: it is measured attached).
+    pub fn test_run(self) -> Option<&'static TestRun> {
+        self.desc().test_run.as_ref()
+    }
+
+    /// The type libbpf gives as `ty`, if bpfbench runs it.
     pub fn of_libbpf(ty: sys::bpf_prog_type) -> Option<ProgKind> {
         PROG_TYPES.iter().find(|t| t.libbpf_type == ty).map(|t| t.kind)
     }
 
-    /// The type a section name gives by its first part (`tc/...`, `xdp`).
+    /// The type a section name gives by its first parts (`tc/...`, `xdp`,
+    /// `cgroup/connect4`).
     pub fn of_section(section: &str) -> Option<ProgKind> {
-        let head = section.split('/').next()?;
-        PROG_TYPES.iter().find(|t| t.sections.contains(&head)).map(|t| t.kind)
+        PROG_TYPES.iter().find(|t| t.sections.iter().any(|p| section_has_prefix(section, p))).map(|t| t.kind)
     }
 
     /// The type `--program-type` names: libbpf's name or a section's first part.
@@ -366,48 +595,68 @@ impl ProgKind {
         and_list(PROG_TYPES.iter().filter(|t| which(t)).map(|t| t.label).collect())
     }
 
+    /// How a batch loop reaches the type's programs (per call, saying why,
+    /// where the kernel has no test run for them at all).
+    pub fn batch_loop(self) -> BatchLoop {
+        self.test_run().map_or(BatchLoop::PerCall(NO_TEST_RUN), |r| r.batch_loop)
+    }
+
+    /// Whether the kernel test-runs the type (else it is measured attached).
+    pub fn test_runs(self) -> bool {
+        self.test_run().is_some()
+    }
+
     pub fn pass_verdict(self) -> i32 {
-        self.desc().pass
+        self.test_run().map_or(0, |r| r.pass)
     }
 
     pub fn drop_verdict(self) -> i32 {
-        self.desc().drop
+        self.test_run().map_or(0, |r| r.drop)
     }
 
-    /// Whether the program's context is an `__sk_buff`.
+    /// Whether the program's test run takes an `__sk_buff`.
     pub fn has_skb(self) -> bool {
-        self.desc().takes == Takes::Skb
+        self.takes(|t| t == Takes::Skb)
     }
 
     /// Whether a test run hands back the flow keys rather than the packet.
     pub fn outputs_flow_keys(self) -> bool {
-        self.desc().gives == Gives::FlowKeys
+        self.test_run().is_some_and(|r| r.gives == Gives::FlowKeys)
     }
 
     /// Whether a test run takes a context and no packet.
     pub fn takes_no_packet(self) -> bool {
-        matches!(self.desc().takes, Takes::SocketLookup | Takes::Context { .. })
+        self.takes(|t| matches!(t, Takes::SocketLookup | Takes::Context { .. }))
     }
 
     /// Whether a test run hands back no packet (only a verdict; a syscall
     /// program's its context).
     pub fn outputs_no_packet(self) -> bool {
-        matches!(self.desc().gives, Gives::Verdict | Gives::Context)
+        self.test_run().is_some_and(|r| matches!(r.gives, Gives::Verdict | Gives::Context))
     }
 
     /// Whether the case gives the test run's context itself (`--ctx`).
     pub fn takes_raw_context(self) -> bool {
-        matches!(self.desc().takes, Takes::Context { .. })
+        self.takes(|t| matches!(t, Takes::Context { .. }))
+    }
+
+    fn takes(self, what: impl Fn(Takes) -> bool) -> bool {
+        self.test_run().is_some_and(|r| what(r.takes))
     }
 
     /// Whether BPF_PROG_TEST_RUN times the program.
     pub fn test_run_times(self) -> bool {
-        self.desc().kernel_times
+        self.test_run().is_some_and(|r| r.kernel_times)
+    }
+
+    /// Whether the userspace runtime runs the type.
+    pub fn user_runtime(self) -> bool {
+        self.test_run().is_some_and(|r| r.user_runtime)
     }
 
     /// The name of verdict `value`: "XDP_PASS", "1500 (keep up to 1500 bytes)", "7".
     pub fn verdict_name(self, value: u32) -> String {
-        match self.desc().verdicts {
+        match self.test_run().map_or(Verdicts::Number, |r| r.verdicts) {
             Verdicts::Named(names) => names
                 .iter()
                 .find(|(_, v)| *v as u32 == value)
@@ -417,6 +666,12 @@ impl ProgKind {
             Verdicts::Number => format!("{value}"),
         }
     }
+}
+
+/// Whether `section` begins with the section prefix `prefix`: is it, or
+/// it and a `/` ("tc/ingress" has "tc"; "xdp.frags" has not "xdp").
+pub fn section_has_prefix(section: &str, prefix: &str) -> bool {
+    section.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// "a, b and c".
@@ -439,8 +694,11 @@ mod tests {
         let doc = include_str!("../../CONTRIBUTING.md");
         let recipe = &doc[doc.find("## Adding a program type").expect("CONTRIBUTING.md has the recipe")..];
         let source = include_str!("prog_type.rs");
-        let fields = &source[source.find("pub struct ProgType {").unwrap()..];
-        let fields = &fields[..fields.find("\n}").unwrap()];
+        let fields_of = |s: &str| {
+            let f = &source[source.find(s).unwrap()..];
+            f[..f.find("\n}").unwrap()].to_string()
+        };
+        let fields = fields_of("pub struct ProgType {") + &fields_of("pub struct TestRun {");
         let names: Vec<&str> = fields
             .lines()
             .filter_map(|l| l.trim().strip_prefix("pub ")?.split(':').next())
@@ -468,7 +726,6 @@ mod tests {
             assert!(!p.is_null());
             // SAFETY: libbpf's static, NUL-terminated name.
             assert_eq!(unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap(), t.name);
-            assert!(!NOT_TEST_RUNNABLE.contains(&t.name));
         }
     }
 
@@ -476,10 +733,17 @@ mod tests {
     fn sections_and_names_parse_to_their_type() {
         assert_eq!(ProgKind::of_section("tc/test/x/check"), Some(ProgKind::Tc));
         assert_eq!(ProgKind::of_section("xdp.frags"), None);
+        assert_eq!(ProgKind::of_section("cgroup/connect4"), Some(ProgKind::CgroupSockAddr));
+        assert_eq!(ProgKind::of_section("cgroup/sock_create"), Some(ProgKind::CgroupSock));
+        assert_eq!(ProgKind::of_section("cgroup_skb/ingress"), Some(ProgKind::CgroupSkb));
+        assert_eq!(ProgKind::of_section("tp/syscalls/sys_enter_getppid"), Some(ProgKind::Tracepoint));
+        assert_eq!(ProgKind::of_section("uprobe.s//bin/true:main"), Some(ProgKind::Kprobe));
+        assert_eq!(ProgKind::of_section("tp_btf/sched_switch"), Some(ProgKind::Tracing));
         assert_eq!(ProgKind::parse("sched_cls"), Ok(ProgKind::Tc));
         assert_eq!(ProgKind::parse("raw_tp"), Ok(ProgKind::RawTracepoint));
-        let err = ProgKind::parse("kprobe").unwrap_err();
-        assert!(err.contains("xdp, sched_cls, socket_filter") && err.ends_with("raw_tracepoint and syscall"), "{err}");
+        assert_eq!(ProgKind::parse("kprobe"), Ok(ProgKind::Kprobe));
+        let err = ProgKind::parse("struct_ops").unwrap_err();
+        assert!(err.contains("xdp, sched_cls, socket_filter") && err.ends_with("sk_msg and sk_skb"), "{err}");
     }
 
     #[test]
@@ -491,8 +755,8 @@ mod tests {
         assert_eq!(ProgKind::FlowDissector.verdict_name(129), "BPF_FLOW_DISSECTOR_CONTINUE");
         assert_eq!(ProgKind::Syscall.verdict_name(5), "5");
         for t in &PROG_TYPES {
-            if let Verdicts::Named(_) = t.verdicts {
-                assert_ne!(t.kind.verdict_name(t.pass as u32), format!("{}", t.pass), "{} names its pass", t.name);
+            if let Some(TestRun { verdicts: Verdicts::Named(_), pass, .. }) = t.test_run {
+                assert_ne!(t.kind.verdict_name(pass as u32), format!("{pass}"), "{} names its pass", t.name);
             }
         }
     }

@@ -2,6 +2,7 @@
 //! reports, the history and comparisons read it. Serialised as JSON under a
 //! versioned schema (see `schema`).
 
+pub mod attached;
 mod benchmark_id;
 pub mod changes;
 pub mod comparison;
@@ -283,6 +284,10 @@ pub struct ScenarioRecord {
     /// measured (unavailable, failed, or stopped before it was).
     #[serde(default)]
     pub figure: Option<Figure>,
+    /// Attached programs: the events, runs and buffer records validation
+    /// counted, and the trigger's slowdown (None for test-run programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<attached::AttachedRun>,
 }
 
 /// Where a scenario's program runs.
@@ -476,6 +481,15 @@ pub enum Timing {
         /// The traced kernel function.
         function: String,
     },
+    /// Attached on its hook and fired by a trigger, its runs timed by the
+    /// kernel's run-time statistics (`bpf_stats`: run_time_ns over
+    /// run_cnt, read before and after each batch of events).
+    BpfStats {
+        /// The attach point, as a section names it ("tp/syscalls/sys_enter_getppid").
+        point: String,
+        /// What one event of the trigger is ("getppid()").
+        trigger: String,
+    },
 }
 
 impl Default for Timing {
@@ -521,6 +535,7 @@ impl Timing {
             Timing::PerCall { .. } => "@per-call",
             // The same figure on any kernel that allows the probe.
             Timing::Traced { .. } => "",
+            Timing::BpfStats { .. } => "@bpf-stats",
         }
     }
 
@@ -535,6 +550,7 @@ impl Timing {
             Timing::PerCall { host_timed: true, .. } => "per call, host-timed",
             Timing::PerCall { .. } => "per call",
             Timing::Traced { .. } => "fentry/fexit",
+            Timing::BpfStats { .. } => "attached, bpf_stats",
         }
     }
 
@@ -545,6 +561,7 @@ impl Timing {
             Timing::Chain { .. } => "chain",
             Timing::PerCall { .. } => "per-call",
             Timing::Traced { .. } => "traced",
+            Timing::BpfStats { .. } => "bpf-stats",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Rendering records for people (tables) and machines (JSON, exports).
 //! Everything here reads records; nothing measures or loads.
 
+pub mod attached_table;
 pub mod changes_table;
 pub mod columns;
 pub mod compare_table;

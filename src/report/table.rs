@@ -74,6 +74,7 @@ fn describe(t: &Timing) -> String {
         Timing::PerCall { host_timed: true, .. } => "timed per call (BPF_PROG_TEST_RUN, by the host)".into(),
         Timing::PerCall { .. } => "timed per call (BPF_PROG_TEST_RUN, by the kernel)".into(),
         Timing::Traced { function } => format!("timed by fentry/fexit on {function}"),
+        Timing::BpfStats { .. } => "ns per run of programs attached on their hooks, from bpf_stats".into(),
     }
 }
 
@@ -84,6 +85,8 @@ struct Columns {
     timing: bool,
     /// What a user's program did: verdict, bytes in and out, what was expected.
     outcome: bool,
+    /// An attached program's runs per event of its trigger.
+    attached: bool,
 }
 
 fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, columns: Columns) {
@@ -98,6 +101,9 @@ fn scenario_row(grid: &mut Grid, r: &ScenarioRecord, columns: Columns) {
             o.and_then(|o| o.bytes).map_or_else(|| "-".into(), |b| b.to_string()),
             o.map_or_else(|| "-".into(), |o| o.expected.to_string()),
         ]);
+    }
+    if columns.attached {
+        cells.push(r.attached.as_ref().map_or_else(|| "-".into(), |a| format!("{:.2}", a.runs_per_event())));
     }
     match r.measurement() {
         Some(m) => {
@@ -135,6 +141,9 @@ fn run_grid(report: &RunRecord, groups: &[&str], columns: Columns) -> Grid {
     }
     if columns.outcome {
         headings.extend([grid::left("verdict"), grid::right("bytes"), grid::left("expected")]);
+    }
+    if columns.attached {
+        headings.push(grid::right("runs/event"));
     }
     headings.extend(FIGURES.iter().map(|h| grid::right(*h)));
     let mut g = Grid::new(headings);
@@ -233,6 +242,13 @@ pub(crate) fn details(r: &ScenarioRecord) -> String {
             }
             Timing::Traced { function } => {
                 let _ = writeln!(out, "  Timed by fentry/fexit on {function}: {} samples", s.n);
+            }
+            Timing::BpfStats { point, trigger } => {
+                let _ = writeln!(
+                    out,
+                    "  Attached at {point}, fired by {trigger}; bpf_stats' run_time_ns over run_cnt per batch: {} samples, {} events/batch",
+                    s.n, m.batch_iters
+                );
             }
         }
         let _ = writeln!(
@@ -363,7 +379,11 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     let common = common_timing(&report.results);
     let timing_column =
         report.results.iter().any(|r| r.validated && Some(r.timing.label()) != common.map(Timing::label));
-    let columns = Columns { timing: timing_column, outcome: report.results.iter().any(|r| r.outcome.is_some()) };
+    let columns = Columns {
+        timing: timing_column,
+        outcome: report.results.iter().any(|r| r.outcome.is_some()),
+        attached: report.results.iter().any(|r| r.attached.is_some()),
+    };
     let how = match common {
         Some(t) if timing_column => format!(", {}, except where the timing column says otherwise", describe(t)),
         Some(t) => format!(", {}", describe(t)),
@@ -383,6 +403,7 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     if columns.outcome {
         out.push_str(&outcome_notes(&report.results));
     }
+    out.push_str(&super::attached_table::render(&report.results));
     out.push_str(&super::runtime_table::render(report));
     if report
         .results

@@ -2,6 +2,7 @@
 //! log, Ctrl-C, kernel settings a comparison changes, and the environment a
 //! run records. Nothing here knows about workloads or reports.
 
+pub mod cgroup;
 pub mod cpu;
 pub mod environment;
 pub mod ethtool;
@@ -9,6 +10,7 @@ pub mod guest;
 pub mod interrupt;
 pub mod sysctl;
 pub mod tcg_counter;
+pub mod tracefs;
 
 use anyhow::{Context, Result, bail};
 

@@ -1,6 +1,7 @@
 //! The registry of workloads. Each lives in its own folder with its BPF C
 //! beside the Rust that drives it, and registers here in one line.
 
+pub mod attached;
 pub mod bpf_tests;
 pub mod corpus;
 #[cfg(test)]
@@ -24,6 +25,7 @@ pub const REGISTRY: &[&Registration] = &[
     &maps::REGISTRATION,
     &corpus::REGISTRATION,
     &bpf_tests::REGISTRATION,
+    &attached::REGISTRATION,
     &object::REGISTRATION,
 ];
 
@@ -170,7 +172,12 @@ pub fn with_all_options(cmd: Command) -> Command {
                 p = p.long(l.to_string());
             }
             p = if a.get_action().takes_values() {
-                p.action(ArgAction::Append).value_parser(clap::value_parser!(String))
+                p = p.action(ArgAction::Append).value_parser(clap::value_parser!(String));
+                // An option whose value may be left out (`--attach`, `--trigger`).
+                match a.get_num_args().is_some_and(|n| n.min_values() == 0) {
+                    true => p.num_args(0..=1).default_missing_value(""),
+                    false => p,
+                }
             } else {
                 p.action(ArgAction::SetTrue)
             };

@@ -164,6 +164,7 @@ pub fn record(name: &str, samples: Vec<f64>) -> ScenarioRecord {
         notes: vec![],
         error: None,
         program: None,
+        attached: None,
         figure: Some(Figure::Time(Measurement {
             batch_iters: 1000,
             calibration: Calibration {

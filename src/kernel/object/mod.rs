@@ -6,6 +6,7 @@
 //! libbpf-rs does not expose `bpf_object__prepare`, so this wraps the raw
 //! libbpf calls; the object closes (and releases every fd) when dropped.
 
+pub mod attach;
 mod checks;
 mod mend;
 mod verifier_log;
@@ -23,7 +24,7 @@ pub use checks::{check_bpf_elf, is_bpf_elf};
 pub use verifier_log::parse_stats;
 
 use crate::kernel::libbpf_log;
-use crate::kernel::prog_type::{NOT_TEST_RUNNABLE, ProgKind};
+use crate::kernel::prog_type::ProgKind;
 use crate::record::VerifierStats;
 
 /// What the object says about one of its programs.
@@ -312,13 +313,6 @@ impl ObjectFile {
         };
         match p.kind {
             Some(kind) => Ok((p.clone(), kind)),
-            None if NOT_TEST_RUNNABLE.contains(&p.type_name.as_str()) => bail!(
-                "program '{}' in {file} is a {} program (section {}), which the kernel cannot test-run, so nothing can time it; `bpfbench verifier {file}` reports what the verifier makes of it (the userspace runtime runs {} programs)",
-                p.name,
-                p.type_name,
-                p.section,
-                ProgKind::labels(|t| t.user_runtime)
-            ),
             None if p.type_name == "unspec" => bail!(
                 "program '{}' in {file} has no type libbpf knows (section {}); if the section is named for its own loader, give the type with --program-type TYPE, one of {}",
                 p.name,
@@ -333,6 +327,26 @@ impl ObjectFile {
                 ProgKind::names(|_| true)
             ),
         }
+    }
+
+    /// The object's created ring buffer and perf buffer maps: name, fd, kind.
+    pub fn buffer_maps(&self) -> Vec<(String, BorrowedFd<'_>, crate::kernel::buffers::BufferKind)> {
+        use crate::kernel::buffers::BufferKind;
+        let mut out = Vec::new();
+        for m in self.maps_raw() {
+            // SAFETY: a map of this object; -1 when it was not created.
+            let (kind, fd) = unsafe { (sys::bpf_map__type(m), sys::bpf_map__fd(m)) };
+            let kind = match kind {
+                sys::BPF_MAP_TYPE_RINGBUF => BufferKind::Ring,
+                sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY => BufferKind::Perf,
+                _ => continue,
+            };
+            if fd >= 0 {
+                // SAFETY: the fd stays open as long as the object.
+                out.push((cstr(unsafe { sys::bpf_map__name(m) }), unsafe { BorrowedFd::borrow_raw(fd) }, kind));
+            }
+        }
+        out
     }
 
     fn maps_raw(&self) -> Vec<*mut sys::bpf_map> {
@@ -386,6 +400,12 @@ impl ObjectFile {
                 bail!("unpinning map '{}': {}", cstr(unsafe { sys::bpf_map__name(m) }), errno_error(rc));
             }
         }
+        self.reuse_pinned(reuse)
+    }
+
+    /// Makes map `name` use the pinned map at `path` for each (name, path)
+    /// in `reuse` (before load).
+    pub fn reuse_pinned(&mut self, reuse: &[(String, PathBuf)]) -> Result<()> {
         for (name, path) in reuse {
             let m = self.map_raw(name).with_context(|| {
                 format!("--map-pin {name}=...: {} has no map '{name}'; {}", self.path.display(), self.maps_listed())
@@ -421,7 +441,7 @@ impl ObjectFile {
         let rc = unsafe { sys::bpf_object__load(self.obj.as_ptr()) };
         if rc != 0 {
             let said = libbpf_log::tail(LOG_TAIL);
-            let reason = refusal(&said).unwrap_or_else(|| one_line(&said));
+            let reason = load_reason(&said).or_else(|| refusal(&said)).unwrap_or_else(|| one_line(&said));
             bail!("loading {}: {reason} ({})", self.path.display(), errno_error(rc));
         }
         Ok(())
@@ -445,6 +465,14 @@ impl ObjectFile {
             }
         }
         out
+    }
+
+    /// Leaves `program` unloaded when the object is loaded.
+    pub fn skip_loading(&mut self, program: &str) -> Result<()> {
+        let p = self.program_raw(program)?;
+        // SAFETY: a program of this object, before load.
+        unsafe { sys::bpf_program__set_autoload(p, false) };
+        Ok(())
     }
 
     /// Loads `programs` too (after `configure`): the programs a prog array
@@ -757,6 +785,22 @@ pub fn refusal(log: &str) -> Option<String> {
                 && !l.starts_with("stack depth")
         })
         .map(str::to_string)
+}
+
+/// What libbpf said of the program that stopped an object's load: the
+/// line naming its cause ("prog 'x': failed to find kernel BTF type ID of
+/// 'f'", "BPF program load failed: -EPERM" and the hint after it), not
+/// the summary lines that follow ("failed to load object").
+fn load_reason(said: &str) -> Option<String> {
+    let lines: Vec<&str> = said.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let cause = lines
+        .iter()
+        .position(|l| l.contains("failed to find") || l.contains("load failed") || l.contains("failed to resolve"))?;
+    let mut reason = lines[cause].to_string();
+    if let Some(hint) = lines.get(cause + 1).filter(|l| l.contains("permission error")) {
+        reason = format!("{reason}; {hint}");
+    }
+    Some(reason)
 }
 
 /// A libbpf message on one line.

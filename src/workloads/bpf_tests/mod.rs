@@ -376,7 +376,8 @@ impl LoadedWorkload for Loaded<'_> {
             true => format!("{} (state-dependent)", kind.verdict_name(first.retval)),
             false => kind.verdict_name(first.retval),
         };
-        let validation = Validation { verdict, outcome: None, timing, checks, notes, outputs: vec![first] };
+        let validation =
+            Validation { verdict, outcome: None, timing, checks, notes, outputs: vec![first], attached: None };
         Ok((validation, prepared))
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::kernel::prog_type::{PROG_TYPES, ProgKind, Takes, Verdicts};
+use crate::kernel::prog_type::{PROG_TYPES, ProgKind, Takes, TestRun, Verdicts};
 use crate::kernel::test_run::TestInput;
 use crate::packet::mask::Mask;
 use crate::packet::{FiveTuple, PacketSpec, pcap};
@@ -59,7 +59,7 @@ impl ExpectedVerdict {
         let up = s.trim().to_ascii_uppercase();
         let own = PROG_TYPES.iter().filter(|t| t.kind == kind);
         for t in own.chain(&PROG_TYPES) {
-            if let Verdicts::Named(names) = t.verdicts
+            if let Some(TestRun { verdicts: Verdicts::Named(names), .. }) = t.test_run
                 && let Some((_, v)) = names.iter().find(|(n, _)| *n == up)
             {
                 return Ok(ExpectedVerdict { kind: Some(t.kind), value: *v as u32 });
@@ -70,7 +70,7 @@ impl ExpectedVerdict {
         }
         let returns: Vec<String> = PROG_TYPES
             .iter()
-            .filter_map(|t| match t.verdicts {
+            .filter_map(|t| match t.test_run.as_ref()?.verdicts {
                 Verdicts::Named(names) => Some(format!(
                     "{} return {}",
                     t.plural,
@@ -210,7 +210,12 @@ impl CaseSpec {
     pub fn resolve(&self, program: ForProgram<'_>) -> Result<Case> {
         let ForProgram { kind, name: prog, type_name } = program;
         let case = &self.name;
-        let takes = kind.desc().takes;
+        let Some(run) = kind.test_run() else {
+            bail!(
+                "case {case}: '{prog}' is a {type_name} program, which the kernel cannot test-run: it is measured attached"
+            )
+        };
+        let takes = run.takes;
         let given_packets = !self.packets.is_empty() || self.pcap.is_some();
         if kind.takes_raw_context() && given_packets {
             bail!(
@@ -220,14 +225,14 @@ impl CaseSpec {
         if self.ctx.is_some() && !kind.takes_raw_context() {
             bail!(
                 "case {case}: --ctx is for {} programs; '{prog}' is {type_name} ({} programs take --skb)",
-                ProgKind::labels(|t| matches!(t.takes, Takes::Context { .. })),
-                ProgKind::labels(|t| t.takes == Takes::Skb)
+                ProgKind::labels(|t| t.kind.takes_raw_context()),
+                ProgKind::labels(|t| t.kind.has_skb())
             );
         }
-        if self.skb.is_some() && takes != Takes::Skb {
+        if self.skb.is_some() && !kind.has_skb() {
             bail!(
                 "case {case}: skb fields are for {} programs; '{prog}' is {type_name}",
-                ProgKind::labels(|t| t.takes == Takes::Skb)
+                ProgKind::labels(|t| t.kind.has_skb())
             );
         }
         if !kind.outputs_flow_keys() && (self.expect_flow_keys.is_some() || self.flow_flags.is_some()) {

@@ -29,16 +29,16 @@ impl Case {
     /// What the program is given: the packets (or context) and any fields set.
     pub fn input_notes(&self, kind: ProgKind) -> Vec<String> {
         let mut notes = Vec::new();
-        match (kind.desc().takes, &self.input) {
-            (Takes::SocketLookup, _) => notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into()),
-            (Takes::PacketAndHookState, _) => notes.push("each packet passes the PRE_ROUTING hook of its IP version's family (struct nf_hook_state)".into()),
+        match (kind.test_run().map(|r| r.takes), &self.input) {
+            (Some(Takes::SocketLookup), _) => notes.push("each packet stands for the socket lookup of its flow (struct bpf_sk_lookup: family, protocol, addresses, ports)".into()),
+            (Some(Takes::PacketAndHookState), _) => notes.push("each packet passes the PRE_ROUTING hook of its IP version's family (struct nf_hook_state)".into()),
             (_, CaseInput::SkbFields { shown, .. }) => {
                 notes.push(format!("context: __sk_buff with {shown} in every test run"));
             }
             (_, CaseInput::FlowFlags { shown, .. }) => {
                 notes.push(format!("flow dissector flags: {shown} in every test run (struct bpf_flow_keys' flags)"));
             }
-            (Takes::Packet | Takes::Skb | Takes::PacketAndFlowFlags | Takes::Context { .. }, _) => {}
+            (Some(Takes::Packet | Takes::Skb | Takes::PacketAndFlowFlags | Takes::Context { .. }) | None, _) => {}
         }
         if kind.takes_raw_context() {
             notes.push(format!("input: the {}, in every run", self.source));

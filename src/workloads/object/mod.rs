@@ -13,7 +13,7 @@ mod cases;
 mod checks;
 mod globals;
 pub mod live;
-mod map_json;
+pub(crate) mod map_json;
 mod map_state;
 mod options;
 
@@ -37,7 +37,8 @@ use crate::packet::pcap;
 use crate::record::{LoopConstruct, Runtime, VerifierStats};
 use crate::workloads::{Claim, Registration};
 pub use cases::{Case, CaseInput, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, ForProgram};
-pub use options::{EMPTY_SLOT, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
+pub use globals::set as set_globals;
+pub use options::{EMPTY_SLOT, GlobalValue, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
 pub const REGISTRATION: Registration = Registration {
     names: &[],
     about: "your own XDP or tc program: an object file (FILE.bpf.o) or a spec file (FILE.toml)",
@@ -196,11 +197,11 @@ impl Workload for ObjectBench {
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         let name = &self.program.name;
         if runtime == Runtime::User {
-            if !self.kind.desc().user_runtime {
+            if !self.kind.user_runtime() {
                 bail!(
                     "'{name}' is a {} program; the userspace runtime runs {} programs only: use --runtime kernel",
                     self.program.type_name,
-                    ProgKind::labels(|t| t.user_runtime)
+                    ProgKind::labels(|t| t.kind.user_runtime())
                 );
             }
             if self.setup.per_call || self.timing == TimingChoice::PerCall {
@@ -554,7 +555,8 @@ impl LoadedWorkload for Loaded<'_> {
         checks.extend(chosen.checks);
         notes.extend(chosen.notes);
         let (verdict, outcome) = (checks::verdict_summary(kind, &refs), Some(case.outcome(kind, &refs)));
-        let validation = Validation { verdict, outcome, timing: chosen.timing, checks, notes, outputs: refs };
+        let validation =
+            Validation { verdict, outcome, timing: chosen.timing, checks, notes, outputs: refs, attached: None };
         Ok((validation, Box::new(chosen.timed)))
     }
 }

@@ -1,0 +1,264 @@
+//! A loaded program attached at its point, as its loader would attach it,
+//! and the link that keeps it there: dropping the link detaches it. Also
+//! the empty program of a type (`attach_empty.bpf.c`), loaded for a point
+//! to stand beside a user's program on the same hook.
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::path::Path;
+use std::ptr::NonNull;
+
+use anyhow::{Context, Result, bail};
+use libbpf_rs::libbpf_sys as sys;
+
+use super::{ObjectFile, cstr, errno_error};
+use crate::kernel::attach_point::{AttachPoint, TrampolineSide};
+use crate::kernel::libbpf_log;
+use crate::kernel::prog_type::ProgKind;
+
+/// A program attached while this lives.
+#[derive(Debug)]
+pub struct Link {
+    raw: NonNull<sys::bpf_link>,
+}
+
+// SAFETY: a link is an fd and libbpf's bookkeeping, used from one thread at a time.
+unsafe impl Send for Link {}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // SAFETY: a link libbpf made, destroyed once.
+        unsafe { sys::bpf_link__destroy(self.raw.as_ptr()) };
+    }
+}
+
+/// What attaching needs besides the program and the point.
+#[derive(Debug, Clone, Copy)]
+pub struct AttachContext<'a> {
+    /// The cgroup a cgroup hook attaches to (bpfbench's own).
+    pub cgroup: Option<BorrowedFd<'a>>,
+    /// The executable of a bare `uprobe` or `usdt` section: bpfbench's.
+    pub own_binary: &'a Path,
+    /// bpfbench's trigger function and USDT probe (provider, name).
+    pub own_function: &'a str,
+    pub own_usdt: (&'a str, &'a str),
+}
+
+fn c(s: &str) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(s).with_context(|| format!("'{s}' holds a NUL byte"))
+}
+
+impl ObjectFile {
+    /// Before load: where a tracing or LSM program's trampoline goes (the
+    /// kernel fixes it at load), for a point that `--attach` gives.
+    pub fn set_attach_target(&mut self, program: &str, point: &AttachPoint) -> Result<()> {
+        let target = match point {
+            AttachPoint::Trampoline { func, .. } => func,
+            AttachPoint::BtfTracepoint { name } => name,
+            _ => return Ok(()),
+        };
+        let p = self.program_raw(program)?;
+        let attach = match point {
+            AttachPoint::Trampoline { side: TrampolineSide::Fentry, .. } => sys::BPF_TRACE_FENTRY,
+            AttachPoint::Trampoline { side: TrampolineSide::Fexit, .. } => sys::BPF_TRACE_FEXIT,
+            AttachPoint::Trampoline { side: TrampolineSide::FmodRet, .. } => sys::BPF_MODIFY_RETURN,
+            AttachPoint::Trampoline { side: TrampolineSide::Lsm, .. } => sys::BPF_LSM_MAC,
+            _ => sys::BPF_TRACE_RAW_TP,
+        };
+        let name = c(target)?;
+        libbpf_log::take();
+        // SAFETY: a program of this object, before load; libbpf copies the name.
+        let rc = unsafe {
+            sys::bpf_program__set_expected_attach_type(p, attach);
+            sys::bpf_program__set_attach_target(p, 0, name.as_ptr())
+        };
+        if rc != 0 {
+            bail!(
+                "--attach {point}: the kernel's BTF has no '{target}' to attach program '{program}' to: {} ({})",
+                one_line_log(),
+                errno_error(rc)
+            );
+        }
+        Ok(())
+    }
+
+    /// Attaches loaded `program` at `point`. A refusal names the point,
+    /// libbpf's reason and, where the kernel lacks the mechanism, where it
+    /// can run instead.
+    pub fn attach(&self, program: &str, point: &AttachPoint, ctx: &AttachContext<'_>) -> Result<Link> {
+        let p = self.program_raw(program)?;
+        libbpf_log::take();
+        // SAFETY: a loaded program of this object; every string lives through the call.
+        let raw = unsafe {
+            match point {
+                AttachPoint::Tracepoint { category, name } => {
+                    sys::bpf_program__attach_tracepoint(p, c(category)?.as_ptr(), c(name)?.as_ptr())
+                }
+                AttachPoint::RawTracepoint { name } => sys::bpf_program__attach_raw_tracepoint(p, c(name)?.as_ptr()),
+                AttachPoint::BtfTracepoint { .. } => sys::bpf_program__attach_trace(p),
+                AttachPoint::Trampoline { side: TrampolineSide::Lsm, .. } => sys::bpf_program__attach_lsm(p),
+                AttachPoint::Trampoline { .. } => sys::bpf_program__attach_trace(p),
+                AttachPoint::Kprobe { func, offset, ret } => {
+                    let opts = sys::bpf_kprobe_opts {
+                        sz: std::mem::size_of::<sys::bpf_kprobe_opts>() as _,
+                        offset: *offset as _,
+                        retprobe: *ret,
+                        ..Default::default()
+                    };
+                    sys::bpf_program__attach_kprobe_opts(p, c(func)?.as_ptr(), &opts)
+                }
+                AttachPoint::Ksyscall { name, ret } => {
+                    let opts = sys::bpf_ksyscall_opts {
+                        sz: std::mem::size_of::<sys::bpf_ksyscall_opts>() as _,
+                        retprobe: *ret,
+                        ..Default::default()
+                    };
+                    sys::bpf_program__attach_ksyscall(p, c(name)?.as_ptr(), &opts)
+                }
+                AttachPoint::Uprobe { target, ret } => {
+                    let (binary, func) = match target {
+                        Some((b, f)) => (b.as_path(), f.as_str()),
+                        None => (ctx.own_binary, ctx.own_function),
+                    };
+                    let func = c(func)?;
+                    let opts = sys::bpf_uprobe_opts {
+                        sz: std::mem::size_of::<sys::bpf_uprobe_opts>() as _,
+                        retprobe: *ret,
+                        func_name: func.as_ptr(),
+                        ..Default::default()
+                    };
+                    let binary = c(&binary.to_string_lossy())?;
+                    sys::bpf_program__attach_uprobe_opts(p, -1, binary.as_ptr(), 0, &opts)
+                }
+                AttachPoint::Usdt { target } => {
+                    let (binary, provider, name) = match target {
+                        Some((b, pr, n)) => (b.as_path(), pr.as_str(), n.as_str()),
+                        None => (ctx.own_binary, ctx.own_usdt.0, ctx.own_usdt.1),
+                    };
+                    let binary = c(&binary.to_string_lossy())?;
+                    sys::bpf_program__attach_usdt(
+                        p,
+                        -1,
+                        binary.as_ptr(),
+                        c(provider)?.as_ptr(),
+                        c(name)?.as_ptr(),
+                        std::ptr::null(),
+                    )
+                }
+                AttachPoint::Cgroup { .. } => {
+                    let cgroup = ctx.cgroup.context("a cgroup hook needs a cgroup to attach to")?;
+                    sys::bpf_program__attach_cgroup(p, cgroup.as_raw_fd())
+                }
+                AttachPoint::PerfEvent | AttachPoint::SockMap { .. } => {
+                    bail!("program '{program}': bpfbench does not attach {} programs yet", point.mechanism())
+                }
+            }
+        };
+        match NonNull::new(raw) {
+            Some(raw) => Ok(Link { raw }),
+            None => {
+                let err = std::io::Error::last_os_error();
+                let said = format!(
+                    "attaching program '{program}' of {} at {point}: {}",
+                    self.path.display(),
+                    refusal_reason(&err)
+                );
+                match missing_mechanism(point, &err) {
+                    Some(missing) => Err(MissingMechanism(format!("{said}; {missing}")).into()),
+                    None => bail!(said),
+                }
+            }
+        }
+    }
+}
+
+/// libbpf's last line, else the error itself: never an empty reason.
+fn refusal_reason(err: &std::io::Error) -> String {
+    let said = one_line_log();
+    if said.is_empty() { err.to_string() } else { format!("{said} ({err})") }
+}
+
+fn one_line_log() -> String {
+    let tail = libbpf_log::tail(2);
+    tail.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// An attach this kernel cannot do at all (no kprobes, no trampolines):
+/// the program is not available here, which is no failure of its own.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MissingMechanism(pub String);
+
+/// What this kernel lacks for `point`, and where the program runs instead.
+fn missing_mechanism(point: &AttachPoint, err: &std::io::Error) -> Option<String> {
+    let elsewhere = IN_A_GUEST;
+    if point.needs_kprobes() && !kprobes_built() {
+        return Some(format!("this kernel has no kprobes (built without CONFIG_KPROBES); {elsewhere}"));
+    }
+    if point.needs_trampoline()
+        // 524: the kernel's ENOTSUPP.
+        && matches!(err.raw_os_error(), Some(libc::EPERM | 524 | libc::EOPNOTSUPP | libc::EINVAL))
+    {
+        return Some(format!(
+            "this kernel refuses BPF trampolines (fentry, fexit and LSM programs: {err}); {elsewhere}"
+        ));
+    }
+    None
+}
+
+/// Where a program runs that this kernel cannot attach.
+pub const IN_A_GUEST: &str =
+    "`bpfbench vm --kernel trixie -- FILE.bpf.o` runs it in a guest of Debian's 6.12 kernel, which has it";
+
+/// Whether the kernel has kprobes: its perf PMU, or the tracing file of
+/// the older interface.
+pub fn kprobes_built() -> bool {
+    Path::new("/sys/bus/event_source/devices/kprobe/type").exists()
+        || Path::new("/sys/kernel/tracing/kprobe_events").exists()
+        || Path::new("/sys/kernel/debug/tracing/kprobe_events").exists()
+}
+
+/// The empty program of `kind` (attach_empty.bpf.c), loaded to attach at
+/// `point` (its attach type and, for trampolines, its target set first).
+pub fn load_empty(kind: ProgKind, point: &AttachPoint) -> Result<(ObjectFile, &'static str)> {
+    let name = match kind {
+        ProgKind::Tracepoint => "empty_tracepoint",
+        ProgKind::RawTracepoint => "empty_raw_tracepoint",
+        ProgKind::Kprobe => match point {
+            AttachPoint::Uprobe { .. } => "empty_uprobe",
+            AttachPoint::Usdt { .. } => "empty_usdt",
+            _ => "empty_kprobe",
+        },
+        ProgKind::Tracing => "empty_tracing",
+        ProgKind::Lsm => "empty_lsm",
+        ProgKind::PerfEvent => "empty_perf_event",
+        ProgKind::CgroupSockAddr => "empty_cgroup_sock_addr",
+        ProgKind::SockOps => "empty_sock_ops",
+        ProgKind::CgroupSock => "empty_cgroup_sock",
+        ProgKind::CgroupSockopt => "empty_cgroup_sockopt",
+        ProgKind::CgroupSysctl => "empty_cgroup_sysctl",
+        ProgKind::CgroupSkb => "empty_cgroup_skb",
+        ProgKind::SkMsg => "empty_sk_msg",
+        ProgKind::SkSkb => "empty_sk_skb",
+        ProgKind::Xdp
+        | ProgKind::Tc
+        | ProgKind::SocketFilter
+        | ProgKind::FlowDissector
+        | ProgKind::SkLookup
+        | ProgKind::Netfilter
+        | ProgKind::Syscall => bail!("bpfbench has no empty {} program to attach", kind.desc().label),
+    };
+    let mut object = ObjectFile::open_memory("attach_empty", crate::bpf_object_bytes!("attach_empty"))?;
+    for p in object.programs_raw() {
+        // SAFETY: a program of this object, before load.
+        let own = cstr(unsafe { sys::bpf_program__name(p) }) == name;
+        unsafe { sys::bpf_program__set_autoload(p, own) };
+    }
+    if let AttachPoint::Cgroup { attach, .. } | AttachPoint::SockMap { attach, .. } = point {
+        let p = object.program_raw(name)?;
+        // SAFETY: as above.
+        unsafe { sys::bpf_program__set_expected_attach_type(p, *attach) };
+    }
+    object.set_attach_target(name, point)?;
+    object.load_every_program().with_context(|| format!("loading the empty program for {point}"))?;
+    Ok((object, name))
+}

@@ -1,0 +1,80 @@
+//! The lines under a table of attached programs: for each trigger, what the
+//! object cost the workload that fired it (the slowdown), and where that
+//! went: each program's ns per run times its runs per event, the rest in
+//! the attach mechanism. And the records its buffers delivered per event.
+
+use std::fmt::Write as _;
+
+use crate::record::ScenarioRecord;
+use crate::record::attached::AttachedRun;
+
+/// The legend and the per-trigger lines; empty for a run of no attached program.
+pub fn render(results: &[ScenarioRecord]) -> String {
+    let attached: Vec<(&ScenarioRecord, &AttachedRun)> =
+        results.iter().filter_map(|r| Some((r, r.attached.as_ref()?))).collect();
+    if attached.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "attached rows: p50 is the program's ns per run from bpf_stats (run_time_ns over run_cnt, per batch of events); loop p50 is an empty program's on the same hook under the same trigger (what bpf_stats reports for a run that does nothing), not subtracted; runs/event: the program's runs per event of the trigger, as validation counted them.\n",
+    );
+    for (r, a) in &attached {
+        let Some(s) = &a.slowdown else { continue };
+        let (lo, hi) = s.differences.median_ci95;
+        let _ = write!(
+            out,
+            "{}: {:+.1} ns per event with {} attached (95% CI {lo:.1} to {hi:.1}, {} pairs of {} events; {} alone: {:.1} ns per event)",
+            a.trigger,
+            s.ns_per_event(),
+            if s.programs.len() == 1 {
+                format!("'{}'", s.programs[0])
+            } else {
+                format!("{} programs", s.programs.len())
+            },
+            s.differences.n,
+            s.events_per_phase,
+            a.trigger,
+            s.detached.median,
+        );
+        // Where it went: the programs of the group measured, at their runs per event.
+        let shares: Vec<(String, f64, f64)> = results
+            .iter()
+            .filter(|o| o.group == r.group)
+            .filter_map(|o| {
+                let ns = o.measurement()?.summary.p50;
+                Some((o.name.clone(), ns, o.attached.as_ref()?.runs_per_event()))
+            })
+            .collect();
+        if shares.len() == s.programs.len() && !shares.is_empty() {
+            let in_programs: f64 = shares.iter().map(|(_, ns, per)| ns * per).sum();
+            let parts: Vec<String> =
+                shares.iter().map(|(name, ns, per)| format!("{name} {ns:.1} ns x {per:.2}")).collect();
+            let rest = s.ns_per_event() - in_programs;
+            let _ = write!(out, "; in BPF: {}", parts.join(" + "));
+            match rest.abs() > (hi - lo) / 2.0 {
+                true => {
+                    let _ = write!(out, "; the other {rest:.1} ns in the {} and around it", a.mechanism);
+                }
+                false => {
+                    let _ = write!(out, "; the rest ({rest:.1} ns) is within the slowdown's uncertainty");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    for (r, a) in &attached {
+        if let Some(b) = &a.records {
+            let _ = writeln!(
+                out,
+                "{}: {:.2} buffer records per event ({} of {} events, {} lost) from {}",
+                r.name,
+                b.records as f64 / a.events.max(1) as f64,
+                b.records,
+                a.events,
+                b.lost,
+                b.maps.join(", ")
+            );
+        }
+    }
+    out
+}
