@@ -5,7 +5,10 @@
 //! attached workload (your own object) and by `bpfbench overhead` (a
 //! running tool's programs, which bpfbench neither loads nor changes).
 
+mod empty;
+mod runs;
 mod slowdown;
+mod triggers;
 
 use std::os::fd::BorrowedFd;
 
@@ -13,7 +16,10 @@ use anyhow::Result;
 
 use crate::kernel::bpf_stats::RunStats;
 
+pub use empty::EmptyOnHook;
+pub use runs::{RunsJudged, judge as judge_runs};
 pub use slowdown::{SlowdownPlan, measure_slowdown};
+pub use triggers::Triggers;
 
 /// Each program's counters, in the order given.
 pub fn read_stats(programs: &[BorrowedFd<'_>]) -> Result<Vec<RunStats>> {

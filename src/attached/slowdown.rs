@@ -99,6 +99,7 @@ pub fn measure_slowdown(
     }
     Ok(Slowdown {
         programs,
+        phases: format!("{} pairs of {events} events, alternating", attached_ns.len()),
         events_per_phase: events,
         differences: Summary::of(&differences).context("no pairs")?,
         detached: Summary::of(&detached_ns).context("no pairs")?,

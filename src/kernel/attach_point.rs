@@ -149,24 +149,23 @@ impl AttachPoint {
             },
             (ProgKind::Kprobe, "uprobe" | "uretprobe" | "uprobe.s" | "uretprobe.s") => {
                 let ret = head.starts_with("uretprobe");
-                match rest {
-                    "" => AttachPoint::Uprobe { target: None, ret },
-                    target => {
-                        let Some((binary, func)) =
-                            target.rsplit_once(':').filter(|(b, f)| !b.is_empty() && !f.is_empty())
-                        else {
-                            bail!(
-                                "section '{section}': a uprobe's target is BINARY:FUNCTION (uprobe//usr/bin/bash:readline)"
-                            )
-                        };
-                        AttachPoint::Uprobe { target: Some((binary.into(), func.into())), ret }
-                    }
+                if rest.is_empty() {
+                    AttachPoint::Uprobe { target: None, ret }
+                } else {
+                    let Some((binary, func)) = rest.rsplit_once(':').filter(|(b, f)| !b.is_empty() && !f.is_empty())
+                    else {
+                        bail!(
+                            "section '{section}': a uprobe's target is BINARY:FUNCTION (uprobe//usr/bin/bash:readline)"
+                        )
+                    };
+                    AttachPoint::Uprobe { target: Some((binary.into(), func.into())), ret }
                 }
             }
-            (ProgKind::Kprobe, "usdt" | "usdt.s") => match rest {
-                "" => AttachPoint::Usdt { target: None },
-                target => {
-                    let parts: Vec<&str> = target.rsplitn(3, ':').collect();
+            (ProgKind::Kprobe, "usdt" | "usdt.s") => {
+                if rest.is_empty() {
+                    AttachPoint::Usdt { target: None }
+                } else {
+                    let parts: Vec<&str> = rest.rsplitn(3, ':').collect();
                     let [name, provider, binary] = parts.as_slice() else {
                         bail!(
                             "section '{section}': a USDT probe is BINARY:PROVIDER:NAME (usdt//usr/lib/libc.so.6:libc:setjmp)"
@@ -174,7 +173,7 @@ impl AttachPoint {
                     };
                     AttachPoint::Usdt { target: Some(((*binary).into(), (*provider).into(), (*name).into())) }
                 }
-            },
+            }
             (ProgKind::Kprobe, _) => {
                 bail!(
                     "section '{section}': bpfbench attaches kprobe, kretprobe, ksyscall, uprobe, uretprobe and usdt programs (not multi-probes yet)"
@@ -196,7 +195,18 @@ impl AttachPoint {
                     ),
                 }
             }
-            (other, _) => bail!("section '{section}' is not one bpfbench attaches a {} program at", other.desc().label),
+            (
+                ProgKind::Tracepoint
+                | ProgKind::RawTracepoint
+                | ProgKind::Xdp
+                | ProgKind::Tc
+                | ProgKind::SocketFilter
+                | ProgKind::FlowDissector
+                | ProgKind::SkLookup
+                | ProgKind::Netfilter
+                | ProgKind::Syscall,
+                _,
+            ) => bail!("section '{section}' is not one bpfbench attaches a {} program at", kind.desc().label),
         };
         Ok(point)
     }

@@ -37,6 +37,7 @@ pub mod object;
 pub mod prepared;
 pub mod prog_info;
 pub mod prog_type;
+pub mod running;
 pub mod skb_view;
 pub mod skeleton;
 pub mod slot_traps;

@@ -31,6 +31,9 @@ pub struct AttachedRun {
     /// trigger (the whole object is attached for it, and detached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<Slowdown>,
+    /// A running tool's own cost (`bpfbench overhead`), on its first program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolCost>,
 }
 
 impl AttachedRun {
@@ -56,6 +59,9 @@ pub struct BufferRecords {
 pub struct Slowdown {
     /// The programs attached during the attached phases (the whole object's).
     pub programs: Vec<String>,
+    /// How the phases were made, in words ("30 pairs of 16170 events,
+    /// alternating"; "4 rounds of opensnoop stopped and started again").
+    pub phases: String,
     pub events_per_phase: u64,
     /// ns per event of each phase, attached and detached, in order.
     pub attached_ns: Vec<f64>,
@@ -72,4 +78,16 @@ impl Slowdown {
     pub fn ns_per_event(&self) -> f64 {
         self.differences.median
     }
+}
+
+/// What a running tool itself cost per event (`bpfbench overhead`): its
+/// own CPU time, on whatever CPU it ran (the programs' is in their rows,
+/// the attach mechanism's in the slowdown).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCost {
+    pub command: String,
+    /// CPU time of the tool's threads per event, user and system.
+    pub cpu_ns_per_event: f64,
+    /// Lines the tool printed per event (a tracing tool prints one per event it reports).
+    pub lines_per_event: f64,
 }

@@ -21,18 +21,17 @@ pub fn render(results: &[ScenarioRecord]) -> String {
     for (r, a) in &attached {
         let Some(s) = &a.slowdown else { continue };
         let (lo, hi) = s.differences.median_ci95;
+        let with = match &a.tool {
+            Some(t) => format!("{} running", t.command),
+            None if s.programs.len() == 1 => format!("'{}' attached", s.programs[0]),
+            None => format!("{} programs attached", s.programs.len()),
+        };
         let _ = write!(
             out,
-            "{}: {:+.1} ns per event with {} attached (95% CI {lo:.1} to {hi:.1}, {} pairs of {} events; {} alone: {:.1} ns per event)",
+            "{}: {:+.1} ns per event with {with} (95% CI {lo:.1} to {hi:.1}, {}; {} alone: {:.1} ns per event)",
             a.trigger,
             s.ns_per_event(),
-            if s.programs.len() == 1 {
-                format!("'{}'", s.programs[0])
-            } else {
-                format!("{} programs", s.programs.len())
-            },
-            s.differences.n,
-            s.events_per_phase,
+            s.phases,
             a.trigger,
             s.detached.median,
         );
@@ -61,6 +60,19 @@ pub fn render(results: &[ScenarioRecord]) -> String {
             }
         }
         out.push('\n');
+    }
+    for (_, a) in &attached {
+        if let Some(t) = &a.tool {
+            let _ = write!(
+                out,
+                "{}: {:.0} ns of CPU per event in the tool itself (its threads' user and system time, on any CPU)",
+                t.command, t.cpu_ns_per_event
+            );
+            if t.lines_per_event.is_finite() {
+                let _ = write!(out, ", {:.2} output lines per event", t.lines_per_event);
+            }
+            out.push('\n');
+        }
     }
     for (r, a) in &attached {
         if let Some(b) = &a.records {

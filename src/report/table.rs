@@ -399,7 +399,9 @@ pub fn render_run(report: &RunRecord, verbose: bool) -> String {
     );
     out.push_str(&emulation_note(&report.environment));
     out.push_str(&run_grid(report, &groups, columns).boxed());
-    out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
+    if report.results.iter().any(|r| !matches!(r.timing, Timing::BpfStats { .. })) {
+        out.push_str("loop p50: the timing loop's own ns/op (empty body, same reset block), measured in this run and included in p50.\n");
+    }
     if columns.outcome {
         out.push_str(&outcome_notes(&report.results));
     }

@@ -26,6 +26,21 @@ pub fn default_cpu() -> Result<usize> {
     allowed_cpus()?.last().copied().context("this process may run on no CPU")
 }
 
+/// Lets the calling thread run on any of `cpus` (threads that work beside
+/// the timed one: a tool's output readers, a buffer reader).
+pub fn pin_to_cpus(cpus: &[usize]) -> Result<()> {
+    // SAFETY: a zeroed set filled with the CPUs given.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in cpus {
+        unsafe { libc::CPU_SET(*c, &mut set) };
+    }
+    let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        bail!("pinning to CPUs {cpus:?}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Pins the calling thread to `cpu`.
 pub fn pin_to_cpu(cpu: usize) -> Result<()> {
     let allowed = allowed_cpus()?;

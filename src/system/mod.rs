@@ -10,6 +10,7 @@ pub mod guest;
 pub mod interrupt;
 pub mod sysctl;
 pub mod tcg_counter;
+pub mod tool;
 pub mod tracefs;
 
 use anyhow::{Context, Result, bail};

@@ -9,6 +9,7 @@ mod example;
 pub mod live;
 pub mod maps;
 pub mod object;
+pub mod tool;
 pub mod xdp_lb;
 
 use std::collections::HashSet;
@@ -26,6 +27,7 @@ pub const REGISTRY: &[&Registration] = &[
     &corpus::REGISTRATION,
     &bpf_tests::REGISTRATION,
     &attached::REGISTRATION,
+    &tool::REGISTRATION,
     &object::REGISTRATION,
 ];
 

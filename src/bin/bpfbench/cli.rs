@@ -229,6 +229,10 @@ pub fn parse() -> Parsed {
     if argv.len() == 1 {
         argv.push("run".into());
     }
+    // `bpfbench overhead ...` is `bpfbench run tool ...`: a running tool's programs.
+    if argv.get(1).is_some_and(|a| a == "overhead") {
+        argv.splice(1..2, ["run".into(), "tool".into()]);
+    }
     parse_from(argv)
 }
 

@@ -8,7 +8,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::{Context, Result, bail};
 
 use super::{Attachable, AttachedBench};
-use crate::attached::{SlowdownPlan, measure_slowdown, runs_during};
+use crate::attached::{EmptyOnHook, SlowdownPlan, Triggers, judge_runs, measure_slowdown, runs_during};
 use crate::harness::{
     BatchTiming, LoadedWorkload, NotRunnable, OverheadKey, PreparedScenario, ScenarioInfo, Validation, Variant,
 };
@@ -16,7 +16,7 @@ use crate::kernel::attach_point::AttachPoint;
 use crate::kernel::bpf_stats::{self, RunStats, StatsEnabled};
 use crate::kernel::buffers::BufferReader;
 use crate::kernel::object::ObjectFile;
-use crate::kernel::object::attach::{AttachContext, IN_A_GUEST, Link, MissingMechanism, load_empty};
+use crate::kernel::object::attach::{AttachContext, IN_A_GUEST, Link, MissingMechanism};
 use crate::record::Timing;
 use crate::record::attached::{AttachedRun, BufferRecords};
 use crate::system::cgroup::OwnCgroup;
@@ -37,7 +37,6 @@ enum Attachment {
     /// The empty program at program `for_program`'s point.
     Empty {
         for_program: usize,
-        _link: Link,
     },
 }
 
@@ -47,8 +46,8 @@ pub(super) struct Loaded<'b> {
     attachment: Attachment,
     reader: Option<BufferReader>,
     /// Each program's empty counterpart, loaded when first needed.
-    empties: Vec<Option<(ObjectFile, &'static str)>>,
-    triggers: Vec<Trigger>,
+    empties: Vec<Option<EmptyOnHook>>,
+    triggers: Triggers,
     stats: Option<StatsEnabled>,
     object: ObjectFile,
     cgroup: Option<OwnCgroup>,
@@ -58,8 +57,6 @@ pub(super) struct Loaded<'b> {
     unattachable: Vec<Option<String>>,
     /// Triggers whose slowdown was measured (the first program of each).
     slowdowns_done: Vec<TriggerKind>,
-    /// ns per event of each trigger, as validation saw it (sizes batches).
-    event_ns: Vec<(TriggerKind, f64)>,
     notes: Vec<String>,
 }
 
@@ -132,7 +129,7 @@ impl<'b> Loaded<'b> {
             attachment: Attachment::Nothing,
             reader,
             empties: bench.programs.iter().map(|_| None).collect(),
-            triggers: Vec::new(),
+            triggers: Triggers::default(),
             stats: Some(bpf_stats::enable()?),
             object,
             cgroup,
@@ -140,7 +137,6 @@ impl<'b> Loaded<'b> {
             own_binary,
             unattachable,
             slowdowns_done: Vec::new(),
-            event_ns: Vec::new(),
             notes,
         };
         loaded.find_unattachable()?;
@@ -177,7 +173,7 @@ impl<'b> Loaded<'b> {
         if matches!(self.attachment, Attachment::Object { .. }) {
             return Ok(());
         }
-        self.attachment = Attachment::Nothing;
+        self.detach_all();
         let mut links = Vec::new();
         for (i, p) in self.bench.programs.iter().enumerate() {
             if self.unattachable[i].is_none() {
@@ -190,50 +186,36 @@ impl<'b> Loaded<'b> {
 
     /// Only the empty program at program `i`'s point attached.
     fn attach_empty(&mut self, i: usize) -> Result<()> {
-        if matches!(self.attachment, Attachment::Empty { for_program, .. } if for_program == i) {
+        if matches!(self.attachment, Attachment::Empty { for_program } if for_program == i) {
             return Ok(());
         }
-        self.attachment = Attachment::Nothing;
+        self.detach_all();
         let p = &self.bench.programs[i];
         if self.empties[i].is_none() {
-            self.empties[i] = Some(load_empty(p.kind, &p.point)?);
+            self.empties[i] = Some(EmptyOnHook::load(p.kind, &p.point)?);
         }
-        let (empty, name) = self.empties[i].as_ref().expect("loaded above");
-        let link = empty.attach(name, &p.point, &self.context())?;
-        self.attachment = Attachment::Empty { for_program: i, _link: link };
+        let ctx = AttachContext {
+            cgroup: self.cgroup.as_ref().map(|c| c.fd()),
+            own_binary: &self.own_binary,
+            own_function: TRIGGER_FUNCTION,
+            own_usdt: TRIGGER_USDT,
+        };
+        self.empties[i].as_mut().expect("loaded above").attach(&p.point, &ctx)?;
+        self.attachment = Attachment::Empty { for_program: i };
         Ok(())
     }
 
-    fn trigger(&mut self, kind: &TriggerKind) -> Result<&mut Trigger> {
-        let at = match self.triggers.iter().position(|t| t.kind() == kind) {
-            Some(at) => at,
-            None => {
-                self.triggers.push(Trigger::prepare(kind.clone())?);
-                self.triggers.len() - 1
-            }
-        };
-        Ok(&mut self.triggers[at])
-    }
-
-    /// The trigger's ns per event, from a few timed events.
-    fn event_ns(&mut self, kind: &TriggerKind) -> Result<f64> {
-        if let Some((_, ns)) = self.event_ns.iter().find(|(k, _)| k == kind) {
-            return Ok(*ns);
-        }
-        let trigger = self.trigger(kind)?;
-        trigger.fire(4)?;
-        let ns = trigger.timed(16)? as f64 / 16.0;
-        self.event_ns.push((kind.clone(), ns));
-        Ok(ns)
+    fn detach_all(&mut self) {
+        self.attachment = Attachment::Nothing;
+        self.empties.iter_mut().flatten().for_each(EmptyOnHook::detach);
     }
 
     /// Fires `events` with the object attached: every program's runs.
     fn count_runs(&mut self, kind: &TriggerKind, events: u64) -> Result<Vec<RunStats>> {
         self.attach_object()?;
-        let at = self.triggers.iter().position(|t| t.kind() == kind).context("trigger prepared")?;
         let fds: Vec<BorrowedFd<'_>> =
             self.bench.programs.iter().map(|p| self.object.prog_fd(&p.name)).collect::<Result<_>>()?;
-        let trigger = &mut self.triggers[at];
+        let trigger = self.triggers.get(kind)?;
         runs_during(&fds, || trigger.fire(events))
     }
 
@@ -249,14 +231,13 @@ impl<'b> Loaded<'b> {
             .filter(|(_, u)| u.is_none())
             .map(|(p, _)| p.name.clone())
             .collect();
-        self.trigger(kind)?;
-        let at = self.triggers.iter().position(|t| t.kind() == kind).expect("prepared above");
-        let mut trigger = self.triggers.swap_remove(at);
+        // A trigger of its own: the measured ones keep their state.
+        let mut trigger = Trigger::prepare(kind.clone())?;
         let mut set = |on: bool| -> Result<()> {
             match on {
                 true => self.attach_object(),
                 false => {
-                    self.attachment = Attachment::Nothing;
+                    self.detach_all();
                     Ok(())
                 }
             }
@@ -268,7 +249,6 @@ impl<'b> Loaded<'b> {
             SlowdownPlan::default(),
             crate::system::interrupt::flag(),
         );
-        self.triggers.push(trigger);
         self.stats = Some(bpf_stats::enable()?);
         measured
     }
@@ -276,8 +256,7 @@ impl<'b> Loaded<'b> {
     fn validate_program(&mut self, i: usize) -> Result<(Validation, AttachedRun)> {
         let p: &Attachable = &self.bench.programs[i];
         let (kind, point, expected) = (p.trigger.clone(), p.point.clone(), p.expected);
-        let per_event = self.event_ns(&kind)?;
-        let events = ((VALIDATION_NS / per_event.max(1.0)) as u64).clamp(20, 2000);
+        let events = self.triggers.events_in(&kind, VALIDATION_NS, 20, 2000)?;
         let records_before = self.reader.as_ref().map(BufferReader::counts);
         let runs = self.count_runs(&kind, events)?;
         let records = match (&self.reader, records_before) {
@@ -291,26 +270,8 @@ impl<'b> Loaded<'b> {
         };
         let own = runs[i];
         let name = &self.bench.programs[i].name;
-        if own.run_cnt == 0 {
-            bail!("'{name}' did not run: {events} events of {} at {point} gave it no run", kind.describe());
-        }
-        let (lower, note) = match expected {
-            Expected::Runs(n) => (events * u64::from(n), format!("{n} per event")),
-            Expected::AtLeastOne => (events, "at least one per event".into()),
-        };
-        if own.run_cnt < lower {
-            bail!(
-                "'{name}' ran {} times for {events} events of {}: fewer than the {note} expected (--expect-runs sets what to expect)",
-                own.run_cnt,
-                kind.describe()
-            );
-        }
-        let mut checks = vec![format!(
-            "{events} events of {}: '{name}' ran {} times ({:.2} per event; {note} expected)",
-            kind.describe(),
-            own.run_cnt,
-            own.run_cnt as f64 / events as f64
-        )];
+        let judged = judge_runs(name, &point.to_string(), &kind, events, own.run_cnt, expected)?;
+        let mut checks = vec![judged.check];
         for (j, r) in runs.iter().enumerate().filter(|(j, _)| *j != i) {
             checks.push(format!(
                 "  '{}' of the same object ran {} times meanwhile",
@@ -318,14 +279,7 @@ impl<'b> Loaded<'b> {
             ));
         }
         let mut notes = self.notes.clone();
-        if let Expected::Runs(n) = expected {
-            let extra = own.run_cnt - lower;
-            if extra > 16 + lower / 20 {
-                notes.push(format!(
-                    "'{name}' ran {extra} times more than {n} per event: other processes fire {point} too (its ns per run counts their runs alike)"
-                ));
-            }
-        }
+        notes.extend(judged.note);
         for (j, why) in self.unattachable.iter().enumerate() {
             if let Some(why) = why {
                 notes.push(format!("'{}' is not attached here: {why}", self.bench.programs[j].name));
@@ -346,11 +300,10 @@ impl<'b> Loaded<'b> {
                 let s = self.slowdown(&kind)?;
                 self.slowdowns_done.push(kind.clone());
                 notes.push(format!(
-                    "slowdown of {}: {:+.1} ns per event with the object attached ({} pairs of {} events, alternating; bpf_stats off)",
+                    "slowdown of {}: {:+.1} ns per event with the object attached ({}; bpf_stats off)",
                     kind.describe(),
                     s.ns_per_event(),
-                    s.attached_ns.len(),
-                    s.events_per_phase
+                    s.phases
                 ));
                 Some(s)
             }
@@ -367,6 +320,7 @@ impl<'b> Loaded<'b> {
             },
             records,
             slowdown,
+            tool: None,
         };
         let validation = Validation {
             verdict: format!("{:.2} runs/event", attached.runs_per_event()),
@@ -415,8 +369,7 @@ impl LoadedWorkload for Loaded<'_> {
         }
         let (validation, _) = self.validate_program(i)?;
         let kind = self.bench.programs[i].trigger.clone();
-        let per_event = self.event_ns(&kind)?;
-        let cap = ((BATCH_WALL_NS / per_event.max(1.0)) as u32).max(1);
+        let cap = self.triggers.events_in(&kind, BATCH_WALL_NS, 1, u64::from(u32::MAX))? as u32;
         Ok((validation, Box::new(AttachedScenario { loaded: self, program: i, cap })))
     }
 }
@@ -440,17 +393,12 @@ impl PreparedScenario for AttachedScenario<'_, '_> {
             Variant::Body => l.attach_object()?,
             Variant::Overhead => l.attach_empty(self.program)?,
         }
-        l.trigger(&kind)?;
-        let at = l.triggers.iter().position(|t| t.kind() == &kind).expect("prepared above");
         let fd = match variant {
             Variant::Body => l.object.prog_fd(&p.name)?,
-            Variant::Overhead => {
-                let (empty, name) = l.empties[self.program].as_ref().expect("attached above");
-                empty.prog_fd(name)?
-            }
+            Variant::Overhead => l.empties[self.program].as_ref().expect("attached above").fd()?,
         };
         let started_ns = crate::system::monotonic_ns();
-        let trigger = &mut l.triggers[at];
+        let trigger = l.triggers.get(&kind)?;
         let counted = runs_during(&[fd], || trigger.fire(u64::from(iters)))?[0];
         if counted.run_cnt == 0 {
             bail!("{iters} events of {} gave '{}' no run", kind.describe(), p.name);
