@@ -49,7 +49,8 @@ impl State {
             TriggerKind::OpenClose => {
                 let dir =
                     if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
-                let path = dir.join(format!("bpfbench-trigger-{}", std::process::id()));
+                remove_killed_runs_files(&dir);
+                let path = dir.join(format!("{FILE_PREFIX}{}", std::process::id()));
                 std::fs::write(&path, b"bpfbench").with_context(|| format!("making {}", path.display()))?;
                 State::OpenClose { path }
             }
@@ -261,6 +262,21 @@ impl Drop for State {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// The openat trigger's file: `bpfbench-trigger-PID`.
+const FILE_PREFIX: &str = "bpfbench-trigger-";
+
+/// Removes the trigger files of runs killed before they could (SIGKILL).
+fn remove_killed_runs_files(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(FILE_PREFIX).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !crate::system::other_bpfbench_alive(pid) {
+            let _ = std::fs::remove_file(e.path());
         }
     }
 }

@@ -273,7 +273,8 @@ fn matches_over_types_formats_and_metrics_name_every_variant() {
     let mut seen = 0;
     for file in &files {
         let code = code_of(&std::fs::read_to_string(file).unwrap());
-        for ty in ["ProgKind", "Format", "Metric", "Takes", "Gives", "BatchLoop", "Hook", "AttachPoint", "TriggerKind"] {
+        for ty in ["ProgKind", "Format", "Metric", "Takes", "Gives", "BatchLoop", "Hook", "AttachPoint", "TriggerKind"]
+        {
             for arms in match_arms_over(&code, ty) {
                 seen += 1;
                 for (line, p) in arms {

@@ -179,9 +179,30 @@ fn unescape(s: &str) -> String {
     out + rest
 }
 
-/// Network namespaces and interfaces whose names say bpfbench.
+/// Network namespaces, interfaces and cgroups whose names say bpfbench,
+/// and files of the triggers (`/dev/shm/bpfbench-trigger-PID`).
 pub fn bpfbench_names() -> BTreeSet<String> {
     let mut found = BTreeSet::new();
+    if let Ok(root) = bpfbench::system::cgroup::mount_point()
+        && let Ok(entries) = std::fs::read_dir(&root)
+    {
+        found.extend(
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("bpfbench"))
+                .map(|n| format!("cgroup {}", root.join(n).display())),
+        );
+    }
+    if let Ok(entries) = std::fs::read_dir("/dev/shm") {
+        found.extend(
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("bpfbench"))
+                .map(|n| format!("file /dev/shm/{n}")),
+        );
+    }
     if let Ok(entries) = std::fs::read_dir("/run/netns") {
         found.extend(
             entries

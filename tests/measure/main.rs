@@ -1,4 +1,4 @@
-//! Measuring in the kernel: the runner, the kernel boundary, the map suites, timing modes, the body inline, a user's own objects.
+//! Measuring in the kernel: the runner, the kernel boundary, the map suites, timing modes, the body inline, a user's own objects, programs attached on their hooks.
 //!
 //! One test binary per area (fewer links, one copy of the helpers);
 //! tests that time programs or change what others see of the kernel hold
@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod attached;
 mod corpus;
 mod framework_tests;
 mod inline;
