@@ -65,8 +65,8 @@ pub fn render(results: &[ScenarioRecord]) -> String {
         if let Some(t) = &a.tool {
             let _ = write!(
                 out,
-                "{}: {:.0} ns of CPU per event in the tool itself (its threads' user and system time, on any CPU)",
-                t.command, t.cpu_ns_per_event
+                "{}, under {}: {:.0} ns of CPU per event in the tool itself (its threads' user and system time, on any CPU)",
+                t.command, a.trigger, t.cpu_ns_per_event
             );
             if t.lines_per_event.is_finite() {
                 let _ = write!(out, ", {:.2} output lines per event", t.lines_per_event);

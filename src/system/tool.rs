@@ -2,8 +2,10 @@
 //! opensnoop`): in a process group of its own, on the CPUs other than the
 //! timed one, killed by the kernel if bpfbench dies first
 //! (PR_SET_PDEATHSIG), and stopped as a user stops it (SIGINT, then
-//! SIGKILL). Its output lines are counted (a tracing tool prints one per
-//! event it reports), and its CPU time is read from its threads' schedstat.
+//! SIGKILL). Its standard output is a terminal, as when a user runs it
+//! (line-buffered: each line is written when printed), whose lines are
+//! counted (a tracing tool prints one per event it reports); its CPU time
+//! is read from its threads' schedstat.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -33,8 +35,9 @@ impl Tool {
     /// Starts `argv` on `cpus` (none: wherever it likes).
     pub fn start(argv: &[String], cpus: &[usize]) -> Result<Tool> {
         let Some((program, args)) = argv.split_first() else { bail!("no tool to start: give its command after --") };
+        let (terminal, screen) = pseudo_terminal()?;
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::from(screen)).stderr(Stdio::piped()).process_group(0);
         let (cpus, tool_cpus) = (cpus.to_vec(), cpus.to_vec());
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
@@ -60,12 +63,18 @@ impl Tool {
                 let _ = super::cpu::pin_to_cpus(&cpus);
             }
         };
-        if let Some(out) = child.stdout.take() {
+        {
             let (lines, cpus) = (lines.clone(), tool_cpus.clone());
             readers.push(std::thread::spawn(move || {
                 on_tool_cpus(cpus);
-                for _ in BufReader::new(out).lines().map_while(Result::ok) {
-                    lines.fetch_add(1, Ordering::Relaxed);
+                // The terminal's reads end (EIO) when the tool's side closes.
+                let mut buf = [0u8; 4096];
+                let mut terminal = std::fs::File::from(terminal);
+                while let Ok(n) = std::io::Read::read(&mut terminal, &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    lines.fetch_add(buf[..n].iter().filter(|b| **b == b'\n').count() as u64, Ordering::Relaxed);
                 }
             }));
         }
@@ -136,6 +145,26 @@ impl Drop for Tool {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A pseudo-terminal: (bpfbench's side, the tool's), neither inherited by
+/// other children.
+fn pseudo_terminal() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let (mut ours, mut theirs) = (0, 0);
+    // SAFETY: two ints for the new descriptors; no name, settings or size asked.
+    let rc = unsafe { libc::openpty(&mut ours, &mut theirs, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    if rc != 0 {
+        bail!("making a terminal for the tool's output: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: two new descriptors this process owns.
+    let (ours, theirs) =
+        unsafe { (std::os::fd::OwnedFd::from_raw_fd(ours), std::os::fd::OwnedFd::from_raw_fd(theirs)) };
+    for fd in [&ours, &theirs] {
+        // SAFETY: the descriptor's own flags.
+        unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(fd), libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok((ours, theirs))
 }
 
 /// CPU time process `pid`'s threads have run, in ns (schedstat's first field, summed).

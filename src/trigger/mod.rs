@@ -39,6 +39,11 @@ pub enum TriggerKind {
     Sockopt,
     /// A read of a sysctl file (`/proc/sys/net/ipv4/ip_local_port_range`).
     SysctlRead,
+    /// `statx` of a file on tmpfs.
+    Stat,
+    /// `kill` of this process with SIGURG, which it ignores: the signal is
+    /// generated (and traced) and dropped.
+    Kill,
     /// A call of bpfbench's own trigger function, whose entry a uprobe and
     /// whose USDT probe (bpfbench:trigger) fire.
     FunctionCall,
@@ -91,6 +96,8 @@ pub const NAMED: &[(&str, &str)] = &[
     ("socket", "a UDP socket made and closed"),
     ("sockopt", "setsockopt() and getsockopt() of SO_PRIORITY"),
     ("sysctl", "a read of /proc/sys/net/ipv4/ip_local_port_range"),
+    ("stat", "statx() of a file on tmpfs"),
+    ("kill", "kill() of bpfbench itself with SIGURG, which it ignores"),
     ("call", "a call of bpfbench's trigger function (its uprobe and its USDT probe bpfbench:trigger)"),
 ];
 
@@ -110,6 +117,8 @@ impl TriggerKind {
             "socket" => TriggerKind::Socket,
             "sockopt" => TriggerKind::Sockopt,
             "sysctl" => TriggerKind::SysctlRead,
+            "stat" => TriggerKind::Stat,
+            "kill" => TriggerKind::Kill,
             "call" => TriggerKind::FunctionCall,
             _ => bail!(
                 "--trigger {name}: give one of {}, or a command after --: --trigger -- CMD ARGS",
@@ -131,6 +140,8 @@ impl TriggerKind {
             TriggerKind::Socket => "socket() + close()".into(),
             TriggerKind::Sockopt => "setsockopt() + getsockopt()".into(),
             TriggerKind::SysctlRead => "a read of a sysctl".into(),
+            TriggerKind::Stat => "statx() on tmpfs".into(),
+            TriggerKind::Kill => "kill() of itself with an ignored signal".into(),
             TriggerKind::FunctionCall => "a call of bpfbench_trigger()".into(),
             TriggerKind::Command(argv) => format!("a run of `{}`", argv.join(" ")),
         }

@@ -26,6 +26,11 @@ pub fn for_point(point: &AttachPoint) -> Option<(TriggerKind, Expected)> {
                 let syscall = name.strip_prefix("sys_enter_").or_else(|| name.strip_prefix("sys_exit_"))?;
                 for_syscall(syscall)
             }
+            // Every system call: getppid's only.
+            "raw_syscalls" => Some((TriggerKind::Syscall(SimpleSyscall::Getppid), Expected::Runs(1))),
+            "signal" if name == "signal_generate" => Some((TriggerKind::Kill, Expected::Runs(1))),
+            // Several state changes a connection, on both its ends.
+            "sock" if name == "inet_sock_set_state" => Some((TriggerKind::TcpConnect, Expected::AtLeastOne)),
             "sched" => for_sched_event(name),
             _ => None,
         },
@@ -61,6 +66,8 @@ fn for_syscall(name: &str) -> Option<(TriggerKind, Expected)> {
         "socket" => TriggerKind::Socket,
         "setsockopt" | "getsockopt" => TriggerKind::Sockopt,
         "pread64" => TriggerKind::SysctlRead,
+        "statx" => TriggerKind::Stat,
+        "kill" => TriggerKind::Kill,
         _ => return None,
     };
     Some((trigger, Expected::Runs(1)))
@@ -71,7 +78,7 @@ fn for_sched_event(name: &str) -> Option<(TriggerKind, Expected)> {
     match name {
         "sched_switch" => Some((TriggerKind::PingPong, Expected::Runs(2))),
         "sched_wakeup" | "sched_waking" => Some((TriggerKind::PingPong, Expected::AtLeastOne)),
-        "sched_process_fork" | "sched_process_exec" | "sched_process_exit" => {
+        "sched_process_fork" | "sched_process_exec" | "sched_process_exit" | "sched_wakeup_new" => {
             Some((TriggerKind::ForkExec, Expected::Runs(1)))
         }
         "sched_process_free" | "sched_process_wait" => Some((TriggerKind::ForkExec, Expected::AtLeastOne)),
@@ -88,10 +95,11 @@ fn for_kernel_function(func: &str) -> Option<(TriggerKind, Expected)> {
     }
     let trigger = match func {
         "do_sys_openat2" | "do_sys_open" | "do_filp_open" | "vfs_open" => TriggerKind::OpenClose,
+        "vfs_statx" | "vfs_getattr" => TriggerKind::Stat,
         "ksys_read" | "vfs_read" | "ksys_write" | "vfs_write" => TriggerKind::Pipe,
         "tcp_connect" | "tcp_v4_connect" | "tcp_v6_connect" | "inet_csk_accept" => TriggerKind::TcpConnect,
         "udp_sendmsg" | "udp_recvmsg" => TriggerKind::UdpSend,
-        "__sys_socket" => TriggerKind::Socket,
+        "__sys_socket" | "inet_bind" | "inet6_bind" => TriggerKind::Socket,
         "wake_up_new_task" | "kernel_clone" | "do_exit" => TriggerKind::ForkExec,
         _ => return None,
     };

@@ -38,6 +38,8 @@ pub(super) enum State {
     Socket,
     Sockopt { socket: UdpSocket },
     SysctlRead { file: std::fs::File },
+    Stat { path: PathBuf },
+    Kill,
     FunctionCall { next: u64 },
     Command(Vec<String>),
 }
@@ -46,13 +48,15 @@ impl State {
     pub(super) fn prepare(kind: &TriggerKind) -> Result<State> {
         Ok(match kind {
             TriggerKind::Syscall(s) => State::Syscall(*s),
-            TriggerKind::OpenClose => {
+            TriggerKind::OpenClose | TriggerKind::Stat => {
                 let dir =
                     if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
                 remove_killed_runs_files(&dir);
-                let path = dir.join(format!("{FILE_PREFIX}{}", std::process::id()));
+                let stat = matches!(kind, TriggerKind::Stat);
+                let path =
+                    dir.join(format!("{FILE_PREFIX}{}-{}", std::process::id(), if stat { "stat" } else { "openat" }));
                 std::fs::write(&path, b"bpfbench").with_context(|| format!("making {}", path.display()))?;
-                State::OpenClose { path }
+                if stat { State::Stat { path } } else { State::OpenClose { path } }
             }
             TriggerKind::Pipe => {
                 let (read, write) = pipe()?;
@@ -97,6 +101,7 @@ impl State {
                 State::SysctlRead { file: std::fs::File::open(path).with_context(|| format!("opening {path}"))? }
             }
             TriggerKind::FunctionCall => State::FunctionCall { next: 0 },
+            TriggerKind::Kill => State::Kill,
             TriggerKind::Command(argv) => {
                 if argv.is_empty() {
                     bail!("--trigger -- needs a command after the --");
@@ -221,6 +226,26 @@ impl State {
                     }
                 }
             }
+            State::Stat { path } => {
+                let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
+                let mut st: libc::statx = unsafe { std::mem::zeroed() };
+                for _ in 0..events {
+                    // SAFETY: a valid path and a statx buffer to fill.
+                    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut st) };
+                    if rc != 0 {
+                        bail!("statx of {}: {}", path.display(), std::io::Error::last_os_error());
+                    }
+                }
+            }
+            State::Kill => {
+                // SAFETY: SIGURG's default action is to ignore it; this process sets no handler.
+                unsafe {
+                    let pid = libc::getpid();
+                    for _ in 0..events {
+                        libc::kill(pid, libc::SIGURG);
+                    }
+                }
+            }
             State::FunctionCall { next } => {
                 for _ in 0..events {
                     bpfbench_trigger(*next);
@@ -248,7 +273,7 @@ impl State {
 impl Drop for State {
     fn drop(&mut self) {
         match self {
-            State::OpenClose { path } => {
+            State::OpenClose { path } | State::Stat { path } => {
                 let _ = std::fs::remove_file(path);
             }
             State::PingPong { to_peer, peer, .. } => {
@@ -266,7 +291,7 @@ impl Drop for State {
     }
 }
 
-/// The openat trigger's file: `bpfbench-trigger-PID`.
+/// The openat and stat triggers' files: `bpfbench-trigger-PID-openat`, `-stat`.
 const FILE_PREFIX: &str = "bpfbench-trigger-";
 
 /// Removes the trigger files of runs killed before they could (SIGKILL).
@@ -274,7 +299,8 @@ fn remove_killed_runs_files(dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(FILE_PREFIX).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let pid = name.strip_prefix(FILE_PREFIX).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
         if pid != std::process::id() && !crate::system::other_bpfbench_alive(pid) {
             let _ = std::fs::remove_file(e.path());
         }

@@ -5,6 +5,11 @@
 //! object is not built stands as one row saying the command that builds it
 //! (the spec's `build`); one that cannot be read or opened, as one failed
 //! row. Each spec's object is loaded when its first case runs.
+//!
+//! A spec that names a `tool` (libbpf-tools' opensnoop, ...) is a tool
+//! measured as it runs (`bpfbench overhead`): its programs' rows are named
+//! `SPEC/PROGRAM`; one tool runs at a time, started when its first row runs
+//! and stopped before another member's.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +21,7 @@ use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation,
 use crate::record::{Runtime, ScenarioFacts};
 use crate::workloads::Registration;
 use crate::workloads::object::{ObjectArgs, ObjectBench, ObjectSetup};
+use crate::workloads::tool::{ToolBench, ToolSpec};
 
 /// The folder `bpfbench run corpus` runs, relative to bpfbench's checkout.
 pub const CORPUS_DIR: &str = "examples/corpus";
@@ -70,10 +76,56 @@ fn spec_files(dir: &Path) -> Result<Vec<PathBuf>> {
 enum Member {
     /// Its object is there: its cases run.
     Built(Box<ObjectBench>),
+    /// A tool that is installed: its programs run, one tool at a time.
+    Tool(Box<ToolBench>),
     /// Its object is missing: the command that builds it.
     NotBuilt(String),
     /// It cannot be read, or its object not opened: why.
     Broken(String),
+}
+
+/// A spec of an object: built, not built, or broken; and its project.
+fn object_member(path: &Path, args: &ObjectArgs, stem: &str) -> (Member, Option<String>) {
+    match ObjectSetup::from_target(path, args) {
+        Err(e) => (Member::Broken(format!("{}: {e:#}", path.display())), Some("unreadable specs".to_string())),
+        Ok(setup) => {
+            let project = setup.project.clone();
+            let member = if setup.object.exists() {
+                match ObjectBench::new(setup) {
+                    Ok(bench) => Member::Built(Box::new(bench.rows_named_under(stem))),
+                    Err(e) => Member::Broken(format!("{}: {e:#}", path.display())),
+                }
+            } else {
+                Member::NotBuilt(format!(
+                    "not built: {} is missing; {}",
+                    setup.object.display(),
+                    setup.build.as_deref().map_or_else(
+                        || format!("build it as {} says", path.display()),
+                        |b| format!("build it with {b}")
+                    )
+                ))
+            };
+            (member, project)
+        }
+    }
+}
+
+/// A spec of a tool: installed and able to run here (its programs found),
+/// or why not; and its project.
+fn tool_member(path: &Path) -> (Member, Option<String>) {
+    let spec = match ToolSpec::read(path) {
+        Ok(spec) => spec,
+        Err(e) => return (Member::Broken(format!("{e:#}")), Some("unreadable specs".to_string())),
+    };
+    let project = spec.project.clone();
+    if let Some(why) = spec.unavailable() {
+        return (Member::NotBuilt(why), project);
+    }
+    let member = match spec.args().and_then(ToolBench::new) {
+        Ok(tool) => Member::Tool(Box::new(tool)),
+        Err(e) => Member::Broken(format!("{}: {e:#}", path.display())),
+    };
+    (member, project)
 }
 
 /// Where a scenario is: (member, its case's index in the member; None for
@@ -98,31 +150,19 @@ impl Corpus {
         for path in &specs {
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let m = members.len();
-            let (member, project) = match ObjectSetup::from_target(path, args) {
-                Err(e) => (Member::Broken(format!("{}: {e:#}", path.display())), "unreadable specs".to_string()),
-                Ok(setup) => {
-                    let project = setup.project.clone().unwrap_or_else(|| stem.clone());
-                    let member = if setup.object.exists() {
-                        match ObjectBench::new(setup) {
-                            Ok(bench) => Member::Built(Box::new(bench.rows_named_under(&stem))),
-                            Err(e) => Member::Broken(format!("{}: {e:#}", path.display())),
-                        }
-                    } else {
-                        Member::NotBuilt(format!(
-                            "not built: {} is missing; {}",
-                            setup.object.display(),
-                            setup.build.as_deref().map_or_else(
-                                || format!("build it as {} says", path.display()),
-                                |b| format!("build it with {b}")
-                            )
-                        ))
-                    };
-                    (member, project)
-                }
+            let (member, project) = match std::fs::read_to_string(path).map(|t| ToolSpec::is_one(&t)) {
+                Ok(true) => tool_member(path),
+                _ => object_member(path, args, &stem),
             };
+            let project = project.unwrap_or_else(|| stem.clone());
             match &member {
-                Member::Built(bench) => {
-                    for (i, case) in bench.scenarios().iter().enumerate() {
+                Member::Built(_) | Member::Tool(_) => {
+                    let scenarios = match &member {
+                        Member::Built(bench) => bench.scenarios(),
+                        Member::Tool(tool) => tool.scenarios(),
+                        Member::NotBuilt(_) | Member::Broken(_) => unreachable!("matched above"),
+                    };
+                    for (i, case) in scenarios.iter().enumerate() {
                         infos.push(ScenarioInfo {
                             name: format!("{stem}/{}", case.name).into(),
                             group: project.clone().into(),
@@ -159,7 +199,7 @@ impl Corpus {
     fn benches_mut(&mut self) -> impl Iterator<Item = &mut ObjectBench> {
         self.members.iter_mut().filter_map(|m| match m {
             Member::Built(b) => Some(b.as_mut()),
-            _ => None,
+            Member::Tool(_) | Member::NotBuilt(_) | Member::Broken(_) => None,
         })
     }
 }
@@ -203,15 +243,24 @@ struct Loaded<'a> {
 }
 
 impl<'a> Loaded<'a> {
-    /// Member `m` set up (once), and the case's own scenario.
+    /// Member `m` set up (once), and the case's own scenario. A tool's
+    /// set-up starts it: any other tool running is stopped first.
     fn member(&mut self, m: usize, case: usize) -> (&mut MemberSetup<'a>, &'a ScenarioInfo) {
-        let Member::Built(bench) = &self.corpus.members[m] else {
-            unreachable!("only built members have cases");
+        let workload: &'a dyn Workload = match &self.corpus.members[m] {
+            Member::Built(bench) => bench.as_ref(),
+            Member::Tool(tool) => {
+                for (other, member) in self.corpus.members.iter().enumerate() {
+                    if other != m && matches!(member, Member::Tool(_)) {
+                        self.loaded[other] = None;
+                    }
+                }
+                tool.as_ref()
+            }
+            Member::NotBuilt(_) | Member::Broken(_) => unreachable!("only built members have cases"),
         };
-        let bench: &'a ObjectBench = bench;
         let (cpu, runtime) = (self.cpu, self.runtime);
-        let setup = self.loaded[m].get_or_insert_with(|| bench.setup_in(cpu, runtime).map_err(|e| format!("{e:#}")));
-        (setup, &bench.scenarios()[case])
+        let setup = self.loaded[m].get_or_insert_with(|| workload.setup_in(cpu, runtime).map_err(|e| format!("{e:#}")));
+        (setup, &workload.scenarios()[case])
     }
 }
 
@@ -220,7 +269,7 @@ impl LoadedWorkload for Loaded<'_> {
         let (m, case) = self.corpus.place(info).ok()?;
         match (&self.corpus.members[m], case) {
             (Member::NotBuilt(why), _) => Some(why.clone()),
-            (Member::Built(_), Some(case)) => {
+            (Member::Built(_) | Member::Tool(_), Some(case)) => {
                 let runtime = self.runtime;
                 match self.member(m, case) {
                     // A program the userspace runtime refuses (its type, a
@@ -238,18 +287,18 @@ impl LoadedWorkload for Loaded<'_> {
         let (m, case) = self.corpus.place(info)?;
         match (&self.corpus.members[m], case) {
             (Member::Broken(why) | Member::NotBuilt(why), _) => bail!("{why}"),
-            (Member::Built(_), Some(case)) => match self.member(m, case) {
+            (Member::Built(_) | Member::Tool(_), Some(case)) => match self.member(m, case) {
                 (Err(why), _) => bail!("{why}"),
                 (Ok(loaded), inner) => loaded.validate(inner),
             },
-            (Member::Built(_), None) => bail!("no case '{}'", info.name),
+            (Member::Built(_) | Member::Tool(_), None) => bail!("no case '{}'", info.name),
         }
     }
 
     fn resume(&mut self, info: &ScenarioInfo) -> Result<Box<dyn PreparedScenario + '_>> {
         let (m, case) = self.corpus.place(info)?;
         match (&self.corpus.members[m], case) {
-            (Member::Built(_), Some(case)) => match self.member(m, case) {
+            (Member::Built(_) | Member::Tool(_), Some(case)) => match self.member(m, case) {
                 (Err(why), _) => bail!("{why}"),
                 (Ok(loaded), inner) => loaded.resume(inner),
             },

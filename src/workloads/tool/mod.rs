@@ -50,6 +50,10 @@ const SETTLED: Duration = Duration::from_millis(500);
 const VALIDATION_NS: f64 = 100e6;
 /// Wall time a timed batch may take.
 const BATCH_WALL_NS: f64 = 50e6;
+/// Validation fires a tool's events in chunks of this many, a pause after
+/// each: at most 25,000 events a second.
+const PACED_CHUNK: u64 = 50;
+const PACED_PAUSE: Duration = Duration::from_millis(2);
 /// Each slowdown phase: chunks of this wall time, the median taken.
 const CHUNK_NS: f64 = 5e6;
 const CHUNKS: usize = 20;
@@ -66,8 +70,11 @@ pub struct ToolArgs {
     #[arg(long = "trigger", value_name = "NAME")]
     pub trigger: Option<String>,
     /// Rounds of the tool stopped and started again, for its slowdown.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = ToolArgs::default_rounds())]
     pub rounds: u32,
+    /// What the tool must report: at least N output lines per event (a tracing tool prints one per event it sees).
+    #[arg(long, value_name = "N")]
+    pub expect_lines: Option<f64>,
     /// The tool's command line, after --.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -91,25 +98,94 @@ pub struct ToolBench {
     /// Programs no trigger fires, and why (N/A).
     unfired: Vec<(String, String)>,
     infos: Vec<ScenarioInfo>,
-    /// The tool as started to find its programs, kept for the set-up.
-    started: std::sync::Mutex<Option<Tool>>,
+}
+
+/// A tool of the corpus (`examples/corpus/libbpf-tools-*.toml`): its
+/// command and what it must report, with what the kernel must have.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// The project it belongs to (the corpus groups by it).
+    pub project: Option<String>,
+    /// What installs it, said when it is missing.
+    pub build: Option<String>,
+    /// Its command line.
+    pub tool: Vec<String>,
+    pub trigger: Option<String>,
+    /// At least this many output lines per event.
+    pub lines_per_event: Option<f64>,
+    /// What the kernel must have for the tool to start: "kprobes" or "trampolines".
+    pub needs: Option<String>,
+}
+
+impl ToolSpec {
+    /// Whether the spec file at `path` is a tool's (it names `tool`).
+    pub fn is_one(text: &str) -> bool {
+        toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("tool"))
+    }
+
+    pub fn read(path: &std::path::Path) -> Result<ToolSpec> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Why the tool cannot run here, if it cannot: not installed, or the
+    /// kernel lacks what it attaches with.
+    pub fn unavailable(&self) -> Option<String> {
+        let program = self.tool.first()?;
+        let installed = program.contains('/') && std::path::Path::new(program).exists()
+            || std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
+        if !installed {
+            return Some(format!(
+                "not installed: {program}; {}",
+                self.build.as_deref().map_or_else(|| "install it".to_string(), |b| format!("install it with {b}"))
+            ));
+        }
+        let guest = crate::kernel::object::attach::IN_A_GUEST.replace("FILE.bpf.o", "corpus");
+        match self.needs.as_deref() {
+            Some("kprobes") if !crate::kernel::object::attach::kprobes_built() => {
+                Some(format!("{program} attaches kprobes, which this kernel lacks; {guest}"))
+            }
+            Some("trampolines") if crate::kernel::features::tracing_programs().is_err() => {
+                Some(format!("{program} attaches fentry programs, which this kernel refuses; {guest}"))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn args(&self) -> Result<ToolArgs> {
+        Ok(ToolArgs {
+            pid: None,
+            trigger: self.trigger.clone(),
+            rounds: ToolArgs::default_rounds(),
+            expect_lines: self.lines_per_event,
+            command: self.tool.clone(),
+        })
+    }
+}
+
+impl ToolArgs {
+    fn default_rounds() -> u32 {
+        4
+    }
 }
 
 impl ToolBench {
     pub fn new(args: ToolArgs) -> Result<ToolBench> {
-        let (name, tool, found) = match (args.pid, args.command.is_empty()) {
+        let (name, found) = match (args.pid, args.command.is_empty()) {
             (Some(_), false) => bail!("give the tool's command after -- or --pid PID, not both"),
             (None, true) => bail!("give the tool's command after --: bpfbench overhead -- opensnoop (or --pid PID)"),
             (Some(pid), true) => {
                 let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
                     .with_context(|| format!("--pid {pid}: no such process"))?;
-                (comm.trim().to_string(), None, wait_for_programs(pid, None)?)
+                (comm.trim().to_string(), wait_for_programs(pid, None)?)
             }
             (None, false) => {
                 crate::system::tracefs::ensure()?;
                 let mut tool = Tool::start(&args.command, &other_cpus()?)?;
                 let found = wait_for_programs(tool.pid(), Some(&mut tool))?;
-                (tool.name().to_string(), Some(tool), found)
+                // Stopped (dropped) until the set-up: a corpus finds every tool's programs first.
+                (tool.name().to_string(), found)
             }
         };
         let given = args.trigger.as_deref().map(TriggerKind::parse).transpose()?;
@@ -119,7 +195,12 @@ impl ToolBench {
                 unfired.push((p.name.clone(), format!("a {} program, which bpfbench does not run", p.type_name)));
                 continue;
             };
-            let Some(point) = p.points.first().and_then(|s| AttachPoint::parse(s, kind).ok()) else {
+            // A tp_btf program's link is a raw tracepoint's.
+            let section = match (kind, p.points.first()) {
+                (ProgKind::Tracing, Some(s)) if s.starts_with("raw_tp/") => Some(s.replacen("raw_tp/", "tp_btf/", 1)),
+                (_, s) => s.cloned(),
+            };
+            let Some(point) = section.and_then(|s| AttachPoint::parse(&s, kind).ok()) else {
                 unfired.push((
                     p.name.clone(),
                     format!("attached at {} (no point bpfbench can fire)", p.points.join(", ")),
@@ -163,7 +244,7 @@ impl ToolBench {
                 facts: crate::record::ScenarioFacts::TABLE_ROW,
             }))
             .collect();
-        Ok(ToolBench { args, name, programs, unfired, infos, started: std::sync::Mutex::new(tool) })
+        Ok(ToolBench { args, name, programs, unfired, infos })
     }
 }
 
@@ -209,10 +290,10 @@ impl Workload for ToolBench {
 
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
         let _ = cpu;
-        let tool = match (self.args.pid, self.started.lock().unwrap_or_else(|e| e.into_inner()).take()) {
-            (Some(_), _) => None,
-            (None, Some(t)) => Some(t),
-            (None, None) => Some(Tool::start(&self.args.command, &other_cpus()?)?),
+        crate::system::tracefs::ensure()?;
+        let tool = match self.args.pid {
+            Some(_) => None,
+            None => Some(Tool::start(&self.args.command, &other_cpus()?)?),
         };
         let mut loaded = Loaded {
             empties: self.programs.iter().map(|_| None).collect(),
@@ -384,7 +465,18 @@ impl LoadedWorkload for Loaded<'_> {
                 .map(|q| running.iter().find(|r| r.name == q.name).map(RunningProgram::fd).context("program running"))
                 .collect::<Result<_>>()?;
             let trigger = l.triggers.get(&p.trigger)?;
-            all_runs = runs_during(&fds, || trigger.fire(events))?;
+            // Paced, as events come to a tool at work: a burst faster than
+            // the tool prints would fill its buffer, and it would drop them.
+            all_runs = runs_during(&fds, || {
+                let mut left = events;
+                while left > 0 {
+                    let chunk = left.min(PACED_CHUNK);
+                    trigger.fire(chunk)?;
+                    left -= chunk;
+                    std::thread::sleep(PACED_PAUSE);
+                }
+                Ok(())
+            })?;
             Ok(())
         })?;
         let judged = judge_runs(&p.name, &p.point.to_string(), &p.trigger, events, all_runs[i].run_cnt, p.expected)?;
@@ -394,6 +486,17 @@ impl LoadedWorkload for Loaded<'_> {
                 "  '{}' of {} ran {} times meanwhile",
                 self.bench.programs[j].name, self.bench.name, r.run_cnt
             ));
+        }
+        if let Some(want) = self.bench.args.expect_lines
+            && first
+            && cost.lines_per_event < want
+        {
+            bail!(
+                "{} reported {:.2} output lines per event of {}, fewer than the {want} it must (--expect-lines)",
+                self.bench.name,
+                cost.lines_per_event,
+                p.trigger.describe()
+            );
         }
         let mut notes: Vec<String> = judged.note.into_iter().collect();
         notes.push(format!(
