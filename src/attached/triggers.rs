@@ -37,6 +37,12 @@ impl Triggers {
         Ok(ns)
     }
 
+    /// Forgets the trigger's cost: the next ask times it again (after the
+    /// programs it fires were attached).
+    pub fn forget(&mut self, kind: &TriggerKind) {
+        self.cost.retain(|(k, _)| k != kind);
+    }
+
     /// Events that take about `wall_ns` (within `min`..=`max`).
     pub fn events_in(&mut self, kind: &TriggerKind, wall_ns: f64, min: u64, max: u64) -> Result<u64> {
         Ok(((wall_ns / self.ns_per_event(kind)?.max(1.0)) as u64).clamp(min, max))

@@ -45,10 +45,15 @@ pub fn programs_of(pid: u32) -> Result<Vec<RunningProgram>> {
             text.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim(), v.trim())).collect();
         let Some(id) = fields.get("prog_id").and_then(|v| v.parse::<u32>().ok()) else { continue };
         let points = programs.entry(id).or_default();
-        if fields.contains_key("link_id")
-            && let Some(point) = link_point(&fields)
-            && !points.contains(&point)
-        {
+        let point = match fields.get("link_id").and_then(|v| v.parse::<u32>().ok()) {
+            // Kernels before 6.13 name no perf link's event in fdinfo: ask the link.
+            Some(link) if fields.get("link_type") == Some(&"perf") && !fields.contains_key("event_type") => {
+                perf_link_point(link)
+            }
+            Some(_) => link_point(&fields),
+            None => None,
+        };
+        if let Some(point) = point.filter(|p| !points.contains(p)) {
             points.push(point);
         }
     }
@@ -130,6 +135,50 @@ fn link_point(f: &BTreeMap<&str, &str>) -> Option<String> {
         ("raw_tracepoint", _) => Some(format!("raw_tp/{}", f.get("tp_name")?)),
         ("tracing", _) => Some(format!("tracing/{}", f.get("attach_type").copied().unwrap_or("?"))),
         (other, _) => Some(other.to_string()),
+    }
+}
+
+/// A perf link's attach point, from the link itself (BPF_OBJ_GET_INFO_BY_FD,
+/// 6.6 and later): a kprobe's function, a uprobe's file, a tracepoint's name.
+fn perf_link_point(id: u32) -> Option<String> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain syscall; a negative result is an error.
+    let raw = unsafe { sys::bpf_link_get_fd_by_id(id) };
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: a new descriptor this process owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut name = [0u8; 512];
+    // SAFETY: zero is a valid bpf_link_info; the name's buffer is at the
+    // same place for kprobes, uprobes and tracepoints (the union's first
+    // field), with its length after it.
+    let mut info: sys::bpf_link_info = unsafe { std::mem::zeroed() };
+    unsafe {
+        let event = &mut info.__bindgen_anon_1.perf_event.__bindgen_anon_1.kprobe;
+        event.func_name = name.as_mut_ptr() as u64;
+        event.name_len = name.len() as u32;
+    }
+    let mut len = std::mem::size_of::<sys::bpf_link_info>() as u32;
+    // SAFETY: as above.
+    if unsafe { sys::bpf_link_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) } != 0 {
+        return None;
+    }
+    let text = std::ffi::CStr::from_bytes_until_nul(&name).ok()?.to_string_lossy().into_owned();
+    // SAFETY: the kernel filled the perf event's part of the union.
+    let (kind, offset) = unsafe {
+        let p = info.__bindgen_anon_1.perf_event;
+        (p.type_, p.__bindgen_anon_1.uprobe.offset)
+    };
+    match kind {
+        sys::BPF_PERF_EVENT_KPROBE => Some(format!("kprobe/{text}")),
+        sys::BPF_PERF_EVENT_KRETPROBE => Some(format!("kretprobe/{text}")),
+        sys::BPF_PERF_EVENT_UPROBE => Some(format!("uprobe/{text}:{offset:#x}")),
+        sys::BPF_PERF_EVENT_URETPROBE => Some(format!("uretprobe/{text}:{offset:#x}")),
+        sys::BPF_PERF_EVENT_TRACEPOINT => {
+            Some(format!("tp/{}/{text}", tracepoint_category(&text).unwrap_or_else(|| "?".into())))
+        }
+        _ => None,
     }
 }
 

@@ -28,12 +28,23 @@ pub fn check_run_args(run_args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `run RUN_ARGS OWN`, with `own` (the options bpfbench sets itself) before
+/// a `--` in the run's arguments, where what follows is a command's
+/// (`overhead -- opensnoop`, `--trigger -- CMD`).
+pub(crate) fn run_arguments(run_args: &[String], own: &[String]) -> Vec<String> {
+    let split = run_args.iter().position(|a| a == "--").unwrap_or(run_args.len());
+    let mut words = vec!["run".to_string()];
+    words.extend(run_args[..split].iter().cloned());
+    words.extend(own.iter().cloned());
+    words.extend(run_args[split..].iter().cloned());
+    words
+}
+
 /// Runs `binary run RUN_ARGS --cpu CPU --format json --no-store` and reads its record.
 fn one_run(binary: &Path, run_args: &[String], cpu: usize) -> Result<RunRecord> {
+    let own = ["--cpu", &cpu.to_string(), "--format", "json", "--no-store"].map(String::from);
     let out = Command::new(binary)
-        .arg("run")
-        .args(run_args)
-        .args(["--cpu", &cpu.to_string(), "--format", "json", "--no-store"])
+        .args(run_arguments(run_args, &own))
         .stderr(Stdio::inherit())
         .output()
         .with_context(|| format!("running {}", binary.display()))?;

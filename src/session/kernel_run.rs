@@ -106,12 +106,12 @@ impl KernelRuns {
 
     /// `bpfbench run RUN_ARGS`, its JSON record on stdout, as a command line.
     fn run_command(&self) -> Result<Vec<String>> {
-        let mut words = vec![std::env::current_exe()?.display().to_string(), "run".into()];
-        words.extend(self.run_args.iter().cloned());
-        words.extend(["--format", "json", "--no-store"].map(String::from));
+        let mut own: Vec<String> = ["--format", "json", "--no-store"].map(String::from).to_vec();
         if self.metric != Metric::Time {
-            words.extend(["--metric", self.metric.name()].map(String::from));
+            own.extend(["--metric", self.metric.name()].map(String::from));
         }
+        let mut words = vec![std::env::current_exe()?.display().to_string()];
+        words.extend(super::builds::run_arguments(&self.run_args, &own));
         Ok(words)
     }
 

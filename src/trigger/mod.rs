@@ -31,6 +31,8 @@ pub enum TriggerKind {
     PingPong,
     /// A TCP connection on loopback: `connect`, `accept`, and both closed (reset).
     TcpConnect,
+    /// The same over IPv6 (::1).
+    TcpConnect6,
     /// A UDP datagram on loopback: `sendto` and the `recv` that drains it.
     UdpSend,
     /// A UDP socket made and closed.
@@ -92,6 +94,7 @@ pub const NAMED: &[(&str, &str)] = &[
     ("fork-exec", "fork, execve of /bin/true, exit and wait"),
     ("ping-pong", "two threads on the CPU handing a byte back and forth: two context switches"),
     ("tcp-connect", "a TCP connection on loopback, accepted and reset"),
+    ("tcp-connect6", "the same over IPv6 (::1)"),
     ("udp-send", "a UDP datagram sent on loopback and received"),
     ("socket", "a UDP socket made and closed"),
     ("sockopt", "setsockopt() and getsockopt() of SO_PRIORITY"),
@@ -113,6 +116,7 @@ impl TriggerKind {
             "fork-exec" => TriggerKind::ForkExec,
             "ping-pong" => TriggerKind::PingPong,
             "tcp-connect" => TriggerKind::TcpConnect,
+            "tcp-connect6" => TriggerKind::TcpConnect6,
             "udp-send" => TriggerKind::UdpSend,
             "socket" => TriggerKind::Socket,
             "sockopt" => TriggerKind::Sockopt,
@@ -136,6 +140,7 @@ impl TriggerKind {
             TriggerKind::ForkExec => "fork + exec /bin/true + wait".into(),
             TriggerKind::PingPong => "a pipe ping-pong between two threads (2 context switches)".into(),
             TriggerKind::TcpConnect => "a TCP connect + accept on loopback".into(),
+            TriggerKind::TcpConnect6 => "a TCP connect + accept on IPv6 loopback".into(),
             TriggerKind::UdpSend => "a UDP send + recv on loopback".into(),
             TriggerKind::Socket => "socket() + close()".into(),
             TriggerKind::Sockopt => "setsockopt() + getsockopt()".into(),

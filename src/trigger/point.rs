@@ -97,7 +97,8 @@ fn for_kernel_function(func: &str) -> Option<(TriggerKind, Expected)> {
         "do_sys_openat2" | "do_sys_open" | "do_filp_open" | "vfs_open" => TriggerKind::OpenClose,
         "vfs_statx" | "vfs_getattr" => TriggerKind::Stat,
         "ksys_read" | "vfs_read" | "ksys_write" | "vfs_write" => TriggerKind::Pipe,
-        "tcp_connect" | "tcp_v4_connect" | "tcp_v6_connect" | "inet_csk_accept" => TriggerKind::TcpConnect,
+        "tcp_connect" | "tcp_v4_connect" | "inet_csk_accept" => TriggerKind::TcpConnect,
+        "tcp_v6_connect" => TriggerKind::TcpConnect6,
         "udp_sendmsg" | "udp_recvmsg" => TriggerKind::UdpSend,
         "__sys_socket" | "inet_bind" | "inet6_bind" => TriggerKind::Socket,
         "wake_up_new_task" | "kernel_clone" | "do_exit" => TriggerKind::ForkExec,
@@ -123,6 +124,7 @@ fn for_lsm_hook(hook: &str) -> Option<(TriggerKind, Expected)> {
 fn for_cgroup_hook(hook: &str) -> Option<(TriggerKind, Expected)> {
     Some(match hook {
         "cgroup/connect4" => (TriggerKind::TcpConnect, Expected::Runs(1)),
+        "cgroup/connect6" => (TriggerKind::TcpConnect6, Expected::Runs(1)),
         "cgroup/bind4" | "cgroup/post_bind4" | "cgroup/sock_create" | "cgroup/sock" | "cgroup/sock_release" => {
             (TriggerKind::Socket, Expected::Runs(1))
         }

@@ -53,8 +53,11 @@ impl State {
                     if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
                 remove_killed_runs_files(&dir);
                 let stat = matches!(kind, TriggerKind::Stat);
-                let path =
-                    dir.join(format!("{FILE_PREFIX}{}-{}", std::process::id(), if stat { "stat" } else { "openat" }));
+                // Each trigger its own file: one is dropped (and its file removed) while another fires.
+                static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+                let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let what = if stat { "stat" } else { "openat" };
+                let path = dir.join(format!("{FILE_PREFIX}{}-{n}-{what}", std::process::id()));
                 std::fs::write(&path, b"bpfbench").with_context(|| format!("making {}", path.display()))?;
                 if stat { State::Stat { path } } else { State::OpenClose { path } }
             }
@@ -83,8 +86,9 @@ impl State {
                 });
                 State::PingPong { to_peer: to_peer.into(), from_peer: from_peer.into(), peer: Some(peer) }
             }
-            TriggerKind::TcpConnect => {
-                let listener = TcpListener::bind("127.0.0.1:0").context("listening on loopback")?;
+            TriggerKind::TcpConnect | TriggerKind::TcpConnect6 => {
+                let local = if matches!(kind, TriggerKind::TcpConnect6) { "[::1]:0" } else { "127.0.0.1:0" };
+                let listener = TcpListener::bind(local).with_context(|| format!("listening on {local}"))?;
                 let at = listener.local_addr()?;
                 State::TcpConnect { listener, at }
             }
@@ -291,7 +295,7 @@ impl Drop for State {
     }
 }
 
-/// The openat and stat triggers' files: `bpfbench-trigger-PID-openat`, `-stat`.
+/// The openat and stat triggers' files: `bpfbench-trigger-PID-N-openat`, `-stat`.
 const FILE_PREFIX: &str = "bpfbench-trigger-";
 
 /// Removes the trigger files of runs killed before they could (SIGKILL).

@@ -203,7 +203,7 @@ fn set(args: &mut Vec<String>, flag: &str, value: &str) {
 fn shortened(args: &[String]) -> Vec<String> {
     let mut args = args.to_vec();
     match args.first().map(String::as_str) {
-        Some("run") => {
+        Some("run" | "overhead") => {
             for (flag, value) in [("--samples", "2"), ("--batch-ms", "1"), ("--sweeps", "1"), ("--warmup", "0")] {
                 set(&mut args, flag, value);
             }
@@ -258,14 +258,28 @@ fn sandbox() -> common::TempDir {
     for spec in ["before.toml", "after.toml"] {
         std::fs::copy(to.join("bench.toml"), dir.join(spec)).unwrap();
     }
-    for object in
-        ["xdp_config.bpf.o", "xdp_stamp.bpf.o", "xdp_flow_count.bpf.o", "flow_ipv4.bpf.o", "tc_framework_tests.bpf.o"]
-    {
+    for object in [
+        "xdp_config.bpf.o",
+        "xdp_stamp.bpf.o",
+        "xdp_flow_count.bpf.o",
+        "flow_ipv4.bpf.o",
+        "tc_framework_tests.bpf.o",
+        // The attached programs' guide.
+        "tp_getppid.bpf.o",
+        "tp_openat.bpf.o",
+        "raw_tp_sys_enter.bpf.o",
+        "uprobe_usdt.bpf.o",
+        "cgroup_connect4.bpf.o",
+        "kprobe_openat.bpf.o",
+        "fentry_openat.bpf.o",
+        "lsm_file_open.bpf.o",
+    ] {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
     // The corpus guide's `bpfbench run corpus`: the corpus's specs, the
-    // kernel selftests' programs built as it says.
-    common::corpus_with_selftests(&dir);
+    // kernel selftests' programs built as it says; the tools' specs too.
+    let corpus = common::corpus_with_selftests(&dir);
+    common::copy_tool_specs(&corpus);
     // The counts own-program.md's --expect-map example names.
     let totals = r#"[{"key": 0, "value": {"frames": 2, "bad_ip_csum": 0, "bad_l4_csum": 0}}]"#;
     std::fs::write(dir.join("totals.json"), totals).unwrap();

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod attached;
 mod debian;
 mod kernel_insns;
 mod vm;

@@ -24,8 +24,9 @@ use crate::trigger::{Expected, TRIGGER_FUNCTION, TRIGGER_USDT, Trigger, TriggerK
 
 /// Wall time validation fires events for (at most 2,000 events).
 const VALIDATION_NS: f64 = 100e6;
-/// Wall time a timed batch may take: batches of a slow trigger are capped by it.
-const BATCH_WALL_NS: f64 = 50e6;
+/// Wall time a timed batch may take: the runner sizes batches by the
+/// program's time, a fraction of the trigger's, and the run's time cap is wall time.
+const BATCH_WALL_NS: f64 = 10e6;
 
 /// What is attached now.
 enum Attachment {
@@ -256,6 +257,9 @@ impl<'b> Loaded<'b> {
     fn validate_program(&mut self, i: usize) -> Result<(Validation, AttachedRun)> {
         let p: &Attachable = &self.bench.programs[i];
         let (kind, point, expected) = (p.trigger.clone(), p.point.clone(), p.expected);
+        // The trigger's cost with the object attached sizes validation and batches.
+        self.attach_object()?;
+        self.triggers.forget(&kind);
         let events = self.triggers.events_in(&kind, VALIDATION_NS, 20, 2000)?;
         let records_before = self.reader.as_ref().map(BufferReader::counts);
         let runs = self.count_runs(&kind, events)?;

@@ -49,7 +49,7 @@ const SETTLED: Duration = Duration::from_millis(500);
 /// Wall time validation fires events for (at most 2,000 events).
 const VALIDATION_NS: f64 = 100e6;
 /// Wall time a timed batch may take.
-const BATCH_WALL_NS: f64 = 50e6;
+const BATCH_WALL_NS: f64 = 10e6;
 /// Validation fires a tool's events in chunks of this many, a pause after
 /// each: at most 25,000 events a second.
 const PACED_CHUNK: u64 = 50;

@@ -1,0 +1,71 @@
+//! Attached programs this machine's kernel cannot run — kprobes,
+//! kretprobes, fentry, fexit, LSM — in a guest of Debian's 6.12, which has
+//! them: each validated by its runs per event and timed by bpf_stats (an
+//! emulator's times, marked as such), with the trigger's slowdown; and a
+//! libbpf-tools tool that attaches kprobes, measured as it runs there.
+
+use crate::common;
+
+use bpfbench::record::matrix::MatrixRecord;
+use common::{bpfbench, guest, stderr, test_object};
+
+/// `bpfbench vm --kernel trixie -- ARGS` as a matrix record.
+fn in_trixie(args: &[&str]) -> Option<MatrixRecord> {
+    guest::kernel("trixie")?;
+    let mut all = vec!["vm", "--kernel", "trixie", "--no-store", "--format", "json", "--"];
+    all.extend_from_slice(args);
+    let out = bpfbench(&all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn kprobes_trampolines_and_lsm_programs_run_in_a_6_12_guest() {
+    let _machine = common::machine_shared();
+    let quick = ["--samples", "3", "--batch-ms", "1"];
+    for (file, programs, mechanism) in [
+        ("kprobe_openat.bpf.o", ["on_openat", "on_openat_return"], "kprobe"),
+        ("fentry_openat.bpf.o", ["on_openat", "on_openat_exit"], "BPF trampoline"),
+        ("lsm_file_open.bpf.o", ["allow_open", "allow_open"], "LSM hook (BPF trampoline)"),
+    ] {
+        let object = test_object(file).display().to_string();
+        let mut args = vec![object.as_str()];
+        args.extend(quick);
+        let Some(m) = in_trixie(&args) else { return };
+        let run = m.columns[0].run.as_ref().unwrap_or_else(|| panic!("{file}: {:?}", m.columns[0].error));
+        assert!(run.environment.kernel.starts_with("6.12."), "{}", run.environment.kernel);
+        for name in programs {
+            let r = run.results.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{file}: no {name}"));
+            assert!(r.validated && r.error.is_none() && r.unavailable.is_none(), "{file}/{name}: {r:#?}");
+            let a = r.attached.as_ref().expect("attached facts");
+            assert!(a.mechanism.starts_with(mechanism.split(' ').next().unwrap()), "{}", a.mechanism);
+            assert!(
+                a.runs >= a.events && a.runs < a.events + a.events / 5,
+                "{file}/{name}: {} runs, {} events",
+                a.runs,
+                a.events
+            );
+            assert!(r.measurement().is_some_and(|m| m.summary.median > 0.0), "{file}/{name}");
+        }
+        let slowdowns = run.results.iter().filter_map(|r| r.attached.as_ref()?.slowdown.as_ref()).count();
+        assert_eq!(slowdowns, 1, "{file}: one slowdown per trigger");
+    }
+}
+
+#[test]
+fn a_libbpf_tools_tool_that_attaches_kprobes_runs_in_a_6_12_guest() {
+    let _machine = common::machine_shared();
+    let Some(m) =
+        in_trixie(&["tool", "--samples", "3", "--batch-ms", "1", "--rounds", "2", "--", "/usr/sbin/tcpconnect"])
+    else {
+        return;
+    };
+    let run = m.columns[0].run.as_ref().unwrap_or_else(|| panic!("{:?}", m.columns[0].error));
+    let r = run.results.iter().find(|r| r.name == "tcp_v4_connect").expect("tcpconnect's IPv4 kprobe");
+    assert!(r.validated && r.error.is_none(), "{r:#?}");
+    let a = r.attached.as_ref().unwrap();
+    assert_eq!(a.point, "kprobe/tcp_v4_connect");
+    assert!(a.runs >= a.events, "{a:?}");
+    let tool = run.results.iter().find_map(|r| r.attached.as_ref()?.tool.as_ref()).expect("the tool's cost");
+    assert!(tool.lines_per_event >= 0.9, "tcpconnect prints a line per connection: {tool:?}");
+}
