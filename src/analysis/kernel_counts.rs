@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 use bpfbench_tcg_protocol::{BlockCounts, KERNEL_SPACE, RegionsFile};
 
-use crate::record::{DataAccesses, KernelCounts, KernelInsns, MemoryCounts};
+use crate::record::{DataAccesses, KernelCounts, KernelInsns, MechanismCounts, MemoryCounts};
 
 /// What follows a JIT image, where nothing else starts (module text, padding).
 pub const AFTER_IMAGE: &str = "[after a JIT image]";
@@ -156,18 +156,33 @@ fn difference(long: &BTreeMap<String, Tally>, short: &BTreeMap<String, Tally>) -
 /// batch's less the shorter's (what a batch costs once drops out), per
 /// packet, the empty loop's the same way, taken off.
 pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> Result<KernelCounts> {
-    let symbols = symbols.with(&k.jit_symbols);
+    // Each kind of region by the JIT images present while it ran (an
+    // attached program's trampolines come and go with it).
+    let or_body = |list: &'_ [(u64, String)]| -> Vec<(u64, String)> {
+        match list.is_empty() {
+            true => k.jit_symbols.clone(),
+            false => list.to_vec(),
+        }
+    };
+    let (body_syms, loop_syms, bare_syms) = (
+        symbols.with(&k.jit_symbols),
+        symbols.with(&or_body(&k.loop_jit_symbols)),
+        symbols.with(&or_body(&k.bare_jit_symbols)),
+    );
     let region = |n: u64| {
         regions.regions.get(&n).with_context(|| format!("the plugin wrote no region {n} (was the plugin loaded?)"))
     };
-    let counted = |ids: &[(u64, u64)], long: bool| -> Result<Vec<BTreeMap<String, Tally>>> {
-        ids.iter().map(|&(s, l)| Ok(by_symbol(region(if long { l } else { s })?, &symbols))).collect()
+    let counted = |ids: &[(u64, u64)], long: bool, symbols: &Symbols| -> Result<Vec<BTreeMap<String, Tally>>> {
+        ids.iter().map(|&(s, l)| Ok(by_symbol(region(if long { l } else { s })?, symbols))).collect()
     };
-    let jit = &k.jit_symbols;
-    let body_long = counted(&k.body_regions, true)?;
+    let jit: &Vec<(u64, String)> = &[&k.jit_symbols[..], &k.loop_jit_symbols[..], &k.bare_jit_symbols[..]].concat();
+    let body_long = counted(&k.body_regions, true, &body_syms)?;
     let round_totals = body_long.iter().map(|c| kernel_total(c, jit).1.insns as u64).collect();
-    let (body_short, loop_long, loop_short) =
-        (counted(&k.body_regions, false)?, counted(&k.loop_regions, true)?, counted(&k.loop_regions, false)?);
+    let (body_short, loop_long, loop_short) = (
+        counted(&k.body_regions, false, &body_syms)?,
+        counted(&k.loop_regions, true, &loop_syms)?,
+        counted(&k.loop_regions, false, &loop_syms)?,
+    );
     // Each round's own estimate of the program's accesses: how far they
     // spread is the method's resolution for the figure below.
     let per_round: Vec<Tally> = (0..body_long.len().min(body_short.len()).min(loop_long.len()).min(loop_short.len()))
@@ -215,6 +230,23 @@ pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> R
             resolution,
         }
     });
+    // The attach mechanism: the empty program's batches less the trigger's
+    // alone, the same way.
+    let mechanism = match k.bare_regions.is_empty() {
+        true => None,
+        false => {
+            let bare = difference(
+                &fewest(counted(&k.bare_regions, true, &bare_syms)?, jit),
+                &fewest(counted(&k.bare_regions, false, &bare_syms)?, jit),
+            );
+            let entered = difference(&empty, &bare);
+            let total = kernel_total(&entered, jit).1.insns as f64 / iters;
+            let mut symbols: Vec<(String, f64)> =
+                entered.iter().map(|(n, c)| (n.clone(), c.insns as f64 / iters)).filter(|(_, c)| *c >= 0.005).collect();
+            symbols.sort_by(|a, b| b.1.total_cmp(&a.1));
+            Some(MechanismCounts { total: total.max(0.0), symbols })
+        }
+    };
     // Counts are never below zero: a difference of batches below it is a
     // count within the method's resolution.
     Ok(KernelCounts {
@@ -224,6 +256,7 @@ pub fn attribute(k: &KernelInsns, regions: &RegionsFile, symbols: &Symbols) -> R
         round_totals,
         symbols,
         memory,
+        mechanism,
     })
 }
 
@@ -366,6 +399,47 @@ mod tests {
         assert_eq!(m.resolution.d1_misses, 0.0);
     }
 
+    #[test]
+    fn the_attach_mechanism_is_the_empty_programs_batches_less_the_triggers_alone() {
+        // An event: the trigger runs 20 in the kernel alone; attached, the
+        // hook's path adds 6 (tracepoint) and the empty program runs 2 in
+        // its JIT image; the program 5. A batch costs 50 once (drops out).
+        let (trigger, hook) = (0xffffffff81000000, 0xffffffff81000100);
+        let blocks = |jit: Option<(u64, u64)>, attached: bool, events: u64| {
+            let mut b = vec![
+                BlockCounts { vaddr: trigger, insns: 20, execs: events, ..Default::default() },
+                BlockCounts { vaddr: 0xffffffff81000200, insns: 50, execs: 1, ..Default::default() },
+            ];
+            if attached {
+                b.push(BlockCounts { vaddr: hook, insns: 6, execs: events, ..Default::default() });
+            }
+            if let Some((vaddr, insns)) = jit {
+                b.push(BlockCounts { vaddr, insns, execs: events, ..Default::default() });
+            }
+            b
+        };
+        let kinds = [(Some((0xffffffffc0000010, 5)), true), (Some((0xffffffffc0000810, 2)), true), (None, false)];
+        let file: String = kinds
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &(jit, attached))| {
+                let n = 2 * i as u64 + 1;
+                [region_text(n, 0, blocks(jit, attached, 100)), region_text(n + 1, 0, blocks(jit, attached, 200))]
+            })
+            .collect();
+        let mut k = counted_in_rounds(1);
+        (k.loop_regions, k.bare_regions) = (vec![(3, 4)], vec![(5, 6)]);
+        let symbols = Symbols::parse("ffffffff81000000 T __x64_sys_getppid\nffffffff81000100 T perf_syscall_enter\n");
+        let c = attribute(&k, &RegionsFile::parse(&file).unwrap(), &symbols).unwrap();
+        assert_eq!((c.jit, c.kernel), (3.0, 0.0));
+        let m = c.mechanism.expect("bare regions give the mechanism");
+        assert_eq!(m.total, 8.0, "the hook's 6 and the empty program's 2");
+        assert_eq!(m.symbols[0], ("perf_syscall_enter".to_string(), 6.0));
+        assert!(m.symbols.iter().all(|(n, _)| n != "__x64_sys_getppid"), "the trigger's own cancels: {:?}", m.symbols);
+        k.bare_regions.clear();
+        assert_eq!(attribute(&k, &RegionsFile::parse(&file).unwrap(), &symbols).unwrap().mechanism, None);
+    }
+
     /// A scenario counted in `rounds` rounds: the program's batches of 100
     /// and 200 packets in regions 1, 2 (then 5, 6), the empty loop's in 3, 4
     /// (then 7, 8); the program's JIT image and the loop's.
@@ -375,6 +449,9 @@ mod tests {
             iters: 100,
             body_regions: pairs(1),
             loop_regions: pairs(3),
+            bare_regions: Vec::new(),
+            loop_jit_symbols: Vec::new(),
+            bare_jit_symbols: Vec::new(),
             jit_symbols: vec![
                 (0xffffffffc0000000, "bpf_prog_aa_xdp".into()),
                 (0xffffffffc0000800, "bpf_prog_bb_loop".into()),

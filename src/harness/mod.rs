@@ -194,6 +194,17 @@ impl std::fmt::Display for OverheadKey {
 }
 
 /// A validated scenario, ready to be timed.
+/// What an attached program's hook holds in a batch counted apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookBatch {
+    /// The program alone, its object's others detached.
+    ProgramAlone,
+    /// The empty program of its type on the same hook.
+    Empty,
+    /// Nothing: the trigger's workload alone.
+    Nothing,
+}
+
 pub trait PreparedScenario {
     /// One timed invocation of `iters` iterations.
     fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming>;
@@ -205,6 +216,15 @@ pub trait PreparedScenario {
     /// Scenarios with the same key share one overhead measurement in a run
     /// (same loop, same reset block, same packet shape).
     fn overhead_key(&self) -> OverheadKey;
+    /// Runs `iters` events of the scenario's trigger with the program
+    /// alone on its hook, the empty program, or nothing attached, where it
+    /// has a hook (attached programs), the run-time statistics off:
+    /// kernel-instruction regions of the program without its object's
+    /// others, and of the workload alone, which the empty program's exceed
+    /// by the attach mechanism. None elsewhere.
+    fn run_hook_batch(&mut self, _attached: HookBatch, _iters: u32) -> Option<Result<()>> {
+        None
+    }
     /// The program the body batches time, to record its tag and sizes.
     fn program(&self) -> Option<BorrowedFd<'_>> {
         None

@@ -538,28 +538,60 @@ const KERNEL_COUNT_ROUNDS: usize = 3;
 
 /// Runs the scenario's batches, and the empty loop's, in regions the TCG
 /// plugin counts (system::tcg_counter): per round a batch of N packets and
-/// one of 2N, whose difference leaves out what a batch costs once. One
-/// unmarked run of each comes first, so that first-run effects (page
-/// faults, cold code) stay out.
+/// one of 2N, whose difference leaves out what a batch costs once. Each
+/// kind of batch runs its rounds together after one unmarked run of its
+/// own, so that first-run effects (page faults, cold code) and an attached
+/// program's attaching and detaching stay out of the regions.
 fn mark_kernel_regions(p: &mut dyn PreparedScenario) -> anyhow::Result<crate::record::KernelInsns> {
-    use crate::system::tcg_counter;
     let iters = p.batch_cap().map_or(KERNEL_COUNT_ITERS, |cap| (cap / 2).min(KERNEL_COUNT_ITERS)).max(1);
-    p.run_batch(Variant::Body, 2 * iters)?;
-    p.run_batch(Variant::Overhead, 2 * iters)?;
-    let mut pair = |variant: Variant| -> anyhow::Result<(u64, u64)> {
-        let (r, short) = tcg_counter::marked(|| p.run_batch(variant, iters));
-        r?;
-        let (r, long) = tcg_counter::marked(|| p.run_batch(variant, 2 * iters));
-        r?;
-        Ok((short, long))
+    use super::HookBatch;
+    use crate::system::tcg_counter;
+    // An attached program's batches hold it alone on its hook (not its
+    // object's others), the empty program, or nothing: the attach
+    // mechanism is the empty program's regions less the last.
+    let on_hook = p.run_hook_batch(HookBatch::Nothing, 2 * iters).transpose()?.is_some();
+    // Each kind's JIT images (and trampolines) read while it is attached.
+    type Regions = (Vec<(u64, u64)>, Vec<(u64, String)>);
+    let mut rounds = |held: HookBatch, variant: Variant| -> anyhow::Result<Regions> {
+        let regions = match on_hook {
+            true => counted_rounds(iters, |n| p.run_hook_batch(held, n).expect("it ran before"))?,
+            false => counted_rounds(iters, |n| p.run_batch(variant, n).map(drop))?,
+        };
+        Ok((regions, tcg_counter::jit_symbols()?))
     };
-    let (mut body_regions, mut loop_regions) = (Vec::new(), Vec::new());
-    for _ in 0..KERNEL_COUNT_ROUNDS {
-        body_regions.push(pair(Variant::Body)?);
-        loop_regions.push(pair(Variant::Overhead)?);
-    }
-    let jit_symbols = tcg_counter::jit_symbols()?;
-    Ok(crate::record::KernelInsns { iters, body_regions, loop_regions, jit_symbols, counts: None })
+    let (body_regions, jit_symbols) = rounds(HookBatch::ProgramAlone, Variant::Body)?;
+    let (loop_regions, loop_jit_symbols) = rounds(HookBatch::Empty, Variant::Overhead)?;
+    let (bare_regions, bare_jit_symbols) = match on_hook {
+        true => rounds(HookBatch::Nothing, Variant::Overhead)?,
+        false => Default::default(),
+    };
+    let loop_jit_symbols = if on_hook { loop_jit_symbols } else { Vec::new() };
+    Ok(crate::record::KernelInsns {
+        iters,
+        body_regions,
+        loop_regions,
+        bare_regions,
+        jit_symbols,
+        loop_jit_symbols,
+        bare_jit_symbols,
+        counts: None,
+    })
+}
+
+/// One unmarked batch of 2N, then KERNEL_COUNT_ROUNDS marked pairs of N
+/// and 2N: their region ids.
+fn counted_rounds(iters: u32, mut batch: impl FnMut(u32) -> anyhow::Result<()>) -> anyhow::Result<Vec<(u64, u64)>> {
+    use crate::system::tcg_counter::marked;
+    batch(2 * iters)?;
+    (0..KERNEL_COUNT_ROUNDS)
+        .map(|_| {
+            let (r, short) = marked(|| batch(iters));
+            r?;
+            let (r, long) = marked(|| batch(2 * iters));
+            r?;
+            Ok((short, long))
+        })
+        .collect()
 }
 
 /// A scenario between the sweeps of a run: its record so far and the

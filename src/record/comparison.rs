@@ -324,6 +324,7 @@ mod kernel_tests {
             round_totals: vec![],
             symbols: vec![("bpf_prog_aa_x".into(), jit)],
             memory: None,
+            mechanism: None,
         }
     }
 

@@ -231,8 +231,19 @@ pub struct KernelInsns {
     pub body_regions: Vec<(u64, u64)>,
     /// ... and of those that ran the empty loop (the harness's own share).
     pub loop_regions: Vec<(u64, u64)>,
+    /// ... and, for an attached program, of those that ran its trigger with
+    /// nothing attached (the attach mechanism is the empty program's less these).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bare_regions: Vec<(u64, u64)>,
     /// The JIT images while the regions ran: kallsyms' `[bpf]` symbols.
     pub jit_symbols: Vec<(u64, String)>,
+    /// An attached program's: the JIT images and trampolines while the
+    /// empty program's regions ran, and the trigger's alone (attaching
+    /// makes and frees trampolines; `jit_symbols` is the program's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loop_jit_symbols: Vec<(u64, String)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bare_jit_symbols: Vec<(u64, String)>,
     /// Per packet, from the plugin's counts (None until the host attributed them).
     #[serde(default)]
     pub counts: Option<KernelCounts>,
@@ -254,10 +265,25 @@ pub struct KernelCounts {
     /// Per function, per packet, the loop's share included, most first:
     /// `bpf_prog_<tag>_<name>` for a JIT image.
     pub symbols: Vec<(String, f64)>,
+    /// An attached program's attach mechanism per event: the empty
+    /// program's count less the trigger's alone (None for a test run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<MechanismCounts>,
     /// The data accesses of the same instructions (None from a plugin that
     /// did not count them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryCounts>,
+}
+
+/// What entering an attached program costs per event, in native
+/// instructions: the empty program's batch less the trigger's alone, by
+/// function (the tracepoint's or kprobe's path, the trampoline, the empty
+/// program's few instructions).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct MechanismCounts {
+    pub total: f64,
+    /// Per function, most first (those below 0.005 left out).
+    pub symbols: Vec<(String, f64)>,
 }
 
 /// Data accesses per packet, counted like the instructions (the longer

@@ -30,7 +30,7 @@ pub use comparison::{
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
 pub use figure::{
     Calibration, DataAccesses, Figure, InstructionCount, KernelCounts, KernelInsns, LineCount, Measurement,
-    MemoryCounts, Noise, Overhead, SampledTime, TimeProfile,
+    MechanismCounts, MemoryCounts, Noise, Overhead, SampledTime, TimeProfile,
 };
 pub use metric::{Compared, METRICS, MeasuredIn, Metric, MetricDef};
 pub use outcome::{Expected, Outcome, PacketBytes};

@@ -52,7 +52,16 @@ pub fn render(results: &[ScenarioRecord]) -> String {
             let _ = write!(out, "; in BPF: {}", parts.join(" + "));
             match rest.abs() > (hi - lo) / 2.0 {
                 true => {
-                    let _ = write!(out, "; the other {rest:.1} ns in the {} and around it", a.mechanism);
+                    // As a share of the trigger alone too: a slower speed
+                    // level of the CPU scales both, the share stays.
+                    // (Where the trigger is a fraction of it, as a function
+                    // call under a uprobe, a share says nothing.)
+                    let share = 100.0 * rest / s.detached.median;
+                    let share = match share <= 100.0 {
+                        true => format!(" ({share:.0}% of {} alone)", a.trigger),
+                        false => String::new(),
+                    };
+                    let _ = write!(out, "; the other {rest:.1} ns{share} in the {} and around it", a.mechanism);
                 }
                 false => {
                     let _ = write!(out, "; the rest ({rest:.1} ns) is within the slowdown's uncertainty");

@@ -107,7 +107,8 @@ pub fn table(m: &MatrixRecord) -> String {
     out.push_str(&grid(m, "BPF instructions per packet", &labels, &insns));
     let kernel = scenario_cells(m, &keys, |r| {
         let c = r.kernel_insns()?.counts.as_ref()?;
-        Some(format!("{:.1} = {:.1} JIT + {:.1} kernel (loop {:.1})", c.total(), c.jit, c.kernel, c.harness))
+        let entered = c.mechanism.as_ref().map(|m| format!("; attach {:.1}", m.total)).unwrap_or_default();
+        Some(format!("{:.1} = {:.1} JIT + {:.1} kernel (loop {:.1}{entered})", c.total(), c.jit, c.kernel, c.harness))
     });
     out.push_str(&grid(
         m,
@@ -184,6 +185,10 @@ fn kernel_profiles(m: &MatrixRecord, keys: &[RowKey]) -> String {
         let misses: Vec<String> = missing.take(TOP).map(|(name, a)| format!("{name} {:.2}", a.d1_misses)).collect();
         if !misses.is_empty() {
             let _ = writeln!(out, "    D1 misses: {}", misses.join(", "));
+        }
+        if let Some(m) = &counts.mechanism {
+            let top: Vec<String> = m.symbols.iter().take(TOP).map(|(name, n)| format!("{name} {n:.1}")).collect();
+            let _ = writeln!(out, "    the attach mechanism, {:.1} an event: {}", m.total, top.join(", "));
         }
     }
     if out.is_empty() {

@@ -64,5 +64,24 @@ pub fn jit_symbols() -> Result<Vec<(u64, String)>> {
         symbols.push((addr + u64::from(len), AFTER_IMAGE.to_string()));
         symbols.push((addr, name));
     }
+    symbols.extend(trampolines());
     Ok(symbols)
+}
+
+/// The BPF trampolines (fentry, fexit, LSM) present now, from kallsyms'
+/// `[bpf]` entries: they exist only while a program is attached, and are
+/// no program's image. Their lengths are not given: the next symbol bounds
+/// each.
+fn trampolines() -> Vec<(u64, String)> {
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    kallsyms
+        .lines()
+        .filter(|l| l.ends_with("[bpf]"))
+        .filter_map(|l| {
+            let mut fields = l.split_whitespace();
+            let addr = u64::from_str_radix(fields.next()?, 16).ok()?;
+            let name = fields.nth(1)?;
+            (addr != 0 && name.starts_with("bpf_trampoline_")).then(|| (addr, name.to_string()))
+        })
+        .collect()
 }

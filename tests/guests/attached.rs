@@ -11,8 +11,15 @@ use common::{bpfbench, guest, stderr, test_object};
 
 /// `bpfbench vm --kernel trixie -- ARGS` as a matrix record.
 fn in_trixie(args: &[&str]) -> Option<MatrixRecord> {
+    in_trixie_with(&[], args)
+}
+
+/// `bpfbench vm --kernel trixie VM_OPTIONS -- ARGS` as a matrix record.
+fn in_trixie_with(vm_options: &[&str], args: &[&str]) -> Option<MatrixRecord> {
     guest::kernel("trixie")?;
-    let mut all = vec!["vm", "--kernel", "trixie", "--no-store", "--format", "json", "--"];
+    let mut all = vec!["vm", "--kernel", "trixie", "--no-store", "--format", "json"];
+    all.extend_from_slice(vm_options);
+    all.push("--");
     all.extend_from_slice(args);
     let out = bpfbench(&all);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -68,4 +75,31 @@ fn a_libbpf_tools_tool_that_attaches_kprobes_runs_in_a_6_12_guest() {
     assert!(a.runs >= a.events, "{a:?}");
     let tool = run.results.iter().find_map(|r| r.attached.as_ref()?.tool.as_ref()).expect("the tool's cost");
     assert!(tool.lines_per_event >= 0.9, "tcpconnect prints a line per connection: {tool:?}");
+}
+
+#[test]
+fn a_tracepoint_a_kprobe_and_fentry_on_openat_are_counted_with_their_attach_mechanism_named() {
+    let _machine = common::machine_shared();
+    for (file, mechanism_symbol) in [
+        ("tp_openat.bpf.o", "perf_syscall_enter"),
+        ("kprobe_openat.bpf.o", "kprobe_ftrace_handler"),
+        ("fentry_openat.bpf.o", "__bpf_prog_enter_recur"),
+    ] {
+        let object = test_object(file).display().to_string();
+        let Some(m) = in_trixie_with(&["--metric", "kernel-insns"], &[&object]) else { return };
+        let run = m.columns[0].run.as_ref().unwrap_or_else(|| panic!("{file}: {:?}", m.columns[0].error));
+        for r in &run.results {
+            let k = r.kernel_insns().unwrap_or_else(|| panic!("{file}/{}: not counted: {:?}", r.name, r.error));
+            let c = k.counts.as_ref().expect("attributed on the host");
+            assert!(c.jit >= 1.0, "{file}/{}: its JIT image ran: {c:?}", r.name);
+            let mechanism = c.mechanism.as_ref().unwrap_or_else(|| panic!("{file}/{}: no mechanism", r.name));
+            assert!(mechanism.total > 50.0 && mechanism.total < 5000.0, "{file}/{}: {mechanism:?}", r.name);
+            assert!(
+                mechanism.symbols.iter().any(|(name, n)| name == mechanism_symbol && *n >= 1.0),
+                "{file}/{}: {mechanism_symbol} in {:?}",
+                r.name,
+                mechanism.symbols
+            );
+        }
+    }
 }

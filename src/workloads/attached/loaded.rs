@@ -10,7 +10,8 @@ use anyhow::{Context, Result, bail};
 use super::{Attachable, AttachedBench};
 use crate::attached::{EmptyOnHook, SlowdownPlan, Triggers, judge_runs, measure_slowdown, runs_during};
 use crate::harness::{
-    BatchTiming, LoadedWorkload, NotRunnable, OverheadKey, PreparedScenario, ScenarioInfo, Validation, Variant,
+    BatchTiming, HookBatch, LoadedWorkload, NotRunnable, OverheadKey, PreparedScenario, ScenarioInfo, Validation,
+    Variant,
 };
 use crate::kernel::attach_point::AttachPoint;
 use crate::kernel::bpf_stats::{self, RunStats, StatsEnabled};
@@ -38,6 +39,12 @@ enum Attachment {
     /// The empty program at program `for_program`'s point.
     Empty {
         for_program: usize,
+    },
+    /// Program `program` alone, the object's others detached (its kernel
+    /// instructions without theirs).
+    Alone {
+        program: usize,
+        _link: Link,
     },
 }
 
@@ -206,13 +213,35 @@ impl<'b> Loaded<'b> {
         Ok(())
     }
 
+    /// Only program `i` attached, at its point.
+    fn attach_alone(&mut self, i: usize) -> Result<()> {
+        if matches!(self.attachment, Attachment::Alone { program, .. } if program == i) {
+            return Ok(());
+        }
+        self.detach_all();
+        let p = &self.bench.programs[i];
+        let link = self.object.attach(&p.name, &p.point, &self.context())?;
+        self.attachment = Attachment::Alone { program: i, _link: link };
+        Ok(())
+    }
+
     fn detach_all(&mut self) {
         self.attachment = Attachment::Nothing;
         self.empties.iter_mut().flatten().for_each(EmptyOnHook::detach);
     }
 
+    /// The run-time statistics on (kernel-instruction regions and the
+    /// slowdown's phases turn them off): runs are counted by them.
+    fn stats_on(&mut self) -> Result<()> {
+        if self.stats.is_none() {
+            self.stats = Some(bpf_stats::enable()?);
+        }
+        Ok(())
+    }
+
     /// Fires `events` with the object attached: every program's runs.
     fn count_runs(&mut self, kind: &TriggerKind, events: u64) -> Result<Vec<RunStats>> {
+        self.stats_on()?;
         self.attach_object()?;
         let fds: Vec<BorrowedFd<'_>> =
             self.bench.programs.iter().map(|p| self.object.prog_fd(&p.name)).collect::<Result<_>>()?;
@@ -250,7 +279,7 @@ impl<'b> Loaded<'b> {
             SlowdownPlan::default(),
             crate::system::interrupt::flag(),
         );
-        self.stats = Some(bpf_stats::enable()?);
+        self.stats_on()?;
         measured
     }
 
@@ -261,7 +290,11 @@ impl<'b> Loaded<'b> {
         self.attach_object()?;
         self.triggers.forget(&kind);
         let events = self.triggers.events_in(&kind, VALIDATION_NS, 20, 2000)?;
-        let records_before = self.reader.as_ref().map(BufferReader::counts);
+        // The sizing's records read first: they are not this count's.
+        let records_before = self.reader.as_ref().map(|r| {
+            r.settle();
+            r.counts()
+        });
         let runs = self.count_runs(&kind, events)?;
         let records = match (&self.reader, records_before) {
             (Some(r), Some((rec0, lost0))) => {
@@ -391,6 +424,7 @@ impl PreparedScenario for AttachedScenario<'_, '_> {
     /// empty program's at the same point (Overhead), from bpf_stats.
     fn run_batch(&mut self, variant: Variant, iters: u32) -> Result<BatchTiming> {
         let l = &mut *self.loaded;
+        l.stats_on()?;
         let p = &l.bench.programs[self.program];
         let kind = p.trigger.clone();
         match variant {
@@ -408,6 +442,26 @@ impl PreparedScenario for AttachedScenario<'_, '_> {
             bail!("{iters} events of {} gave '{}' no run", kind.describe(), p.name);
         }
         Ok(BatchTiming { started_ns, elapsed_ns: counted.run_time_ns, iters: counted.run_cnt })
+    }
+
+    /// The trigger's `iters` events with this program alone attached, the
+    /// empty program, or nothing, the statistics off: kernel-instruction
+    /// regions of the program without the object's others, and of the
+    /// workload without the hook.
+    fn run_hook_batch(&mut self, attached: HookBatch, iters: u32) -> Option<Result<()>> {
+        let l = &mut *self.loaded;
+        let kind = l.bench.programs[self.program].trigger.clone();
+        // What the kernel runs for the hook, not for the statistics.
+        l.stats = None;
+        let set = match attached {
+            HookBatch::ProgramAlone => l.attach_alone(self.program),
+            HookBatch::Empty => l.attach_empty(self.program),
+            HookBatch::Nothing => {
+                l.detach_all();
+                Ok(())
+            }
+        };
+        Some(set.and_then(|()| l.triggers.get(&kind)?.fire(u64::from(iters))))
     }
 
     fn batch_cap(&self) -> Option<u32> {
