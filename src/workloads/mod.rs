@@ -250,7 +250,15 @@ pub fn listing(workload: Option<&str>) -> Result<String> {
         None => names(),
     };
     for name in all {
-        let w = with_defaults(name)?;
+        let w = match with_defaults(name) {
+            Ok(w) => w,
+            // Its scenarios come from what it is given (a tool's command).
+            Err(e) if workload.is_none() => {
+                out += &format!("{name}\n  (its scenarios come from what it is given: {e:#})\n");
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         out += &format!("{}\n", w.name());
         for g in crate::harness::groups(w.scenarios()) {
             out += &format!("  {g}\n");

@@ -173,6 +173,10 @@ fn the_docs_say_what_a_shell_would_run() {
 fn every_documented_command_parses() {
     let commands = all_commands();
     assert!(commands.len() > 80, "found only {} commands", commands.len());
+    // Where the objects are: which workload takes a file, and so which
+    // options it has, is read from the file.
+    let dir = temp_dir("docs-parse");
+    copy_test_objects(&dir);
     let mut refused = Vec::new();
     for c in &commands {
         // Help after the arguments: clap reads (and checks) every argument
@@ -180,7 +184,11 @@ fn every_documented_command_parses() {
         let mut args = c.args.clone();
         let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
         args.insert(at, "--help".into());
-        let o = common::bpfbench(&args);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_bpfbench"))
+            .args(&args)
+            .current_dir(&*dir)
+            .output()
+            .expect("running bpfbench");
         if !o.status.success() {
             refused.push(format!("{}: bpfbench {}: {}", c.at, c.args.join(" "), stderr(&o).trim()));
         }
@@ -244,20 +252,8 @@ fn shortened(args: &[String]) -> Vec<String> {
 /// (`before.bpf.o`, `mine.bpf.o`, `before.toml`, ...) are copies of it;
 /// the test objects the docs name by file (`xdp_config.bpf.o`) are there
 /// as compiled from tests/objects/.
-fn sandbox() -> common::TempDir {
-    let dir = temp_dir("docs");
-    let to = dir.join("examples/encap");
-    std::fs::create_dir_all(&to).unwrap();
-    common::compile_example(&to);
-    for f in ["xdp_encap.bpf.o", "services.json", "bench.toml"] {
-        std::fs::copy(to.join(f), dir.join(f)).unwrap();
-    }
-    for build in ["before", "after", "A", "B", "mine", "prog", "base", "pr"] {
-        std::fs::copy(to.join("xdp_encap.bpf.o"), dir.join(format!("{build}.bpf.o"))).unwrap();
-    }
-    for spec in ["before.toml", "after.toml"] {
-        std::fs::copy(to.join("bench.toml"), dir.join(spec)).unwrap();
-    }
+/// The test objects the guides name, into `dir`.
+fn copy_test_objects(dir: &Path) {
     for object in [
         "xdp_config.bpf.o",
         "xdp_stamp.bpf.o",
@@ -276,6 +272,23 @@ fn sandbox() -> common::TempDir {
     ] {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
+}
+
+fn sandbox() -> common::TempDir {
+    let dir = temp_dir("docs");
+    let to = dir.join("examples/encap");
+    std::fs::create_dir_all(&to).unwrap();
+    common::compile_example(&to);
+    for f in ["xdp_encap.bpf.o", "services.json", "bench.toml"] {
+        std::fs::copy(to.join(f), dir.join(f)).unwrap();
+    }
+    for build in ["before", "after", "A", "B", "mine", "prog", "base", "pr"] {
+        std::fs::copy(to.join("xdp_encap.bpf.o"), dir.join(format!("{build}.bpf.o"))).unwrap();
+    }
+    for spec in ["before.toml", "after.toml"] {
+        std::fs::copy(to.join("bench.toml"), dir.join(spec)).unwrap();
+    }
+    copy_test_objects(&dir);
     // The corpus guide's `bpfbench run corpus`: the corpus's specs, the
     // kernel selftests' programs built as it says; the tools' specs too.
     let corpus = common::corpus_with_selftests(&dir);
