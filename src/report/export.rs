@@ -25,10 +25,25 @@ pub fn bmf(report: &RunRecord) -> BTreeMap<String, BTreeMap<String, BmfMeasure>>
     let mut out = BTreeMap::new();
     for r in &report.results {
         let mut measures = BTreeMap::new();
+        // Exact: the bounds are the value.
+        let exact = |v: f64| BmfMeasure { value: v, lower_value: v, upper_value: v };
         if let Some(c) = r.instructions() {
-            // Exact: the bounds are the value.
-            let v = c.per_packet();
-            measures.insert("instructions".to_string(), BmfMeasure { value: v, lower_value: v, upper_value: v });
+            measures.insert("instructions".to_string(), exact(c.per_packet()));
+        }
+        // An attached program's: its runs per event, and on the row that
+        // carries them, the trigger's slowdown and a tool's own CPU time.
+        if let Some(a) = &r.attached {
+            measures.insert("runs_per_event".to_string(), exact(a.runs_per_event()));
+            if let Some(sd) = &a.slowdown {
+                let (lo, hi) = sd.differences.median_ci95;
+                measures.insert(
+                    "slowdown".to_string(),
+                    BmfMeasure { value: sd.ns_per_event(), lower_value: lo, upper_value: hi },
+                );
+            }
+            if let Some(t) = &a.tool {
+                measures.insert("tool_cpu".to_string(), exact(t.cpu_ns_per_event));
+            }
         }
         let Some(m) = r.measurement() else {
             if !measures.is_empty() {
@@ -106,6 +121,14 @@ struct CsvRow<'a> {
     batch_iters: Option<u32>,
     runtime: &'static str,
     insns_per_packet: Option<f64>,
+    /// Attached programs: runs per event of the trigger, the trigger's
+    /// slowdown (ns per event, 95% CI) and its time alone, a tool's CPU.
+    runs_per_event: Option<f64>,
+    slowdown_ns: Option<f64>,
+    slowdown_ci95_low_ns: Option<f64>,
+    slowdown_ci95_high_ns: Option<f64>,
+    trigger_alone_ns: Option<f64>,
+    tool_cpu_ns_per_event: Option<f64>,
 }
 
 /// One row per scenario with its summary statistics.
@@ -114,6 +137,8 @@ pub fn csv(report: &RunRecord) -> Result<String> {
     for r in &report.results {
         let m = r.measurement();
         let s = m.map(|m| &m.summary);
+        let a = r.attached.as_ref();
+        let slowdown = a.and_then(|a| a.slowdown.as_ref());
         w.serialize(CsvRow {
             workload: &r.workload,
             scenario: &r.name,
@@ -137,6 +162,12 @@ pub fn csv(report: &RunRecord) -> Result<String> {
             batch_iters: m.map(|m| m.batch_iters),
             runtime: r.runtime.label(),
             insns_per_packet: r.instructions().map(|c| c.per_packet()),
+            runs_per_event: a.map(|a| a.runs_per_event()),
+            slowdown_ns: slowdown.map(|s| s.ns_per_event()),
+            slowdown_ci95_low_ns: slowdown.map(|s| s.differences.median_ci95.0),
+            slowdown_ci95_high_ns: slowdown.map(|s| s.differences.median_ci95.1),
+            trigger_alone_ns: slowdown.map(|s| s.detached.median),
+            tool_cpu_ns_per_event: a.and_then(|a| Some(a.tool.as_ref()?.cpu_ns_per_event)),
         })?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

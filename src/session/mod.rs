@@ -4,6 +4,7 @@
 //! What happens along the way goes to an [`Observer`]; the binary renders.
 
 pub mod builds;
+pub mod cleanup;
 pub mod kernel_run;
 pub mod options;
 pub mod output;

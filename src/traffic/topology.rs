@@ -60,16 +60,6 @@ fn owner_of_link(name: &str) -> Option<u32> {
     u32::from_str_radix(hex, 16).ok()
 }
 
-/// `bpfbench live --cleanup`: what [`remove_leftovers`] removed, a line
-/// each, or a line saying there was nothing.
-pub fn cleanup() -> Result<Vec<String>> {
-    let removed = remove_leftovers()?;
-    if removed.is_empty() {
-        return Ok(vec!["nothing to remove: no bpfbench namespace or veth of a dead run".into()]);
-    }
-    Ok(removed.into_iter().map(|r| format!("removed {r}")).collect())
-}
-
 /// Removes the namespaces and veths of bpfbench runs that are gone (killed
 /// before they could clean up); returns what was removed.
 pub fn remove_leftovers() -> Result<Vec<String>> {

@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 
 pub use point::{Expected, for_point};
-pub use workload::{TRIGGER_FUNCTION, TRIGGER_USDT, bpfbench_trigger};
+pub use workload::{TRIGGER_FUNCTION, TRIGGER_USDT, bpfbench_trigger, remove_leftovers};
 
 /// A trigger as the command line names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -49,8 +49,7 @@ impl State {
         Ok(match kind {
             TriggerKind::Syscall(s) => State::Syscall(*s),
             TriggerKind::OpenClose | TriggerKind::Stat => {
-                let dir =
-                    if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
+                let dir = files_dir();
                 remove_killed_runs_files(&dir);
                 let stat = matches!(kind, TriggerKind::Stat);
                 // Each trigger its own file: one is dropped (and its file removed) while another fires.
@@ -298,17 +297,32 @@ impl Drop for State {
 /// The openat and stat triggers' files: `bpfbench-trigger-PID-N-openat`, `-stat`.
 const FILE_PREFIX: &str = "bpfbench-trigger-";
 
-/// Removes the trigger files of runs killed before they could (SIGKILL).
-fn remove_killed_runs_files(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+/// Where the trigger files are made: memory, where there is a tmpfs.
+fn files_dir() -> PathBuf {
+    if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() }
+}
+
+/// Removes the trigger files of runs killed before they could (SIGKILL);
+/// what was removed, a line each.
+pub fn remove_leftovers() -> Vec<String> {
+    remove_killed_runs_files(&files_dir())
+}
+
+fn remove_killed_runs_files(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let pid = name.strip_prefix(FILE_PREFIX).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
         let Some(pid) = pid else { continue };
-        if pid != std::process::id() && !crate::system::other_bpfbench_alive(pid) {
-            let _ = std::fs::remove_file(e.path());
+        if pid != std::process::id()
+            && !crate::system::other_bpfbench_alive(pid)
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed.push(format!("removed the trigger file {} a killed run left", e.path().display()));
         }
     }
+    removed
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {

@@ -79,6 +79,36 @@ fn a_tracepoint_program_is_timed_on_its_hook_under_its_syscall() {
 }
 
 #[test]
+fn an_attached_runs_figures_are_written_as_csv_and_bmf_each_named() {
+    let _m = common::machine();
+    let quick = ["--samples", "5", "--batch-ms", "2", "--no-store"];
+    let tp = object("tp_getppid.bpf.o");
+    let out = bpfbench(&[&["run", tp.as_str(), "--format", "csv"][..], &quick].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut csv = csv::Reader::from_reader(out.stdout.as_slice());
+    let header = csv.headers().unwrap().clone();
+    let rec = csv.records().next().expect("a row").unwrap();
+    let col =
+        |name: &str| rec.get(header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name}"))).unwrap();
+    assert_eq!(col("timing"), "attached, bpf_stats");
+    assert_eq!(col("runs_per_event").parse::<f64>().unwrap(), 1.0);
+    let slowdown: f64 = col("slowdown_ns").parse().unwrap();
+    let (lo, hi): (f64, f64) =
+        (col("slowdown_ci95_low_ns").parse().unwrap(), col("slowdown_ci95_high_ns").parse().unwrap());
+    assert!(slowdown > 0.0 && lo <= slowdown && slowdown <= hi, "{slowdown} in {lo}..{hi}");
+    assert!(col("trigger_alone_ns").parse::<f64>().unwrap() > 0.0);
+    assert_eq!(col("tool_cpu_ns_per_event"), "", "no tool here");
+    let out = bpfbench(&[&["run", tp.as_str(), "--format", "bmf"][..], &quick].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bmf: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (name, measures) = bmf.as_object().unwrap().iter().next().expect("a benchmark");
+    assert!(name.contains("count_getppid"), "{name}");
+    for m in ["latency", "runs_per_event", "slowdown"] {
+        assert!(measures[m]["value"].as_f64().is_some_and(|v| v > 0.0), "{m} in {measures:#}");
+    }
+}
+
+#[test]
 fn a_raw_tracepoint_is_attached_when_asked_and_test_run_otherwise() {
     let _m = common::machine();
     let raw = object("raw_tp_sys_enter.bpf.o");
@@ -245,6 +275,19 @@ fn a_run_stopped_by_sigint_detaches_everything_and_a_killed_runs_cgroup_is_remov
     assert_eq!(code, Some(0), "{err}");
     assert!(!left.exists(), "the next run removes {}", left.display());
     before.assert_nothing_left("a killed run and the next");
+    // ... and so does `bpfbench cleanup`, saying what it removed.
+    let mut run = start();
+    let left = own_cgroup(run.id());
+    wait_for(&left);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let out = bpfbench(&["cleanup"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(&left.display().to_string()), "{}", stdout(&out));
+    assert!(!left.exists(), "cleanup removes {}", left.display());
+    let out = bpfbench(&["cleanup"]);
+    assert!(stdout(&out).starts_with("nothing to remove"), "{}", stdout(&out));
+    before.assert_nothing_left("a killed run and bpfbench cleanup");
 }
 
 /// Debian's libbpf-tools (the set-up script installs them for the tests).

@@ -172,6 +172,8 @@ pub enum Command {
     /// measure it under generated traffic: packet rates, verdicts, ns/packet
     /// (bpf_stats), optionally swept over ports, sizes, flows or threads.
     Live(LiveArgs),
+    /// Remove what killed bpfbench runs left (namespaces, veths, cgroups, trigger files, guests).
+    Cleanup,
     /// What the kernel's verifier makes of each program of an object (two
     /// objects: side by side, with deltas).
     Verifier {

@@ -13,7 +13,6 @@ use bpfbench::record::live::LiveRecord;
 use bpfbench::record::live::LiveStep;
 use bpfbench::report::{check_format, live_plot, render_as};
 use bpfbench::system::{self, interrupt};
-use bpfbench::traffic::topology::cleanup;
 use bpfbench::workloads::live::LiveArgs;
 
 /// Shows the run's progress on stderr, on a terminal.
@@ -55,13 +54,17 @@ impl LiveObserver for Progress {
     }
 }
 
+pub fn cleanup() -> Result<ExitCode> {
+    bpfbench::session::cleanup::remove_leftovers()?.iter().for_each(|l| println!("{l}"));
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn live(args: &LiveArgs) -> Result<ExitCode> {
     check_format::<LiveRecord>(args.out.format)?;
-    system::check_privileges()?;
     if args.cleanup {
-        cleanup()?.iter().for_each(|l| println!("{l}"));
-        return Ok(ExitCode::SUCCESS);
+        return cleanup();
     }
+    system::check_privileges()?;
     bpfbench::kernel::libbpf_log::capture();
     interrupt::install_handler();
     let (mut program, plan) = args.load_and_plan()?;

@@ -106,6 +106,7 @@ fn main() -> ExitCode {
         Command::AbWorker { run_args } => ab_worker(run_args),
         Command::Gen { options, out } => traffic::generate(&options, &out),
         Command::Live(args) => live::live(&args),
+        Command::Cleanup => live::cleanup(),
         Command::Features => features(),
         Command::Vm(args) => vm(&args),
         Command::FuzzUvm { programs, seed, budget } => fuzz_uvm(programs, seed, budget),
