@@ -565,7 +565,6 @@ fn mark_kernel_regions(p: &mut dyn PreparedScenario) -> anyhow::Result<crate::re
         true => rounds(HookBatch::Nothing, Variant::Overhead)?,
         false => Default::default(),
     };
-    let loop_jit_symbols = if on_hook { loop_jit_symbols } else { Vec::new() };
     Ok(crate::record::KernelInsns {
         iters,
         body_regions,

@@ -235,11 +235,14 @@ pub struct KernelInsns {
     /// nothing attached (the attach mechanism is the empty program's less these).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bare_regions: Vec<(u64, u64)>,
-    /// The JIT images while the regions ran: kallsyms' `[bpf]` symbols.
+    /// The JIT images while the program's regions ran: their info's
+    /// addresses, and kallsyms' BPF trampolines.
     pub jit_symbols: Vec<(u64, String)>,
-    /// An attached program's: the JIT images and trampolines while the
-    /// empty program's regions ran, and the trigger's alone (attaching
-    /// makes and frees trampolines; `jit_symbols` is the program's).
+    /// ... while the empty loop's (or empty program's) ran, and, for an
+    /// attached program, the trigger's alone: each read while its kind was
+    /// loaded and attached (the empty loop may load after the program's
+    /// regions; attaching makes and frees trampolines). Empty in records
+    /// of before: `jit_symbols` then held them all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loop_jit_symbols: Vec<(u64, String)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
