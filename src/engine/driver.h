@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Shared by the timing drivers for users' programs (driver_xdp.bpf.c,
- * driver_tc.bpf.c), whose programs BENCH_DRIVER below writes. The host
- * reads these definitions from the objects' BTF.
+ * driver_tc.bpf.c). The host reads these definitions from the objects' BTF.
  *
  * A user's program, as libbpf prepared it, replaces bench_target(): the
  * driver's batch loop calls it once per iteration, then puts the packet
@@ -210,78 +209,5 @@ static __always_inline const struct bench_variant *bench_only_variant(void)
 			(__step = STEP(ctx)) != BENCH_OK ? ret : BODY,			\
 			__step != BENCH_OK);						\
 	} while (0)
-
-/*
- * BENCH_DRIVER(SEC_NAME, CTX_T, OK, FAIL, START, RESET, STEP, SHAPE): the
- * programs of a driver for a program type whose context is a CTX_T and
- * whose verdicts OK and FAIL are. bench_target() is the stand-in the host
- * replaces with the user's program; it must stay the last function each
- * program calls, so that it is the last one libbpf appends.
- * bench_driver_overhead is the same loop around an empty call; the
- * _bounded programs are the pair for kernels without may_goto.
- *   START(ctx):          the batch's state at its start (NULL: refused)
- *   RESET(ctx, st, only): what is put back after each iteration (non-zero: failed)
- *   STEP(ctx):           RESET for the bounded loop's global step, the state looked up each time
- *   SHAPE(ctx):          the packet's shape recorded at a bounded batch's start (0: done)
- */
-#define BENCH_DRIVER(SEC_NAME, CTX_T, OK, FAIL, START, RESET, STEP, SHAPE)		\
-	__noinline int bench_target(CTX_T *ctx)						\
-	{										\
-		asm volatile("" ::: "memory");						\
-		return ctx ? OK : FAIL;							\
-	}										\
-											\
-	__noinline int bench_empty(CTX_T *ctx)						\
-	{										\
-		asm volatile("" ::: "memory");						\
-		return ctx ? OK : FAIL;							\
-	}										\
-											\
-	__BENCH_DRIVER_MAY_GOTO(bench_driver, SEC_NAME, CTX_T, FAIL, START, RESET,	\
-				bench_target(ctx), __BENCH_DRIVER_UNTIMED_RUN(FAIL, 0))	\
-	__BENCH_DRIVER_MAY_GOTO(bench_driver_overhead, SEC_NAME, CTX_T, FAIL, START,	\
-				RESET, bench_empty(ctx), return ret;)			\
-	BENCH_BOUNDED_STEP_BARE(bench_step, CTX_T, STEP(ctx))				\
-	__BENCH_DRIVER_BOUNDED(bench_driver_bounded, SEC_NAME, CTX_T, FAIL, SHAPE,	\
-			       bench_target(ctx), __BENCH_DRIVER_UNTIMED_RUN(FAIL, bench_step(ctx))) \
-	__BENCH_DRIVER_BOUNDED(bench_driver_overhead_bounded, SEC_NAME, CTX_T, FAIL,	\
-			       SHAPE, bench_empty(ctx), return ret;)
-
-/* One program of BENCH_DRIVER: the may_goto batch around BODY, then TAIL. */
-#define __BENCH_DRIVER_MAY_GOTO(NAME, SEC_NAME, CTX_T, FAIL, START, RESET, BODY, TAIL)	\
-	SEC(SEC_NAME)									\
-	int NAME(CTX_T *ctx)								\
-	{										\
-		struct bench_driver_state *st = START(ctx);				\
-		const struct bench_variant *only = bench_only_variant();		\
-		int ret = FAIL;								\
-											\
-		if (!st)								\
-			return FAIL;							\
-		BENCH_TIMED_ITERATIONS(ret, BODY, RESET(ctx, st, only));		\
-		TAIL									\
-	}
-
-/* One program of BENCH_DRIVER: the bounded batch around BODY, then TAIL. */
-#define __BENCH_DRIVER_BOUNDED(NAME, SEC_NAME, CTX_T, FAIL, SHAPE, BODY, TAIL)		\
-	SEC(SEC_NAME)									\
-	int NAME(CTX_T *ctx)								\
-	{										\
-		int ret = FAIL;								\
-											\
-		if (SHAPE(ctx))								\
-			return FAIL;							\
-		BENCH_DRIVER_BOUNDED(ctx, ret, bench_step, BODY);			\
-		TAIL									\
-	}
-
-/* After a batch of the user's program: the untimed run whose verdict and
- * packet the host checks (after STEP puts the packet back, where the batch
- * needs it). The timed verdicts are not used. */
-#define __BENCH_DRIVER_UNTIMED_RUN(FAIL, STEP)						\
-	asm volatile("" : : "r"(ret));							\
-	if (STEP)									\
-		return FAIL;								\
-	return bench_target(ctx);
 
 #endif /* BENCH_DRIVER_H */

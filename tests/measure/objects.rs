@@ -1185,10 +1185,6 @@ fn bad_inputs_get_one_line_errors() {
         (vec![text.to_str().unwrap()], "is not an ELF file"),
         (vec!["/bin/true"], "is an ELF file for X86_64, not a BPF object"),
         (vec![&swap, "--program", "nope"], "has no program 'nope'; it has xdp_swap (xdp)"),
-        (
-            vec![&object("kprobe_only.bpf.o")],
-            "is a kprobe program (section kprobe/do_sys_openat2), which the kernel cannot test-run",
-        ),
         (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
         (vec![&encap, "--map", &bad_map], "--map services="),
         (vec![&encap, "--map", "nomap=x.json"], "has no map 'nomap'; its maps are services, hits"),
