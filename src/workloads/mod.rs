@@ -150,9 +150,19 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().flat_map(|r| r.names.iter().copied()).collect()
 }
 
+/// An object file named that is not there: which workload takes a file
+/// (and so which options it has) is read from it, so any workload's
+/// options parse, and building it says the file is missing.
+fn missing_object(target: &str) -> bool {
+    target.ends_with(".o") && !std::path::Path::new(target).exists()
+}
+
 /// Adds `target`'s options to `cmd` (the `run` command); none when the
 /// target is unknown, so that its error comes from `build`.
 pub fn with_options_of(target: &str, probed: Option<&clap::ArgMatches>, cmd: Command) -> Command {
+    if missing_object(target) {
+        return with_all_options(cmd);
+    }
     match find_given(target, probed) {
         Ok(r) => (r.options)(cmd),
         Err(_) => cmd,
@@ -193,6 +203,9 @@ pub fn with_all_options(cmd: Command) -> Command {
 /// from a command built by [`with_all_options`]) that only other
 /// workloads than `target`'s take.
 pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
+    if missing_object(target) {
+        return Ok(());
+    }
     let Ok(chosen) = find_given(target, Some(matches)) else { return Ok(()) };
     let own = chosen.flags();
     for other in REGISTRY.iter().filter(|r| !std::ptr::eq(**r, chosen)) {
@@ -210,6 +223,9 @@ pub fn check_options(target: &str, matches: &clap::ArgMatches) -> Result<()> {
 
 /// Builds the workload for `target` from a command parsed with its options.
 pub fn build(target: &str, matches: &clap::ArgMatches) -> Result<Box<dyn Workload>> {
+    if missing_object(target) {
+        bail!("{target} does not exist");
+    }
     (find_given(target, Some(matches))?.build)(target, matches)
 }
 
