@@ -148,26 +148,29 @@ static __always_inline void lb_stat_add(void *map, __u32 idx, __u16 bytes)
 	}
 }
 
+/* TCP's and UDP's ports stand first in their headers: HDR's ports into the
+ * flow, or drop (-1) where the header is cut short. A macro, not a function,
+ * so that each protocol's code stays as it compiles on its own. */
+#define LB_READ_PORTS(HDR, l4, data_end, p)			\
+	({							\
+		struct HDR *h_ = (l4);				\
+								\
+		if ((void *)(h_ + 1) > (data_end))		\
+			return -1;				\
+		(p)->flow.port16[0] = h_->source;		\
+		(p)->flow.port16[1] = h_->dest;			\
+	})
+
 /* Returns < 0 for "drop", 0 for "parsed", 1 for "not ours: pass". */
 static __always_inline int lb_parse_l4(void *l4, void *data_end, struct lb_packet *p)
 {
 	if (p->flow.proto == IPPROTO_TCP) {
-		struct tcphdr *tcp = l4;
-
-		if ((void *)(tcp + 1) > data_end)
-			return -1;
-		p->flow.port16[0] = tcp->source;
-		p->flow.port16[1] = tcp->dest;
-		p->tcp_flags = ((__u8 *)tcp)[13];
+		LB_READ_PORTS(tcphdr, l4, data_end, p);
+		p->tcp_flags = ((__u8 *)l4)[13];
 		return 0;
 	}
 	if (p->flow.proto == IPPROTO_UDP) {
-		struct udphdr *udp = l4;
-
-		if ((void *)(udp + 1) > data_end)
-			return -1;
-		p->flow.port16[0] = udp->source;
-		p->flow.port16[1] = udp->dest;
+		LB_READ_PORTS(udphdr, l4, data_end, p);
 		return 0;
 	}
 	return 1;
