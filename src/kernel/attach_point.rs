@@ -47,10 +47,43 @@ pub enum AttachPoint {
     /// A cgroup hook (the cgroup is bpfbench's own, which the trigger runs
     /// in), of the attach type the section gives (`cgroup/connect4`, `sockops`).
     Cgroup { attach: AttachType, hook: String },
-    /// A perf event's overflow: a software clock bpfbench opens.
-    PerfEvent,
+    /// A perf event's overflow: a software event bpfbench opens on every
+    /// online CPU, sampling each occurrence (`perf_event/page-faults`; a
+    /// bare `perf_event` section: page faults).
+    PerfEvent { event: SoftwareEvent },
     /// A sockmap's sockets (`sk_msg`, `sk_skb/stream_verdict`).
     SockMap { attach: AttachType, hook: String },
+}
+
+/// The software perf events a perf_event program is attached to: each one
+/// counted event is a sample, and each sample a run. Software events need
+/// no PMU (this machine has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SoftwareEvent {
+    /// A page fault (`PERF_COUNT_SW_PAGE_FAULTS`).
+    PageFaults,
+    /// A context switch (`PERF_COUNT_SW_CONTEXT_SWITCHES`).
+    ContextSwitches,
+}
+
+impl SoftwareEvent {
+    pub const ALL: [SoftwareEvent; 2] = [SoftwareEvent::PageFaults, SoftwareEvent::ContextSwitches];
+
+    /// Its name as perf writes it, and as `perf_event/NAME` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SoftwareEvent::PageFaults => "page-faults",
+            SoftwareEvent::ContextSwitches => "context-switches",
+        }
+    }
+
+    /// `perf_event_attr.config` for `PERF_TYPE_SOFTWARE`.
+    pub fn config(self) -> u64 {
+        u64::from(match self {
+            SoftwareEvent::PageFaults => sys::PERF_COUNT_SW_PAGE_FAULTS,
+            SoftwareEvent::ContextSwitches => sys::PERF_COUNT_SW_CONTEXT_SWITCHES,
+        })
+    }
 }
 
 /// A cgroup hook's section and its attach type (libbpf's section names).
@@ -179,7 +212,16 @@ impl AttachPoint {
                     "section '{section}': bpfbench attaches kprobe, kretprobe, ksyscall, uprobe, uretprobe and usdt programs (not multi-probes yet)"
                 )
             }
-            (ProgKind::PerfEvent, _) => AttachPoint::PerfEvent,
+            (ProgKind::PerfEvent, _) => match rest {
+                "" => AttachPoint::PerfEvent { event: SoftwareEvent::PageFaults },
+                name => match SoftwareEvent::ALL.iter().find(|e| e.name() == name) {
+                    Some(event) => AttachPoint::PerfEvent { event: *event },
+                    None => bail!(
+                        "section '{section}': bpfbench attaches perf_event programs to the software events {}",
+                        SoftwareEvent::ALL.map(|e| format!("perf_event/{}", e.name())).join(", ")
+                    ),
+                },
+            },
             (ProgKind::CgroupSockAddr | ProgKind::SockOps | ProgKind::CgroupSock, _)
             | (ProgKind::CgroupSockopt | ProgKind::CgroupSysctl | ProgKind::CgroupSkb, _) => {
                 match CGROUP_HOOKS.iter().find(|(s, _)| section_has_prefix(section, s)) {
@@ -225,7 +267,7 @@ impl AttachPoint {
             AttachPoint::Uprobe { ret: true, .. } => "uretprobe",
             AttachPoint::Usdt { .. } => "USDT probe (uprobe)",
             AttachPoint::Cgroup { .. } => "cgroup hook",
-            AttachPoint::PerfEvent => "perf event",
+            AttachPoint::PerfEvent { .. } => "perf event",
             AttachPoint::SockMap { .. } => "sockmap",
         }
     }
@@ -279,7 +321,7 @@ impl fmt::Display for AttachPoint {
                 None => write!(f, "usdt (bpfbench's probe bpfbench:trigger)"),
             },
             AttachPoint::Cgroup { hook, .. } | AttachPoint::SockMap { hook, .. } => f.write_str(hook),
-            AttachPoint::PerfEvent => f.write_str("perf_event"),
+            AttachPoint::PerfEvent { event } => write!(f, "perf_event/{}", event.name()),
         }
     }
 }
@@ -334,12 +376,18 @@ mod tests {
                 AttachPoint::Cgroup { attach: sys::BPF_CGROUP_INET4_CONNECT, hook: "cgroup/connect4".into() },
             ),
             ("sockops", AttachPoint::Cgroup { attach: sys::BPF_CGROUP_SOCK_OPS, hook: "sockops".into() }),
+            ("perf_event", AttachPoint::PerfEvent { event: SoftwareEvent::PageFaults }),
+            ("perf_event/context-switches", AttachPoint::PerfEvent { event: SoftwareEvent::ContextSwitches }),
         ] {
             assert_eq!(parsed(section), point, "{section}");
         }
-        for section in
-            ["tp/syscalls/sys_enter_getppid", "raw_tp/sys_enter", "kprobe/tcp_connect+0x10", "cgroup/connect4"]
-        {
+        for section in [
+            "tp/syscalls/sys_enter_getppid",
+            "raw_tp/sys_enter",
+            "kprobe/tcp_connect+0x10",
+            "cgroup/connect4",
+            "perf_event/page-faults",
+        ] {
             assert_eq!(parsed(section).to_string(), section);
         }
     }
@@ -352,5 +400,7 @@ mod tests {
         assert!(err.contains("--attach kprobe/FUNCTION"), "{err}");
         let err = AttachPoint::parse("uprobe/nocolon", ProgKind::Kprobe).unwrap_err().to_string();
         assert!(err.contains("BINARY:FUNCTION"), "{err}");
+        let err = AttachPoint::parse("perf_event/cycles", ProgKind::PerfEvent).unwrap_err().to_string();
+        assert!(err.contains("perf_event/page-faults, perf_event/context-switches"), "{err}");
     }
 }

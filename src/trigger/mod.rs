@@ -46,6 +46,9 @@ pub enum TriggerKind {
     /// `kill` of this process with SIGURG, which it ignores: the signal is
     /// generated (and traced) and dropped.
     Kill,
+    /// A write to a page of memory given back just before
+    /// (`madvise(MADV_DONTNEED)`): one page fault.
+    PageFault,
     /// A call of bpfbench's own trigger function, whose entry a uprobe and
     /// whose USDT probe (bpfbench:trigger) fire.
     FunctionCall,
@@ -101,6 +104,7 @@ pub const NAMED: &[(&str, &str)] = &[
     ("sysctl", "a read of /proc/sys/net/ipv4/ip_local_port_range"),
     ("stat", "statx() of a file on tmpfs"),
     ("kill", "kill() of bpfbench itself with SIGURG, which it ignores"),
+    ("page-fault", "a write to a page given back with madvise(MADV_DONTNEED): one page fault"),
     ("call", "a call of bpfbench's trigger function (its uprobe and its USDT probe bpfbench:trigger)"),
 ];
 
@@ -123,6 +127,7 @@ impl TriggerKind {
             "sysctl" => TriggerKind::SysctlRead,
             "stat" => TriggerKind::Stat,
             "kill" => TriggerKind::Kill,
+            "page-fault" => TriggerKind::PageFault,
             "call" => TriggerKind::FunctionCall,
             _ => bail!(
                 "--trigger {name}: give one of {}, or a command after --: --trigger -- CMD ARGS",
@@ -147,6 +152,7 @@ impl TriggerKind {
             TriggerKind::SysctlRead => "a read of a sysctl".into(),
             TriggerKind::Stat => "statx() on tmpfs".into(),
             TriggerKind::Kill => "kill() of itself with an ignored signal".into(),
+            TriggerKind::PageFault => "a page fault (a write after madvise(MADV_DONTNEED))".into(),
             TriggerKind::FunctionCall => "a call of bpfbench_trigger()".into(),
             TriggerKind::Command(argv) => format!("a run of `{}`", argv.join(" ")),
         }

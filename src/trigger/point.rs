@@ -3,7 +3,7 @@
 //! probe or trampoline enters (a table of the common ones), the cgroup hook
 //! a socket operation passes.
 
-use crate::kernel::attach_point::{AttachPoint, TrampolineSide};
+use crate::kernel::attach_point::{AttachPoint, SoftwareEvent, TrampolineSide};
 
 use super::{SimpleSyscall, TriggerKind};
 
@@ -48,7 +48,13 @@ pub fn for_point(point: &AttachPoint) -> Option<(TriggerKind, Expected)> {
         }
         AttachPoint::Uprobe { .. } | AttachPoint::Usdt { .. } => None,
         AttachPoint::Cgroup { hook, .. } => for_cgroup_hook(hook),
-        AttachPoint::PerfEvent | AttachPoint::SockMap { .. } => None,
+        AttachPoint::PerfEvent { event: SoftwareEvent::PageFaults } => {
+            Some((TriggerKind::PageFault, Expected::Runs(1)))
+        }
+        AttachPoint::PerfEvent { event: SoftwareEvent::ContextSwitches } => {
+            Some((TriggerKind::PingPong, Expected::Runs(2)))
+        }
+        AttachPoint::SockMap { .. } => None,
     }
 }
 

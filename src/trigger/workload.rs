@@ -29,18 +29,46 @@ pub extern "C" fn bpfbench_trigger(event: u64) -> u64 {
 
 pub(super) enum State {
     Syscall(SimpleSyscall),
-    OpenClose { path: PathBuf },
-    Pipe { read: OwnedFd, write: OwnedFd },
+    OpenClose {
+        path: PathBuf,
+    },
+    Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+    },
     ForkExec,
-    PingPong { to_peer: std::fs::File, from_peer: std::fs::File, peer: Option<JoinHandle<()>> },
-    TcpConnect { listener: TcpListener, at: SocketAddr },
-    UdpSend { sender: UdpSocket, receiver: UdpSocket },
+    PingPong {
+        to_peer: std::fs::File,
+        from_peer: std::fs::File,
+        peer: Option<JoinHandle<()>>,
+    },
+    TcpConnect {
+        listener: TcpListener,
+        at: SocketAddr,
+    },
+    UdpSend {
+        sender: UdpSocket,
+        receiver: UdpSocket,
+    },
     Socket,
-    Sockopt { socket: UdpSocket },
-    SysctlRead { file: std::fs::File },
-    Stat { path: PathBuf },
+    Sockopt {
+        socket: UdpSocket,
+    },
+    SysctlRead {
+        file: std::fs::File,
+    },
+    Stat {
+        path: PathBuf,
+    },
     Kill,
-    FunctionCall { next: u64 },
+    /// One page of anonymous memory, mapped once.
+    PageFault {
+        page: *mut u8,
+        len: usize,
+    },
+    FunctionCall {
+        next: u64,
+    },
     Command(Vec<String>),
 }
 
@@ -105,6 +133,25 @@ impl State {
             }
             TriggerKind::FunctionCall => State::FunctionCall { next: 0 },
             TriggerKind::Kill => State::Kill,
+            TriggerKind::PageFault => {
+                // SAFETY: sysconf has no preconditions.
+                let len = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+                // SAFETY: a new private anonymous mapping, unmapped on drop.
+                let page = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    )
+                };
+                if page == libc::MAP_FAILED {
+                    bail!("mapping a page for the page-fault trigger: {}", std::io::Error::last_os_error());
+                }
+                State::PageFault { page: page.cast(), len }
+            }
             TriggerKind::Command(argv) => {
                 if argv.is_empty() {
                     bail!("--trigger -- needs a command after the --");
@@ -249,6 +296,18 @@ impl State {
                     }
                 }
             }
+            State::PageFault { page, len } => {
+                for i in 0..events {
+                    // SAFETY: the page this state mapped. Given back, its next
+                    // write faults a zeroed page in: exactly one fault an event.
+                    unsafe {
+                        if libc::madvise(page.cast(), *len, libc::MADV_DONTNEED) != 0 {
+                            bail!("madvise(MADV_DONTNEED): {}", std::io::Error::last_os_error());
+                        }
+                        std::ptr::write_volatile(*page, i as u8);
+                    }
+                }
+            }
             State::FunctionCall { next } => {
                 for _ in 0..events {
                     bpfbench_trigger(*next);
@@ -278,6 +337,10 @@ impl Drop for State {
         match self {
             State::OpenClose { path } | State::Stat { path } => {
                 let _ = std::fs::remove_file(path);
+            }
+            State::PageFault { page, len } => {
+                // SAFETY: the mapping this state made, unmapped once.
+                unsafe { libc::munmap(page.cast(), *len) };
             }
             State::PingPong { to_peer, peer, .. } => {
                 // The peer's read ends when its pipe has no writer left.

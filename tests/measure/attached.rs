@@ -98,6 +98,17 @@ fn an_attached_runs_figures_are_written_as_csv_and_bmf_each_named() {
     assert!(slowdown > 0.0 && lo <= slowdown && slowdown <= hi, "{slowdown} in {lo}..{hi}");
     assert!(col("trigger_alone_ns").parse::<f64>().unwrap() > 0.0);
     assert_eq!(col("tool_cpu_ns_per_event"), "", "no tool here");
+    // Stored, the HTML report says the slowdown and where it went, as the table does.
+    let dir = common::temp_dir("attached-report");
+    let (db, html) = (dir.join("h.sqlite"), dir.join("r.html"));
+    let (db, html) = (db.to_str().unwrap(), html.to_str().unwrap());
+    let out = bpfbench(&["run", tp.as_str(), "--samples", "5", "--batch-ms", "2", "--db", db]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = bpfbench(&["report", "--db", db, "-o", html]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(html).unwrap();
+    assert!(page.contains("getppid(): +") && page.contains("ns per event with 'count_getppid' attached"), "{page}");
+    assert!(page.contains("in BPF: count_getppid"), "no split of the slowdown in the report");
     let out = bpfbench(&[&["run", tp.as_str(), "--format", "bmf"][..], &quick].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let bmf: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -141,6 +152,30 @@ fn uprobe_and_usdt_programs_fire_on_bpfbenchs_own_function_and_their_ring_buffer
     assert_eq!(records["lost"], 0);
     assert_slowdown(call, 2);
     before.assert_nothing_left("a uprobe run");
+}
+
+#[test]
+fn a_perf_event_program_samples_every_page_fault_or_context_switch_on_every_cpu() {
+    let _m = common::machine();
+    let before = Snapshot::take();
+    let perf = object("perf_event_faults.bpf.o");
+    // A bare perf_event section: the page-fault software event, one sample a fault.
+    let (code, rows, err) = run_json(&[&perf]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = row(&rows, "count_samples");
+    assert_timed_on_its_hook(r, "perf_event/page-faults", 1.0);
+    assert_eq!(r["attached"]["mechanism"], "perf event");
+    assert!(r["attached"]["trigger"].as_str().unwrap().starts_with("a page fault"), "{r:#}");
+    assert_slowdown(r, 1);
+    // Another event by --attach, with the trigger that event calls for.
+    let (code, rows, err) = run_json(&[&perf, "--attach", "perf_event/context-switches"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_timed_on_its_hook(row(&rows, "count_samples"), "perf_event/context-switches", 2.0);
+    before.assert_nothing_left("a perf_event run");
+    assert_one_line_error(
+        &["run", &perf, "--attach", "perf_event/cycles"],
+        "bpfbench attaches perf_event programs to the software events perf_event/page-faults, perf_event/context-switches",
+    );
 }
 
 #[test]

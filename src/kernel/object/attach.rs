@@ -11,14 +11,15 @@ use anyhow::{Context, Result, bail};
 use libbpf_rs::libbpf_sys as sys;
 
 use super::{ObjectFile, cstr, errno_error};
-use crate::kernel::attach_point::{AttachPoint, TrampolineSide};
+use crate::kernel::attach_point::{AttachPoint, SoftwareEvent, TrampolineSide};
 use crate::kernel::libbpf_log;
 use crate::kernel::prog_type::ProgKind;
 
-/// A program attached while this lives.
+/// A program attached while this lives: one link, or one a CPU for a
+/// perf event opened on each.
 #[derive(Debug)]
 pub struct Link {
-    raw: NonNull<sys::bpf_link>,
+    raws: Vec<NonNull<sys::bpf_link>>,
 }
 
 // SAFETY: a link is an fd and libbpf's bookkeeping, used from one thread at a time.
@@ -26,8 +27,10 @@ unsafe impl Send for Link {}
 
 impl Drop for Link {
     fn drop(&mut self) {
-        // SAFETY: a link libbpf made, destroyed once.
-        unsafe { sys::bpf_link__destroy(self.raw.as_ptr()) };
+        for raw in &self.raws {
+            // SAFETY: a link libbpf made, destroyed once (a perf event's closes its event).
+            unsafe { sys::bpf_link__destroy(raw.as_ptr()) };
+        }
     }
 }
 
@@ -85,6 +88,9 @@ impl ObjectFile {
     /// libbpf's reason and, where the kernel lacks the mechanism, where it
     /// can run instead.
     pub fn attach(&self, program: &str, point: &AttachPoint, ctx: &AttachContext<'_>) -> Result<Link> {
+        if let AttachPoint::PerfEvent { event } = point {
+            return self.attach_perf_event(program, *event);
+        }
         let p = self.program_raw(program)?;
         libbpf_log::take();
         // SAFETY: a loaded program of this object; every string lives through the call.
@@ -148,13 +154,14 @@ impl ObjectFile {
                     let cgroup = ctx.cgroup.context("a cgroup hook needs a cgroup to attach to")?;
                     sys::bpf_program__attach_cgroup(p, cgroup.as_raw_fd())
                 }
-                AttachPoint::PerfEvent | AttachPoint::SockMap { .. } => {
+                AttachPoint::PerfEvent { .. } => unreachable!("attached above"),
+                AttachPoint::SockMap { .. } => {
                     bail!("program '{program}': bpfbench does not attach {} programs yet", point.mechanism())
                 }
             }
         };
         match NonNull::new(raw) {
-            Some(raw) => Ok(Link { raw }),
+            Some(raw) => Ok(Link { raws: vec![raw] }),
             None => {
                 let err = std::io::Error::last_os_error();
                 let said = format!(
@@ -168,6 +175,59 @@ impl ObjectFile {
                 }
             }
         }
+    }
+}
+
+impl ObjectFile {
+    /// Attaches `program` to `event` on every online CPU, each occurrence a
+    /// sample (period 1), as a profiler attaches to its clock on each CPU.
+    fn attach_perf_event(&self, program: &str, event: SoftwareEvent) -> Result<Link> {
+        let p = self.program_raw(program)?;
+        let mut link = Link { raws: Vec::new() };
+        for cpu in crate::system::cpu::online()? {
+            // SAFETY: perf_event_attr is plain data; zero is "off" for every flag.
+            let mut attr: sys::perf_event_attr = unsafe { std::mem::zeroed() };
+            attr.type_ = sys::PERF_TYPE_SOFTWARE;
+            attr.size = std::mem::size_of::<sys::perf_event_attr>() as u32;
+            attr.config = event.config();
+            attr.__bindgen_anon_1.sample_period = 1;
+            // SAFETY: a filled attr; pid -1 with a CPU: every task on that CPU.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    &attr as *const sys::perf_event_attr,
+                    -1,
+                    cpu as i32,
+                    -1,
+                    sys::PERF_FLAG_FD_CLOEXEC,
+                )
+            } as i32;
+            if fd < 0 {
+                bail!(
+                    "opening the software perf event {} on CPU {cpu} for program '{program}': {}",
+                    event.name(),
+                    std::io::Error::last_os_error()
+                );
+            }
+            libbpf_log::take();
+            // SAFETY: a loaded program and a perf event fd, which the link owns from here.
+            let raw = unsafe { sys::bpf_program__attach_perf_event(p, fd) };
+            match NonNull::new(raw) {
+                Some(raw) => link.raws.push(raw),
+                None => {
+                    let err = std::io::Error::last_os_error();
+                    // SAFETY: the fd opened above, which no link took.
+                    unsafe { libc::close(fd) };
+                    bail!(
+                        "attaching program '{program}' of {} to perf event {} on CPU {cpu}: {}",
+                        self.path.display(),
+                        event.name(),
+                        refusal_reason(&err)
+                    );
+                }
+            }
+        }
+        Ok(link)
     }
 }
 
