@@ -115,6 +115,10 @@ fn latest(c: &PageContents, out: &mut String) -> Result<()> {
         rows.push(Interval { name: r.benchmark_name(), value: s.median, ci: Some(s.median_ci95) });
     }
     out.push_str("</table></div>");
+    // Attached programs: the legend, and each trigger's slowdown and where it went.
+    for line in crate::report::attached_table::render(&run.results).lines() {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(line));
+    }
     if !rows.is_empty() {
         let _ = write!(out, "<figure>{}</figure>", plots::intervals(&rows, "ns/op: median and its 95 % CI", None)?);
     }
