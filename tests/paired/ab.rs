@@ -68,6 +68,28 @@ fn a_clearly_slowed_object_is_slower_and_an_identical_copy_is_not() {
 }
 
 #[test]
+fn two_builds_of_a_tracing_object_compare_on_its_hook() {
+    let _machine = common::machine();
+    let dir = temp_dir("ab-attached");
+    let a = object("tp_getppid.bpf.o");
+    // The same count with a 200-round mix after it: slower per run, by
+    // bpf_stats (the slowdown's phases left out: ab compares ns per run).
+    let (code, rec, err) = ab(&["--no-slowdown", &a, &object("tp_getppid_slow.bpf.o")]);
+    assert_eq!(code, Some(0), "{err}");
+    let c = &rec.unwrap().cases[0];
+    assert_eq!((c.workload.as_str(), c.name.as_str()), ("tp_getppid", "count_getppid"), "{c:?}");
+    assert!(matches!(c.timing, bpfbench::record::Timing::BpfStats { .. }), "{c:?}");
+    assert_eq!(c.verdict, Verdict::Slower, "{c:?}");
+    assert!(c.ratio > 1.2 && c.median_b > c.median_a, "{c:?}");
+    // A second build of the same object: no confident verdict at 5 %.
+    let same = copy(&a, &dir, "tp_getppid_copy.bpf.o");
+    let (code, rec, err) = ab(&["--no-slowdown", &a, &same, "--threshold", "5"]);
+    assert_eq!(code, Some(0), "{err}");
+    let c = &rec.unwrap().cases[0];
+    assert!(matches!(c.verdict, Verdict::Same | Verdict::Uncertain), "{c:?}");
+}
+
+#[test]
 fn a_time_cap_shorter_than_two_rounds_still_takes_two() {
     let _machine = common::machine();
     // An interval needs two rounds; a cap that ends before the second (slow

@@ -331,7 +331,7 @@ impl<'b> Loaded<'b> {
                 r.maps.join(", ")
             ));
         }
-        let slowdown = match self.slowdowns_done.contains(&kind) {
+        let slowdown = match !self.bench.setup.slowdown || self.slowdowns_done.contains(&kind) {
             true => None,
             false => {
                 let s = self.slowdown(&kind)?;

@@ -23,12 +23,15 @@ pub struct AttachedArgs {
     /// Attach the programs on their hooks, where their sections say, or at POINT, written as a section is (tp/syscalls/sys_enter_openat, raw_tp/sys_enter, uprobe//usr/bin/bash:readline, kprobe/do_sys_openat2, cgroup/connect4): for programs the kernel can also test-run, such as raw tracepoints.
     #[arg(long, value_name = "POINT", num_args = 0..=1, default_missing_value = "")]
     pub attach: Option<String>,
-    /// What fires the programs: getpid, getppid, gettid, getuid, sched_yield, uname, openat, pipe, fork-exec, ping-pong, tcp-connect, udp-send, socket, sockopt, sysctl, call (bpfbench's trigger function and USDT probe), or, with no NAME, the command after --.
+    /// What fires the programs: getpid, getppid, gettid, getuid, sched_yield, uname, openat, pipe, fork-exec, ping-pong, tcp-connect, udp-send, socket, sockopt, sysctl, stat, kill, page-fault, call (bpfbench's trigger function and USDT probe), or, with no NAME, the command after --.
     #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
     pub trigger: Option<String>,
     /// How many times each program must run per event (validation fails on fewer; by default what the trigger calls for, or at least one).
     #[arg(long, value_name = "N")]
     pub expect_runs: Option<u32>,
+    /// Leave out the trigger's slowdown (its alternating phases take seconds a trigger): ns per run and runs per event only, as `ab` compares them.
+    #[arg(long)]
+    pub no_slowdown: bool,
     /// The command an event runs (after --, with --trigger): `--trigger -- ls /tmp`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -50,6 +53,8 @@ pub struct AttachedSetup {
     pub attach: Option<String>,
     pub trigger: Option<TriggerKind>,
     pub expect_runs: Option<u32>,
+    /// Whether to measure each trigger's slowdown.
+    pub slowdown: bool,
 }
 
 impl AttachedSetup {
@@ -85,6 +90,7 @@ impl AttachedSetup {
             attach: args.attach.clone(),
             trigger,
             expect_runs: args.expect_runs,
+            slowdown: !args.no_slowdown,
         })
     }
 
