@@ -525,32 +525,29 @@ impl Timing {
     /// names; an inline body's figure leaves out a call's cost, so it is
     /// its own benchmark).
     pub fn suffix(&self) -> &'static str {
-        match self {
-            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Call, .. } => "",
-            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => "@inline",
-            Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "@bpf-loop",
-            Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "@bounded",
-            Timing::Chain { .. } => "@chain",
-            Timing::PerCall { host_timed: true, .. } => "@per-call-host",
-            Timing::PerCall { .. } => "@per-call",
-            // The same figure on any kernel that allows the probe.
-            Timing::Traced { .. } => "",
-            Timing::BpfStats { .. } => "@bpf-stats",
-        }
+        self.names().0
     }
 
     /// A short label for tables ("in BPF", "bpf_loop", "per call").
     pub fn label(&self) -> &'static str {
+        self.names().1
+    }
+
+    /// Each timing's (suffix, label), in one table.
+    fn names(&self) -> (&'static str, &'static str) {
         match self {
-            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Call, .. } => "in BPF",
-            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => "in BPF, inline",
-            Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => "bpf_loop",
-            Timing::InBpf { construct: LoopConstruct::Bounded, .. } => "bounded loop",
-            Timing::Chain { .. } => "in BPF, chain",
-            Timing::PerCall { host_timed: true, .. } => "per call, host-timed",
-            Timing::PerCall { .. } => "per call",
-            Timing::Traced { .. } => "fentry/fexit",
-            Timing::BpfStats { .. } => "attached, bpf_stats",
+            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Call, .. } => ("", "in BPF"),
+            Timing::InBpf { construct: LoopConstruct::MayGoto, body: Body::Inline, .. } => {
+                ("@inline", "in BPF, inline")
+            }
+            Timing::InBpf { construct: LoopConstruct::BpfLoop, .. } => ("@bpf-loop", "bpf_loop"),
+            Timing::InBpf { construct: LoopConstruct::Bounded, .. } => ("@bounded", "bounded loop"),
+            Timing::Chain { .. } => ("@chain", "in BPF, chain"),
+            Timing::PerCall { host_timed: true, .. } => ("@per-call-host", "per call, host-timed"),
+            Timing::PerCall { .. } => ("@per-call", "per call"),
+            // The same figure on any kernel that allows the probe: no suffix.
+            Timing::Traced { .. } => ("", "fentry/fexit"),
+            Timing::BpfStats { .. } => ("@bpf-stats", "attached, bpf_stats"),
         }
     }
 
