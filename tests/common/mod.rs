@@ -217,6 +217,11 @@ pub fn test_object(name: &str) -> PathBuf {
     PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects")).join(name)
 }
 
+/// [`test_object`] as a command's argument.
+pub fn object(name: &str) -> String {
+    test_object(name).to_string_lossy().into_owned()
+}
+
 /// A BPF filesystem of the test's own, mounted on a fresh directory and
 /// unmounted (with whatever was pinned in it) when dropped, also when the
 /// test fails: tests never pin into the machine's /sys/fs/bpf.

@@ -9,11 +9,7 @@ use serde_json::Value;
 
 use crate::common;
 use common::leftovers::Snapshot;
-use common::{assert_one_line_error, bpfbench, stderr, stdout, test_object};
-
-fn object(name: &str) -> String {
-    test_object(name).to_string_lossy().into_owned()
-}
+use common::{assert_one_line_error, bpfbench, object, stderr, stdout};
 
 /// `bpfbench run ARGS --samples 5 --no-store --format json`: (exit code, results, stderr).
 fn run_json(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{assert_one_line_error, bpfbench, stderr, stdout, test_object};
+use common::{assert_one_line_error, bpfbench, object, stderr, stdout};
 use serde_json::Value;
 
 /// `bpfbench run ARGS` as JSON: every result.
@@ -20,10 +20,6 @@ fn results(args: &[&str]) -> Vec<Value> {
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     let doc: Value = serde_json::from_str(&stdout(&out)).expect("a JSON run record");
     doc["results"].as_array().cloned().unwrap_or_default()
-}
-
-fn object(name: &str) -> String {
-    test_object(name).to_string_lossy().into_owned()
 }
 
 #[test]

@@ -12,12 +12,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Bpffs, bpfbench, stderr, stdout, temp_dir, test_object};
+use common::{Bpffs, bpfbench, object, stderr, stdout, temp_dir};
 use serde_json::{Value, json};
-
-fn object(name: &str) -> String {
-    test_object(name).to_string_lossy().into_owned()
-}
 
 /// `bpfbench run ARGS --samples 5 --no-store --format json`: (exit code, results, stderr).
 fn run_json(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {

@@ -11,11 +11,7 @@ use std::path::PathBuf;
 
 use bpfbench::record::paired::PairedRecord;
 use bpfbench::stats::two_sample::Verdict;
-use common::{bpfbench, stderr, stdout, temp_dir, test_object};
-
-fn object(name: &str) -> String {
-    test_object(name).to_string_lossy().into_owned()
-}
+use common::{bpfbench, object, stderr, stdout, temp_dir};
 
 /// An object build.rs compiled for a built-in workload.
 fn builtin_object(name: &str) -> PathBuf {
