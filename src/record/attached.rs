@@ -71,6 +71,10 @@ pub struct Slowdown {
     pub differences: Summary,
     /// The detached phases: the trigger's own ns per event.
     pub detached: Summary,
+    /// How many pairs, those at the CPU's fastest speed level, the two
+    /// summaries are of; None: all (and in runs stored before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs_kept: Option<usize>,
 }
 
 impl Slowdown {

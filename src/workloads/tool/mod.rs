@@ -400,6 +400,8 @@ impl Loaded<'_> {
             detached: Summary::of(&without).context("rounds")?,
             attached_ns: with,
             detached_ns: without,
+            // Rounds of a tool started and stopped: each its own medians, all kept.
+            pairs_kept: None,
         }))
     }
 
