@@ -64,31 +64,3 @@ pub fn pin_to_cpu(cpu: usize) -> Result<()> {
 pub fn possible_cpus() -> Result<usize> {
     libbpf_rs::num_possible_cpus().context("reading the number of possible CPUs")
 }
-
-/// The CPUs online now (`/sys/devices/system/cpu/online`: "0-3,6").
-pub fn online() -> Result<Vec<usize>> {
-    let path = "/sys/devices/system/cpu/online";
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
-    parse_cpu_list(text.trim()).with_context(|| format!("{path} holds '{}', not a CPU list", text.trim()))
-}
-
-fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in text.split(',') {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    Some(cpus)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn cpu_lists_read_as_the_kernel_writes_them() {
-        assert_eq!(super::parse_cpu_list("0-3,6"), Some(vec![0, 1, 2, 3, 6]));
-        assert_eq!(super::parse_cpu_list("0"), Some(vec![0]));
-        assert_eq!(super::parse_cpu_list("zero"), None);
-    }
-}

@@ -184,7 +184,7 @@ impl ObjectFile {
     fn attach_perf_event(&self, program: &str, event: SoftwareEvent) -> Result<Link> {
         let p = self.program_raw(program)?;
         let mut link = Link { raws: Vec::new() };
-        for cpu in crate::system::cpu::online()? {
+        for cpu in online_cpus()? {
             // SAFETY: perf_event_attr is plain data; zero is "off" for every flag.
             let mut attr: sys::perf_event_attr = unsafe { std::mem::zeroed() };
             attr.type_ = sys::PERF_TYPE_SOFTWARE;
@@ -321,4 +321,32 @@ pub fn load_empty(kind: ProgKind, point: &AttachPoint) -> Result<(ObjectFile, &'
     object.set_attach_target(name, point)?;
     object.load_every_program().with_context(|| format!("loading the empty program for {point}"))?;
     Ok((object, name))
+}
+
+/// The CPUs online now (`/sys/devices/system/cpu/online`: "0-3,6").
+fn online_cpus() -> Result<Vec<usize>> {
+    let path = "/sys/devices/system/cpu/online";
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    parse_cpu_list(text.trim()).with_context(|| format!("{path} holds '{}', not a CPU list", text.trim()))
+}
+
+fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cpu_lists_read_as_the_kernel_writes_them() {
+        assert_eq!(super::parse_cpu_list("0-3,6"), Some(vec![0, 1, 2, 3, 6]));
+        assert_eq!(super::parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(super::parse_cpu_list("zero"), None);
+    }
 }
