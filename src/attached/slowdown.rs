@@ -121,7 +121,10 @@ pub fn measure_slowdown(
             k,
         ),
         None => (
-            format!("{} pairs of {events} events, alternating (too few at one speed level of the CPU to keep those alone)", attached_ns.len()),
+            format!(
+                "{} pairs of {events} events, alternating (too few at one speed level of the CPU to keep those alone)",
+                attached_ns.len()
+            ),
             None,
             (0..attached_ns.len()).collect(),
         ),

@@ -33,6 +33,13 @@ int empty_kprobe(void *ctx)
 	return 0;
 }
 
+/* Loaded as a multi-kprobe (its expected attach type), attached by pattern. */
+SEC("kprobe.multi")
+int empty_kprobe_multi(void *ctx)
+{
+	return 0;
+}
+
 SEC("uprobe")
 int empty_uprobe(void *ctx)
 {

@@ -36,6 +36,9 @@ pub enum AttachPoint {
     Trampoline { side: TrampolineSide, func: String },
     /// A kernel function, through a kprobe: `kprobe/FUNC[+OFFSET]`, `kretprobe/FUNC`.
     Kprobe { func: String, offset: u64, ret: bool },
+    /// Kernel functions whose names match a pattern, through one multi-kprobe
+    /// link (fprobe, 5.18): `kprobe.multi/PATTERN`, `kretprobe.multi/PATTERN`.
+    KprobeMulti { pattern: String, ret: bool },
     /// A system call's kernel entry, through a kprobe: `ksyscall/NAME`.
     Ksyscall { name: String, ret: bool },
     /// A function of a program, through a uprobe: `uprobe/BINARY:FUNC`;
@@ -176,6 +179,10 @@ impl AttachPoint {
                 }
                 AttachPoint::Kprobe { func: func.into(), offset, ret: head == "kretprobe" }
             }
+            (ProgKind::Kprobe, "kprobe.multi" | "kretprobe.multi") => match rest {
+                "" => return needs(&format!("{head}/PATTERN (a function name, or a glob: tcp_v4_*)")),
+                pattern => AttachPoint::KprobeMulti { pattern: pattern.into(), ret: head == "kretprobe.multi" },
+            },
             (ProgKind::Kprobe, "ksyscall" | "kretsyscall") => match rest {
                 "" => return needs(&format!("{head}/SYSCALL")),
                 name => AttachPoint::Ksyscall { name: name.into(), ret: head == "kretsyscall" },
@@ -209,7 +216,7 @@ impl AttachPoint {
             }
             (ProgKind::Kprobe, _) => {
                 bail!(
-                    "section '{section}': bpfbench attaches kprobe, kretprobe, ksyscall, uprobe, uretprobe and usdt programs (not multi-probes yet)"
+                    "section '{section}': bpfbench attaches kprobe, kretprobe, kprobe.multi, kretprobe.multi, ksyscall, uprobe, uretprobe and usdt programs"
                 )
             }
             (ProgKind::PerfEvent, _) => match rest {
@@ -263,6 +270,8 @@ impl AttachPoint {
             AttachPoint::Trampoline { .. } => "BPF trampoline",
             AttachPoint::Kprobe { ret: false, .. } | AttachPoint::Ksyscall { ret: false, .. } => "kprobe",
             AttachPoint::Kprobe { ret: true, .. } | AttachPoint::Ksyscall { ret: true, .. } => "kretprobe",
+            AttachPoint::KprobeMulti { ret: false, .. } => "multi-kprobe (fprobe)",
+            AttachPoint::KprobeMulti { ret: true, .. } => "multi-kretprobe (fprobe)",
             AttachPoint::Uprobe { ret: false, .. } => "uprobe",
             AttachPoint::Uprobe { ret: true, .. } => "uretprobe",
             AttachPoint::Usdt { .. } => "USDT probe (uprobe)",
@@ -274,7 +283,7 @@ impl AttachPoint {
 
     /// Whether the point needs a kernel function probed through kprobes.
     pub fn needs_kprobes(&self) -> bool {
-        matches!(self, AttachPoint::Kprobe { .. } | AttachPoint::Ksyscall { .. })
+        matches!(self, AttachPoint::Kprobe { .. } | AttachPoint::Ksyscall { .. } | AttachPoint::KprobeMulti { .. })
     }
 
     /// Whether the point needs a BPF trampoline (fentry, fexit, LSM).
@@ -305,6 +314,9 @@ impl fmt::Display for AttachPoint {
                     write!(f, "+{offset:#x}")?;
                 }
                 Ok(())
+            }
+            AttachPoint::KprobeMulti { pattern, ret } => {
+                write!(f, "{}/{pattern}", if *ret { "kretprobe.multi" } else { "kprobe.multi" })
             }
             AttachPoint::Ksyscall { name, ret } => {
                 write!(f, "{}/{name}", if *ret { "kretsyscall" } else { "ksyscall" })
@@ -360,6 +372,7 @@ mod tests {
             ("lsm/file_open", AttachPoint::Trampoline { side: TrampolineSide::Lsm, func: "file_open".into() }),
             ("kretprobe/do_sys_openat2", AttachPoint::Kprobe { func: "do_sys_openat2".into(), offset: 0, ret: true }),
             ("kprobe/tcp_connect+0x10", AttachPoint::Kprobe { func: "tcp_connect".into(), offset: 16, ret: false }),
+            ("kretprobe.multi/tcp_v4_*", AttachPoint::KprobeMulti { pattern: "tcp_v4_*".into(), ret: true }),
             (
                 "uprobe//usr/bin/bash:readline",
                 AttachPoint::Uprobe { target: Some(("/usr/bin/bash".into(), "readline".into())), ret: false },

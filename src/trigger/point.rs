@@ -41,6 +41,9 @@ pub fn for_point(point: &AttachPoint) -> Option<(TriggerKind, Expected)> {
         },
         AttachPoint::Ksyscall { name, .. } => for_syscall(name),
         AttachPoint::Kprobe { func, .. } => for_kernel_function(func),
+        // One function by name: its trigger; a glob's functions are the user's to fire.
+        AttachPoint::KprobeMulti { pattern, .. } if !pattern.contains(['*', '?']) => for_kernel_function(pattern),
+        AttachPoint::KprobeMulti { .. } => None,
         AttachPoint::Trampoline { side: TrampolineSide::Lsm, func } => for_lsm_hook(func),
         AttachPoint::Trampoline { func, .. } => for_kernel_function(func),
         AttachPoint::Uprobe { target: None, .. } | AttachPoint::Usdt { target: None } => {

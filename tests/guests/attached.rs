@@ -1,5 +1,5 @@
 //! Attached programs this machine's kernel cannot run — kprobes,
-//! kretprobes, fentry, fexit, LSM — in a guest of Debian's 6.12, which has
+//! kretprobes, multi-kprobes, fentry, fexit, LSM — in a guest of Debian's 6.12, which has
 //! them: each validated by its runs per event and timed by bpf_stats (an
 //! emulator's times, marked as such), with the trigger's slowdown; and a
 //! libbpf-tools tool that attaches kprobes, measured as it runs there.
@@ -32,6 +32,10 @@ fn kprobes_trampolines_and_lsm_programs_run_in_a_6_12_guest() {
     let quick = ["--samples", "3", "--batch-ms", "1"];
     for (file, programs) in [
         ("kprobe_openat.bpf.o", [("on_openat", "kprobe"), ("on_openat_return", "kretprobe")]),
+        (
+            "kprobe_multi_openat.bpf.o",
+            [("on_openat", "multi-kprobe (fprobe)"), ("on_openat_return", "multi-kretprobe (fprobe)")],
+        ),
         ("fentry_openat.bpf.o", [("on_openat", "BPF trampoline"), ("on_openat_exit", "BPF trampoline")]),
         ("lsm_file_open.bpf.o", [("allow_open", "LSM hook (BPF trampoline)"); 2]),
     ] {

@@ -197,6 +197,7 @@ fn kprobes_and_trampolines_run_where_the_kernel_has_them_and_are_na_with_the_gue
     let _m = common::machine();
     for (file, names) in [
         ("kprobe_openat.bpf.o", ["on_openat", "on_openat_return"]),
+        ("kprobe_multi_openat.bpf.o", ["on_openat", "on_openat_return"]),
         ("fentry_openat.bpf.o", ["on_openat", "on_openat_exit"]),
     ] {
         let (code, rows, err) = run_json(&[&object(file)]);

@@ -112,6 +112,14 @@ impl ObjectFile {
                     };
                     sys::bpf_program__attach_kprobe_opts(p, c(func)?.as_ptr(), &opts)
                 }
+                AttachPoint::KprobeMulti { pattern, ret } => {
+                    let opts = sys::bpf_kprobe_multi_opts {
+                        sz: std::mem::size_of::<sys::bpf_kprobe_multi_opts>() as _,
+                        retprobe: *ret,
+                        ..Default::default()
+                    };
+                    sys::bpf_program__attach_kprobe_multi_opts(p, c(pattern)?.as_ptr(), &opts)
+                }
                 AttachPoint::Ksyscall { name, ret } => {
                     let opts = sys::bpf_ksyscall_opts {
                         sz: std::mem::size_of::<sys::bpf_ksyscall_opts>() as _,
@@ -251,6 +259,10 @@ pub struct MissingMechanism(pub String);
 /// What this kernel lacks for `point`, and where the program runs instead.
 fn missing_mechanism(point: &AttachPoint, err: &std::io::Error) -> Option<String> {
     let elsewhere = IN_A_GUEST;
+    // The kernel's answer when built without fprobe, which multi-kprobes go through.
+    if matches!(point, AttachPoint::KprobeMulti { .. }) && err.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return Some(format!("this kernel has no multi-kprobes (built without CONFIG_FPROBE); {elsewhere}"));
+    }
     if point.needs_kprobes() && !kprobes_built() {
         return Some(format!("this kernel has no kprobes (built without CONFIG_KPROBES); {elsewhere}"));
     }
@@ -285,6 +297,7 @@ pub fn load_empty(kind: ProgKind, point: &AttachPoint) -> Result<(ObjectFile, &'
         ProgKind::RawTracepoint => "empty_raw_tracepoint",
         ProgKind::Kprobe => match point {
             AttachPoint::Uprobe { .. } => "empty_uprobe",
+            AttachPoint::KprobeMulti { .. } => "empty_kprobe_multi",
             AttachPoint::Usdt { .. } => "empty_usdt",
             _ => "empty_kprobe",
         },
