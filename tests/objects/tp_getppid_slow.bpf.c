@@ -2,33 +2,5 @@
 /* tp_getppid.bpf.c's program with more work a run: the same count, then a
  * 200-round mix of it. The paired tests compare the two as two builds of a
  * tracing object (`bpfbench ab`), which must call this one slower. */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} calls SEC(".maps");
-
-SEC("tp/syscalls/sys_enter_getppid")
-int count_getppid(void *ctx)
-{
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&calls, &zero);
-
-	if (n) {
-		__u64 x = __sync_fetch_and_add(n, 1);
-
-#pragma clang loop unroll(disable)
-		for (int i = 0; i < 200; i++)
-			x = (x ^ (x >> 7)) * 0x9e3779b97f4a7c15ULL + i;
-		/* Kept: the mix's result goes back where it came from. */
-		if (x == 0)
-			*n = 0;
-	}
-	return 0;
-}
-
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+#define EXTRA_ROUNDS 200
+#include "tp_getppid.bpf.c"
