@@ -262,6 +262,9 @@ fn copy_test_objects(dir: &Path) {
         "tc_framework_tests.bpf.o",
         // The attached programs' guide.
         "tp_getppid.bpf.o",
+        "tp_getppid_slow.bpf.o",
+        "perf_event_faults.bpf.o",
+        "kprobe_multi_openat.bpf.o",
         "tp_openat.bpf.o",
         "raw_tp_sys_enter.bpf.o",
         "uprobe_usdt.bpf.o",
