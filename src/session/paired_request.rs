@@ -126,6 +126,9 @@ impl PairedRequest<'_> {
             return Ok(Builds::Runtimes(name, ra, rb));
         }
         for p in [&self.a, &self.b] {
+            if !p.exists() {
+                bail!("{} does not exist; give two BPF objects or two bpfbench executables", p.display());
+            }
             if !p.is_file() {
                 bail!("{} is not a file; give two BPF objects or two bpfbench executables", p.display());
             }
