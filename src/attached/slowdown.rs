@@ -3,7 +3,9 @@
 //! each pair's order flips), so that the CPU's changes of speed, which last
 //! from 10 ms to minutes here, fall on both sides alike. The statistics are
 //! off meanwhile (the caller's part): what is measured is what the
-//! workload pays, the attach mechanism included.
+//! workload pays, the attach mechanism included. The pairs are fired from
+//! several threads in turn: the attach path's cost moves with the thread
+//! (see `trigger::threads`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -12,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use crate::harness::runner::Interrupted;
 use crate::record::attached::Slowdown;
 use crate::stats::Summary;
-use crate::trigger::Trigger;
+use crate::trigger::{FIRING_THREADS, FiringThreads, Trigger};
 
 /// How the slowdown is sampled.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +32,8 @@ pub struct SlowdownPlan {
     /// At most this long firing the trigger before the first phase, until
     /// its time per event stops falling (see [`settle`]).
     pub settle: std::time::Duration,
+    /// Threads the pairs are fired from in turn (see `trigger::threads`).
+    pub threads: usize,
 }
 
 impl Default for SlowdownPlan {
@@ -37,60 +41,78 @@ impl Default for SlowdownPlan {
         // Phases of ~5 ms: a syscall's trigger reaches ±2 % in 20-30 pairs
         // here; a TCP connection's (28 µs, spread wide) needs more.
         SlowdownPlan {
-            min_pairs: 20,
+            min_pairs: 32,
             max_pairs: 400,
             phase_ns: 5e6,
             precision: 0.02,
             floor_ns: 1.0,
             budget: std::time::Duration::from_secs(8),
             settle: std::time::Duration::from_secs(3),
+            threads: FIRING_THREADS,
         }
     }
 }
 
 /// Times `trigger` in alternating phases, `set(true)` attaching the
 /// `programs` before an attached phase and `set(false)` detaching them
-/// before a detached one; leaves them attached.
+/// before a detached one; leaves them attached. Pair `p` is fired from
+/// thread `(p / 2) % threads`: each thread in both orders, and the
+/// stopping rule looks only after whole turns of threads.
 pub fn measure_slowdown(
-    trigger: &mut Trigger,
+    trigger: Trigger,
     programs: Vec<String>,
     set: &mut dyn FnMut(bool) -> Result<()>,
     plan: SlowdownPlan,
     stop: &AtomicBool,
 ) -> Result<Slowdown> {
+    let threads = FiringThreads::start(plan.threads)?;
+    let mut trigger = Some(trigger);
+    // `events` from thread `thread`, ns per event.
+    let mut fire = |thread: usize, events: u64| -> Result<f64> {
+        let (back, timed) = threads.timed(thread, trigger.take().context("the trigger was lost")?, events);
+        trigger = back;
+        Ok(timed? as f64 / events as f64)
+    };
     // The trigger each way, to size the phases by the slower (a few events, warmed once).
     let mut per_event = |attached: bool| -> Result<f64> {
         set(attached)?;
-        trigger.fire(16)?;
-        Ok(trigger.timed(64)? as f64 / 64.0)
+        fire(0, 16)?;
+        fire(0, 64)
     };
     let slower = per_event(false)?.max(per_event(true)?);
     let events = ((plan.phase_ns / slower.max(1.0)) as u64).clamp(8, 1_000_000);
-    let mut phase = |attached: bool| -> Result<f64> {
+    let mut phase = |attached: bool, thread: usize| -> Result<f64> {
         if stop.load(Ordering::Relaxed) {
             return Err(Interrupted.into());
         }
         set(attached)?;
-        Ok(trigger.timed(events)? as f64 / events as f64)
+        fire(thread, events)
     };
-    settle(&mut || phase(false), plan.settle)?;
+    settle(&mut || phase(false, 0), plan.settle)?;
     // One of each first: caches and the attach path warmed.
-    phase(true)?;
-    phase(false)?;
+    phase(true, 0)?;
+    phase(false, 0)?;
+    let turn = 2 * threads.count();
     let started = std::time::Instant::now();
-    let (mut attached_ns, mut detached_ns, mut differences) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut attached_ns, mut detached_ns, mut differences, mut thread_of) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for pair in 0..plan.max_pairs {
+        let thread = (pair / 2) % threads.count();
         let (a, d) = if pair % 2 == 0 {
-            let a = phase(true)?;
-            (a, phase(false)?)
+            let a = phase(true, thread)?;
+            (a, phase(false, thread)?)
         } else {
-            let d = phase(false)?;
-            (phase(true)?, d)
+            let d = phase(false, thread)?;
+            (phase(true, thread)?, d)
         };
         attached_ns.push(a);
         detached_ns.push(d);
         differences.push(a - d);
-        let kept = at_fastest_level(&attached_ns, &detached_ns);
+        thread_of.push(thread);
+        if (pair + 1) % turn != 0 {
+            continue;
+        }
+        let kept = at_fastest_level(&attached_ns, &detached_ns, &thread_of);
         if kept.len() >= plan.min_pairs {
             let kept: Vec<f64> = kept.iter().map(|&i| differences[i]).collect();
             let s = Summary::of(&kept).context("pairs")?;
@@ -108,11 +130,15 @@ pub fn measure_slowdown(
         bail!("no phase was timed");
     }
     // Too few pairs at one level to stand alone: all of them, said so.
-    let kept = Some(at_fastest_level(&attached_ns, &detached_ns)).filter(|k| k.len() >= MIN_KEPT);
+    let kept = Some(at_fastest_level(&attached_ns, &detached_ns, &thread_of)).filter(|k| k.len() >= MIN_KEPT);
+    let over_threads = match threads.count() {
+        1 => String::new(),
+        n => format!(", fired from {n} threads in turn"),
+    };
     let (phases, pairs_kept, kept) = match kept {
         Some(k) => (
             format!(
-                "{} of {} pairs of {events} events, alternating: those at the CPU's fastest speed level (each phase within {:.0} % of its side's fastest)",
+                "{} of {} pairs of {events} events, alternating{over_threads}: those at the CPU's fastest speed level (each phase within {:.0} % of the fastest of its thread and side)",
                 k.len(),
                 attached_ns.len(),
                 (LEVEL - 1.0) * 100.0
@@ -122,7 +148,7 @@ pub fn measure_slowdown(
         ),
         None => (
             format!(
-                "{} pairs of {events} events, alternating (too few at one speed level of the CPU to keep those alone)",
+                "{} pairs of {events} events, alternating{over_threads} (too few at one speed level of the CPU to keep those alone)",
                 attached_ns.len()
             ),
             None,
@@ -130,6 +156,16 @@ pub fn measure_slowdown(
         ),
     };
     let of = |v: &[f64]| -> Vec<f64> { kept.iter().map(|&i| v[i]).collect() };
+    let per_thread_ns = match threads.count() {
+        1 => Vec::new(),
+        n => (0..n)
+            .filter_map(|thread| {
+                let mine: Vec<f64> =
+                    kept.iter().filter(|&&i| thread_of[i] == thread).map(|&i| differences[i]).collect();
+                Summary::of(&mine).map(|s| s.median)
+            })
+            .collect(),
+    };
     Ok(Slowdown {
         programs,
         phases,
@@ -139,6 +175,7 @@ pub fn measure_slowdown(
         attached_ns,
         detached_ns,
         pairs_kept,
+        per_thread_ns,
     })
 }
 
@@ -155,11 +192,20 @@ const MIN_KEPT: usize = 8;
 /// attach path runs slower too), and a burst that falls on one phase of a
 /// pair and not the other moves its difference by 60-130 ns. Four runs in
 /// a row gave attach costs with a CV of 6-11 % from all pairs, 0.6-1.8 %
-/// from these.
-fn at_fastest_level(attached_ns: &[f64], detached_ns: &[f64]) -> Vec<usize> {
-    let fastest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+/// from these. Each phase is held against the fastest of its own thread:
+/// a thread whose placement costs more is no speed level.
+fn at_fastest_level(attached_ns: &[f64], detached_ns: &[f64], thread_of: &[usize]) -> Vec<usize> {
+    let fastest = |v: &[f64]| {
+        let mut f = vec![f64::INFINITY; thread_of.iter().max().map_or(0, |m| m + 1)];
+        for (i, &t) in thread_of.iter().enumerate() {
+            f[t] = f[t].min(v[i]);
+        }
+        f
+    };
     let (a, d) = (fastest(attached_ns), fastest(detached_ns));
-    (0..detached_ns.len()).filter(|&i| attached_ns[i] <= a * LEVEL && detached_ns[i] <= d * LEVEL).collect()
+    (0..detached_ns.len())
+        .filter(|&i| attached_ns[i] <= a[thread_of[i]] * LEVEL && detached_ns[i] <= d[thread_of[i]] * LEVEL)
+        .collect()
 }
 
 /// A CPU idle before the run starts it at slower speed levels: on this
@@ -192,6 +238,14 @@ mod tests {
         // Fast levels ~310 attached, ~165 detached; bursts 1.35 times slower.
         let attached = [310.0, 312.0, 420.0, 315.0, 430.0, 311.0];
         let detached = [165.0, 226.0, 166.0, 167.0, 230.0, 164.0];
-        assert_eq!(at_fastest_level(&attached, &detached), vec![0, 3, 5]);
+        assert_eq!(at_fastest_level(&attached, &detached, &[0; 6]), vec![0, 3, 5]);
+    }
+
+    #[test]
+    fn a_thread_that_costs_more_is_held_against_its_own_fastest_phases() {
+        // Thread 1's placement costs 40 ns more in every attached phase: not a speed level.
+        let attached = [310.0, 350.0, 312.0, 352.0, 420.0, 470.0];
+        let detached = [165.0, 166.0, 164.0, 165.0, 166.0, 165.0];
+        assert_eq!(at_fastest_level(&attached, &detached, &[0, 1, 0, 1, 0, 1]), vec![0, 1, 2, 3]);
     }
 }

@@ -75,6 +75,12 @@ pub struct Slowdown {
     /// summaries are of; None: all (and in runs stored before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairs_kept: Option<usize>,
+    /// The median difference of each thread's kept pairs, when threads
+    /// took turns firing the trigger (the attach path's cost moves with
+    /// the firing thread); empty: one thread (a running tool's slowdown,
+    /// runs stored before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_thread_ns: Vec<f64>,
 }
 
 impl Slowdown {

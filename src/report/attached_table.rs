@@ -26,9 +26,19 @@ pub fn render(results: &[ScenarioRecord]) -> String {
             None if s.programs.len() == 1 => format!("'{}' attached", s.programs[0]),
             None => format!("{} programs attached", s.programs.len()),
         };
+        // The attach path's cost moves with the firing thread: its spread said.
+        let threads = match s
+            .per_thread_ns
+            .iter()
+            .copied()
+            .fold(None, |r: Option<(f64, f64)>, v| Some(r.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v)))))
+        {
+            Some((least, most)) => format!(", each thread's median {least:+.1} to {most:+.1}"),
+            None => String::new(),
+        };
         let _ = write!(
             out,
-            "{}: {:+.1} ns per event with {with} (95% CI {lo:.1} to {hi:.1}, {}; {} alone: {:.1} ns per event)",
+            "{}: {:+.1} ns per event with {with} (95% CI {lo:.1} to {hi:.1}, {}{threads}; {} alone: {:.1} ns per event)",
             a.trigger,
             s.ns_per_event(),
             s.phases,

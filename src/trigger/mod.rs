@@ -6,6 +6,7 @@
 //! is one run of it).
 
 mod point;
+mod threads;
 mod workload;
 
 use std::time::Instant;
@@ -13,6 +14,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 
 pub use point::{Expected, for_point};
+pub use threads::{FIRING_THREADS, FiringThreads};
 pub use workload::{TRIGGER_FUNCTION, TRIGGER_USDT, bpfbench_trigger, remove_leftovers};
 
 /// A trigger as the command line names it.

@@ -72,6 +72,10 @@ pub(super) enum State {
     Command(Vec<String>),
 }
 
+// SAFETY: the page-fault state's page is a private mapping this state owns
+// and unmaps; whichever thread holds the state is the only one touching it.
+unsafe impl Send for State {}
+
 impl State {
     pub(super) fn prepare(kind: &TriggerKind) -> Result<State> {
         Ok(match kind {

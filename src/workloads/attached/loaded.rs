@@ -262,7 +262,7 @@ impl<'b> Loaded<'b> {
             .map(|(p, _)| p.name.clone())
             .collect();
         // A trigger of its own: the measured ones keep their state.
-        let mut trigger = Trigger::prepare(kind.clone())?;
+        let trigger = Trigger::prepare(kind.clone())?;
         let mut set = |on: bool| -> Result<()> {
             match on {
                 true => self.attach_object(),
@@ -272,13 +272,8 @@ impl<'b> Loaded<'b> {
                 }
             }
         };
-        let measured = measure_slowdown(
-            &mut trigger,
-            programs,
-            &mut set,
-            SlowdownPlan::default(),
-            crate::system::interrupt::flag(),
-        );
+        let measured =
+            measure_slowdown(trigger, programs, &mut set, SlowdownPlan::default(), crate::system::interrupt::flag());
         self.stats_on()?;
         measured
     }

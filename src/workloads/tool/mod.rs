@@ -402,6 +402,7 @@ impl Loaded<'_> {
             detached_ns: without,
             // Rounds of a tool started and stopped: each its own medians, all kept.
             pairs_kept: None,
+            per_thread_ns: Vec::new(),
         }))
     }
 
