@@ -175,6 +175,14 @@ pub fn remove_leftovers() -> Vec<String> {
     removed
 }
 
+/// The guest's vCPUs emulated in turn on one thread. With a thread each
+/// (QEMU's default), a 6.12 guest that attached and detached the kprobes
+/// and fentry programs of many libbpf-tools in a row died twice, an hour
+/// in, of "Oops: int3": the kernel patches its text with a breakpoint
+/// first and syncs the other CPUs, which multi-threaded TCG did not always
+/// make see the finished text.
+const TCG_ONE_THREAD: &str = "-accel tcg,thread=single";
+
 /// A guest to boot.
 #[derive(Debug, Clone)]
 pub struct GuestSpec {
@@ -392,6 +400,9 @@ pub fn start(
         None => "loglevel=4".to_string(),
     });
     let mut qemu_opts = vec![format!("-d cpu_reset -D {}", out.path.join(QEMU_LOG).display())];
+    if accel == Accelerator::Tcg {
+        qemu_opts.push(TCG_ONE_THREAD.to_string());
+    }
     if let Some(socket) = port {
         qemu_opts.push(format!(
             "-device virtio-serial-pci,id=bpfbench_serial -chardev socket,id=bpfbench_port,path={} -device virtserialport,bus=bpfbench_serial.0,chardev=bpfbench_port,name={PORT_NAME}",
