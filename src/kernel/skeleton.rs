@@ -79,6 +79,7 @@ impl ObjectSource {
 
     /// Opens the object with libbpf, ready to be configured and loaded.
     pub fn open(&self) -> Result<libbpf_rs::OpenObject> {
+        libbpf_log::capture();
         libbpf_log::take();
         let opened = match self {
             ObjectSource::Builtin { name, bytes } => {
@@ -89,7 +90,7 @@ impl ObjectSource {
                 libbpf_rs::ObjectBuilder::default().open_file(path)
             }
         };
-        opened.map_err(|e| anyhow!("libbpf cannot open {} ({e}): {}", self.label(), libbpf_log::tail(3).trim()))
+        opened.map_err(|e| anyhow!("libbpf cannot open {} {}", self.label(), libbpf_log::open_refusal(&e)))
     }
 }
 

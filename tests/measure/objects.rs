@@ -1182,6 +1182,11 @@ fn bad_inputs_get_one_line_errors() {
         (vec!["/bin/true"], "is an ELF file for X86_64, not a BPF object"),
         (vec![&swap, "--program", "nope"], "has no program 'nope'; it has xdp_swap (xdp)"),
         (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
+        // libbpf's own reason, and what to do.
+        (
+            vec![&object("xdp_legacy_maps.bpf.o")],
+            "legacy map definitions in 'maps' section are not supported by libbpf v1.0+; declare the maps in a '.maps' section",
+        ),
         (vec![&encap, "--map", &bad_map], "--map services="),
         (vec![&encap, "--map", "nomap=x.json"], "has no map 'nomap'; its maps are services, hits"),
         (vec![&swap, "--packet", "eth/ipv4(src=1.2.3)/tcp"], "'1.2.3' is not an IPv4 address"),

@@ -94,12 +94,14 @@ impl ObjectFile {
     pub fn open(path: &Path) -> Result<ObjectFile> {
         let elf = check_bpf_elf(path)?;
         let c_path = CString::new(path.as_os_str().as_encoded_bytes()).context("the path holds a NUL byte")?;
+        // libbpf's reasons come to the error, not to standard error.
+        libbpf_log::capture();
         libbpf_log::take();
         // SAFETY: a valid C string; NULL opts mean defaults.
         let raw = unsafe { sys::bpf_object__open_file(c_path.as_ptr(), std::ptr::null()) };
         let Some(obj) = NonNull::new(raw) else {
             let err = std::io::Error::last_os_error();
-            bail!("libbpf cannot open {} ({err}): {}", path.display(), one_line(&libbpf_log::tail(3)));
+            bail!("libbpf cannot open {} {}", path.display(), libbpf_log::open_refusal(&err));
         };
         ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }.seeded()
     }
@@ -767,10 +769,7 @@ fn open_image(name: &str, image: &[u8]) -> Result<NonNull<sys::bpf_object>> {
     libbpf_log::take();
     // SAFETY: the image and the name outlive the call.
     let raw = unsafe { sys::bpf_object__open_mem(image.as_ptr().cast(), image.len() as _, &opts) };
-    NonNull::new(raw).ok_or_else(|| {
-        let err = std::io::Error::last_os_error();
-        anyhow::anyhow!("({err}): {}", one_line(&libbpf_log::warnings_tail(3)))
-    })
+    NonNull::new(raw).ok_or_else(|| anyhow::anyhow!("{}", libbpf_log::open_refusal(&std::io::Error::last_os_error())))
 }
 
 /// The verifier's reason for a refusal: its last line that is not a statistic.
