@@ -51,9 +51,13 @@ const VALIDATION_NS: f64 = 100e6;
 /// Wall time a timed batch may take.
 const BATCH_WALL_NS: f64 = 10e6;
 /// Validation fires a tool's events in chunks of this many, a pause after
-/// each: at most 25,000 events a second.
+/// each (at most 25,000 events a second), longer while the tool's output
+/// still grows (at most `PACED_WAIT`): in a guest under TCG opensnoop
+/// prints far slower than the trigger fires, and with pauses of 2 ms alone
+/// its buffer overflowed (41% of the lines).
 const PACED_CHUNK: u64 = 50;
 const PACED_PAUSE: Duration = Duration::from_millis(2);
+const PACED_WAIT: Duration = Duration::from_secs(1);
 /// Each slowdown phase: chunks of this wall time, the median taken.
 const CHUNK_NS: f64 = 5e6;
 const CHUNKS: usize = 20;
@@ -417,6 +421,25 @@ impl Loaded<'_> {
         self.find_running()
     }
 
+    /// Waits while the tool, which reads and prints behind the events,
+    /// catches up: until its output stops growing for 200 ms (at least
+    /// 200 ms, at most 20 s). In a guest under TCG it prints slowly: at
+    /// a fixed 200 ms, opensnoop had printed 16% of the lines it then did.
+    fn catch_up(&self) {
+        const QUIET: Duration = Duration::from_millis(200);
+        let started = std::time::Instant::now();
+        let mut last = (self.tool.as_ref().map_or(0, Tool::lines), started);
+        while started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.tool.as_ref().map_or(0, Tool::lines);
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            } else if last.1.elapsed() >= QUIET && started.elapsed() >= QUIET {
+                break;
+            }
+        }
+    }
+
     /// The tool's own CPU time and output lines over `events` (fired by
     /// the caller in `work`), after it caught up.
     fn tool_cost(&mut self, events: u64, work: impl FnOnce(&mut Self) -> Result<()>) -> Result<ToolCost> {
@@ -424,8 +447,7 @@ impl Loaded<'_> {
         let lines0 = self.tool.as_ref().map_or(0, Tool::lines);
         let cpu0 = cpu_ns(pid)?;
         work(self)?;
-        // The tool reads and prints behind the events: let it catch up.
-        std::thread::sleep(Duration::from_millis(200));
+        self.catch_up();
         let cpu = cpu_ns(pid)? - cpu0;
         let lines = self.tool.as_ref().map_or(0, Tool::lines) - lines0;
         Ok(ToolCost {
@@ -468,6 +490,7 @@ impl LoadedWorkload for Loaded<'_> {
                 .map(|q| running.iter().find(|r| r.name == q.name).map(RunningProgram::fd).context("program running"))
                 .collect::<Result<_>>()?;
             let trigger = l.triggers.get(&p.trigger)?;
+            let lines = || l.tool.as_ref().map_or(0, Tool::lines);
             // Paced, as events come to a tool at work: a burst faster than
             // the tool prints would fill its buffer, and it would drop them.
             all_runs = runs_during(&fds, || {
@@ -476,7 +499,13 @@ impl LoadedWorkload for Loaded<'_> {
                     let chunk = left.min(PACED_CHUNK);
                     trigger.fire(chunk)?;
                     left -= chunk;
+                    let paused = std::time::Instant::now();
+                    let mut before = lines();
                     std::thread::sleep(PACED_PAUSE);
+                    while lines() != before && paused.elapsed() < PACED_WAIT {
+                        before = lines();
+                        std::thread::sleep(PACED_PAUSE);
+                    }
                 }
                 Ok(())
             })?;
