@@ -102,13 +102,19 @@ fn full_name(fd: BorrowedFd<'_>, info: &sys::bpf_prog_info) -> Option<String> {
     if unsafe { sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut query, &mut len) } != 0 {
         return None;
     }
+    btf_type_name(info.btf_id, func.type_id)
+}
+
+/// The name of type `type_id` in the kernel's BTF object `btf_id` (a
+/// program's, or vmlinux's or a module's).
+fn btf_type_name(btf_id: u32, type_id: u32) -> Option<String> {
     // SAFETY: BTF libbpf loads and this function frees; names live as long as it.
     unsafe {
-        let btf = sys::btf__load_from_kernel_by_id(info.btf_id);
+        let btf = sys::btf__load_from_kernel_by_id(btf_id);
         if btf.is_null() {
             return None;
         }
-        let t = sys::btf__type_by_id(btf, func.type_id);
+        let t = sys::btf__type_by_id(btf, type_id);
         let name = (!t.is_null())
             .then(|| sys::btf__name_by_offset(btf, (*t).name_off))
             .filter(|p| !p.is_null())
@@ -116,6 +122,21 @@ fn full_name(fd: BorrowedFd<'_>, info: &sys::bpf_prog_info) -> Option<String> {
         sys::btf__free(btf);
         name.filter(|n| !n.is_empty())
     }
+}
+
+/// A tracing link's point as a section names it (`fentry/vfs_read`): its
+/// attach type, and its target function named by the kernel's BTF.
+fn tracing_link_point(f: &BTreeMap<&str, &str>) -> Option<String> {
+    let attach_type: u32 = f.get("attach_type")?.parse().ok()?;
+    let prefix = match attach_type {
+        sys::BPF_TRACE_FENTRY => "fentry",
+        sys::BPF_TRACE_FEXIT => "fexit",
+        sys::BPF_MODIFY_RETURN => "fmod_ret",
+        sys::BPF_LSM_MAC => "lsm",
+        _ => return None,
+    };
+    let function = btf_type_name(f.get("target_obj_id")?.parse().ok()?, f.get("target_btf_id")?.parse().ok()?)?;
+    Some(format!("{prefix}/{function}"))
 }
 
 /// A link's attach point, from its fdinfo fields, as a section names it.
@@ -133,7 +154,9 @@ fn link_point(f: &BTreeMap<&str, &str>) -> Option<String> {
         ("perf", Some("uprobe")) => Some(format!("uprobe/{}:{}", f.get("file_name")?, f.get("offset")?)),
         ("perf", Some("uretprobe")) => Some(format!("uretprobe/{}:{}", f.get("file_name")?, f.get("offset")?)),
         ("raw_tracepoint", _) => Some(format!("raw_tp/{}", f.get("tp_name")?)),
-        ("tracing", _) => Some(format!("tracing/{}", f.get("attach_type").copied().unwrap_or("?"))),
+        ("tracing", _) => {
+            tracing_link_point(f).or_else(|| Some(format!("tracing/{}", f.get("attach_type").copied().unwrap_or("?"))))
+        }
         (other, _) => Some(other.to_string()),
     }
 }

@@ -1,8 +1,8 @@
 //! Attached programs this machine's kernel cannot run — kprobes,
 //! kretprobes, multi-kprobes, fentry, fexit, LSM — in a guest of Debian's 6.12, which has
 //! them: each validated by its runs per event and timed by bpf_stats (an
-//! emulator's times, marked as such), with the trigger's slowdown; and a
-//! libbpf-tools tool that attaches kprobes, measured as it runs there.
+//! emulator's times, marked as such), with the trigger's slowdown; and
+//! libbpf-tools tools that attach kprobes and fentry, measured as they run there.
 
 use crate::common;
 
@@ -79,6 +79,22 @@ fn a_libbpf_tools_tool_that_attaches_kprobes_runs_in_a_6_12_guest() {
     assert!(a.runs >= a.events, "{a:?}");
     let tool = run.results.iter().find_map(|r| r.attached.as_ref()?.tool.as_ref()).expect("the tool's cost");
     assert!(tool.lines_per_event >= 0.9, "tcpconnect prints a line per connection: {tool:?}");
+}
+
+#[test]
+fn a_libbpf_tools_tool_that_attaches_fentry_is_fired_at_its_functions_in_a_6_12_guest() {
+    let _machine = common::machine_shared();
+    let Some(m) = in_trixie(&["tool", "--samples", "3", "--batch-ms", "1", "--rounds", "2", "--", "/usr/sbin/vfsstat"])
+    else {
+        return;
+    };
+    let run = m.columns[0].run.as_ref().unwrap_or_else(|| panic!("{:?}", m.columns[0].error));
+    // Its fentry links name their functions (the kernel's BTF), so a trigger fires them.
+    let r = run.results.iter().find(|r| r.name == "fentry_vfs_read").expect("vfsstat's fentry on vfs_read");
+    assert!(r.validated && r.error.is_none(), "{r:#?}");
+    let a = r.attached.as_ref().unwrap();
+    assert_eq!(a.point, "fentry/vfs_read");
+    assert!(a.runs >= a.events, "{a:?}");
 }
 
 #[test]
