@@ -27,13 +27,9 @@ pub fn render(results: &[ScenarioRecord]) -> String {
             None => format!("{} programs attached", s.programs.len()),
         };
         // The attach path's cost moves with the firing thread: its spread said.
-        let threads = match s
-            .per_thread_ns
-            .iter()
-            .copied()
-            .fold(None, |r: Option<(f64, f64)>, v| Some(r.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v)))))
-        {
-            Some((least, most)) => format!(", each thread's median {least:+.1} to {most:+.1}"),
+        let t = &s.per_thread_ns;
+        let threads = match t.iter().copied().reduce(f64::min).zip(t.iter().copied().reduce(f64::max)) {
+            Some((least, most)) => format!(", the {} threads' medians {least:+.1} to {most:+.1}", t.len()),
             None => String::new(),
         };
         let _ = write!(

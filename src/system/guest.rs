@@ -178,9 +178,10 @@ pub fn remove_leftovers() -> Vec<String> {
 /// The guest's vCPUs emulated in turn on one thread. With a thread each
 /// (QEMU's default), a 6.12 guest that attached and detached the kprobes
 /// and fentry programs of many libbpf-tools in a row died twice, an hour
-/// in, of "Oops: int3": the kernel patches its text with a breakpoint
-/// first and syncs the other CPUs, which multi-threaded TCG did not always
-/// make see the finished text.
+/// in, of "Oops: int3" (the kernel patches its text through a breakpoint
+/// and syncs the other CPUs; under multi-threaded TCG one of them met a
+/// breakpoint no longer registered, we suppose). On one thread the same
+/// run finished in 19 minutes, and a guest's boot and run took as long.
 const TCG_ONE_THREAD: &str = "-accel tcg,thread=single";
 
 /// A guest to boot.

@@ -63,7 +63,7 @@ pub(super) enum State {
     Kill,
     /// One page of anonymous memory, mapped once.
     PageFault {
-        page: *mut u8,
+        page: MappedPage,
         len: usize,
     },
     FunctionCall {
@@ -72,9 +72,13 @@ pub(super) enum State {
     Command(Vec<String>),
 }
 
-// SAFETY: the page-fault state's page is a private mapping this state owns
-// and unmaps; whichever thread holds the state is the only one touching it.
-unsafe impl Send for State {}
+/// The page-fault trigger's page: a private mapping its state owns and
+/// unmaps.
+pub(super) struct MappedPage(*mut u8);
+
+// SAFETY: only the thread holding the state (firing threads take turns
+// with it) touches the page.
+unsafe impl Send for MappedPage {}
 
 impl State {
     pub(super) fn prepare(kind: &TriggerKind) -> Result<State> {
@@ -154,7 +158,7 @@ impl State {
                 if page == libc::MAP_FAILED {
                     bail!("mapping a page for the page-fault trigger: {}", std::io::Error::last_os_error());
                 }
-                State::PageFault { page: page.cast(), len }
+                State::PageFault { page: MappedPage(page.cast()), len }
             }
             TriggerKind::Command(argv) => {
                 if argv.is_empty() {
@@ -305,10 +309,10 @@ impl State {
                     // SAFETY: the page this state mapped. Given back, its next
                     // write faults a zeroed page in: exactly one fault an event.
                     unsafe {
-                        if libc::madvise(page.cast(), *len, libc::MADV_DONTNEED) != 0 {
+                        if libc::madvise(page.0.cast(), *len, libc::MADV_DONTNEED) != 0 {
                             bail!("madvise(MADV_DONTNEED): {}", std::io::Error::last_os_error());
                         }
-                        std::ptr::write_volatile(*page, i as u8);
+                        std::ptr::write_volatile(page.0, i as u8);
                     }
                 }
             }
@@ -344,7 +348,7 @@ impl Drop for State {
             }
             State::PageFault { page, len } => {
                 // SAFETY: the mapping this state made, unmapped once.
-                unsafe { libc::munmap(page.cast(), *len) };
+                unsafe { libc::munmap(page.0.cast(), *len) };
             }
             State::PingPong { to_peer, peer, .. } => {
                 // The peer's read ends when its pipe has no writer left.

@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use bpfbench::record::RunRecord;
 use bpfbench::record::matrix::MatrixRecord;
 use common::{bpfbench, guest, stderr, test_object};
 
@@ -63,20 +64,25 @@ fn kprobes_trampolines_and_lsm_programs_run_in_a_6_12_guest() {
     }
 }
 
+/// A libbpf-tools tool measured as it runs in trixie (`tool -- TOOL`), its
+/// program `program` validated at `point` with a run per event at least.
+fn tool_in_trixie(tool: &str, program: &str, point: &str) -> Option<RunRecord> {
+    let m = in_trixie(&["tool", "--samples", "3", "--batch-ms", "1", "--rounds", "2", "--", tool])?;
+    let run = m.columns[0].run.clone().unwrap_or_else(|| panic!("{tool}: {:?}", m.columns[0].error));
+    let r = run.results.iter().find(|r| r.name == program).unwrap_or_else(|| panic!("{tool}: no {program}"));
+    assert!(r.validated && r.error.is_none(), "{r:#?}");
+    let a = r.attached.as_ref().unwrap();
+    assert_eq!(a.point, point);
+    assert!(a.runs >= a.events, "{a:?}");
+    Some(run)
+}
+
 #[test]
 fn a_libbpf_tools_tool_that_attaches_kprobes_runs_in_a_6_12_guest() {
     let _machine = common::machine_shared();
-    let Some(m) =
-        in_trixie(&["tool", "--samples", "3", "--batch-ms", "1", "--rounds", "2", "--", "/usr/sbin/tcpconnect"])
-    else {
+    let Some(run) = tool_in_trixie("/usr/sbin/tcpconnect", "tcp_v4_connect", "kprobe/tcp_v4_connect") else {
         return;
     };
-    let run = m.columns[0].run.as_ref().unwrap_or_else(|| panic!("{:?}", m.columns[0].error));
-    let r = run.results.iter().find(|r| r.name == "tcp_v4_connect").expect("tcpconnect's IPv4 kprobe");
-    assert!(r.validated && r.error.is_none(), "{r:#?}");
-    let a = r.attached.as_ref().unwrap();
-    assert_eq!(a.point, "kprobe/tcp_v4_connect");
-    assert!(a.runs >= a.events, "{a:?}");
     let tool = run.results.iter().find_map(|r| r.attached.as_ref()?.tool.as_ref()).expect("the tool's cost");
     assert!(tool.lines_per_event >= 0.9, "tcpconnect prints a line per connection: {tool:?}");
 }
@@ -84,17 +90,8 @@ fn a_libbpf_tools_tool_that_attaches_kprobes_runs_in_a_6_12_guest() {
 #[test]
 fn a_libbpf_tools_tool_that_attaches_fentry_is_fired_at_its_functions_in_a_6_12_guest() {
     let _machine = common::machine_shared();
-    let Some(m) = in_trixie(&["tool", "--samples", "3", "--batch-ms", "1", "--rounds", "2", "--", "/usr/sbin/vfsstat"])
-    else {
-        return;
-    };
-    let run = m.columns[0].run.as_ref().unwrap_or_else(|| panic!("{:?}", m.columns[0].error));
     // Its fentry links name their functions (the kernel's BTF), so a trigger fires them.
-    let r = run.results.iter().find(|r| r.name == "fentry_vfs_read").expect("vfsstat's fentry on vfs_read");
-    assert!(r.validated && r.error.is_none(), "{r:#?}");
-    let a = r.attached.as_ref().unwrap();
-    assert_eq!(a.point, "fentry/vfs_read");
-    assert!(a.runs >= a.events, "{a:?}");
+    tool_in_trixie("/usr/sbin/vfsstat", "fentry_vfs_read", "fentry/vfs_read");
 }
 
 #[test]

@@ -110,6 +110,7 @@ fn an_attached_runs_figures_are_written_as_csv_and_bmf_each_named() {
     let page = std::fs::read_to_string(html).unwrap();
     assert!(page.contains("getppid(): +") && page.contains("ns per event with 'count_getppid' attached"), "{page}");
     assert!(page.contains("in BPF: count_getppid"), "no split of the slowdown in the report");
+    assert!(page.contains("threads' medians"), "no spread of the firing threads in the report");
     let out = bpfbench(&[&["run", tp.as_str(), "--format", "bmf"][..], &quick].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let bmf: Value = serde_json::from_slice(&out.stdout).unwrap();

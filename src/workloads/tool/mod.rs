@@ -54,10 +54,15 @@ const BATCH_WALL_NS: f64 = 10e6;
 /// each (at most 25,000 events a second), longer while the tool's output
 /// still grows (at most `PACED_WAIT`): in a guest under TCG opensnoop
 /// prints far slower than the trigger fires, and with pauses of 2 ms alone
-/// its buffer overflowed (41% of the lines).
+/// it printed 0.41 lines per event however long it was then waited for
+/// (the rest lost before it read them); with these, 1.02.
 const PACED_CHUNK: u64 = 50;
 const PACED_PAUSE: Duration = Duration::from_millis(2);
 const PACED_WAIT: Duration = Duration::from_secs(1);
+/// After validation's events, until the tool's output has not grown for
+/// this long (at most `CATCH_UP_WAIT`).
+const CATCH_UP_QUIET: Duration = Duration::from_millis(200);
+const CATCH_UP_WAIT: Duration = Duration::from_secs(20);
 /// Each slowdown phase: chunks of this wall time, the median taken.
 const CHUNK_NS: f64 = 5e6;
 const CHUNKS: usize = 20;
@@ -421,35 +426,24 @@ impl Loaded<'_> {
         self.find_running()
     }
 
-    /// Waits while the tool, which reads and prints behind the events,
-    /// catches up: until its output stops growing for 200 ms (at least
-    /// 200 ms, at most 20 s). In a guest under TCG it prints slowly: at
-    /// a fixed 200 ms, opensnoop had printed 16% of the lines it then did.
-    fn catch_up(&self) {
-        const QUIET: Duration = Duration::from_millis(200);
-        let started = std::time::Instant::now();
-        let mut last = (self.tool.as_ref().map_or(0, Tool::lines), started);
-        while started.elapsed() < Duration::from_secs(20) {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = self.tool.as_ref().map_or(0, Tool::lines);
-            if now != last.0 {
-                last = (now, std::time::Instant::now());
-            } else if last.1.elapsed() >= QUIET && started.elapsed() >= QUIET {
-                break;
-            }
-        }
+    /// The tool's output lines so far (0 for a tool not started by bpfbench).
+    fn lines(&self) -> u64 {
+        self.tool.as_ref().map_or(0, Tool::lines)
     }
 
     /// The tool's own CPU time and output lines over `events` (fired by
     /// the caller in `work`), after it caught up.
     fn tool_cost(&mut self, events: u64, work: impl FnOnce(&mut Self) -> Result<()>) -> Result<ToolCost> {
         let pid = self.pid();
-        let lines0 = self.tool.as_ref().map_or(0, Tool::lines);
+        let lines0 = self.lines();
         let cpu0 = cpu_ns(pid)?;
         work(self)?;
-        self.catch_up();
+        // The tool reads and prints behind the events: it catches up. In a
+        // guest under TCG, at a fixed 200 ms opensnoop had printed 0.16
+        // lines per event; waited for, 0.41 (before the paced waits).
+        while_growing(|| self.lines(), CATCH_UP_QUIET, CATCH_UP_QUIET, CATCH_UP_WAIT);
         let cpu = cpu_ns(pid)? - cpu0;
-        let lines = self.tool.as_ref().map_or(0, Tool::lines) - lines0;
+        let lines = self.lines() - lines0;
         Ok(ToolCost {
             command: match self.bench.args.pid {
                 Some(pid) => format!("{} (pid {pid})", self.bench.name),
@@ -489,8 +483,7 @@ impl LoadedWorkload for Loaded<'_> {
                 .iter()
                 .map(|q| running.iter().find(|r| r.name == q.name).map(RunningProgram::fd).context("program running"))
                 .collect::<Result<_>>()?;
-            let trigger = l.triggers.get(&p.trigger)?;
-            let lines = || l.tool.as_ref().map_or(0, Tool::lines);
+            let (trigger, tool) = (l.triggers.get(&p.trigger)?, l.tool.as_ref());
             // Paced, as events come to a tool at work: a burst faster than
             // the tool prints would fill its buffer, and it would drop them.
             all_runs = runs_during(&fds, || {
@@ -499,13 +492,7 @@ impl LoadedWorkload for Loaded<'_> {
                     let chunk = left.min(PACED_CHUNK);
                     trigger.fire(chunk)?;
                     left -= chunk;
-                    let paused = std::time::Instant::now();
-                    let mut before = lines();
-                    std::thread::sleep(PACED_PAUSE);
-                    while lines() != before && paused.elapsed() < PACED_WAIT {
-                        before = lines();
-                        std::thread::sleep(PACED_PAUSE);
-                    }
+                    while_growing(|| tool.map_or(0, Tool::lines), PACED_PAUSE, PACED_PAUSE, PACED_WAIT);
                 }
                 Ok(())
             })?;
@@ -638,5 +625,22 @@ impl PreparedScenario for ToolScenario<'_, '_> {
 
     fn program(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         self.loaded.running(&self.loaded.bench.programs[self.program].name).ok().map(RunningProgram::fd)
+    }
+}
+
+/// Waits, looking at `lines` every `poll`, until it has not changed for
+/// `quiet` (at least `quiet`, at most `at_most`): a tool still printing
+/// what it read is let finish.
+fn while_growing(lines: impl Fn() -> u64, poll: Duration, quiet: Duration, at_most: Duration) {
+    let started = std::time::Instant::now();
+    let (mut last, mut since) = (lines(), started);
+    while started.elapsed() < at_most {
+        std::thread::sleep(poll);
+        let now = lines();
+        if now != last {
+            (last, since) = (now, std::time::Instant::now());
+        } else if since.elapsed() >= quiet {
+            break;
+        }
     }
 }
