@@ -126,6 +126,19 @@ pub fn median(data: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| percentile_sorted(&v, 50.0))
 }
 
+/// A sample this much slower than the fastest ran on a slower speed level
+/// of the CPU (on this kind of VM 1.15-1.4 times slower, for 10 ms to
+/// minutes), or was cut into.
+pub const SPEED_LEVEL: f64 = 1.10;
+
+/// The samples at the CPU's fastest speed level: those within
+/// [`SPEED_LEVEL`] of the fastest. Two figures taken at different levels
+/// (one program's ns per run, another's slowdown) cannot be subtracted.
+pub fn at_fastest_level(samples: &[f64]) -> Vec<f64> {
+    let fastest = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    samples.iter().copied().filter(|s| *s <= fastest * SPEED_LEVEL).collect()
+}
+
 /// The least-squares slope of y on x (None with fewer than two distinct x).
 pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     let n = points.len() as f64;
@@ -185,6 +198,12 @@ pub fn median_ci(sorted: &[f64], level: f64) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn samples_of_a_slower_speed_level_are_set_aside() {
+        let kept = super::at_fastest_level(&[47.0, 55.2, 47.9, 54.8, 51.6, 52.0]);
+        assert_eq!(kept, vec![47.0, 47.9, 51.6]);
+    }
+
     use super::*;
 
     /// A deterministic normal sample (Box–Muller over a fixed LCG).
