@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::harness::runner::Interrupted;
 use crate::record::attached::Slowdown;
-use crate::stats::{SPEED_LEVEL, Summary};
+use crate::stats::{SPEED_LEVEL, Summary, makes_a_level};
 use crate::trigger::{FIRING_THREADS, FiringThreads, Trigger};
 
 /// How the slowdown is sampled.
@@ -113,7 +113,7 @@ pub fn measure_slowdown(
             continue;
         }
         let kept = at_fastest_level(&attached_ns, &detached_ns, &thread_of);
-        let enough = kept.len() >= plan.min_pairs;
+        let enough = kept.len() >= plan.min_pairs && makes_a_level(kept.len(), attached_ns.len());
         if enough {
             let kept: Vec<f64> = kept.iter().map(|&i| differences[i]).collect();
             let s = Summary::of(&kept).context("pairs")?;
@@ -135,8 +135,9 @@ pub fn measure_slowdown(
     if attached_ns.is_empty() {
         bail!("no phase was timed");
     }
-    // Too few pairs at one level to stand alone: all of them, said so.
-    let kept = Some(at_fastest_level(&attached_ns, &detached_ns, &thread_of)).filter(|k| k.len() >= MIN_KEPT);
+    // Too few pairs at one level to stand alone (or a spread, no level): all of them, said so.
+    let kept = Some(at_fastest_level(&attached_ns, &detached_ns, &thread_of))
+        .filter(|k| makes_a_level(k.len(), attached_ns.len()));
     let over_threads = match threads.count() {
         1 => String::new(),
         n => format!(", fired from {n} threads in turn"),
@@ -185,12 +186,10 @@ pub fn measure_slowdown(
     })
 }
 
-/// Pairs at the fastest level that may make a slowdown alone.
-const MIN_KEPT: usize = 8;
 /// The budget is stretched this many times while fewer than `min_pairs`
-/// pairs are at the fastest level: after idle the CPU here can spend most
-/// of 8 s at a level 1.33 times slower, and a run that kept 19 of 192 pairs
-/// gave a slowdown 5 % above three others'.
+/// pairs, or a fifth, are at the fastest level: after idle the CPU here can
+/// spend most of 8 s at a level 1.33 times slower, and a run that kept 19
+/// of 192 pairs gave a slowdown 5 % above three others'.
 const SLOW_CPU_WAIT: u32 = 3;
 
 /// The pairs at the CPU's fastest speed level: both phases within

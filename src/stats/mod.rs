@@ -139,6 +139,15 @@ pub fn at_fastest_level(samples: &[f64]) -> Vec<f64> {
     samples.iter().copied().filter(|s| *s <= fastest * SPEED_LEVEL).collect()
 }
 
+/// Whether the samples at the fastest level make a level of their own: at
+/// least [`LEVEL_AT_LEAST`] of them and a fifth of all. A cost that spreads
+/// wide (a wakeup's, 0.6-2.4 µs) has none: its fastest few are its tail.
+pub fn makes_a_level(kept: usize, all: usize) -> bool {
+    kept >= LEVEL_AT_LEAST && kept * 5 >= all
+}
+
+pub const LEVEL_AT_LEAST: usize = 8;
+
 /// The least-squares slope of y on x (None with fewer than two distinct x).
 pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     let n = points.len() as f64;
