@@ -52,8 +52,7 @@ pub fn render(results: &[ScenarioRecord]) -> String {
             .collect();
         if shares.len() == s.programs.len() && !shares.is_empty() {
             let in_programs: f64 = shares.iter().map(|(_, ns, per)| ns.fastest * per).sum();
-            let parts: Vec<String> =
-                shares.iter().map(|(name, ns, per)| format!("{name} {ns} x {per:.2}")).collect();
+            let parts: Vec<String> = shares.iter().map(|(name, ns, per)| format!("{name} {ns} x {per:.2}")).collect();
             let rest = s.ns_per_event() - in_programs;
             let _ = write!(out, "; in BPF: {}", parts.join(" + "));
             match rest.abs() > (hi - lo) / 2.0 {
@@ -133,11 +132,7 @@ impl std::fmt::Display for RunTime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:.1} ns", self.fastest)?;
         if (self.p50 - self.fastest).abs() > 0.02 * self.fastest {
-            write!(
-                f,
-                " ({} of {} batches at the fastest speed level; all: p50 {:.1})",
-                self.kept, self.all, self.p50
-            )?;
+            write!(f, " ({} of {} batches at the fastest speed level; all: p50 {:.1})", self.kept, self.all, self.p50)?;
         }
         Ok(())
     }
