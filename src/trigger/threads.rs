@@ -1,12 +1,15 @@
 //! Threads that take turns firing a trigger. What the attach path costs
 //! an event moves with the thread that fires it (its kernel stack and
 //! task are placed anew for each): on the getppid tracepoint here, the
-//! slowdown of one thread's pairs was ~145 ns or ~170 ns among eight
-//! threads alive at once, and a run firing from its main thread alone
-//! paid 170 instead of 146 one run in five. Fired from several threads in
-//! turn, the median is one over placements, and runs agree. (A second
-//! load of the object moved nothing: 40 loads over five runs, 141-149 ns;
-//! nor did the program's own ns per run differ by thread.)
+//! slowdown of one thread's pairs was ~145 ns or ~167 ns, and a run firing
+//! from its main thread alone paid 170 instead of 146 one run in five.
+//! Fired from several threads in turn, the median is one over placements:
+//! among eight threads one to four paid the higher cost (the third made
+//! in almost every run), and a run with four gave 156.5 ns against three
+//! runs' 145-148; among sixteen, five runs in a row had that one thread
+//! alone and gave 144.6-145.7. (A second load of the object moved
+//! nothing: 40 loads over five runs, 141-149 ns; nor did the program's
+//! own ns per run differ by thread.)
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
@@ -16,7 +19,7 @@ use anyhow::{Context, Result, anyhow};
 use super::Trigger;
 
 /// Threads to take turns among.
-pub const FIRING_THREADS: usize = 8;
+pub const FIRING_THREADS: usize = 16;
 
 /// Threads alive as long as this is, each firing the trigger handed to it
 /// and handing it back. They are made on the calling thread's CPUs (a
