@@ -1,6 +1,8 @@
 //! The triggers a measurement fires, each prepared once (its files,
 //! sockets and threads made) and its cost per event known.
 
+use std::os::fd::{AsFd, OwnedFd};
+
 use anyhow::Result;
 
 use crate::trigger::{Trigger, TriggerKind};
@@ -10,15 +12,28 @@ pub struct Triggers {
     prepared: Vec<Trigger>,
     /// ns per event, as first timed.
     cost: Vec<(TriggerKind, f64)>,
+    /// The object's sockmap, which the sockmap trigger's sockets join.
+    sockmap: Option<OwnedFd>,
 }
 
 impl Triggers {
+    /// Triggers for an object whose sockmap (if any) is `sockmap`.
+    pub fn for_object(sockmap: Option<OwnedFd>) -> Triggers {
+        Triggers { sockmap, ..Triggers::default() }
+    }
+
+    /// A trigger of `kind` of its own, not kept (the kept ones keep their state).
+    pub fn prepare(&self, kind: &TriggerKind) -> Result<Trigger> {
+        Trigger::prepare_for(kind.clone(), self.sockmap.as_ref().map(|m| m.as_fd()))
+    }
+
     /// The trigger of `kind`, prepared on first use.
     pub fn get(&mut self, kind: &TriggerKind) -> Result<&mut Trigger> {
         let at = match self.prepared.iter().position(|t| t.kind() == kind) {
             Some(at) => at,
             None => {
-                self.prepared.push(Trigger::prepare(kind.clone())?);
+                let trigger = self.prepare(kind)?;
+                self.prepared.push(trigger);
                 self.prepared.len() - 1
             }
         };

@@ -41,6 +41,7 @@ pub mod running;
 pub mod skb_view;
 pub mod skeleton;
 pub mod slot_traps;
+pub mod sockmap;
 pub mod test_run;
 
 /// The attach type a program is loaded with (`enum bpf_attach_type`).

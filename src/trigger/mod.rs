@@ -9,6 +9,7 @@ mod point;
 mod threads;
 mod workload;
 
+use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
@@ -54,6 +55,10 @@ pub enum TriggerKind {
     /// A call of bpfbench's own trigger function, whose entry a uprobe and
     /// whose USDT probe (bpfbench:trigger) fire.
     FunctionCall,
+    /// A 64-byte message sent over a TCP connection on loopback and read
+    /// at the other end, both sockets in the object's sockmap: its sk_msg
+    /// programs run on the send, its sk_skb programs on the receipt.
+    SockMapMessage,
     /// One run of a command, waited for.
     Command(Vec<String>),
 }
@@ -108,6 +113,10 @@ pub const NAMED: &[(&str, &str)] = &[
     ("kill", "kill() of bpfbench itself with SIGURG, which it ignores"),
     ("page-fault", "a write to a page given back with madvise(MADV_DONTNEED): one page fault"),
     ("call", "a call of bpfbench's trigger function (its uprobe and its USDT probe bpfbench:trigger)"),
+    (
+        "sockmap-message",
+        "a message sent and read over a TCP connection on loopback whose sockets are in the object's sockmap",
+    ),
 ];
 
 impl TriggerKind {
@@ -131,6 +140,7 @@ impl TriggerKind {
             "kill" => TriggerKind::Kill,
             "page-fault" => TriggerKind::PageFault,
             "call" => TriggerKind::FunctionCall,
+            "sockmap-message" => TriggerKind::SockMapMessage,
             _ => bail!(
                 "--trigger {name}: give one of {}, or a command after --: --trigger -- CMD ARGS",
                 NAMED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
@@ -156,6 +166,7 @@ impl TriggerKind {
             TriggerKind::Kill => "kill() of itself with an ignored signal".into(),
             TriggerKind::PageFault => "a page fault (a write after madvise(MADV_DONTNEED))".into(),
             TriggerKind::FunctionCall => "a call of bpfbench_trigger()".into(),
+            TriggerKind::SockMapMessage => "a 64-byte message over loopback TCP, its sockets in the sockmap".into(),
             TriggerKind::Command(argv) => format!("a run of `{}`", argv.join(" ")),
         }
     }
@@ -169,7 +180,13 @@ pub struct Trigger {
 
 impl Trigger {
     pub fn prepare(kind: TriggerKind) -> Result<Trigger> {
-        let state = workload::State::prepare(&kind)?;
+        Trigger::prepare_for(kind, None)
+    }
+
+    /// A trigger for an object whose sk_msg or sk_skb programs attach to
+    /// `sockmap` (the `sockmap-message` trigger's sockets join it).
+    pub fn prepare_for(kind: TriggerKind, sockmap: Option<BorrowedFd<'_>>) -> Result<Trigger> {
+        let state = workload::State::prepare(&kind, sockmap)?;
         Ok(Trigger { kind, state })
     }
 

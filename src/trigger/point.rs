@@ -57,7 +57,7 @@ pub fn for_point(point: &AttachPoint) -> Option<(TriggerKind, Expected)> {
         AttachPoint::PerfEvent { event: SoftwareEvent::ContextSwitches } => {
             Some((TriggerKind::PingPong, Expected::Runs(2)))
         }
-        AttachPoint::SockMap { .. } => None,
+        AttachPoint::SockMap { .. } => Some((TriggerKind::SockMapMessage, Expected::Runs(1))),
     }
 }
 

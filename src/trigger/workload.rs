@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use anyhow::{Context, Result, bail};
 
 use super::{SimpleSyscall, TriggerKind};
+use crate::kernel::sockmap::SockMap;
 
 /// The function a bare `uprobe` section attaches to, by its symbol.
 pub const TRIGGER_FUNCTION: &str = "bpfbench_trigger";
@@ -69,8 +70,16 @@ pub(super) enum State {
     FunctionCall {
         next: u64,
     },
+    SockMapMessage {
+        client: TcpStream,
+        server: TcpStream,
+        sockmap: SockMap,
+    },
     Command(Vec<String>),
 }
+
+/// The sockmap trigger's message: 64 bytes, one send and one receipt.
+const MESSAGE: [u8; 64] = [0x5a; 64];
 
 /// The page-fault trigger's page: a private mapping its state owns and
 /// unmaps.
@@ -81,7 +90,7 @@ pub(super) struct MappedPage(*mut u8);
 unsafe impl Send for MappedPage {}
 
 impl State {
-    pub(super) fn prepare(kind: &TriggerKind) -> Result<State> {
+    pub(super) fn prepare(kind: &TriggerKind, sockmap: Option<BorrowedFd<'_>>) -> Result<State> {
         Ok(match kind {
             TriggerKind::Syscall(s) => State::Syscall(*s),
             TriggerKind::OpenClose | TriggerKind::Stat => {
@@ -140,6 +149,18 @@ impl State {
                 State::SysctlRead { file: std::fs::File::open(path).with_context(|| format!("opening {path}"))? }
             }
             TriggerKind::FunctionCall => State::FunctionCall { next: 0 },
+            TriggerKind::SockMapMessage => {
+                let Some(map) = sockmap else {
+                    bail!(
+                        "the sockmap-message trigger sends over sockets it puts into the object's sockmap; this object has none"
+                    )
+                };
+                let listener = TcpListener::bind("127.0.0.1:0").context("listening on loopback")?;
+                let client = TcpStream::connect(listener.local_addr()?).context("connecting on loopback")?;
+                let (server, _) = listener.accept().context("accepting on loopback")?;
+                client.set_nodelay(true)?;
+                State::SockMapMessage { client, server, sockmap: SockMap::of(map)? }
+            }
             TriggerKind::Kill => State::Kill,
             TriggerKind::PageFault => {
                 // SAFETY: sysconf has no preconditions.
@@ -320,6 +341,17 @@ impl State {
                 for _ in 0..events {
                     bpfbench_trigger(*next);
                     *next += 1;
+                }
+            }
+            State::SockMapMessage { client, server, sockmap } => {
+                // In the map for this batch only: the sockets take the
+                // programs attached now (a socket keeps those its map had
+                // when it joined), and leave before they may detach.
+                let _joined = sockmap.join(&[client.as_fd(), server.as_fd()])?;
+                let mut buf = [0u8; MESSAGE.len()];
+                for _ in 0..events {
+                    client.write_all(&MESSAGE).context("sending on loopback")?;
+                    server.read_exact(&mut buf).context("receiving on loopback")?;
                 }
             }
             State::Command(argv) => {

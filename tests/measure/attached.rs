@@ -199,6 +199,22 @@ fn cgroup_hooks_fire_for_bpfbenchs_own_cgroup_and_it_is_removed_after() {
 }
 
 #[test]
+fn sockmap_programs_run_on_the_messages_of_sockets_in_their_map() {
+    let _m = common::machine();
+    let before = Snapshot::take();
+    let (code, rows, err) = run_json(&[&object("sockmap_msg.bpf.o")]);
+    assert_eq!(code, Some(0), "{err}");
+    // One send, one receipt an event: the sk_msg program on the sender's
+    // socket, the stream verdict on the receiver's.
+    let sent = row(&rows, "count_messages");
+    assert_timed_on_its_hook(sent, "sk_msg", 1.0);
+    assert_timed_on_its_hook(row(&rows, "count_received"), "sk_skb/stream_verdict", 1.0);
+    assert!(sent["attached"]["trigger"].as_str().unwrap().contains("sockmap"), "{sent:#}");
+    assert_slowdown(sent, 2);
+    before.assert_nothing_left("a sockmap run");
+}
+
+#[test]
 fn kprobes_and_trampolines_run_where_the_kernel_has_them_and_are_na_with_the_guest_to_use_where_not() {
     let _m = common::machine();
     for (file, names) in [
@@ -263,6 +279,10 @@ fn bad_attach_input_gets_one_line_errors() {
         "names no target: attach it with --attach tp/CATEGORY/NAME",
     );
     assert_one_line_error(&["run", &tp, "--program", "nope"], "has no program 'nope'; it has count_getppid");
+    assert_one_line_error(
+        &["run", &tp, "--trigger", "sockmap-message"],
+        "tp_getppid.bpf.o has no sockmap or sockhash: sk_msg and sk_skb programs attach to one",
+    );
     assert_one_line_error(&["overhead"], "give the tool's command after --: bpfbench overhead -- opensnoop");
     assert_one_line_error(&["overhead", "--", "/nonexistent-tool"], "starting /nonexistent-tool");
 }

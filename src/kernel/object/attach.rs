@@ -44,6 +44,8 @@ pub struct AttachContext<'a> {
     /// bpfbench's trigger function and USDT probe (provider, name).
     pub own_function: &'a str,
     pub own_usdt: (&'a str, &'a str),
+    /// The sockmap an sk_msg or sk_skb program attaches to (its object's).
+    pub sockmap: Option<BorrowedFd<'a>>,
 }
 
 fn c(s: &str) -> Result<std::ffi::CString> {
@@ -164,7 +166,8 @@ impl ObjectFile {
                 }
                 AttachPoint::PerfEvent { .. } => unreachable!("attached above"),
                 AttachPoint::SockMap { .. } => {
-                    bail!("program '{program}': bpfbench does not attach {} programs yet", point.mechanism())
+                    let map = ctx.sockmap.context("an sk_msg or sk_skb program needs its object's sockmap")?;
+                    sys::bpf_program__attach_sockmap(p, map.as_raw_fd())
                 }
             }
         };

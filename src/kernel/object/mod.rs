@@ -351,6 +351,33 @@ impl ObjectFile {
         out
     }
 
+    /// The object's one sockmap or sockhash, which its sk_msg and sk_skb
+    /// programs attach to.
+    pub fn sockmap(&self) -> Result<crate::kernel::sockmap::SockMap> {
+        let mut found = Vec::new();
+        for m in self.maps_raw() {
+            // SAFETY: a map of this object; -1 when it was not created.
+            let (kind, fd) = unsafe { (sys::bpf_map__type(m), sys::bpf_map__fd(m)) };
+            if matches!(kind, sys::BPF_MAP_TYPE_SOCKMAP | sys::BPF_MAP_TYPE_SOCKHASH) && fd >= 0 {
+                found.push((cstr(unsafe { sys::bpf_map__name(m) }), fd));
+            }
+        }
+        match found.as_slice() {
+            // SAFETY: the fd stays open as long as the object; SockMap duplicates it.
+            [(_, fd)] => crate::kernel::sockmap::SockMap::of(unsafe { BorrowedFd::borrow_raw(*fd) }),
+            [] => bail!(
+                "{} has no sockmap or sockhash: sk_msg and sk_skb programs attach to one, and the sockmap-message trigger's sockets join it",
+                self.path.display()
+            ),
+            many => bail!(
+                "{} has {} sockmaps ({}); bpfbench attaches its sk_msg and sk_skb programs to one, the object's only",
+                self.path.display(),
+                many.len(),
+                many.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
     fn maps_raw(&self) -> Vec<*mut sys::bpf_map> {
         // SAFETY: iterating the object's own map list.
         walk_list(|m| unsafe { sys::bpf_object__next_map(self.obj.as_ptr(), m) })

@@ -18,10 +18,11 @@ use crate::kernel::bpf_stats::{self, RunStats, StatsEnabled};
 use crate::kernel::buffers::BufferReader;
 use crate::kernel::object::ObjectFile;
 use crate::kernel::object::attach::{AttachContext, IN_A_GUEST, Link, MissingMechanism};
+use crate::kernel::sockmap::SockMap;
 use crate::record::Timing;
 use crate::record::attached::{AttachedRun, BufferRecords};
 use crate::system::cgroup::OwnCgroup;
-use crate::trigger::{Expected, TRIGGER_FUNCTION, TRIGGER_USDT, Trigger, TriggerKind};
+use crate::trigger::{Expected, TRIGGER_FUNCTION, TRIGGER_USDT, TriggerKind};
 
 /// Wall time validation fires events for (at most 2,000 events).
 const VALIDATION_NS: f64 = 100e6;
@@ -59,6 +60,8 @@ pub(super) struct Loaded<'b> {
     stats: Option<StatsEnabled>,
     object: ObjectFile,
     cgroup: Option<OwnCgroup>,
+    /// The object's sockmap, which its sk_msg and sk_skb programs attach to.
+    sockmap: Option<SockMap>,
     bench: &'b AttachedBench,
     own_binary: std::path::PathBuf,
     /// Programs this kernel cannot attach, and why (a missing mechanism).
@@ -133,11 +136,20 @@ impl<'b> Loaded<'b> {
             }
         };
         let own_binary = std::fs::read_link("/proc/self/exe").context("reading /proc/self/exe")?;
+        let sockmap = match bench
+            .programs
+            .iter()
+            .any(|p| matches!(p.point, AttachPoint::SockMap { .. }) || p.trigger == TriggerKind::SockMapMessage)
+        {
+            true => Some(object.sockmap()?),
+            false => None,
+        };
         let mut loaded = Loaded {
             attachment: Attachment::Nothing,
             reader,
             empties: bench.programs.iter().map(|_| None).collect(),
-            triggers: Triggers::default(),
+            triggers: Triggers::for_object(sockmap.as_ref().map(|m| m.fd().try_clone_to_owned()).transpose()?),
+            sockmap,
             stats: Some(bpf_stats::enable()?),
             object,
             cgroup,
@@ -157,6 +169,7 @@ impl<'b> Loaded<'b> {
             own_binary: &self.own_binary,
             own_function: TRIGGER_FUNCTION,
             own_usdt: TRIGGER_USDT,
+            sockmap: self.sockmap.as_ref().map(SockMap::fd),
         }
     }
 
@@ -207,6 +220,7 @@ impl<'b> Loaded<'b> {
             own_binary: &self.own_binary,
             own_function: TRIGGER_FUNCTION,
             own_usdt: TRIGGER_USDT,
+            sockmap: self.sockmap.as_ref().map(SockMap::fd),
         };
         self.empties[i].as_mut().expect("loaded above").attach(&p.point, &ctx)?;
         self.attachment = Attachment::Empty { for_program: i };
@@ -262,7 +276,7 @@ impl<'b> Loaded<'b> {
             .map(|(p, _)| p.name.clone())
             .collect();
         // A trigger of its own: the measured ones keep their state.
-        let trigger = Trigger::prepare(kind.clone())?;
+        let trigger = self.triggers.prepare(kind)?;
         let mut set = |on: bool| -> Result<()> {
             match on {
                 true => self.attach_object(),

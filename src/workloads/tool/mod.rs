@@ -598,6 +598,8 @@ impl PreparedScenario for ToolScenario<'_, '_> {
                 own_binary: &l.own_binary,
                 own_function: TRIGGER_FUNCTION,
                 own_usdt: TRIGGER_USDT,
+                // A running tool's sockmap is its own, not known here.
+                sockmap: None,
             };
             l.empties[self.program].as_mut().expect("loaded").attach(&p.point, &ctx)?;
         }
