@@ -215,14 +215,10 @@ impl<'b> Loaded<'b> {
         if self.empties[i].is_none() {
             self.empties[i] = Some(EmptyOnHook::load(p.kind, &p.point)?);
         }
-        let ctx = AttachContext {
-            cgroup: self.cgroup.as_ref().map(|c| c.fd()),
-            own_binary: &self.own_binary,
-            own_function: TRIGGER_FUNCTION,
-            own_usdt: TRIGGER_USDT,
-            sockmap: self.sockmap.as_ref().map(SockMap::fd),
-        };
-        self.empties[i].as_mut().expect("loaded above").attach(&p.point, &ctx)?;
+        let mut empty = self.empties[i].take().expect("loaded above");
+        let attached = empty.attach(&p.point, &self.context());
+        self.empties[i] = Some(empty);
+        attached?;
         self.attachment = Attachment::Empty { for_program: i };
         Ok(())
     }
