@@ -272,6 +272,7 @@ fn copy_test_objects(dir: &Path) {
         "kprobe_openat.bpf.o",
         "fentry_openat.bpf.o",
         "lsm_file_open.bpf.o",
+        "sockmap_msg.bpf.o",
     ] {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
