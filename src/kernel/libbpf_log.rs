@@ -52,20 +52,13 @@ pub fn tail(lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Why libbpf refused to open an object, in one line: `err` (the errno),
-/// libbpf's last warnings since the last [`take`], and what to do where
-/// the reason is one we know. Never an empty reason.
+/// Why libbpf refused to open an object, in one line: `err` (the errno)
+/// and libbpf's last warnings since the last [`take`]. Never an empty reason.
 pub fn open_refusal(err: &dyn std::fmt::Display) -> String {
     let said = warnings_tail(3).lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
     let reason = match said.is_empty() {
         true => "libbpf said no more (BPFBENCH_LIBBPF_DEBUG=1 prints all it says)".to_string(),
         false => said,
     };
-    let hint = match reason.contains("legacy map definitions") {
-        true => {
-            "; declare the maps in a '.maps' section with BTF instead (libbpf's __uint/__type; aya-ebpf's #[btf_map])"
-        }
-        false => "",
-    };
-    format!("({err}): {reason}{hint}")
+    format!("({err}): {reason}")
 }

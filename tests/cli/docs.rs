@@ -273,6 +273,8 @@ fn copy_test_objects(dir: &Path) {
         "fentry_openat.bpf.o",
         "lsm_file_open.bpf.o",
         "sockmap_msg.bpf.o",
+        // The own-program guide's legacy map definitions.
+        "xdp_legacy_maps.bpf.o",
     ] {
         std::fs::copy(common::test_object(object), dir.join(object)).unwrap();
     }
@@ -300,6 +302,8 @@ fn sandbox() -> common::TempDir {
     // The counts own-program.md's --expect-map example names.
     let totals = r#"[{"key": 0, "value": {"frames": 2, "bad_ip_csum": 0, "bad_l4_csum": 0}}]"#;
     std::fs::write(dir.join("totals.json"), totals).unwrap();
+    // The verdict own-program.md's legacy-maps example fills in.
+    std::fs::write(dir.join("drop.json"), r#"[{"key": "00000000", "value": "01000000"}]"#).unwrap();
     dir
 }
 

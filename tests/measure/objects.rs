@@ -336,6 +336,41 @@ fn frames_of_any_length_are_written_back_whole_in_the_batch_loop() {
 }
 
 #[test]
+fn legacy_map_definitions_are_read_as_btf_defined_maps_in_both_runtimes() {
+    let _machine = common::machine();
+    let dir = temp_dir("legacy-maps");
+    // As clang builds it (its BTF has a 'maps' DATASEC), and with no BTF at
+    // all (older toolchains): both are read, the file never changed.
+    let built = object("xdp_legacy_maps.bpf.o");
+    let bare = dir.join("xdp_legacy_maps_no_btf.bpf.o");
+    let stripped = std::process::Command::new("llvm-objcopy-19")
+        .args(["--remove-section=.BTF", "--remove-section=.BTF.ext", &built, bare.to_str().unwrap()])
+        .status()
+        .expect("running llvm-objcopy-19");
+    assert!(stripped.success());
+    // The first map holds the verdict (none: XDP_PASS); filled, XDP_DROP.
+    let drop = dir.join("drop.json");
+    std::fs::write(&drop, r#"[{"key": "00000000", "value": "01000000"}]"#).unwrap();
+    let verdicts = format!("verdicts={}", drop.display());
+    for file in [built.as_str(), bare.to_str().unwrap()] {
+        let before = std::fs::read(file).unwrap();
+        for runtime in ["kernel", "user"] {
+            let (code, results, err) = run_json(&[file, "--runtime", runtime, "--expect", "XDP_PASS"]);
+            assert_eq!(code, Some(0), "{file} {runtime}: {err}");
+            let r = &results[0];
+            assert_eq!(r["verdict"], "XDP_PASS", "{r}");
+            assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 0.0, "{r}");
+            assert!(r["notes"].to_string().contains("maps verdicts, lengths: legacy definitions"), "{}", r["notes"]);
+            let (code, results, err) =
+                run_json(&[file, "--runtime", runtime, "--map", &verdicts, "--expect", "XDP_DROP"]);
+            assert_eq!(code, Some(0), "{file} {runtime}: {err}");
+            assert_eq!(results[0]["verdict"], "XDP_DROP", "{}", results[0]);
+        }
+        assert_eq!(std::fs::read(file).unwrap(), before, "{file} was changed");
+    }
+}
+
+#[test]
 fn globals_set_before_load_choose_the_programs_path_in_both_runtimes() {
     let _machine = common::machine();
     // xdp_config is configured by `volatile const` globals, as libbpf
@@ -1183,10 +1218,7 @@ fn bad_inputs_get_one_line_errors() {
         (vec![&swap, "--program", "nope"], "has no program 'nope'; it has xdp_swap (xdp)"),
         (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
         // libbpf's own reason, and what to do.
-        (
-            vec![&object("xdp_legacy_maps.bpf.o")],
-            "legacy map definitions in 'maps' section are not supported by libbpf v1.0+; declare the maps in a '.maps' section",
-        ),
+        (vec![&object("xdp_unknown_map_field.bpf.o")], "map 'counts': unknown field 'no_such_field'"),
         (vec![&encap, "--map", &bad_map], "--map services="),
         (vec![&encap, "--map", "nomap=x.json"], "has no map 'nomap'; its maps are services, hits"),
         (vec![&swap, "--packet", "eth/ipv4(src=1.2.3)/tcp"], "'1.2.3' is not an IPv4 address"),

@@ -8,6 +8,8 @@
 
 pub mod attach;
 mod checks;
+mod elf;
+mod legacy_maps;
 mod mend;
 mod verifier_log;
 pub mod verify;
@@ -60,6 +62,8 @@ pub struct ObjectFile {
     elf: checks::ElfFacts,
     /// Where the verifier writes the selected program's statistics.
     log: Box<[u8]>,
+    /// Maps whose legacy definitions were read as BTF-defined maps.
+    legacy_maps: Vec<String>,
 }
 
 // SAFETY: the object is used from one thread at a time (it moves with its owner).
@@ -90,9 +94,27 @@ fn errno_error(rc: i32) -> std::io::Error {
 }
 
 impl ObjectFile {
-    /// Opens `path` (checked first to be a BPF ELF object).
+    /// Opens `path` (checked first to be a BPF ELF object); legacy map
+    /// definitions (a `maps` section, as aya-ebpf's `#[map]` writes them)
+    /// read as BTF-defined maps, in memory (see `legacy_maps`).
     pub fn open(path: &Path) -> Result<ObjectFile> {
         let elf = check_bpf_elf(path)?;
+        let image = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Some((image, maps)) = legacy_maps::mend(&image)
+            .with_context(|| format!("cannot read the legacy map definitions ('maps' section) of {}", path.display()))?
+        {
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let obj = open_image(&stem, &image)
+                .map_err(|why| anyhow::anyhow!("libbpf cannot open {} {why}", path.display()))?;
+            let object = ObjectFile {
+                obj,
+                path: path.to_path_buf(),
+                elf,
+                log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice(),
+                legacy_maps: maps,
+            };
+            return object.seeded();
+        }
         let c_path = CString::new(path.as_os_str().as_encoded_bytes()).context("the path holds a NUL byte")?;
         // libbpf's reasons come to the error, not to standard error.
         libbpf_log::capture();
@@ -103,7 +125,14 @@ impl ObjectFile {
             let err = std::io::Error::last_os_error();
             bail!("libbpf cannot open {} {}", path.display(), libbpf_log::open_refusal(&err));
         };
-        ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }.seeded()
+        ObjectFile {
+            obj,
+            path: path.to_path_buf(),
+            elf,
+            log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice(),
+            legacy_maps: Vec::new(),
+        }
+        .seeded()
     }
 
     /// Opens an object compiled into bpfbench (see `bpf_object_bytes!`).
@@ -111,7 +140,14 @@ impl ObjectFile {
         let obj = open_image(name, bytes)
             .map_err(|why| anyhow::anyhow!("libbpf cannot open bpfbench's own {name} object {why}"))?;
         let elf = checks::ElfFacts { license: "Dual BSD/GPL".into(), prog_array_targets: Vec::new() };
-        ObjectFile { obj, path: PathBuf::from(name), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }.seeded()
+        ObjectFile {
+            obj,
+            path: PathBuf::from(name),
+            elf,
+            log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice(),
+            legacy_maps: Vec::new(),
+        }
+        .seeded()
     }
 
     /// Opens `path` as a project's own loader takes it, for objects built
@@ -133,9 +169,14 @@ impl ObjectFile {
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let obj =
             open_image(&stem, &image).map_err(|why| anyhow::anyhow!("libbpf cannot open {} {why}", path.display()))?;
-        let object =
-            ObjectFile { obj, path: path.to_path_buf(), elf, log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice() }
-                .seeded()?;
+        let object = ObjectFile {
+            obj,
+            path: path.to_path_buf(),
+            elf,
+            log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice(),
+            legacy_maps: Vec::new(),
+        }
+        .seeded()?;
         Ok((object, Mends { globalized, copied }))
     }
 
@@ -149,6 +190,12 @@ impl ObjectFile {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The maps whose legacy definitions (a `maps` section) were read as
+    /// BTF-defined maps on open; empty for most objects.
+    pub fn legacy_maps(&self) -> &[String] {
+        &self.legacy_maps
     }
 
     /// Sets the object's read-only data (`const volatile` globals) before

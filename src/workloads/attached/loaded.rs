@@ -109,6 +109,9 @@ impl<'b> Loaded<'b> {
             }
             Err(e) => return Err(e),
         };
+        if !object.legacy_maps().is_empty() {
+            notes.push(crate::workloads::object::legacy_maps_note(&object));
+        }
         for (map, file) in &setup.maps {
             notes.push(format!("map {map}: filled from {}", file.display()));
         }

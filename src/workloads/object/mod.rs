@@ -294,6 +294,14 @@ impl ObjectBench {
     }
 }
 
+/// What bpfbench read differently from the file: its legacy map definitions.
+pub(crate) fn legacy_maps_note(object: &ObjectFile) -> String {
+    format!(
+        "maps {}: legacy definitions (a 'maps' section, as aya-ebpf's #[map] writes them) read as BTF-defined maps, in memory",
+        object.legacy_maps().join(", ")
+    )
+}
+
 /// Loads `program` of `object` (prepared) as the setup asks: its maps filled
 /// from --map files first, then its prog array slots, loading the other
 /// objects they name (returned, to stay loaded) with their maps filled from
@@ -307,6 +315,9 @@ fn load_filled(
     // A --map names a map of this object or of an object whose program
     // fills a prog array slot.
     let has_others = setup.tail_calls.iter().any(|f| f.object.is_some());
+    if !object.legacy_maps().is_empty() {
+        notes.push(legacy_maps_note(object));
+    }
     let own_maps = object.map_names();
     for (map, file) in &setup.maps {
         if own_maps.contains(map) || !has_others {
