@@ -302,6 +302,10 @@ fn sandbox() -> common::TempDir {
     // The counts own-program.md's --expect-map example names.
     let totals = r#"[{"key": 0, "value": {"frames": 2, "bad_ip_csum": 0, "bad_l4_csum": 0}}]"#;
     std::fs::write(dir.join("totals.json"), totals).unwrap();
+    // The Aya object and the entry own-program.md expects of it.
+    let aya = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya/fun-xdp-map.o");
+    std::fs::copy(aya, dir.join("fun-xdp-map.o")).unwrap();
+    std::fs::write(dir.join("buzz.json"), r#"[{"key": "0f00000a", "value": "02000000"}]"#).unwrap();
     // The verdict own-program.md's legacy-maps example fills in.
     std::fs::write(dir.join("drop.json"), r#"[{"key": "00000000", "value": "01000000"}]"#).unwrap();
     dir
