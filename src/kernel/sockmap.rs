@@ -21,15 +21,11 @@ pub struct SockMap {
 impl SockMap {
     /// The map `map` (a duplicate of its descriptor), if it is a sockmap or sockhash.
     pub fn of(map: BorrowedFd<'_>) -> Result<SockMap> {
-        let mut info: sys::bpf_map_info = unsafe { std::mem::zeroed() };
-        let mut len = size_of::<sys::bpf_map_info>() as u32;
-        // SAFETY: info is plain data of `len` bytes.
-        if unsafe { sys::bpf_map_get_info_by_fd(map.as_raw_fd(), (&raw mut info).cast(), &mut len) } != 0 {
-            bail!("reading a map's info: {}", std::io::Error::last_os_error());
-        }
+        let info = libbpf_rs::MapInfo::new(map).context("reading a map's info")?;
+        let name = info.name().map(str::to_string).unwrap_or_default();
+        let info = info.info;
         if !matches!(info.type_, sys::BPF_MAP_TYPE_SOCKMAP | sys::BPF_MAP_TYPE_SOCKHASH) {
-            let name: Vec<u8> = info.name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
-            bail!("map '{}' is no sockmap or sockhash", String::from_utf8_lossy(&name));
+            bail!("map '{name}' is no sockmap or sockhash");
         }
         Ok(SockMap {
             map: map.try_clone_to_owned().context("duplicating the sockmap's descriptor")?,

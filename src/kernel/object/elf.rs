@@ -219,3 +219,25 @@ impl Elf {
             .collect()
     }
 }
+
+/// `bytes` appended to a mended image at the next 8-byte boundary; where they start.
+pub(super) fn append_aligned(out: &mut Vec<u8>, bytes: &[u8]) -> u64 {
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
+    }
+    let at = out.len() as u64;
+    out.extend_from_slice(bytes);
+    at
+}
+
+/// Every section header appended to a mended image (its sections already
+/// placed), and the file header pointed at them.
+pub(super) fn append_section_headers(out: &mut Vec<u8>, sections: &[Section]) -> Result<()> {
+    let shoff = append_aligned(out, &[]);
+    for s in sections {
+        out.extend_from_slice(&s.bytes());
+    }
+    out[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+    out[0x3c..0x3e].copy_from_slice(&u16::try_from(sections.len()).context("too many sections")?.to_le_bytes());
+    Ok(())
+}

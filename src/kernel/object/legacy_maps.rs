@@ -72,21 +72,13 @@ pub fn mend(data: &[u8]) -> Result<Option<(Vec<u8>, Vec<String>)>> {
         None => Some(name(".BTF")),
     };
     let size: u64 = maps.iter().map(MapDef::size).sum();
-    let appended = |out: &mut Vec<u8>, bytes: &[u8]| -> u64 {
-        while !out.len().is_multiple_of(8) {
-            out.push(0);
-        }
-        let at = out.len() as u64;
-        out.extend_from_slice(bytes);
-        at
-    };
     let s = &mut sections[legacy];
     s.name = maps_name;
     s.kind = SHT_PROGBITS;
-    s.offset = appended(&mut out, &vec![0u8; size as usize]);
+    s.offset = append_aligned(&mut out, &vec![0u8; size as usize]);
     s.size = size;
     s.align = 8;
-    let btf_offset = appended(&mut out, &btf);
+    let btf_offset = append_aligned(&mut out, &btf);
     match btf_at {
         Some(i) => {
             sections[i].offset = btf_offset;
@@ -104,14 +96,9 @@ pub fn mend(data: &[u8]) -> Result<Option<(Vec<u8>, Vec<String>)>> {
             entsize: 0,
         }),
     }
-    sections[shstrtab].offset = appended(&mut out, &names);
+    sections[shstrtab].offset = append_aligned(&mut out, &names);
     sections[shstrtab].size = names.len() as u64;
-    let headers = appended(&mut out, &[]);
-    for s in &sections {
-        out.extend_from_slice(&s.bytes());
-    }
-    out[0x28..0x30].copy_from_slice(&headers.to_le_bytes());
-    out[0x3c..0x3e].copy_from_slice(&(sections.len() as u16).to_le_bytes());
+    append_section_headers(&mut out, &sections)?;
     Ok(Some((out, maps.into_iter().map(|m| m.name).collect())))
 }
 

@@ -354,14 +354,6 @@ impl<'d> Mend<'d> {
     fn write(self, redirected: Vec<(usize, Vec<Rel>)>) -> Result<Vec<u8>> {
         let mut sections = self.elf.sections.clone();
         let mut out = self.data.to_vec();
-        let place = |out: &mut Vec<u8>, bytes: &[u8]| -> u64 {
-            while !out.len().is_multiple_of(8) {
-                out.push(0);
-            }
-            let at = out.len() as u64;
-            out.extend_from_slice(bytes);
-            at
-        };
         // clang's objects name sections and symbols from one table (.strtab).
         let strtab = sections[self.symtab].link as usize;
         let shared = strtab == self.elf.shstrndx;
@@ -392,7 +384,7 @@ impl<'d> Mend<'d> {
                 sections.len() - 1
             }
         };
-        sections[text].offset = place(&mut out, &self.text_bytes);
+        sections[text].offset = append_aligned(&mut out, &self.text_bytes);
         sections[text].size = self.text_bytes.len() as u64;
         let rel_bytes: Vec<u8> = self.rel_text_entries.iter().flat_map(Rel::bytes).collect();
         let rel_text = match self.rel_text {
@@ -412,36 +404,31 @@ impl<'d> Mend<'d> {
                 sections.len() - 1
             }
         };
-        sections[rel_text].offset = place(&mut out, &rel_bytes);
+        sections[rel_text].offset = append_aligned(&mut out, &rel_bytes);
         sections[rel_text].size = rel_bytes.len() as u64;
         for (r, entries) in redirected.iter().filter(|(r, _)| Some(*r) != self.rel_text) {
             let bytes: Vec<u8> = entries.iter().flat_map(Rel::bytes).collect();
-            sections[*r].offset = place(&mut out, &bytes);
+            sections[*r].offset = append_aligned(&mut out, &bytes);
         }
         let sym_bytes: Vec<u8> = self.symbols.iter().flat_map(Sym::bytes).collect();
-        sections[self.symtab].offset = place(&mut out, &sym_bytes);
+        sections[self.symtab].offset = append_aligned(&mut out, &sym_bytes);
         sections[self.symtab].size = sym_bytes.len() as u64;
         if !shared {
-            sections[strtab].offset = place(&mut out, &self.strtab_bytes);
+            sections[strtab].offset = append_aligned(&mut out, &self.strtab_bytes);
             sections[strtab].size = self.strtab_bytes.len() as u64;
         }
         if let Some(BtfMended { ext: (ext, bytes), btf }) = self.btf_ext()? {
-            sections[ext].offset = place(&mut out, &bytes);
+            sections[ext].offset = append_aligned(&mut out, &bytes);
             sections[ext].size = bytes.len() as u64;
             if let Some((btf, bytes)) = btf {
-                sections[btf].offset = place(&mut out, &bytes);
+                sections[btf].offset = append_aligned(&mut out, &bytes);
                 sections[btf].size = bytes.len() as u64;
             }
         }
         let shstrndx = self.elf.shstrndx;
-        sections[shstrndx].offset = place(&mut out, &names);
+        sections[shstrndx].offset = append_aligned(&mut out, &names);
         sections[shstrndx].size = names.len() as u64;
-        let shoff = place(&mut out, &[]);
-        for s in &sections {
-            out.extend_from_slice(&s.bytes());
-        }
-        out[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
-        out[0x3c..0x3e].copy_from_slice(&u16::try_from(sections.len()).context("too many sections")?.to_le_bytes());
+        append_section_headers(&mut out, &sections)?;
         Ok(out)
     }
 }
