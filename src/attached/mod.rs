@@ -12,9 +12,11 @@ mod triggers;
 
 use std::os::fd::BorrowedFd;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
+use crate::harness::BatchTiming;
 use crate::kernel::bpf_stats::RunStats;
+use crate::trigger::TriggerKind;
 
 pub use empty::EmptyOnHook;
 pub use runs::{RunsJudged, judge as judge_runs};
@@ -32,4 +34,23 @@ pub fn runs_during(programs: &[BorrowedFd<'_>], work: impl FnOnce() -> Result<()
     work()?;
     let after = read_stats(programs)?;
     Ok(after.iter().zip(&before).map(|(a, b)| a.since(*b)).collect())
+}
+
+/// A batch of `events` of a trigger timed by the kernel's statistics of
+/// the program `fd` (named `name`): its runs and their time, or an error
+/// when the events did not run it at all.
+pub fn time_events(
+    fd: BorrowedFd<'_>,
+    name: &str,
+    triggers: &mut Triggers,
+    kind: &TriggerKind,
+    events: u32,
+) -> Result<BatchTiming> {
+    let started_ns = crate::system::monotonic_ns();
+    let trigger = triggers.get(kind)?;
+    let counted = runs_during(&[fd], || trigger.fire(u64::from(events)))?[0];
+    if counted.run_cnt == 0 {
+        bail!("{events} events of {} gave '{name}' no run", kind.describe());
+    }
+    Ok(BatchTiming { started_ns, elapsed_ns: counted.run_time_ns, iters: counted.run_cnt })
 }

@@ -271,15 +271,12 @@ fn spliced<'a>(
             return Ok(per_call(program, input, because));
         }
     };
-    let mut checks = Vec::new();
-    let mut notes = Vec::new();
-    if s.user_runtime().is_some() {
-        checks.push(format!(
-            "in the userspace runtime, the program alone gave the kernel's verdict and output for each of the {} packet(s)",
-            input.references.len()
-        ));
-        notes.push("runtime: userspace, the spliced program as the kernel verified it, compiled by bpfbench's JIT, with copies of the maps".into());
-    }
+    let (mut checks, mut notes) = user_runtime_said(
+        s.user_runtime().is_some(),
+        "the program alone",
+        "the spliced program as the kernel verified it",
+        input,
+    );
     checks.push(
         "spliced into the batch loop: the last iteration of every checked batch matched the program's own output"
             .into(),
@@ -369,15 +366,12 @@ fn chain<'a>(program: &Program<'a>, input: &Input<'_>, restore: u32, options: Op
             return Ok(per_call(program, input, because.after("it makes tail calls, and ")));
         }
     };
-    let mut checks = Vec::new();
-    let mut notes = Vec::new();
-    if timer.user_runtime().is_some() {
-        checks.push(format!(
-            "in the userspace runtime, the chain alone gave the kernel's verdict and output for each of the {} packet(s)",
-            input.references.len()
-        ));
-        notes.push("runtime: userspace, the chain driver and the chain's programs as the kernel verified them, compiled by bpfbench's JIT, tail calls through copies of the prog arrays (33 per run, as kernels since 5.17 allow), with copies of the maps".into());
-    }
+    let (mut checks, mut notes) = user_runtime_said(
+        timer.user_runtime().is_some(),
+        "the chain alone",
+        "the chain driver and the chain's programs as the kernel verified them (tail calls through copies of the prog arrays: 33 per run, as kernels since 5.17 allow)",
+        input,
+    );
     checks.push("entered from the batch loop by a tail call, the chain's checked pass of every run matched the program's own output".into());
     let budget = match timer.tail_calls {
         0 => "this kernel counts tail calls per call of the loop's subprogram, so each pass has the whole budget"
@@ -394,6 +388,22 @@ fn chain<'a>(program: &Program<'a>, input: &Input<'_>, restore: u32, options: Op
     let timing = Timing::Chain { tail_calls: timer.tail_calls, per_run: timer.per_run };
     let timed = timed(program, Box::new(timer), overhead)?;
     Ok(TimerChoice { timed, timing, checks, notes })
+}
+
+/// The check and note of a timer that runs in the userspace runtime
+/// (`user`): `what` gave the kernel's outputs there, run as `runs`. None
+/// of either for a timer in the kernel.
+fn user_runtime_said(user: bool, what: &str, runs: &str, input: &Input<'_>) -> (Vec<String>, Vec<String>) {
+    if !user {
+        return (Vec::new(), Vec::new());
+    }
+    let packets = input.references.len();
+    (
+        vec![format!(
+            "in the userspace runtime, {what} gave the kernel's verdict and output for each of the {packets} packet(s)"
+        )],
+        vec![format!("runtime: userspace, {runs}, compiled by bpfbench's JIT, with copies of the maps")],
+    )
 }
 
 /// The program per call, `because` said in a note and in its timing.

@@ -32,7 +32,7 @@ pub use timing::BatchTiming;
 /// A scenario as users see it in `bpfbench list`, and the facts its
 /// results carry. Fixed suites name their scenarios statically;
 /// parameterised ones (map type x op x size) build names.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScenarioInfo {
     pub name: Cow<'static, str>,
     pub group: Cow<'static, str>,

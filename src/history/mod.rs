@@ -535,57 +535,23 @@ impl History {
         let mut done = Imported::default();
         let run_ids = source.query("SELECT id FROM runs ORDER BY id", &[])?;
         let runs = run_ids.iter().map(|r| source.load(r.int(0)?)).collect::<Result<Vec<_>>>()?;
-        done.runs = self.import_records(
-            runs,
-            "runs",
-            "report_json",
-            |t| Ok(parse_run(t)?),
-            |r| r.environment.started_at,
-            Self::store,
-            &mut done.already,
-        )?;
-        let paired = source.list_paired(usize::MAX >> 1)?.into_iter().rev().map(|(_, r)| r).collect();
-        done.paired = self.import_records(
-            paired,
-            "paired",
-            "record_json",
-            |t| Ok(serde_json::from_str(t)?),
-            |r| r.environment.started_at,
-            Self::store_paired,
-            &mut done.already,
-        )?;
-        let live = source.list_live(usize::MAX >> 1)?.into_iter().rev().map(|(_, r)| r).collect();
-        done.live = self.import_records(
-            live,
-            "live",
-            "record_json",
-            parse_live,
-            |r| r.environment.started_at,
-            Self::store_live,
-            &mut done.already,
-        )?;
+        done.runs = self.import_records(&runs, &mut done.already)?;
+        let paired: Vec<_> = source.list_paired(usize::MAX >> 1)?.into_iter().rev().map(|(_, r)| r).collect();
+        done.paired = self.import_records(&paired, &mut done.already)?;
+        let live: Vec<_> = source.list_live(usize::MAX >> 1)?.into_iter().rev().map(|(_, r)| r).collect();
+        done.live = self.import_records(&live, &mut done.already)?;
         Ok(done)
     }
 
-    /// Stores each of `records` (oldest first) that `table` does not hold
+    /// Stores each of `records` (oldest first) that its table does not hold
     /// yet; returns how many, and counts the others in `already`.
-    #[allow(clippy::too_many_arguments)] // one per table's column and reader; called three times, here
-    fn import_records<T: serde::Serialize>(
-        &mut self,
-        records: Vec<T>,
-        table: &str,
-        json_column: &str,
-        parse: fn(&str) -> Result<T>,
-        started_at: fn(&T) -> u64,
-        store: fn(&mut History, &T) -> Result<i64>,
-        already: &mut usize,
-    ) -> Result<usize> {
+    fn import_records<T: StoredRecord>(&mut self, records: &[T], already: &mut usize) -> Result<usize> {
         let mut stored = 0;
-        for rec in &records {
-            if self.holds(table, json_column, started_at(rec), rec, parse)? {
+        for rec in records {
+            if self.holds(rec)? {
                 *already += 1;
             } else {
-                store(self, rec)?;
+                T::store(self, rec)?;
                 stored += 1;
             }
         }
@@ -596,18 +562,11 @@ impl History {
     /// reads as the same record once both are read by this bpfbench (a
     /// record stored under an older schema is upgraded first, so its text
     /// differs from the same record's in the current schema).
-    fn holds<T: serde::Serialize>(
-        &self,
-        table: &str,
-        column: &str,
-        started_at: u64,
-        rec: &T,
-        parse: fn(&str) -> Result<T>,
-    ) -> Result<bool> {
+    fn holds<T: StoredRecord>(&self, rec: &T) -> Result<bool> {
         let want = serde_json::to_value(rec)?;
-        let sql = format!("SELECT {column} FROM {table} WHERE started_at = $1");
-        for row in self.query(&sql, &[(started_at as i64).into()])? {
-            if let Ok(stored) = parse(&row.text(0)?)
+        let sql = format!("SELECT {} FROM {} WHERE started_at = $1", T::JSON_COLUMN, T::TABLE);
+        for row in self.query(&sql, &[(rec.environment().started_at as i64).into()])? {
+            if let Ok(stored) = T::parse(&row.text(0)?)
                 && serde_json::to_value(&stored)? == want
             {
                 return Ok(true);
@@ -629,6 +588,40 @@ impl History {
         }
         Ok(named)
     }
+}
+
+/// A kind of record the history keeps in a table of its own, as JSON.
+trait StoredRecord: serde::Serialize + Sized {
+    const TABLE: &'static str;
+    const JSON_COLUMN: &'static str;
+    fn parse(text: &str) -> Result<Self>;
+    fn environment(&self) -> &Environment;
+    fn store(history: &mut History, record: &Self) -> Result<i64>;
+}
+
+/// Each kind's table, JSON column, reader and writer.
+macro_rules! stored_records {
+    ($($record:ty: $table:literal, $column:literal, $parse:expr, $store:path;)*) => {$(
+        impl StoredRecord for $record {
+            const TABLE: &'static str = $table;
+            const JSON_COLUMN: &'static str = $column;
+            fn parse(text: &str) -> Result<Self> {
+                ($parse)(text)
+            }
+            fn environment(&self) -> &Environment {
+                &self.environment
+            }
+            fn store(history: &mut History, record: &Self) -> Result<i64> {
+                $store(history, record)
+            }
+        }
+    )*};
+}
+
+stored_records! {
+    RunRecord: "runs", "report_json", |t| Ok(parse_run(t)?), History::store;
+    PairedRecord: "paired", "record_json", |t| Ok(serde_json::from_str(t)?), History::store_paired;
+    LiveRecord: "live", "record_json", parse_live, History::store_live;
 }
 
 /// How a run's guest is named in its series: "an emulated (TCG) guest of

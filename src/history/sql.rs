@@ -20,31 +20,25 @@ pub enum Value {
     Text(String),
 }
 
-impl From<i64> for Value {
-    fn from(v: i64) -> Value {
-        Value::Int(v)
-    }
+/// Each plain Rust value as the kind it crosses as.
+macro_rules! value_from {
+    ($($t:ty => $kind:ident($convert:expr);)*) => {$(
+        impl From<$t> for Value {
+            fn from(v: $t) -> Value {
+                Value::$kind($convert(v))
+            }
+        }
+    )*};
 }
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
-        Value::Real(v)
-    }
+
+value_from! {
+    i64 => Int(std::convert::identity);
+    f64 => Real(std::convert::identity);
+    &str => Text(str::to_string);
+    String => Text(std::convert::identity);
+    &String => Text(String::clone);
 }
-impl From<&str> for Value {
-    fn from(v: &str) -> Value {
-        Value::Text(v.to_string())
-    }
-}
-impl From<String> for Value {
-    fn from(v: String) -> Value {
-        Value::Text(v)
-    }
-}
-impl From<&String> for Value {
-    fn from(v: &String) -> Value {
-        Value::Text(v.clone())
-    }
-}
+
 impl<T: Into<Value>> From<Option<T>> for Value {
     fn from(v: Option<T>) -> Value {
         v.map_or(Value::Null, Into::into)

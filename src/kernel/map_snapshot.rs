@@ -121,7 +121,7 @@ impl MapSnapshot {
         if self.of_maps {
             return Ok(None);
         }
-        let opts = sys::bpf_map_batch_opts { sz: size_of::<sys::bpf_map_batch_opts>() as _, ..Default::default() };
+        let opts = libbpf_opts!(bpf_map_batch_opts {});
         // The batch token: a hash map's is a bucket (u32), an array's a key.
         let token = self.key_size.max(8);
         let (mut in_batch, mut out_batch) = (vec![0u8; token], vec![0u8; token]);

@@ -14,11 +14,8 @@ pub const NO_PREALLOC: u32 = sys::BPF_F_NO_PREALLOC;
 /// A map of `map_type` named `name`, outside any object, held by the
 /// returned handle only.
 pub fn create(map_type: MapType, name: &str, key_size: u32, value_size: u32, entries: u32) -> Result<MapHandle> {
-    let opts = sys::bpf_map_create_opts {
-        sz: size_of::<sys::bpf_map_create_opts>() as _,
-        map_flags: if map_type == MapType::LpmTrie { NO_PREALLOC } else { 0 },
-        ..Default::default()
-    };
+    let opts =
+        libbpf_opts!(bpf_map_create_opts { map_flags: if map_type == MapType::LpmTrie { NO_PREALLOC } else { 0 } });
     MapHandle::create(map_type, Some(name), key_size, value_size, entries, &opts)
         .with_context(|| format!("creating a {map_type:?} map '{name}' of {entries} entries"))
 }
@@ -29,7 +26,7 @@ pub fn create(map_type: MapType, name: &str, key_size: u32, value_size: u32, ent
 pub fn create_like(like: &MapHandle, name: &str, entries: u32) -> Result<MapHandle> {
     use libbpf_rs::MapCore;
     let info = like.info().with_context(|| format!("reading the BTF of map '{name}'s template"))?;
-    let mut opts = sys::bpf_map_create_opts { sz: size_of::<sys::bpf_map_create_opts>() as _, ..Default::default() };
+    let mut opts = libbpf_opts!(bpf_map_create_opts {});
     let btf = (info.info.btf_id != 0).then(|| {
         // SAFETY: a plain syscall wrapper; a negative result is an error.
         unsafe { sys::bpf_btf_get_fd_by_id(info.info.btf_id) }
@@ -58,7 +55,7 @@ pub fn update_batch(map: BorrowedFd<'_>, keys: &[u8], values: &[u8], count: u32)
     if count == 0 || !keys.len().is_multiple_of(count as usize) || !values.len().is_multiple_of(count as usize) {
         bail!("a batch of {count} entries with {} key and {} value bytes", keys.len(), values.len());
     }
-    let opts = sys::bpf_map_batch_opts { sz: size_of::<sys::bpf_map_batch_opts>() as _, ..Default::default() };
+    let opts = libbpf_opts!(bpf_map_batch_opts {});
     let mut done = count;
     // SAFETY: `keys` and `values` hold `count` entries each, as checked above.
     let rc = unsafe {
@@ -84,7 +81,7 @@ pub fn delete_batch(map: BorrowedFd<'_>, keys: &[u8], count: u32) -> Result<()> 
     if count == 0 || !keys.len().is_multiple_of(count as usize) {
         bail!("a batch of {count} keys in {} bytes", keys.len());
     }
-    let opts = sys::bpf_map_batch_opts { sz: size_of::<sys::bpf_map_batch_opts>() as _, ..Default::default() };
+    let opts = libbpf_opts!(bpf_map_batch_opts {});
     let mut done = count;
     // SAFETY: `keys` holds `count` keys, as checked above.
     let rc = unsafe { sys::bpf_map_delete_batch(map.as_raw_fd(), keys.as_ptr().cast(), &mut done, &opts) };

@@ -19,6 +19,15 @@
 //!   libbpf's messages, kept for errors; [`btf_value`]: values laid out
 //!   by BTF (map entries, globals, kernel structs a test run takes).
 
+/// libbpf's options struct `libbpf_rs::libbpf_sys::$t` as C's LIBBPF_OPTS makes it:
+/// its size in `sz` (how libbpf tells its versions' structs apart), the
+/// fields given, the rest zero.
+macro_rules! libbpf_opts {
+    ($t:ident { $($field:ident: $value:expr),* $(,)? }) => {
+        libbpf_rs::libbpf_sys::$t { sz: std::mem::size_of::<libbpf_rs::libbpf_sys::$t>() as _, $($field: $value,)* ..Default::default() }
+    };
+}
+
 pub mod attach_point;
 pub mod bpf_stats;
 pub mod bpffs;

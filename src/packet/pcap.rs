@@ -113,29 +113,25 @@ mod tests {
 
     #[test]
     fn a_file_cut_inside_a_packet_says_so() {
-        let dir = std::env::temp_dir().join(format!("bpfbench-pcap-cut-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("cut.pcap");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.pcap");
         write(&path, &[&[7u8; 60], &[8u8; 60]]).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
         let e = read(&path).unwrap_err().to_string();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert!(e.contains("the file ends inside packet 2"), "{e}");
         assert!(!e.contains("Error reading bytes"), "{e}");
     }
 
     #[test]
     fn written_packets_read_back_in_order() {
-        let dir = std::env::temp_dir().join(format!("bpfbench-pcap-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.pcap");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.pcap");
         let a = vec![1u8; 60];
         let b = vec![2u8; 1514];
         write(&path, &[&a, &b]).unwrap();
         assert_eq!(read(&path).unwrap(), vec![a, b]);
         std::fs::write(&path, b"not a capture").unwrap();
         assert!(read(&path).unwrap_err().to_string().contains("is not a pcap or pcapng file"));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

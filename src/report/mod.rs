@@ -185,36 +185,25 @@ impl Rendered for ComparisonRecord {
     }
 }
 
-impl Rendered for MatrixRecord {
-    const NAME: &'static str = "a kernel matrix";
-    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
-    fn render_form(&self, format: Format) -> Result<String> {
-        table_json_or_csv(self, format, matrix_table::table, matrix_table::csv)
-    }
+/// The records written as a table, JSON or CSV alone: each its name in an
+/// error, and its table and CSV writers.
+macro_rules! rendered_as_table_json_or_csv {
+    ($($record:ty: $name:literal, $table:path, $csv:path;)*) => {$(
+        impl Rendered for $record {
+            const NAME: &'static str = $name;
+            const FORMATS: &'static [Format] = TABLE_JSON_CSV;
+            fn render_form(&self, format: Format) -> Result<String> {
+                table_json_or_csv(self, format, $table, $csv)
+            }
+        }
+    )*};
 }
 
-impl Rendered for LiveRecord {
-    const NAME: &'static str = "a live run";
-    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
-    fn render_form(&self, format: Format) -> Result<String> {
-        table_json_or_csv(self, format, live_table::render, live_table::csv)
-    }
-}
-
-impl Rendered for GenRecord {
-    const NAME: &'static str = "a gen run";
-    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
-    fn render_form(&self, format: Format) -> Result<String> {
-        table_json_or_csv(self, format, gen_table::summary, gen_table::csv)
-    }
-}
-
-impl Rendered for VerifierReport {
-    const NAME: &'static str = "a verifier report";
-    const FORMATS: &'static [Format] = TABLE_JSON_CSV;
-    fn render_form(&self, format: Format) -> Result<String> {
-        table_json_or_csv(self, format, verifier_table::render, verifier_table::csv)
-    }
+rendered_as_table_json_or_csv! {
+    MatrixRecord: "a kernel matrix", matrix_table::table, matrix_table::csv;
+    LiveRecord: "a live run", live_table::render, live_table::csv;
+    GenRecord: "a gen run", gen_table::summary, gen_table::csv;
+    VerifierReport: "a verifier report", verifier_table::render, verifier_table::csv;
 }
 
 /// Fails with one line unless a run can be written as `format`; `run` and
@@ -261,17 +250,21 @@ mod tests {
         use clap::ValueEnum;
         let all: Vec<String> = Format::value_variants().iter().map(|f| format!("Format::{f:?}")).collect();
         let source = include_str!("mod.rs");
-        let blocks: Vec<&str> = source.split("\nimpl Rendered for ").skip(1).collect();
-        assert!(blocks.len() >= 7, "only {} records read", blocks.len());
-        // The records of tables, JSON and CSV list the shared forms and
-        // refuse the others in the shared renderer.
+        let mut blocks: Vec<&str> = source.split("\nimpl Rendered for ").skip(1).collect();
+        assert!(blocks.len() >= 3, "only {} records read", blocks.len());
+        // The records of tables, JSON and CSV (the macro's) list the shared
+        // forms and refuse the others in the shared renderer.
+        let shared_records = source.split("rendered_as_table_json_or_csv! {\n").nth(1).unwrap();
+        let shared_records = &shared_records[..shared_records.find("\n}").unwrap()];
+        assert!(shared_records.lines().count() >= 4, "the macro's records were not read");
+        blocks.extend(shared_records.lines().map(str::trim));
         let shared_forms = source.split("const TABLE_JSON_CSV: &[Format] = &[").nth(1).unwrap();
         let shared_forms = &shared_forms[..shared_forms.find(']').unwrap()];
         let shared_refusal = source.lines().find(|l| l.contains("=> Err(not_written_as::<R>(format))")).unwrap();
         for block in blocks {
-            let name = block.split_whitespace().next().unwrap();
-            let block = &block[..block.find("\n}\n").unwrap()];
-            let shared = block.contains("= TABLE_JSON_CSV;");
+            let shared = !block.contains('{');
+            let name = block.split([' ', ':']).next().unwrap();
+            let block = if shared { block } else { &block[..block.find("\n}\n").unwrap()] };
             let listed = match shared {
                 true => shared_forms,
                 false => {

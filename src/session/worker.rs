@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::paired::Build;
 use crate::harness::{BatchTiming, LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Variant, Workload};
-use crate::record::{Guest, ScenarioFacts};
+use crate::record::Guest;
 use crate::system::guest::{self, Accelerator, GuestSpec, OutputFolder, PORT_NAME, RunningGuest, what_happened};
 use crate::system::interrupt;
 
@@ -32,16 +32,8 @@ enum Request {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-struct WireScenario {
-    name: String,
-    group: String,
-    description: String,
-    facts: ScenarioFacts,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
 enum Reply {
-    Ready { workload: String, scenarios: Vec<WireScenario> },
+    Ready { workload: String, scenarios: Vec<ScenarioInfo> },
     Unavailable { why: Option<String> },
     Validated(Validation),
     Batch { started_ns: u64, elapsed_ns: u64, iters: u64 },
@@ -69,16 +61,7 @@ fn receive<T: for<'de> Deserialize<'de>>(input: &mut impl BufRead) -> Result<Opt
 pub fn serve(workload: &dyn Workload, cpu: usize, scenarios: &[ScenarioInfo]) -> Result<()> {
     let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
     let (mut input, mut out) = (stdin.lock(), stdout.lock());
-    let wire = scenarios
-        .iter()
-        .map(|s| WireScenario {
-            name: s.name.to_string(),
-            group: s.group.to_string(),
-            description: s.description.to_string(),
-            facts: s.facts.clone(),
-        })
-        .collect();
-    send(&mut out, &Reply::Ready { workload: workload.name().to_string(), scenarios: wire })?;
+    send(&mut out, &Reply::Ready { workload: workload.name().to_string(), scenarios: scenarios.to_vec() })?;
     let find =
         |name: &str| scenarios.iter().find(|s| s.name == name).with_context(|| format!("no scenario '{name}' here"));
     let mut loaded: Option<Box<dyn LoadedWorkload + '_>> = None;
@@ -215,15 +198,6 @@ impl Worker {
                 bail!("{label} did not start as a paired-comparison worker {why}");
             }
         };
-        let scenarios = scenarios
-            .into_iter()
-            .map(|w| ScenarioInfo {
-                name: w.name.into(),
-                group: w.group.into(),
-                description: w.description.into(),
-                facts: w.facts,
-            })
-            .collect();
         Ok(Worker { input, output, label, host, guest: None, workload, scenarios })
     }
 

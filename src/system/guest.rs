@@ -566,7 +566,8 @@ mod tests {
 
     #[test]
     fn the_probes_answer_holds_for_the_boot_it_was_found_in_only() {
-        let file = std::env::temp_dir().join(format!("bpfbench-accel-{}/accelerator", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kept/accelerator");
         assert_eq!(remembered_accelerator(&file, Some("boot-a")), None, "nothing kept yet");
         remember_accelerator(&file, "boot-a", Accelerator::Tcg);
         assert_eq!(remembered_accelerator(&file, Some("boot-a")), Some(Accelerator::Tcg));
@@ -576,6 +577,5 @@ mod tests {
         assert_eq!(remembered_accelerator(&file, Some("boot-b")), Some(Accelerator::Kvm));
         std::fs::write(&file, "boot-b qemu\n").unwrap();
         assert_eq!(remembered_accelerator(&file, Some("boot-b")), None, "an answer it cannot read");
-        let _ = std::fs::remove_dir_all(file.parent().unwrap());
     }
 }

@@ -64,8 +64,7 @@ pub(super) enum State {
     Kill,
     /// One page of anonymous memory, mapped once.
     PageFault {
-        page: MappedPage,
-        len: usize,
+        page: memmap2::MmapMut,
     },
     FunctionCall {
         next: u64,
@@ -83,12 +82,6 @@ const MESSAGE: [u8; 64] = [0x5a; 64];
 
 /// The page-fault trigger's page: a private mapping its state owns and
 /// unmaps.
-pub(super) struct MappedPage(*mut u8);
-
-// SAFETY: only the thread holding the state (firing threads take turns
-// with it) touches the page.
-unsafe impl Send for MappedPage {}
-
 impl State {
     pub(super) fn prepare(kind: &TriggerKind, sockmap: Option<BorrowedFd<'_>>) -> Result<State> {
         Ok(match kind {
@@ -165,21 +158,8 @@ impl State {
             TriggerKind::PageFault => {
                 // SAFETY: sysconf has no preconditions.
                 let len = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-                // SAFETY: a new private anonymous mapping, unmapped on drop.
-                let page = unsafe {
-                    libc::mmap(
-                        std::ptr::null_mut(),
-                        len,
-                        libc::PROT_READ | libc::PROT_WRITE,
-                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                        -1,
-                        0,
-                    )
-                };
-                if page == libc::MAP_FAILED {
-                    bail!("mapping a page for the page-fault trigger: {}", std::io::Error::last_os_error());
-                }
-                State::PageFault { page: MappedPage(page.cast()), len }
+                let page = memmap2::MmapMut::map_anon(len).context("mapping a page for the page-fault trigger")?;
+                State::PageFault { page }
             }
             TriggerKind::Command(argv) => {
                 if argv.is_empty() {
@@ -325,16 +305,15 @@ impl State {
                     }
                 }
             }
-            State::PageFault { page, len } => {
+            State::PageFault { page } => {
                 for i in 0..events {
-                    // SAFETY: the page this state mapped. Given back, its next
-                    // write faults a zeroed page in: exactly one fault an event.
-                    unsafe {
-                        if libc::madvise(page.0.cast(), *len, libc::MADV_DONTNEED) != 0 {
-                            bail!("madvise(MADV_DONTNEED): {}", std::io::Error::last_os_error());
-                        }
-                        std::ptr::write_volatile(page.0, i as u8);
-                    }
+                    // SAFETY: the page this state mapped, which nothing else
+                    // reads. Given back, its next write faults a zeroed page
+                    // in: exactly one fault an event.
+                    unsafe { page.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) }
+                        .context("madvise(MADV_DONTNEED)")?;
+                    // SAFETY: the page's first byte, in the mapping.
+                    unsafe { std::ptr::write_volatile(page.as_mut_ptr(), i as u8) };
                 }
             }
             State::FunctionCall { next } => {
@@ -377,10 +356,6 @@ impl Drop for State {
         match self {
             State::OpenClose { path } | State::Stat { path } => {
                 let _ = std::fs::remove_file(path);
-            }
-            State::PageFault { page, len } => {
-                // SAFETY: the mapping this state made, unmapped once.
-                unsafe { libc::munmap(page.0.cast(), *len) };
             }
             State::PingPong { to_peer, peer, .. } => {
                 // The peer's read ends when its pipe has no writer left.

@@ -363,43 +363,42 @@ fn sign_extend(v: u64, bits: usize) -> u64 {
     (((v << shift) as i64) >> shift) as u64
 }
 
+/// The arithmetic both widths share, on `$d` and `$s` as `$u` (and `$i`
+/// where signed), shifts masked to the width; None for MOV and END, whose
+/// rules differ by width, and for an unknown operation.
+macro_rules! arith {
+    ($op:expr, $signed:expr, $d:expr, $s:expr, $u:ty, $i:ty) => {{
+        let (d, s) = ($d as $u, $s as $u);
+        let shift = s & (<$u>::BITS as $u - 1);
+        match $op {
+            ADD => Some(d.wrapping_add(s)),
+            SUB => Some(d.wrapping_sub(s)),
+            MUL => Some(d.wrapping_mul(s)),
+            // Division by zero gives 0, modulo by zero the dividend (the BPF ISA).
+            DIV if $signed => Some(if s == 0 { 0 } else { (d as $i).wrapping_div(s as $i) as $u }),
+            DIV => Some(d.checked_div(s).unwrap_or(0)),
+            MOD if $signed => Some(if s == 0 { d } else { (d as $i).wrapping_rem(s as $i) as $u }),
+            MOD => Some(d.checked_rem(s).unwrap_or(d)),
+            OR => Some(d | s),
+            AND => Some(d & s),
+            XOR => Some(d ^ s),
+            LSH => Some(d << shift),
+            RSH => Some(d >> shift),
+            ARSH => Some(((d as $i) >> shift) as $u),
+            NEG => Some((d as $i).wrapping_neg() as $u),
+            _ => None,
+        }
+    }};
+}
+
 /// One ALU operation; 32-bit ones work on the low halves and zero-extend.
 pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_reg: bool) -> Result<u64, String> {
     let signed = off == 1;
     if wide {
+        if let Some(v) = arith!(op, signed, d, s, u64, i64) {
+            return Ok(v);
+        }
         Ok(match op {
-            ADD => d.wrapping_add(s),
-            SUB => d.wrapping_sub(s),
-            MUL => d.wrapping_mul(s),
-            DIV if signed => {
-                if s == 0 {
-                    0
-                } else {
-                    (d as i64).wrapping_div(s as i64) as u64
-                }
-            }
-            DIV => d.checked_div(s).unwrap_or(0),
-            MOD if signed => {
-                if s == 0 {
-                    d
-                } else {
-                    (d as i64).wrapping_rem(s as i64) as u64
-                }
-            }
-            MOD => {
-                if s == 0 {
-                    d
-                } else {
-                    d % s
-                }
-            }
-            OR => d | s,
-            AND => d & s,
-            XOR => d ^ s,
-            LSH => d << (s & 63),
-            RSH => d >> (s & 63),
-            ARSH => ((d as i64) >> (s & 63)) as u64,
-            NEG => (d as i64).wrapping_neg() as u64,
             MOV => match off {
                 0 => s,
                 8 | 16 | 32 if from_reg => sign_extend(s, off as usize),
@@ -415,49 +414,19 @@ pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_r
             _ => return Err("unknown ALU operation".into()),
         })
     } else {
-        let (d32, s32) = (d as u32, s as u32);
-        let v: u32 = match op {
-            ADD => d32.wrapping_add(s32),
-            SUB => d32.wrapping_sub(s32),
-            MUL => d32.wrapping_mul(s32),
-            DIV if signed => {
-                if s32 == 0 {
-                    0
-                } else {
-                    (d32 as i32).wrapping_div(s32 as i32) as u32
-                }
-            }
-            DIV => d32.checked_div(s32).unwrap_or(0),
-            MOD if signed => {
-                if s32 == 0 {
-                    d32
-                } else {
-                    (d32 as i32).wrapping_rem(s32 as i32) as u32
-                }
-            }
-            MOD => {
-                if s32 == 0 {
-                    d32
-                } else {
-                    d32 % s32
-                }
-            }
-            OR => d32 | s32,
-            AND => d32 & s32,
-            XOR => d32 ^ s32,
-            LSH => d32 << (s32 & 31),
-            RSH => d32 >> (s32 & 31),
-            ARSH => ((d32 as i32) >> (s32 & 31)) as u32,
-            NEG => (d32 as i32).wrapping_neg() as u32,
+        if let Some(v) = arith!(op, signed, d, s, u32, i32) {
+            return Ok(u64::from(v));
+        }
+        match op {
             MOV => match off {
-                0 => s32,
-                8 | 16 if from_reg => sign_extend(u64::from(s32), off as usize) as u32,
-                _ => return Err(format!("mov32 with offset {off}")),
+                0 => Ok(u64::from(s as u32)),
+                8 | 16 if from_reg => Ok(u64::from(sign_extend(s & 0xffff_ffff, off as usize) as u32)),
+                _ => Err(format!("mov32 with offset {off}")),
             },
             END => {
                 // Source bit set: to big-endian (a swap on this little-endian host); clear: to little-endian (a truncation).
                 let to_be = from_reg;
-                return match (imm, to_be) {
+                match (imm, to_be) {
                     (16, true) => Ok(u64::from((d as u16).swap_bytes())),
                     (32, true) => Ok(u64::from((d as u32).swap_bytes())),
                     (64, true) => Ok(d.swap_bytes()),
@@ -465,11 +434,10 @@ pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_r
                     (32, false) => Ok(u64::from(d as u32)),
                     (64, false) => Ok(d),
                     _ => Err(format!("byte swap of {imm} bits")),
-                };
+                }
             }
-            _ => return Err("unknown ALU operation".into()),
-        };
-        Ok(u64::from(v))
+            _ => Err("unknown ALU operation".into()),
+        }
     }
 }
 

@@ -311,10 +311,8 @@ mod tests {
     #[test]
     fn a_target_is_found_alike_whatever_the_registry_order() {
         let objects = concat!(env!("OUT_DIR"), "/test-objects");
-        let empty = std::env::temp_dir().join(format!("bpfbench-empty-{}", std::process::id()));
-        std::fs::create_dir_all(&empty).unwrap();
-        let tests_only = std::env::temp_dir().join(format!("bpfbench-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&tests_only).unwrap();
+        let (empty, tests_only) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (empty, tests_only) = (empty.path(), tests_only.path());
         std::fs::copy(format!("{objects}/tc_framework_tests.bpf.o"), tests_only.join("tc_framework_tests.o")).unwrap();
         let cases = [
             ("xdp-lb".to_string(), &xdp_lb::REGISTRATION),
@@ -333,7 +331,5 @@ mod tests {
                 assert!(std::ptr::eq(got, want), "{target}: found {}, not {}", got.about, want.about);
             }
         }
-        std::fs::remove_dir_all(&empty).unwrap();
-        std::fs::remove_dir_all(&tests_only).unwrap();
     }
 }

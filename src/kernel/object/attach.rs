@@ -106,28 +106,15 @@ impl ObjectFile {
                 AttachPoint::Trampoline { side: TrampolineSide::Lsm, .. } => sys::bpf_program__attach_lsm(p),
                 AttachPoint::Trampoline { .. } => sys::bpf_program__attach_trace(p),
                 AttachPoint::Kprobe { func, offset, ret } => {
-                    let opts = sys::bpf_kprobe_opts {
-                        sz: std::mem::size_of::<sys::bpf_kprobe_opts>() as _,
-                        offset: *offset as _,
-                        retprobe: *ret,
-                        ..Default::default()
-                    };
+                    let opts = libbpf_opts!(bpf_kprobe_opts { offset: *offset as _, retprobe: *ret });
                     sys::bpf_program__attach_kprobe_opts(p, c(func)?.as_ptr(), &opts)
                 }
                 AttachPoint::KprobeMulti { pattern, ret } => {
-                    let opts = sys::bpf_kprobe_multi_opts {
-                        sz: std::mem::size_of::<sys::bpf_kprobe_multi_opts>() as _,
-                        retprobe: *ret,
-                        ..Default::default()
-                    };
+                    let opts = libbpf_opts!(bpf_kprobe_multi_opts { retprobe: *ret });
                     sys::bpf_program__attach_kprobe_multi_opts(p, c(pattern)?.as_ptr(), &opts)
                 }
                 AttachPoint::Ksyscall { name, ret } => {
-                    let opts = sys::bpf_ksyscall_opts {
-                        sz: std::mem::size_of::<sys::bpf_ksyscall_opts>() as _,
-                        retprobe: *ret,
-                        ..Default::default()
-                    };
+                    let opts = libbpf_opts!(bpf_ksyscall_opts { retprobe: *ret });
                     sys::bpf_program__attach_ksyscall(p, c(name)?.as_ptr(), &opts)
                 }
                 AttachPoint::Uprobe { target, ret } => {
@@ -136,12 +123,7 @@ impl ObjectFile {
                         None => (ctx.own_binary, ctx.own_function),
                     };
                     let func = c(func)?;
-                    let opts = sys::bpf_uprobe_opts {
-                        sz: std::mem::size_of::<sys::bpf_uprobe_opts>() as _,
-                        retprobe: *ret,
-                        func_name: func.as_ptr(),
-                        ..Default::default()
-                    };
+                    let opts = libbpf_opts!(bpf_uprobe_opts { retprobe: *ret, func_name: func.as_ptr() });
                     let binary = c(&binary.to_string_lossy())?;
                     sys::bpf_program__attach_uprobe_opts(p, -1, binary.as_ptr(), 0, &opts)
                 }

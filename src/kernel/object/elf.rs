@@ -48,7 +48,7 @@ pub(super) fn c_str(d: &[u8], at: usize) -> Result<String> {
     Ok(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Section {
     pub(super) name: u32,
     pub(super) kind: u32,
@@ -218,6 +218,25 @@ impl Elf {
             })
             .collect()
     }
+}
+
+/// Puts `bytes` at the end of `out` as section `at`, or, where there is
+/// none, as the section `new` describes (its offset and size filled in);
+/// returns the section's index.
+pub(super) fn put_section(
+    out: &mut Vec<u8>,
+    sections: &mut Vec<Section>,
+    at: Option<usize>,
+    new: impl FnOnce() -> Section,
+    bytes: &[u8],
+) -> usize {
+    let i = at.unwrap_or_else(|| {
+        sections.push(new());
+        sections.len() - 1
+    });
+    sections[i].offset = append_aligned(out, bytes);
+    sections[i].size = bytes.len() as u64;
+    i
 }
 
 /// `bytes` appended to a mended image at the next 8-byte boundary; where they start.

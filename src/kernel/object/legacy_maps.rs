@@ -78,24 +78,9 @@ pub fn mend(data: &[u8]) -> Result<Option<(Vec<u8>, Vec<String>)>> {
     s.offset = append_aligned(&mut out, &vec![0u8; size as usize]);
     s.size = size;
     s.align = 8;
-    let btf_offset = append_aligned(&mut out, &btf);
-    match btf_at {
-        Some(i) => {
-            sections[i].offset = btf_offset;
-            sections[i].size = btf.len() as u64;
-        }
-        None => sections.push(Section {
-            name: btf_name.expect("named above"),
-            kind: SHT_PROGBITS,
-            flags: 0,
-            offset: btf_offset,
-            size: btf.len() as u64,
-            link: 0,
-            info: 0,
-            align: 4,
-            entsize: 0,
-        }),
-    }
+    let btf_section =
+        || Section { name: btf_name.expect("named above"), kind: SHT_PROGBITS, align: 4, ..Section::default() };
+    put_section(&mut out, &mut sections, btf_at, btf_section, &btf);
     sections[shstrtab].offset = append_aligned(&mut out, &names);
     sections[shstrtab].size = names.len() as u64;
     append_section_headers(&mut out, &sections)?;

@@ -367,45 +367,26 @@ impl<'d> Mend<'d> {
             names.push(0);
             at
         };
-        let text = match self.text {
-            Some(t) => t,
-            None => {
-                sections.push(Section {
-                    name: name(&mut names, ".text"),
-                    kind: SHT_PROGBITS,
-                    flags: SHF_ALLOC | SHF_EXECINSTR,
-                    offset: 0,
-                    size: 0,
-                    link: 0,
-                    info: 0,
-                    align: 8,
-                    entsize: 0,
-                });
-                sections.len() - 1
-            }
+        let text_section = || Section {
+            name: name(&mut names, ".text"),
+            kind: SHT_PROGBITS,
+            flags: SHF_ALLOC | SHF_EXECINSTR,
+            align: 8,
+            ..Section::default()
         };
-        sections[text].offset = append_aligned(&mut out, &self.text_bytes);
-        sections[text].size = self.text_bytes.len() as u64;
+        let text = put_section(&mut out, &mut sections, self.text, text_section, &self.text_bytes);
         let rel_bytes: Vec<u8> = self.rel_text_entries.iter().flat_map(Rel::bytes).collect();
-        let rel_text = match self.rel_text {
-            Some(r) => r,
-            None => {
-                sections.push(Section {
-                    name: name(&mut names, ".rel.text"),
-                    kind: SHT_REL,
-                    flags: SHF_INFO_LINK,
-                    offset: 0,
-                    size: 0,
-                    link: self.symtab as u32,
-                    info: text as u32,
-                    align: 8,
-                    entsize: REL_SIZE as u64,
-                });
-                sections.len() - 1
-            }
+        let rel_text_section = || Section {
+            name: name(&mut names, ".rel.text"),
+            kind: SHT_REL,
+            flags: SHF_INFO_LINK,
+            link: self.symtab as u32,
+            info: text as u32,
+            align: 8,
+            entsize: REL_SIZE as u64,
+            ..Section::default()
         };
-        sections[rel_text].offset = append_aligned(&mut out, &rel_bytes);
-        sections[rel_text].size = rel_bytes.len() as u64;
+        put_section(&mut out, &mut sections, self.rel_text, rel_text_section, &rel_bytes);
         for (r, entries) in redirected.iter().filter(|(r, _)| Some(*r) != self.rel_text) {
             let bytes: Vec<u8> = entries.iter().flat_map(Rel::bytes).collect();
             sections[*r].offset = append_aligned(&mut out, &bytes);

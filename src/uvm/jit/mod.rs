@@ -69,44 +69,23 @@ pub enum LookupPlan {
     Direct { map: u64, cpu: u64 },
 }
 
-/// Machine code in an executable mapping.
-struct Code {
-    ptr: *mut u8,
-    len: usize,
-}
+/// Machine code in an executable mapping (private, anonymous, read and
+/// execute once written; unmapped on drop).
+struct Code(memmap2::Mmap);
 
 impl Code {
     fn new(bytes: &[u8]) -> std::io::Result<Code> {
-        let len = bytes.len().max(1);
-        // SAFETY: a fresh private anonymous mapping, written and then made
-        // read-and-execute; it is unmapped on drop.
-        unsafe {
-            let ptr = libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if ptr == libc::MAP_FAILED {
-                return Err(std::io::Error::last_os_error());
-            }
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.cast(), bytes.len());
-            if libc::mprotect(ptr, len, libc::PROT_READ | libc::PROT_EXEC) != 0 {
-                let e = std::io::Error::last_os_error();
-                libc::munmap(ptr, len);
-                return Err(e);
-            }
-            Ok(Code { ptr: ptr.cast(), len })
-        }
+        let mut map = memmap2::MmapMut::map_anon(bytes.len().max(1))?;
+        map[..bytes.len()].copy_from_slice(bytes);
+        Ok(Code(map.make_exec()?))
     }
-}
 
-impl Drop for Code {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    fn ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -154,22 +133,22 @@ impl JitProgram {
     pub unsafe fn call(&mut self, ctx: u64) -> u64 {
         *self.may_goto_left = MAY_GOTO_BUDGET;
         // SAFETY: the code follows the C calling convention (see the module docs).
-        let f: extern "C" fn(u64) -> u64 = unsafe { std::mem::transmute(self.code.ptr) };
+        let f: extern "C" fn(u64) -> u64 = unsafe { std::mem::transmute(self.code.ptr()) };
         f(ctx)
     }
 
     /// Where a tail call into this program lands.
     pub fn tail_entry(&mut self) -> calls::TailEntry {
-        calls::TailEntry { code: self.code.ptr as u64, may_goto_left: &mut *self.may_goto_left }
+        calls::TailEntry { code: self.code.ptr() as u64, may_goto_left: &mut *self.may_goto_left }
     }
 
     pub fn code_bytes(&self) -> usize {
-        self.code.len
+        self.code.len()
     }
 
     /// The addresses [start, end) of the compiled code.
     pub fn code_range(&self) -> (u64, u64) {
-        (self.code.ptr as u64, self.code.ptr as u64 + self.code.len as u64)
+        (self.code.ptr() as u64, self.code.ptr() as u64 + self.code.len() as u64)
     }
 
     /// The instruction whose code holds address `addr`, if it is in this

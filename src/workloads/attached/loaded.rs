@@ -5,10 +5,10 @@
 
 use std::os::fd::BorrowedFd;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::{Attachable, AttachedBench};
-use crate::attached::{EmptyOnHook, SlowdownPlan, Triggers, judge_runs, measure_slowdown, runs_during};
+use crate::attached::{EmptyOnHook, SlowdownPlan, Triggers, judge_runs, measure_slowdown, runs_during, time_events};
 use crate::harness::{
     BatchTiming, HookBatch, LoadedWorkload, NotRunnable, OverheadKey, PreparedScenario, ScenarioInfo, Validation,
     Variant,
@@ -443,13 +443,7 @@ impl PreparedScenario for AttachedScenario<'_, '_> {
             Variant::Body => l.object.prog_fd(&p.name)?,
             Variant::Overhead => l.empties[self.program].as_ref().expect("attached above").fd()?,
         };
-        let started_ns = crate::system::monotonic_ns();
-        let trigger = l.triggers.get(&kind)?;
-        let counted = runs_during(&[fd], || trigger.fire(u64::from(iters)))?[0];
-        if counted.run_cnt == 0 {
-            bail!("{iters} events of {} gave '{}' no run", kind.describe(), p.name);
-        }
-        Ok(BatchTiming { started_ns, elapsed_ns: counted.run_time_ns, iters: counted.run_cnt })
+        time_events(fd, &p.name, &mut l.triggers, &kind, iters)
     }
 
     /// The trigger's `iters` events with this program alone attached, the

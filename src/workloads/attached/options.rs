@@ -72,20 +72,14 @@ impl AttachedSetup {
             (None, false) => bail!("a command after -- is a trigger: write --trigger -- {}", args.command.join(" ")),
             (None, true) => None,
         };
-        let name_value = |flag: &str, s: &String| -> Result<(String, PathBuf)> {
-            match s.split_once('=') {
-                Some((n, v)) if !n.is_empty() && !v.is_empty() => Ok((n.to_string(), PathBuf::from(v))),
-                _ => bail!("{flag} expects NAME=FILE, got '{s}'"),
-            }
-        };
         let file = object.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         Ok(AttachedSetup {
             name: file.trim_end_matches(".o").trim_end_matches(".bpf").to_string(),
             object: object.to_path_buf(),
             program: args.load.program.clone(),
-            maps: args.load.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
-            pins: args.load.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
-            globals: args.load.globals.iter().map(|g| GlobalValue::parse(g)).collect::<Result<_>>()?,
+            maps: args.load.map_files()?,
+            pins: args.load.map_pins()?,
+            globals: args.load.global_values()?,
             program_type: args.load.program_type,
             attach: args.attach.clone(),
             trigger,

@@ -317,12 +317,11 @@ mod tests {
 
     #[test]
     fn a_folder_of_specs_is_claimed_and_one_without_is_not() {
-        let dir = std::env::temp_dir().join(format!("bpfbench-corpus-claim-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        assert!(!holds_specs(&dir), "an empty folder holds no specs");
+        let folder = tempfile::tempdir().unwrap();
+        let dir = folder.path();
+        assert!(!holds_specs(dir), "an empty folder holds no specs");
         std::fs::write(dir.join("a.toml"), "object = \"a.bpf.o\"\n").unwrap();
-        assert!(holds_specs(&dir));
+        assert!(holds_specs(dir));
         assert!(!holds_specs(&dir.join("a.toml")), "a spec file is the object workload's");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

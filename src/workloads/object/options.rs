@@ -90,6 +90,23 @@ pub struct LoadArgs {
     pub program_type: Option<ProgKind>,
 }
 
+impl LoadArgs {
+    /// --map's (map, JSON file) pairs.
+    pub fn map_files(&self) -> Result<Vec<(String, PathBuf)>> {
+        self.maps.iter().map(|m| name_value("--map", m)).collect()
+    }
+
+    /// --map-pin's (map, pinned path) pairs.
+    pub fn map_pins(&self) -> Result<Vec<(String, PathBuf)>> {
+        self.pins.iter().map(|m| name_value("--map-pin", m)).collect()
+    }
+
+    /// --global's values.
+    pub fn global_values(&self) -> Result<Vec<GlobalValue>> {
+        self.globals.iter().map(|g| GlobalValue::parse(g)).collect()
+    }
+}
+
 // How `bpfbench verifier` opens objects: as `run` would.
 #[derive(Debug, Args, Clone, Default)]
 pub struct VerifierArgs {
@@ -265,9 +282,9 @@ impl ObjectSetup {
             project: None,
             build: None,
             program: args.load.program.clone(),
-            maps: args.load.maps.iter().map(|m| name_value("--map", m)).collect::<Result<_>>()?,
-            pins: args.load.pins.iter().map(|m| name_value("--map-pin", m)).collect::<Result<_>>()?,
-            globals: args.load.globals.iter().map(|g| GlobalValue::parse(g)).collect::<Result<_>>()?,
+            maps: args.load.map_files()?,
+            pins: args.load.map_pins()?,
+            globals: args.load.global_values()?,
             tail_calls: args
                 .load
                 .tail_calls

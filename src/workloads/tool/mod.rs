@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::{Args, FromArgMatches};
 
-use crate::attached::{EmptyOnHook, Triggers, judge_runs, runs_during};
+use crate::attached::{EmptyOnHook, Triggers, judge_runs, runs_during, time_events};
 use crate::harness::{
     BatchTiming, LoadedWorkload, NotRunnable, OverheadKey, PreparedScenario, ScenarioInfo, Validation, Variant,
     Workload,
@@ -607,13 +607,7 @@ impl PreparedScenario for ToolScenario<'_, '_> {
             Variant::Body => l.running.iter().find(|r| r.name == p.name).context("program running")?.fd(),
             Variant::Overhead => l.empties[self.program].as_ref().expect("loaded").fd()?,
         };
-        let started_ns = crate::system::monotonic_ns();
-        let trigger = l.triggers.get(&p.trigger)?;
-        let counted = runs_during(&[fd], || trigger.fire(u64::from(iters)))?[0];
-        if counted.run_cnt == 0 {
-            bail!("{iters} events of {} gave '{}' no run", p.trigger.describe(), p.name);
-        }
-        Ok(BatchTiming { started_ns, elapsed_ns: counted.run_time_ns, iters: counted.run_cnt })
+        time_events(fd, &p.name, &mut l.triggers, &p.trigger, iters)
     }
 
     fn batch_cap(&self) -> Option<u32> {
