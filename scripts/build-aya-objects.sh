@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rebuilds the Aya test objects (tests/objects/aya/) from examples/aya/ as
 # Aya builds them: aya-ebpf with #[map] (0.1.1, legacy 'maps' section) and
-# #[btf_map] (0.2.1, '.maps'), bpf-linker with --btf. The objects are kept
-# in the tree, so tests and CI never need this toolchain.
+# #[btf_map] (0.2.1, '.maps'), bpf-linker with --btf; and with
+# fun-xdp's fibonacci feature (13 values matched) and its fib-loop (the
+# regression the Aya guide catches). The objects are kept in the tree, so
+# tests and CI never need this toolchain.
 #
 # The toolchain, on Debian 12: Debian 13's rustc 1.85 (LLVM 19), cargo and
 # rust-src, fetched with apt-get download from a trixie entry of this
@@ -37,14 +39,19 @@ LLVM_SYS_191_PREFIX=/usr/lib/llvm-19 cargo install -q bpf-linker --version 0.9.1
 export PATH="$work/root/usr/bin:$work/bpf-linker/bin:/usr/bin:/bin" RUSTC="$work/root/usr/bin/rustc"
 export CARGO_HOME="$work/cargo-home" RUSTC_BOOTSTRAP=1
 export RUSTFLAGS="-C linker=bpf-linker -C debuginfo=2 -C link-arg=--btf"
-features=(-Zprofile-rustflags
+unstable=(-Zprofile-rustflags
   --config 'profile.release.package.aya-build.rustflags=["-Zcrate-attr=feature(let_chains)","-Zcrate-attr=feature(os_str_display)"]'
   --config 'profile.release.package.aya-ebpf.rustflags=["-Zcrate-attr=feature(unsigned_is_multiple_of)","-Zcrate-attr=feature(integer_sign_cast)"]')
-for style in map btf-map; do
-  dir="$here/examples/aya/fun-xdp"
-  [ "$style" = btf-map ] && dir="$here/examples/aya/fun-xdp-btf"
-  (cd "$dir" && cargo build -q --locked --ignore-rust-version -Z build-std=core "${features[@]}" \
-    --target bpfel-unknown-none --release --target-dir "$work/target-$style")
-  cp "$work/target-$style/bpfel-unknown-none/release/$(basename "$dir")" "$here/tests/objects/aya/fun-xdp-$style.o"
-  echo "built tests/objects/aya/fun-xdp-$style.o"
-done
+# OBJECT CRATE [FEATURES]: each object from its crate, as cargo builds it.
+while read -r object crate crate_features; do
+  dir="$here/examples/aya/$crate"
+  (cd "$dir" && cargo build -q --locked --ignore-rust-version -Z build-std=core "${unstable[@]}" \
+    ${crate_features:+--features "$crate_features"} --target bpfel-unknown-none --release --target-dir "$work/target-$object")
+  cp "$work/target-$object/bpfel-unknown-none/release/$crate" "$here/tests/objects/aya/$object.o"
+  echo "built tests/objects/aya/$object.o"
+done <<'OBJECTS'
+fun-xdp-map fun-xdp
+fun-xdp-btf-map fun-xdp-btf
+fun-xdp-fib fun-xdp fibonacci
+fun-xdp-fib-loop fun-xdp fib-loop
+OBJECTS

@@ -30,10 +30,11 @@ fi
 # report in the report's test (headless); linux-source-6.12 is the kernel tree
 # whose selftests' programs the corpus builds (examples/corpus/build.sh --linux);
 # libbpf-tools are the tools `bpfbench overhead` and the corpus measure as they run.
-# llvm-19's llvm-objcopy strips an object's BTF in the legacy-maps test.
+# llvm-19's llvm-objcopy strips an object's BTF in the legacy-maps test;
+# python3-jsonschema checks BMF documents against Bencher's schema.
 packages=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core bpftool)
 if [ "$mode" = test ]; then
-  packages+=(qemu-system-x86 kmod busybox-static postgresql chromium linux-source-6.12 libbpf-tools)
+  packages+=(qemu-system-x86 kmod busybox-static postgresql chromium linux-source-6.12 libbpf-tools python3-jsonschema)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -306,6 +306,12 @@ fn sandbox() -> common::TempDir {
     let aya = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya/fun-xdp-map.o");
     std::fs::copy(aya, dir.join("fun-xdp-map.o")).unwrap();
     std::fs::write(dir.join("buzz.json"), r#"[{"key": "0f00000a", "value": "02000000"}]"#).unwrap();
+    // The Aya guide's two builds and the entry it expects of them.
+    for build in ["fun-xdp-fib.o", "fun-xdp-fib-loop.o"] {
+        let aya = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya").join(build);
+        std::fs::copy(aya, dir.join(build)).unwrap();
+    }
+    std::fs::write(dir.join("fibonacci.json"), r#"[{"key": "e901000a", "value": "04000000"}]"#).unwrap();
     // The verdict own-program.md's legacy-maps example fills in.
     std::fs::write(dir.join("drop.json"), r#"[{"key": "00000000", "value": "01000000"}]"#).unwrap();
     dir

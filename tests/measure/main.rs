@@ -8,6 +8,7 @@
 mod common;
 
 mod attached;
+mod aya;
 mod corpus;
 mod framework_tests;
 mod inline;

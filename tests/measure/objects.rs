@@ -16,7 +16,7 @@ use common::{Bpffs, bpfbench, object, stderr, stdout, temp_dir};
 use serde_json::{Value, json};
 
 /// `bpfbench run ARGS --samples 5 --no-store --format json`: (exit code, results, stderr).
-fn run_json(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
+pub(crate) fn run_json(args: &[&str]) -> (Option<i32>, Vec<Value>, String) {
     let mut all: Vec<&str> = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--samples", "5", "--batch-ms", "2", "--no-store", "--format", "json"]);
@@ -368,48 +368,6 @@ fn legacy_map_definitions_are_read_as_btf_defined_maps_in_both_runtimes() {
         }
         assert_eq!(std::fs::read(file).unwrap(), before, "{file} was changed");
     }
-}
-
-#[test]
-fn aya_objects_in_both_map_styles_validate_their_map_entry_and_are_timed_in_both_runtimes() {
-    let _machine = common::machine();
-    let dir = temp_dir("aya");
-    // Built by aya-ebpf and bpf-linker (scripts/build-aya-objects.sh): with
-    // #[map] (a legacy 'maps' section) and #[btf_map] ('.maps'); and the same
-    // logic in C. 10.0.0.15 is a Buzz (2): divisible by 5, not by 3.
-    let aya = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya");
-    let (map, btf_map) = (aya.join("fun-xdp-map.o"), aya.join("fun-xdp-btf-map.o"));
-    let buzz = dir.join("buzz.json");
-    std::fs::write(&buzz, r#"[{"key": "0f00000a", "value": "02000000"}]"#).unwrap();
-    let expect = format!("SOURCES={}", buzz.display());
-    let packet = "eth/ipv4(src=10.0.0.15)/udp";
-    let c = object("fun_xdp.bpf.o");
-    for file in [map.to_str().unwrap(), btf_map.to_str().unwrap(), c.as_str()] {
-        for runtime in ["kernel", "user"] {
-            let args =
-                [file, "--packet", packet, "--runtime", runtime, "--expect", "XDP_PASS", "--expect-map", &expect];
-            let (code, results, err) = run_json(&args);
-            assert_eq!(code, Some(0), "{file} {runtime}: {err}");
-            let r = &results[0];
-            assert_eq!(r["verdict"], "XDP_PASS", "{r}");
-            assert!(r["figure"]["summary"]["median"].as_f64().unwrap() > 1.0, "{r}");
-            if runtime == "kernel" {
-                assert_eq!(r["timing"]["mode"], "in-bpf", "{file}: {r}");
-            }
-        }
-    }
-    // A Fizz expected of a Buzz fails validation, naming the entry.
-    let fizz = dir.join("fizz.json");
-    std::fs::write(&fizz, r#"[{"key": "0f00000a", "value": "01000000"}]"#).unwrap();
-    let (code, results, err) =
-        run_json(&[map.to_str().unwrap(), "--packet", packet, "--expect-map", &format!("SOURCES={}", fizz.display())]);
-    assert_eq!(code, Some(1), "{err}");
-    let said = format!("{err}{}", results.first().map(|r| r["error"].to_string()).unwrap_or_default());
-    assert!(said.contains("expected 01000000, got 02000000"), "{said}");
-    // The two map styles, paired: the same program either way.
-    let o = bpfbench(&["ab", map.to_str().unwrap(), btf_map.to_str().unwrap(), "--packet", packet, "--no-store"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("fun-xdp-map/fun_xdp"), "{}", stdout(&o));
 }
 
 #[test]
