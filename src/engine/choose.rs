@@ -189,7 +189,10 @@ fn restore_plan(program: &Program<'_>, input: &Input<'_>, options: Options<'_>) 
 /// chain"): N/A where the runtime lacks what the path needs (a helper, a
 /// map type), a failure otherwise.
 fn not_in_user_runtime(case: &str, what: &str, e: anyhow::Error) -> anyhow::Error {
-    let why = format!("case {case}: cannot run{what} in the userspace runtime: {e:#}");
+    let why = format!(
+        "case {case}: cannot run{what} in the userspace runtime: {reason}",
+        reason = crate::record::error_line(&e)
+    );
     if crate::uvm::lacks(&e) { crate::harness::NotRunnable(why).into() } else { anyhow::anyhow!(why) }
 }
 
@@ -262,7 +265,9 @@ fn spliced<'a>(
     let s = match built {
         Ok(s) => s,
         Err(e) if runtime == Runtime::User => return Err(not_in_user_runtime(options.case, "", e)),
-        Err(e) if let Some(forced) = options.forced => bail!("case {}: --timing-mode {forced}: {e:#}", options.case),
+        Err(e) if let Some(forced) = options.forced => {
+            bail!("case {}: --timing-mode {forced}: {reason}", options.case, reason = crate::record::error_line(&e))
+        }
         Err(e) => {
             let mut because = PerCallBecause::of_error(&e);
             if because.reason.contains("another output") && splice::encapsulates_for_good(program.insns) {

@@ -83,7 +83,7 @@ impl PerCallBecause {
             }
             said.push(cause.to_string());
         }
-        let text = format!("{e:#}");
+        let text = crate::record::error_line(e);
         PerCallBecause::new(text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" "))
     }
 

@@ -387,7 +387,9 @@ impl Runner {
             match self.measure(prepared.as_mut(), &s.name) {
                 Ok(m) => rec.figure = Some(Figure::Time(m)),
                 Err(e) if e.is::<Interrupted>() => return None,
-                Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
+                Err(e) => {
+                    rec.error = Some(format!("measurement failed: {reason}", reason = crate::record::error_line(&e)))
+                }
             }
         }
         Some(rec)
@@ -432,7 +434,7 @@ impl Runner {
             Some(Err(e)) if e.is::<Interrupted>() => false,
             Some(Err(e)) => {
                 let p = pending.as_mut().expect("inserted above");
-                p.rec.error = Some(format!("measurement failed: {e:#}"));
+                p.rec.error = Some(format!("measurement failed: {reason}", reason = crate::record::error_line(&e)));
                 p.sampled = None;
                 true
             }
@@ -447,7 +449,9 @@ impl Runner {
         if let Some(sampled) = sampled.filter(|s| !s.samples.is_empty()) {
             match self.finish(sampled) {
                 Ok(m) => rec.figure = Some(Figure::Time(m)),
-                Err(e) => rec.error = Some(format!("measurement failed: {e:#}")),
+                Err(e) => {
+                    rec.error = Some(format!("measurement failed: {reason}", reason = crate::record::error_line(&e)))
+                }
             }
         }
         rec
@@ -498,11 +502,11 @@ impl Runner {
                 prepared
             }
             Err(e) if e.is::<super::NotRunnable>() => {
-                rec.unavailable = Some(format!("{e:#}"));
+                rec.unavailable = Some(crate::record::error_line(&e));
                 return (rec, None);
             }
             Err(e) => {
-                rec.error = Some(format!("validation failed: {e:#}"));
+                rec.error = Some(format!("validation failed: {reason}", reason = crate::record::error_line(&e)));
                 return (rec, None);
             }
         };
@@ -510,7 +514,12 @@ impl Runner {
         if self.metric == Metric::KernelInsns {
             match mark_kernel_regions(prepared.as_mut()) {
                 Ok(k) => rec.figure = Some(Figure::KernelInsns(k)),
-                Err(e) => rec.error = Some(format!("counting kernel instructions failed: {e:#}")),
+                Err(e) => {
+                    rec.error = Some(format!(
+                        "counting kernel instructions failed: {reason}",
+                        reason = crate::record::error_line(&e)
+                    ))
+                }
             }
             return (rec, None);
         }
@@ -522,7 +531,10 @@ impl Runner {
                         "instructions are counted in the userspace runtime, which this scenario did not run in".into(),
                     )
                 }
-                Err(e) => rec.error = Some(format!("counting instructions failed: {e:#}")),
+                Err(e) => {
+                    rec.error =
+                        Some(format!("counting instructions failed: {reason}", reason = crate::record::error_line(&e)))
+                }
             }
             return (rec, None);
         }

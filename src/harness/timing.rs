@@ -306,7 +306,7 @@ pub struct Placed<T> {
 /// Why the body is called rather than inline, from the inline build's error:
 /// its first line.
 pub fn why_not_inline(e: &anyhow::Error) -> String {
-    format!("inline, {}", format!("{e:#}").lines().next().unwrap_or_default())
+    format!("inline, {}", crate::record::error_line(e).lines().next().unwrap_or_default())
 }
 
 /// Builds the inline form where `choice` asks for it and nothing in

@@ -6,6 +6,7 @@ pub mod attached;
 mod benchmark_id;
 pub mod changes;
 pub mod comparison;
+mod error_line;
 mod facts;
 mod figure;
 pub mod live;
@@ -27,6 +28,7 @@ pub use benchmark_id::BenchmarkId;
 pub use comparison::{
     BenchmarkComparison, ComparisonRecord, Delta, InstructionDelta, KERNEL_INSNS_FLOOR, KERNEL_INSNS_SAME, Method,
 };
+pub use error_line::{NO_REASON, error_line};
 pub use facts::{Layout, MapFacts, ScenarioFacts, Unit};
 pub use figure::{
     Calibration, DataAccesses, Figure, InstructionCount, KernelCounts, KernelInsns, LineCount, Measurement,

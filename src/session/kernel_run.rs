@@ -271,7 +271,12 @@ fn attribute_counts(run: &mut RunRecord, folder: &OutputFolder) -> Result<()> {
         if let Some(Figure::KernelInsns(k)) = r.figure.as_mut() {
             match attribute(k, &regions, &symbols) {
                 Ok(c) => k.counts = Some(c),
-                Err(e) => r.error = Some(format!("counting kernel instructions failed: {e:#}")),
+                Err(e) => {
+                    r.error = Some(format!(
+                        "counting kernel instructions failed: {reason}",
+                        reason = crate::record::error_line(&e)
+                    ))
+                }
             }
         }
     }

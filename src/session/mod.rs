@@ -216,7 +216,11 @@ impl Measurer<'_> {
             if sweep > 0 {
                 for (side, slots) in self.sides.iter_mut().zip(&mut pending) {
                     if let Err(e) = side.loaded.new_sweep() {
-                        let why = format!("loading the timed programs again for sweep {}: {e:#}", sweep + 1);
+                        let why = format!(
+                            "loading the timed programs again for sweep {}: {reason}",
+                            sweep + 1,
+                            reason = crate::record::error_line(&e)
+                        );
                         slots.iter_mut().flatten().for_each(|p| p.fail(&why));
                     }
                 }

@@ -363,8 +363,12 @@ impl PairedArgs {
             &kernels,
         )?;
         let (ta, tb) = (&targets[0], targets.last().expect("one kernel at least"));
-        let ra = runs.run(ta, joined(append_a).as_deref(), progress).map_err(|e| anyhow::anyhow!("{a}: {e:#}"))?;
-        let rb = runs.run(tb, joined(append_b).as_deref(), progress).map_err(|e| anyhow::anyhow!("{b}: {e:#}"))?;
+        let ra = runs
+            .run(ta, joined(append_a).as_deref(), progress)
+            .map_err(|e| anyhow::anyhow!("{a}: {reason}", reason = crate::record::error_line(&e)))?;
+        let rb = runs
+            .run(tb, joined(append_b).as_deref(), progress)
+            .map_err(|e| anyhow::anyhow!("{b}: {reason}", reason = crate::record::error_line(&e)))?;
         let side = |k: &str, run: &crate::record::RunRecord, value: Option<&String>| match (&setting, value) {
             (Some(s), Some(v)) => format!("{} ({k}, {})", s.label(v), run.environment.kernel),
             _ => format!("kernel {k} ({})", run.environment.kernel),

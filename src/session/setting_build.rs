@@ -32,7 +32,7 @@ impl<'w, 'g> SettingBuild<'w, 'g> {
 impl Build for SettingBuild<'_, '_> {
     fn unavailable(&mut self, s: &ScenarioInfo) -> Option<String> {
         if let Err(e) = self.guard.set(&self.value) {
-            return Some(format!("{e:#}"));
+            return Some(crate::record::error_line(&e));
         }
         self.inner.unavailable(s)
     }

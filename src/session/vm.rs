@@ -133,7 +133,7 @@ impl VmArgs {
                     column.run = Some(run);
                 }
                 Err(e) => {
-                    let line = format!("{e:#}");
+                    let line = crate::record::error_line(&e);
                     eprintln!("bpfbench: error: {kernel}: {line}");
                     column.error = Some(line);
                 }

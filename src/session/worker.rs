@@ -79,7 +79,7 @@ pub fn serve(workload: &dyn Workload, cpu: usize, scenarios: &[ScenarioInfo]) ->
                 });
                 let reply = match why {
                     Ok(why) => Reply::Unavailable { why },
-                    Err(e) => Reply::Error { message: format!("{e:#}") },
+                    Err(e) => Reply::Error { message: crate::record::error_line(&e) },
                 };
                 send(&mut out, &reply)?;
                 receive(&mut input)?
@@ -89,7 +89,7 @@ pub fn serve(workload: &dyn Workload, cpu: usize, scenarios: &[ScenarioInfo]) ->
                 match find(&scenario).and_then(|s| Ok((s, workload.setup(cpu)?))) {
                     Ok((s, l)) => serve_scenario(loaded.insert(l).as_mut(), s, &mut input, &mut out)?,
                     Err(e) => {
-                        send(&mut out, &Reply::Error { message: format!("{e:#}") })?;
+                        send(&mut out, &Reply::Error { message: crate::record::error_line(&e) })?;
                         receive(&mut input)?
                     }
                 }
@@ -115,7 +115,7 @@ fn serve_scenario(
             p
         }
         Err(e) => {
-            send(out, &Reply::Error { message: format!("{e:#}") })?;
+            send(out, &Reply::Error { message: crate::record::error_line(&e) })?;
             return receive(input);
         }
     };
@@ -125,7 +125,7 @@ fn serve_scenario(
                 let variant = if body { Variant::Body } else { Variant::Overhead };
                 let reply = match prepared.run_batch(variant, iters) {
                     Ok(t) => Reply::Batch { started_ns: t.started_ns, elapsed_ns: t.elapsed_ns, iters: t.iters },
-                    Err(e) => Reply::Error { message: format!("{e:#}") },
+                    Err(e) => Reply::Error { message: crate::record::error_line(&e) },
                 };
                 send(out, &reply)?;
             }
@@ -189,7 +189,7 @@ impl Worker {
                     WorkerHost::Guest(_, folder) => {
                         let last = folder.last_line("worker.err");
                         let reason = match other {
-                            Err(e) => format!("{e:#}"),
+                            Err(e) => crate::record::error_line(&e),
                             _ => "it ended".into(),
                         };
                         format!("({reason}): {}", last.unwrap_or_else(|| what_happened(folder)))

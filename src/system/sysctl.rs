@@ -124,7 +124,7 @@ impl SysctlGuard {
 impl Drop for SysctlGuard {
     fn drop(&mut self) {
         if let Err(e) = write(&self.name, &self.original) {
-            eprintln!("bpfbench: could not restore {}={}: {e:#}", self.name, self.original);
+            eprintln!("bpfbench: could not restore {}={}: {}", self.name, self.original, crate::record::error_line(&e));
             return;
         }
         let _ = std::fs::remove_file(state_dir().join(&self.name));

@@ -29,7 +29,7 @@ pub enum Mounted {
 /// attaches, before any other thread is started for the work).
 pub fn ensure() -> Result<Mounted> {
     let mut once = ONCE.lock().unwrap_or_else(|e| e.into_inner());
-    let answer = once.get_or_insert_with(|| mount_if_missing().map_err(|e| format!("{e:#}")));
+    let answer = once.get_or_insert_with(|| mount_if_missing().map_err(|e| crate::record::error_line(&e)));
     answer.clone().map_err(|e| anyhow::anyhow!(e))
 }
 

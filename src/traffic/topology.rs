@@ -225,7 +225,11 @@ impl Drop for Topology {
         // Deleting one veth end deletes both now; the namespace then goes empty.
         let _ = ip(&["link", "del", &self.outer]);
         if let Err(e) = ip(&["netns", "del", &self.netns]) {
-            eprintln!("bpfbench: could not remove namespace {}: {e:#}", self.netns);
+            eprintln!(
+                "bpfbench: could not remove namespace {}: {reason}",
+                self.netns,
+                reason = crate::record::error_line(&e)
+            );
         }
     }
 }

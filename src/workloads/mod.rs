@@ -270,7 +270,10 @@ pub fn listing(workload: Option<&str>) -> Result<String> {
             Ok(w) => w,
             // Its scenarios come from what it is given (a tool's command).
             Err(e) if workload.is_none() => {
-                out += &format!("{name}\n  (its scenarios come from what it is given: {e:#})\n");
+                out += &format!(
+                    "{name}\n  (its scenarios come from what it is given: {})\n",
+                    crate::record::error_line(&e)
+                );
                 continue;
             }
             Err(e) => return Err(e),

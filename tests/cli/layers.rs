@@ -388,3 +388,26 @@ fn programs_are_timed_by_one_engine() {
     }
     assert!(against.is_empty(), "timing outside the one engine:\n{}", against.join("\n"));
 }
+
+/// Errors reach a reader through `record::error_line` alone, which never
+/// ends in an empty reason: no code of `src/` outside its tests writes an
+/// error's causes itself with anyhow's alternate form (`{e:#}`).
+#[test]
+fn errors_are_written_by_error_line_only() {
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    let mut against = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        // A file's tests, at its end, may write errors as they like.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (i, line) in code.lines().enumerate() {
+            let shapes = ["{e:#}", "{err:#}", "{error:#}", "\"{:#}\""];
+            if shapes.iter().any(|s| line.contains(s)) && !line.trim_start().starts_with("//") {
+                against.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 100, "src was not read");
+    assert!(against.is_empty(), "write errors with record::error_line:\n{}", against.join("\n"));
+}

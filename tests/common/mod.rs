@@ -125,6 +125,16 @@ pub fn assert_one_line_error(args: &[&str], needle: &str) {
     assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
     assert!(err.contains(needle), "{args:?}: {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: more than one line: {err}");
+    assert_says_every_reason(&err);
+}
+
+/// An error line whose every cause has a reason: none ends at its colon,
+/// none is missing (bpfbench says "(no reason given)" where one is, which
+/// the bad inputs' tests hold to never be needed).
+pub fn assert_says_every_reason(err: &str) {
+    let line = err.trim_end();
+    assert!(!line.ends_with(':') && !line.contains(": :"), "an empty reason: {err}");
+    assert!(!line.contains("(no reason given)"), "a cause gave no reason: {err}");
 }
 
 pub fn stdout(o: &Output) -> String {

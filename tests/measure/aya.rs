@@ -58,7 +58,6 @@ fn aya_objects_in_both_map_styles_validate_their_map_entry_and_are_timed_in_both
     assert!(stdout(&o).contains("fun-xdp-map/fun_xdp"), "{}", stdout(&o));
 }
 
-
 /// fun_xdp with its fibonacci feature (the 13 values matched) and with
 /// fib-loop (the sequence walked for every packet): 10.0.1.233 is neither
 /// Fizz nor Buzz, and 233 is a Fibonacci number, 13 steps into the loop.
@@ -130,6 +129,7 @@ fn an_aya_programs_regression_is_found_paired_gated_measured_live_and_written_fo
 /// (tests/fixtures/bmf.schema.json) by python3-jsonschema.
 fn bencher_schema_check(file: &Path) -> std::process::Output {
     let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bmf.schema.json");
-    let validate = "import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))";
+    let validate =
+        "import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))";
     std::process::Command::new("python3").args(["-c", validate]).arg(file).arg(schema).output().unwrap()
 }

@@ -268,7 +268,7 @@ pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
     if let (Some(m), Some(t)) = (probed, &target) {
         let checked = workloads::check_options(t, m);
         if let Err(e) = checked {
-            eprintln!("bpfbench: error: {e}");
+            eprintln!("bpfbench: error: {}", bpfbench::record::error_line(&e));
             std::process::exit(1);
         }
     }

@@ -114,7 +114,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bpfbench: error: {e:#}");
+            eprintln!("bpfbench: error: {}", bpfbench::record::error_line(&e));
             ExitCode::FAILURE
         }
     }

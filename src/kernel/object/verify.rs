@@ -49,7 +49,7 @@ pub fn verify(path: &Path, open: Opener<'_>) -> Result<ObjectVerification> {
             }
             Err(e) => {
                 v.stats = obj.last_stats();
-                v.error = Some(obj.last_refusal().unwrap_or_else(|| format!("{e:#}")));
+                v.error = Some(obj.last_refusal().unwrap_or_else(|| crate::record::error_line(&e)));
             }
         }
         programs.push(v);

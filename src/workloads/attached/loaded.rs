@@ -101,8 +101,10 @@ impl<'b> Loaded<'b> {
                     bench.programs.iter().filter(|p| p.point.needs_trampoline()).map(|p| p.name.as_str()).collect();
                 for (i, p) in bench.programs.iter().enumerate().filter(|(_, p)| p.point.needs_trampoline()) {
                     unattachable[i] = Some(format!(
-                        "{e:#}; this kernel refuses to load '{}' at {} (a BPF trampoline); {IN_A_GUEST}",
-                        p.name, p.point
+                        "{reason}; this kernel refuses to load '{}' at {} (a BPF trampoline); {IN_A_GUEST}",
+                        p.name,
+                        p.point,
+                        reason = crate::record::error_line(&e)
                     ));
                 }
                 load(bench, &refused)?
@@ -185,7 +187,7 @@ impl<'b> Loaded<'b> {
             }
             match self.object.attach(&p.name, &p.point, &self.context()) {
                 Ok(link) => drop(link),
-                Err(e) if e.is::<MissingMechanism>() => self.unattachable[i] = Some(format!("{e:#}")),
+                Err(e) if e.is::<MissingMechanism>() => self.unattachable[i] = Some(crate::record::error_line(&e)),
                 Err(e) => return Err(e),
             }
         }

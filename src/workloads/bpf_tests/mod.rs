@@ -456,7 +456,7 @@ fn steady<'a>(
             kind,
             entry: fd,
             in_user_runtime: None,
-            load_attrs: c.load_attrs(&entry.program).map_err(|e| format!("{e:#}"))?,
+            load_attrs: c.load_attrs(&entry.program).map_err(|e| crate::record::error_line(&e))?,
             variants: std::slice::from_ref(&entry.packet),
             restore: n,
             references: vec![last.clone()],
@@ -470,10 +470,10 @@ fn steady<'a>(
             // one long batch here finds it before any is timed.
             Ok(Ok(mut t)) => match t.run_batch(true, t.cap().min(STABLE_PASSES)) {
                 Ok(_) => Ok((t, n)),
-                Err(e) => Err(format!("after many packets, {}", one_line(&format!("{e:#}")))),
+                Err(e) => Err(format!("after many packets, {}", one_line(&crate::record::error_line(&e)))),
             },
             Ok(Err(PerCallBecause { reason, .. })) => Err(reason),
-            Err(e) => Err(one_line(&format!("{e:#}"))),
+            Err(e) => Err(one_line(&crate::record::error_line(&e))),
         }
     });
     match built {

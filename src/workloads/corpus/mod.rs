@@ -87,13 +87,18 @@ enum Member {
 /// A spec of an object: built, not built, or broken; and its project.
 fn object_member(path: &Path, args: &ObjectArgs, stem: &str) -> (Member, Option<String>) {
     match ObjectSetup::from_target(path, args) {
-        Err(e) => (Member::Broken(format!("{}: {e:#}", path.display())), Some("unreadable specs".to_string())),
+        Err(e) => (
+            Member::Broken(format!("{}: {reason}", path.display(), reason = crate::record::error_line(&e))),
+            Some("unreadable specs".to_string()),
+        ),
         Ok(setup) => {
             let project = setup.project.clone();
             let member = if setup.object.exists() {
                 match ObjectBench::new(setup) {
                     Ok(bench) => Member::Built(Box::new(bench.rows_named_under(stem))),
-                    Err(e) => Member::Broken(format!("{}: {e:#}", path.display())),
+                    Err(e) => {
+                        Member::Broken(format!("{}: {reason}", path.display(), reason = crate::record::error_line(&e)))
+                    }
                 }
             } else {
                 Member::NotBuilt(format!(
@@ -115,7 +120,9 @@ fn object_member(path: &Path, args: &ObjectArgs, stem: &str) -> (Member, Option<
 fn tool_member(path: &Path) -> (Member, Option<String>) {
     let spec = match ToolSpec::read(path) {
         Ok(spec) => spec,
-        Err(e) => return (Member::Broken(format!("{e:#}")), Some("unreadable specs".to_string())),
+        Err(e) => {
+            return (Member::Broken(crate::record::error_line(&e)), Some("unreadable specs".to_string()));
+        }
     };
     let project = spec.project.clone();
     if let Some(why) = spec.unavailable() {
@@ -123,7 +130,7 @@ fn tool_member(path: &Path) -> (Member, Option<String>) {
     }
     let member = match spec.args().and_then(ToolBench::new) {
         Ok(tool) => Member::Tool(Box::new(tool)),
-        Err(e) => Member::Broken(format!("{}: {e:#}", path.display())),
+        Err(e) => Member::Broken(format!("{}: {reason}", path.display(), reason = crate::record::error_line(&e))),
     };
     (member, project)
 }
@@ -259,7 +266,8 @@ impl<'a> Loaded<'a> {
             Member::NotBuilt(_) | Member::Broken(_) => unreachable!("only built members have cases"),
         };
         let (cpu, runtime) = (self.cpu, self.runtime);
-        let setup = self.loaded[m].get_or_insert_with(|| workload.setup_in(cpu, runtime).map_err(|e| format!("{e:#}")));
+        let setup = self.loaded[m]
+            .get_or_insert_with(|| workload.setup_in(cpu, runtime).map_err(|e| crate::record::error_line(&e)));
         (setup, &workload.scenarios()[case])
     }
 }

@@ -66,7 +66,7 @@ impl Case {
             let path = failure_pcap(workload, &self.name);
             let written = match pcap::write(&path, &[first, &refs[i].packet]) {
                 Ok(()) => format!("\n({first_is} and actual output packets written to {})", path.display()),
-                Err(e) => format!("\n(writing the packets failed: {e:#})"),
+                Err(e) => format!("\n(writing the packets failed: {reason})", reason = crate::record::error_line(&e)),
             };
             anyhow::anyhow!("case {}, packet {i}: {what}{written}", self.name)
         };

@@ -49,7 +49,7 @@ pub fn read(path: &Path) -> Result<TestFile> {
     let object = match ObjectFile::open_mended(path) {
         Ok((object, _)) => object,
         Err(e) => {
-            let why = format!("{e:#}");
+            let why = crate::record::error_line(&e);
             return Ok(TestFile {
                 path: path.to_path_buf(),
                 stem,
