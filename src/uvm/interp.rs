@@ -364,8 +364,8 @@ fn sign_extend(v: u64, bits: usize) -> u64 {
 }
 
 /// The arithmetic both widths share, on `$d` and `$s` as `$u` (and `$i`
-/// where signed), shifts masked to the width; None for MOV and END, whose
-/// rules differ by width, and for an unknown operation.
+/// where signed), shifts masked to the width; None for any other
+/// operation (MOV and END, whose rules differ by width, are `alu`'s own).
 macro_rules! arith {
     ($op:expr, $signed:expr, $d:expr, $s:expr, $u:ty, $i:ty) => {{
         let (d, s) = ($d as $u, $s as $u);
@@ -394,50 +394,38 @@ macro_rules! arith {
 /// One ALU operation; 32-bit ones work on the low halves and zero-extend.
 pub(crate) fn alu(op: u8, wide: bool, off: i16, imm: i32, d: u64, s: u64, from_reg: bool) -> Result<u64, String> {
     let signed = off == 1;
-    if wide {
-        if let Some(v) = arith!(op, signed, d, s, u64, i64) {
-            return Ok(v);
-        }
-        Ok(match op {
-            MOV => match off {
-                0 => s,
-                8 | 16 | 32 if from_reg => sign_extend(s, off as usize),
-                _ => return Err(format!("mov with offset {off}")),
-            },
-            // ALU64 END is bswap, whatever the source bit.
-            END => match imm {
-                16 => u64::from((d as u16).swap_bytes()),
-                32 => u64::from((d as u32).swap_bytes()),
-                64 => d.swap_bytes(),
-                _ => return Err(format!("bswap of {imm} bits")),
-            },
-            _ => return Err("unknown ALU operation".into()),
-        })
-    } else {
-        if let Some(v) = arith!(op, signed, d, s, u32, i32) {
-            return Ok(u64::from(v));
-        }
-        match op {
-            MOV => match off {
-                0 => Ok(u64::from(s as u32)),
-                8 | 16 if from_reg => Ok(u64::from(sign_extend(s & 0xffff_ffff, off as usize) as u32)),
-                _ => Err(format!("mov32 with offset {off}")),
-            },
-            END => {
-                // Source bit set: to big-endian (a swap on this little-endian host); clear: to little-endian (a truncation).
-                let to_be = from_reg;
-                match (imm, to_be) {
-                    (16, true) => Ok(u64::from((d as u16).swap_bytes())),
-                    (32, true) => Ok(u64::from((d as u32).swap_bytes())),
-                    (64, true) => Ok(d.swap_bytes()),
-                    (16, false) => Ok(u64::from(d as u16)),
-                    (32, false) => Ok(u64::from(d as u32)),
-                    (64, false) => Ok(d),
-                    _ => Err(format!("byte swap of {imm} bits")),
-                }
-            }
-            _ => Err("unknown ALU operation".into()),
-        }
+    let unknown = || "unknown ALU operation".to_string();
+    // MOV first (the commonest), and END: their rules differ by width.
+    match (op, wide) {
+        (MOV, true) => match off {
+            0 => Ok(s),
+            8 | 16 | 32 if from_reg => Ok(sign_extend(s, off as usize)),
+            _ => Err(format!("mov with offset {off}")),
+        },
+        (MOV, false) => match off {
+            0 => Ok(u64::from(s as u32)),
+            8 | 16 if from_reg => Ok(u64::from(sign_extend(s & 0xffff_ffff, off as usize) as u32)),
+            _ => Err(format!("mov32 with offset {off}")),
+        },
+        // ALU64 END is bswap, whatever the source bit.
+        (END, true) => match imm {
+            16 => Ok(u64::from((d as u16).swap_bytes())),
+            32 => Ok(u64::from((d as u32).swap_bytes())),
+            64 => Ok(d.swap_bytes()),
+            _ => Err(format!("bswap of {imm} bits")),
+        },
+        // Source bit set: to big-endian (a swap on this little-endian host); clear: to little-endian (a truncation).
+        (END, false) => match (imm, from_reg) {
+            (16, true) => Ok(u64::from((d as u16).swap_bytes())),
+            (32, true) => Ok(u64::from((d as u32).swap_bytes())),
+            (64, true) => Ok(d.swap_bytes()),
+            (16, false) => Ok(u64::from(d as u16)),
+            (32, false) => Ok(u64::from(d as u32)),
+            (64, false) => Ok(d),
+            _ => Err(format!("byte swap of {imm} bits")),
+        },
+        (_, true) => arith!(op, signed, d, s, u64, i64).ok_or_else(unknown),
+        (_, false) => arith!(op, signed, d, s, u32, i32).map(u64::from).ok_or_else(unknown),
     }
 }
 
