@@ -1219,6 +1219,8 @@ fn bad_inputs_get_one_line_errors() {
         (vec![&object("xdp_reject.bpf.o")], "the kernel's verifier refused program 'xdp_reject'"),
         // libbpf's own reason, and what to do.
         (vec![&object("xdp_unknown_map_field.bpf.o")], "map 'counts': unknown field 'no_such_field'"),
+        // A compiler's support routine (GCC 12's BPF byte swap), named.
+        (vec![&object("xdp_libcall.bpf.o")], "calls __bswapsi2: compiler support functions (libgcc's)"),
         (vec![&encap, "--map", &bad_map], "--map services="),
         (vec![&encap, "--map", "nomap=x.json"], "has no map 'nomap'; its maps are services, hits"),
         (vec![&swap, "--packet", "eth/ipv4(src=1.2.3)/tcp"], "'1.2.3' is not an IPv4 address"),

@@ -35,6 +35,13 @@ pub fn check_bpf_elf(path: &Path) -> Result<ElfFacts> {
             file.architecture()
         );
     }
+    let calls = compiler_library_calls(&file);
+    if !calls.is_empty() {
+        bail!(
+            "{name} calls {}: compiler support functions (libgcc's), which no BPF program can call; its compiler emitted them where it had no BPF instruction (GCC 12's BPF backend for a byte swap); build it with clang, or with a compiler that has the instruction",
+            calls.join(", ")
+        );
+    }
     let license = file
         .section_by_name("license")
         .and_then(|s| s.data().ok())
@@ -54,6 +61,26 @@ pub fn check_bpf_elf(path: &Path) -> Result<ElfFacts> {
         })
         .unwrap_or_default();
     Ok(ElfFacts { license, prog_array_targets })
+}
+
+/// The undefined functions `file` calls that a compiler's support library
+/// defines: `__` then letters, a mode (si, di, ti) and the operand count
+/// (`__bswapsi2`, `__divdi3`, `__popcountdi2`), as libgcc names them.
+fn compiler_library_calls(file: &object::File<'_>) -> Vec<String> {
+    let is_support = |n: &str| {
+        let Some(body) = n.strip_prefix("__") else { return false };
+        let Some(stem) = body.strip_suffix(['2', '3']) else { return false };
+        let Some(op) = ["si", "di", "ti"].iter().find_map(|m| stem.strip_suffix(m)) else { return false };
+        !op.is_empty() && op.bytes().all(|b| b.is_ascii_lowercase())
+    };
+    let mut calls: Vec<String> = file
+        .symbols()
+        .filter(|s| s.is_undefined())
+        .filter_map(|s| s.name().ok().filter(|n| is_support(n)).map(String::from))
+        .collect();
+    calls.sort();
+    calls.dedup();
+    calls
 }
 
 /// ELF's machine number for BPF (EM_BPF).
