@@ -23,6 +23,14 @@
 #
 # --out DIR writes the objects there instead of examples/corpus/build/.
 #
+# The compiler and its flags: BPF_CLANG names the compiler (default
+# clang-19), BPF_CFLAGS adds flags after each project's own, so that they
+# win (-mcpu=v4 over the -mcpu=v3 of Cilium's and the selftests' builds).
+# Two builds of the corpus, or of Cilium's tests, compared paired:
+#
+#   BPF_CLANG=clang-22 examples/corpus/build.sh --cilium v1.18.4.zip --cilium-tests after
+#   bpfbench ab --tests cilium before after
+#
 # A project left out is skipped; its spec files then fail to find their
 # object. Tested with katran 19f08fec, xdp-tools f0b4ac2 and cilium
 # v1.18.4 (a checkout, or the module the Go proxy serves:
@@ -31,6 +39,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=$here/build
 clang=${BPF_CLANG:-clang-19}
+extra=${BPF_CFLAGS:-}
+command -v "$clang" >/dev/null || { echo "build.sh: no compiler '$clang' (BPF_CLANG); install it (apt-get install $clang) or name another" >&2; exit 1; }
 katran=
 xdp_tools=
 cilium=
@@ -75,7 +85,8 @@ cc() { # source, object, flags...
     obj=$2
     shift 2
     echo "build.sh: $obj"
-    "$clang" -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu "$@" -c "$src" -o "$out/$obj"
+    # shellcheck disable=SC2086
+    "$clang" -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu "$@" $extra -c "$src" -o "$out/$obj"
 }
 if [ -n "$katran" ]; then
     [ -f "$katran/katran/lib/bpf/balancer.bpf.c" ] || { echo "build.sh: $katran is not a katran checkout (no katran/lib/bpf/balancer.bpf.c)" >&2; exit 1; }
@@ -122,10 +133,11 @@ if [ -n "$cilium" ]; then
 SHIM
     # Cilium's Makefile.bpf flags; its XDP program with NodePort acceleration (the XDP load balancer).
     echo "build.sh: cilium_xdp.bpf.o"
+    # shellcheck disable=SC2086
     "$clang" -I"$tmp/bpf" -I"$tmp/bpf/include" -O2 -g --target=bpf -std=gnu89 -nostdinc \
         -ftrap-function=__undefined_trap -Wno-address-of-packed-member -Wno-unknown-warning-option \
         -Wno-gnu-variable-sized-type-not-at-end -mcpu=v3 \
-        -DENABLE_IPV4=1 -DENABLE_IPV6=1 -DENABLE_NODEPORT=1 -DENABLE_NODEPORT_ACCELERATION=1 \
+        -DENABLE_IPV4=1 -DENABLE_IPV6=1 -DENABLE_NODEPORT=1 -DENABLE_NODEPORT_ACCELERATION=1 $extra \
         -c "$tmp/bpf/bpf_xdp.c" -o "$tmp/cilium_xdp.o"
     globalize=$(llvm-objdump-19 -t "$tmp/cilium_xdp.o" | awk '$NF != "" && ($0 ~ / xdp\/tail/ || $0 ~ / xdp\/entry/) {printf "--globalize-symbol=%s ", $NF}')
     # shellcheck disable=SC2086
@@ -159,9 +171,10 @@ if [ -n "$linux" ]; then
         name=$1
         shift
         echo "build.sh: $name.bpf.o"
+        # shellcheck disable=SC2086
         "$clang" -g -Wall -Werror -D__TARGET_ARCH_x86 -I"$tmp/libbpf" -I"$linux/$selftests" \
             -I"$linux/tools/include/uapi" -I/usr/include/x86_64-linux-gnu -Wno-compare-distinct-pointer-types \
-            "$@" -O2 --target=bpf -mcpu=v3 -c "$linux/$selftests/progs/$name.c" -o "$out/$name.bpf.o"
+            "$@" -O2 --target=bpf -mcpu=v3 $extra -c "$linux/$selftests/progs/$name.c" -o "$out/$name.bpf.o"
     }
     selftest test_l4lb
     selftest test_xdp_noinline -fno-inline
@@ -178,7 +191,7 @@ if [ -n "$cilium_tests" ]; then
     cilium_tests=$(cd "$cilium_tests" && pwd)
     flags="-I$tmp/bpf -I$tmp/bpf/include -g -O2 --target=bpf -std=gnu99 -nostdinc -ftrap-function=__undefined_trap \
 -Wall -Wextra -Werror -Wshadow -Wno-address-of-packed-member -Wno-unknown-warning-option \
--Wno-gnu-variable-sized-type-not-at-end -Wimplicit-int-conversion -Wenum-conversion -Wimplicit-fallthrough -mcpu=v3"
+-Wno-gnu-variable-sized-type-not-at-end -Wimplicit-int-conversion -Wenum-conversion -Wimplicit-fallthrough -mcpu=v3 $extra"
     export clang flags cilium_tests
     # Every CPU at once: ~1-5 s a file.
     # From bpf/tests, the file by its name alone, as the Makefile's

@@ -107,6 +107,13 @@ pub trait Workload {
             _ => Ok(()),
         }
     }
+    /// Whether its cases are a suite's, each standing alone (a project's
+    /// tests, a corpus): two builds of it are compared case by case on the
+    /// cases both have, a case failing on one side is reported and the
+    /// others go on, and a group's cases share each load (`bpfbench ab`).
+    fn is_suite(&self) -> bool {
+        false
+    }
     /// As [`Workload::setup`], with the programs run by `runtime`.
     fn setup_in(&self, cpu: usize, runtime: Runtime) -> Result<Box<dyn LoadedWorkload + '_>> {
         match runtime {

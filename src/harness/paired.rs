@@ -36,6 +36,8 @@ use rand::rngs::SmallRng;
 use super::runner::calibrate;
 use super::spacer::Spacer;
 use super::{PreparedScenario, ScenarioInfo, Validation, Variant};
+use crate::kernel::prog_info::program_record;
+use crate::record::ProgramRecord;
 use crate::record::paired::{PairedCase, RoundSpread};
 use crate::stats::paired::{combined_ratio, verdict};
 use crate::stats::two_sample::Verdict;
@@ -78,17 +80,27 @@ pub trait Build {
     /// Sets the build up anew (programs, maps and state, nothing kept from
     /// an earlier load) and validates `s` on it.
     fn fresh(&mut self, s: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)>;
+    /// Validates `s` on the set-up the last [`fresh`](Build::fresh) made:
+    /// the later cases of a round that share its load. A build that cannot
+    /// keep a set-up between validations (a worker) sets up anew.
+    fn again(&mut self, s: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
+        self.fresh(s)
+    }
 }
 
-/// Sets `build` up afresh behind a spacer of random size.
+/// Sets `build` up afresh behind a spacer of random size, or validates on
+/// its current set-up (`shared`).
 fn load<'b>(
     build: &'b mut dyn Build,
     s: &ScenarioInfo,
+    shared: bool,
     rng: &mut SmallRng,
-    what: &str,
 ) -> Result<(Validation, Box<dyn PreparedScenario + 'b>)> {
+    if shared {
+        return build.again(s);
+    }
     let _spacer = Spacer::random(rng)?;
-    build.fresh(s).context(what.to_string())
+    build.fresh(s)
 }
 
 /// Warm-up, then `pairs` pairs in ABBA order on the loaded sides; returns
@@ -128,65 +140,201 @@ fn round(
     Ok(Some(ratios))
 }
 
-/// Times case `s` of builds `a` and `b` in rounds until the combined
-/// ratio's interval is decided against `threshold` or `settings.max_time_s`
-/// passes, but never fewer than two rounds (an interval needs them; slow
-/// builds, such as emulated guests, may take longer than the cap for two).
-/// `check` sees both validations of every round and may refuse them.
-/// `stop` is Ctrl-C. Names are filled in by the caller.
+/// Which builds a case's validation failed on: the context of the
+/// error of [`CaseEnd::Failed`] (a failure on B only is one B brought).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailsOn {
+    A,
+    B,
+    Both,
+}
+
+impl std::fmt::Display for FailsOn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FailsOn::A => "fails on A only",
+            FailsOn::B => "fails on B only",
+            FailsOn::Both => "fails on A and B",
+        })
+    }
+}
+
+/// How a case of a group ended.
+pub enum CaseEnd {
+    Timed(Box<PairedCase>),
+    /// Its validation failed on A or B (or `check` refused it).
+    Failed(anyhow::Error),
+    /// Ctrl-C came before it had two rounds.
+    Interrupted,
+}
+
+/// A case of a group while it is sampled.
+struct Sampling {
+    rounds: Vec<f64>,
+    ratios: Vec<Vec<f64>>,
+    ns: [Vec<f64>; 2],
+    iters: Option<u32>,
+    next_look: usize,
+    /// Time spent on it: its validations, the loads it was first in, its batches.
+    spent: Duration,
+    end: Option<&'static str>,
+    failed: Option<anyhow::Error>,
+    programs: Option<[ProgramRecord; 2]>,
+}
+
+/// Times the cases of `group` on builds `a` and `b` in rounds, each case
+/// until its combined ratio's interval is decided against `threshold`, or
+/// the group has taken `settings.max_time_s` per case; but never fewer
+/// than two rounds (an interval needs them; slow builds, such as emulated
+/// guests, may take longer than the cap for two).
+///
+/// Each round sets both builds up afresh for its first case; the group's
+/// later cases are validated on that set-up ([`Build::again`]): a group is
+/// the cases that share a load (a test object's tests, whose load and
+/// replay take seconds), and a case of its own is set up afresh every
+/// round. `check` sees both validations of every round of case `i` and may
+/// refuse them. `stop` is Ctrl-C. Names are filled in by the caller.
 pub fn run(
     a: &mut dyn Build,
     b: &mut dyn Build,
-    s: &ScenarioInfo,
+    group: &[ScenarioInfo],
     settings: &PairedSettings,
     threshold: f64,
     stop: &AtomicBool,
-    check: &mut dyn FnMut(&Validation, &Validation) -> Result<()>,
-) -> Result<PairedCase> {
+    check: &mut dyn FnMut(usize, &Validation, &Validation) -> Result<()>,
+) -> Vec<CaseEnd> {
     let start = Instant::now();
-    let cap = Duration::from_secs_f64(settings.max_time_s);
-    let (mut rounds, mut ratios, mut ns) = (Vec::new(), Vec::new(), [Vec::new(), Vec::new()]);
-    let mut iters = None;
-    let mut next_look = settings.min_rounds as usize;
-    // Spacer sizes: seeded from the case, so a comparison can be rerun as it was.
+    let cap = Duration::from_secs_f64(settings.max_time_s * group.len() as f64);
+    let mut cases: Vec<Sampling> = group
+        .iter()
+        .map(|_| Sampling {
+            rounds: Vec::new(),
+            ratios: Vec::new(),
+            ns: [Vec::new(), Vec::new()],
+            iters: None,
+            next_look: settings.min_rounds as usize,
+            spent: Duration::ZERO,
+            end: None,
+            failed: None,
+            programs: None,
+        })
+        .collect();
+    // Spacer sizes: seeded from the group's first case, so a comparison can be rerun as it was.
     let mut rng = SmallRng::seed_from_u64(
-        s.name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)),
+        group[0].name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)),
     );
-    let stopped = loop {
-        // Alternate which build is set up first, each behind a spacer.
-        let ((va, mut pa), (vb, mut pb)) = if rounds.len() % 2 == 0 {
-            let x = load(a, s, &mut rng, "A")?;
-            (x, load(b, s, &mut rng, "B")?)
-        } else {
-            let y = load(b, s, &mut rng, "B")?;
-            (load(a, s, &mut rng, "A")?, y)
-        };
-        check(&va, &vb)?;
-        let n = match iters {
-            Some(n) => n,
-            None => *iters.insert(
-                calibrate(pa.as_mut(), Variant::Body, settings.batch_ms * 1e6, stop).context("calibrating A")?.0,
-            ),
-        };
-        let Some(r) = round([pa.as_mut(), pb.as_mut()], n, settings.pairs_per_round, &mut ns, stop)? else {
-            break "interrupted";
-        };
-        rounds.push(crate::stats::median(&r).context("a round took no pairs")?);
-        ratios.push(r);
-        if rounds.len() >= next_look {
-            let (_, ci) = combined_ratio(&rounds, STOP_LEVEL);
-            if verdict(ci, threshold) != Verdict::Uncertain {
-                break "decided";
+    let mut round_no = 0usize;
+    'rounds: while cases.iter().any(|c| c.end.is_none()) {
+        // A load stands for the round's later cases until a case fails on it.
+        let mut loaded = false;
+        for (i, s) in group.iter().enumerate() {
+            let c = &mut cases[i];
+            if c.end.is_some() {
+                continue;
             }
-            next_look = rounds.len() + (rounds.len() / 8).max(1);
+            if stop.load(Ordering::Relaxed) {
+                break 'rounds;
+            }
+            let began = Instant::now();
+            let sampled = sample(a, b, s, i, loaded, round_no, settings, stop, &mut rng, c, check);
+            c.spent += began.elapsed();
+            match sampled {
+                Ok(true) => loaded = true,
+                Ok(false) => break 'rounds,
+                Err(e) => {
+                    (c.failed, c.end, loaded) = (Some(e), Some("failed"), false);
+                    continue;
+                }
+            }
+            if c.rounds.len() >= c.next_look {
+                let (_, ci) = combined_ratio(&c.rounds, STOP_LEVEL);
+                if verdict(ci, threshold) != Verdict::Uncertain {
+                    c.end = Some("decided");
+                }
+                c.next_look = c.rounds.len() + (c.rounds.len() / 8).max(1);
+            }
+            if c.end.is_none() && start.elapsed() >= cap && c.rounds.len() >= 2 {
+                c.end = Some("time cap");
+            }
         }
-        if start.elapsed() >= cap && rounds.len() >= 2 {
-            break "time cap";
-        }
-    };
-    if rounds.len() < 2 {
-        bail!("interrupted before two rounds were taken");
+        round_no += 1;
     }
+    cases
+        .into_iter()
+        .map(|c| match (c.failed, c.end) {
+            (Some(e), _) => CaseEnd::Failed(e),
+            (None, _) if c.rounds.len() < 2 => CaseEnd::Interrupted,
+            (None, end) => {
+                let mut case =
+                    finish(c.rounds, c.ratios, c.ns, c.iters, end.unwrap_or("interrupted"), c.spent, threshold);
+                case.programs = c.programs;
+                CaseEnd::Timed(Box::new(case))
+            }
+        })
+        .collect()
+}
+
+/// One round of case `s` (number `i` of its group): both builds set up
+/// afresh, or validated on the round's load, checked, then timed in pairs.
+/// Ok(false): `stop` cut the round short.
+#[allow(clippy::too_many_arguments)]
+fn sample(
+    a: &mut dyn Build,
+    b: &mut dyn Build,
+    s: &ScenarioInfo,
+    i: usize,
+    shared: bool,
+    round_no: usize,
+    settings: &PairedSettings,
+    stop: &AtomicBool,
+    rng: &mut SmallRng,
+    c: &mut Sampling,
+    check: &mut dyn FnMut(usize, &Validation, &Validation) -> Result<()>,
+) -> Result<bool> {
+    // Alternate which build is set up first, each behind a spacer; both
+    // are tried, so that a failure says on which side it happens.
+    let (ra, rb) = if round_no.is_multiple_of(2) {
+        let x = load(a, s, shared, rng);
+        (x, load(b, s, shared, rng))
+    } else {
+        let y = load(b, s, shared, rng);
+        (load(a, s, shared, rng), y)
+    };
+    let ((va, mut pa), (vb, mut pb)) = match (ra, rb) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), Ok(_)) => return Err(e.context(FailsOn::A)),
+        (Ok(_), Err(e)) => return Err(e.context(FailsOn::B)),
+        (Err(e), Err(_)) => return Err(e.context(FailsOn::Both)),
+    };
+    check(i, &va, &vb)?;
+    if c.programs.is_none() {
+        let record = |p: &dyn PreparedScenario| p.program().and_then(|fd| program_record(fd, p.verifier_stats()).ok());
+        c.programs = record(pa.as_ref()).zip(record(pb.as_ref())).map(|(x, y)| [x, y]);
+    }
+    let n = match c.iters {
+        Some(n) => n,
+        None => *c
+            .iters
+            .insert(calibrate(pa.as_mut(), Variant::Body, settings.batch_ms * 1e6, stop).context("calibrating A")?.0),
+    };
+    let Some(r) = round([pa.as_mut(), pb.as_mut()], n, settings.pairs_per_round, &mut c.ns, stop)? else {
+        return Ok(false);
+    };
+    c.rounds.push(crate::stats::median(&r).context("a round took no pairs")?);
+    c.ratios.push(r);
+    Ok(true)
+}
+
+/// A case's figures from its rounds.
+fn finish(
+    rounds: Vec<f64>,
+    ratios: Vec<Vec<f64>>,
+    ns: [Vec<f64>; 2],
+    iters: Option<u32>,
+    stopped: &str,
+    spent: Duration,
+    threshold: f64,
+) -> PairedCase {
     let (ratio, ci) = combined_ratio(&rounds, 0.95);
     let spread = crate::stats::paired::spread(&rounds, &ratios).map(|s| RoundSpread {
         low: s.rounds.0,
@@ -200,7 +348,7 @@ pub fn run(
     };
     let [mut ns_a, mut ns_b] = ns;
     let ((median_a, median_a_ci95), (median_b, median_b_ci95)) = (median(&mut ns_a), median(&mut ns_b));
-    Ok(PairedCase {
+    PairedCase {
         workload: String::new(),
         name: String::new(),
         timing: Default::default(),
@@ -216,9 +364,10 @@ pub fn run(
         ratio_ci95: ci,
         verdict: verdict(ci, threshold),
         stop: stopped.into(),
-        elapsed_s: start.elapsed().as_secs_f64(),
+        elapsed_s: spent.as_secs_f64(),
         round_ratios: rounds,
         ratios: ratios.concat(),
         spread,
-    })
+        programs: None,
+    }
 }

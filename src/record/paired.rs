@@ -21,6 +21,13 @@ pub struct PairedRecord {
     /// Relative change below which a difference counts as noise.
     pub threshold: f64,
     pub cases: Vec<PairedCase>,
+    /// A suite's cases that could not be compared, and why: a validation
+    /// that failed on A or B, a case only one of them has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_compared: Vec<NotCompared>,
+    /// A and B are two builds of a suite (a project's tests, a corpus).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suite: bool,
     /// Geometric mean of the cases' median ratios.
     pub geomean_ratio: Option<f64>,
     /// Ctrl-C ended the comparison; `cases` holds what was finished.
@@ -30,7 +37,31 @@ pub struct PairedRecord {
     pub guests: Vec<crate::record::Guest>,
 }
 
+/// A case of two suites that was not compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotCompared {
+    pub name: String,
+    pub why: String,
+    /// It validates on A and fails on B: a failure B brought, which the
+    /// gate (`--fail-on-regression`) counts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fails_on_b_only: bool,
+}
+
 impl PairedCase {
+    /// "412 -> 398": A's and B's timed program's instructions after the
+    /// verifier (xlated); "412 (same code)" where the kernel gave both one tag.
+    pub fn instructions(&self) -> Option<String> {
+        let [a, b] = self.programs.as_ref()?;
+        let (na, nb) = (a.xlated_bytes / 8, b.xlated_bytes / 8);
+        Some(if a.tag == b.tag { format!("{na} (same code)") } else { format!("{na} -> {nb}") })
+    }
+
+    /// Whether its verdict says B differs from A.
+    pub fn moved(&self) -> bool {
+        matches!(self.verdict, Verdict::Slower | Verdict::Faster)
+    }
+
     /// What its figures are of, as a run's results name the same benchmark.
     pub fn id(&self) -> crate::record::BenchmarkId {
         crate::record::BenchmarkId::of_case(&self.workload, &self.name, &self.facts, &self.timing)
@@ -106,6 +137,12 @@ pub struct PairedCase {
     /// documents from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread: Option<RoundSpread>,
+    /// A's and B's timed program as the kernel loaded it in the first
+    /// round (name, tag, instruction sizes, verified instructions), where
+    /// the workload names it: why a case moved (more instructions, or the
+    /// same tag: the same code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs: Option<[crate::record::ProgramRecord; 2]>,
 }
 
 /// The rounds' ratios, lowest and highest, and the spreads (robust SDs, as

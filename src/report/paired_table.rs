@@ -22,7 +22,7 @@ fn rests_on(c: &PairedCase) -> String {
 /// its interval, what it rests on and the verdict (bold in Markdown); what
 /// the program did where the workload keeps it (own objects: a case that
 /// times an early exit shows it); for machines, the rounds behind it.
-fn columns(outputs: bool) -> Table<PairedCase> {
+fn columns(outputs: bool, instructions: bool) -> Table<PairedCase> {
     let mut fields = columns::ratio_fields(
         PairedCase::benchmark_name,
         |c| c.median_a,
@@ -43,6 +43,13 @@ fn columns(outputs: bool) -> Table<PairedCase> {
             vec![],
         ));
     }
+    if instructions {
+        fields.push(Field::shown(
+            grid::left("entry instructions"),
+            |c, _| c.instructions().unwrap_or_else(|| "-".into()),
+            vec![],
+        ));
+    }
     fields.push(Field::machines_only(vec![
         value("loads", |c: &PairedCase| c.round_ratios.len().to_string()),
         value("pairs", |c: &PairedCase| c.ratios.len().to_string()),
@@ -53,14 +60,35 @@ fn columns(outputs: bool) -> Table<PairedCase> {
     Table { fields }
 }
 
-/// The cases as one grid, for both forms, with the geometric mean.
+/// The cases as one grid, for both forms, with the geometric mean; a
+/// suite's with each timed program's instructions, A's and B's.
 fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
     let outputs = rec.cases.iter().any(|c| c.output().is_some());
-    let mut g = columns(outputs).grid(&rec.cases, markdown);
+    let mut g = columns(outputs, rec.suite).grid(&rec.cases, markdown);
     if let Some(gm) = rec.geomean_ratio {
         g.row(super::geomean_cells(gm));
     }
     g
+}
+
+/// A suite's cases that moved (slower or faster), as a grid.
+fn moved(rec: &PairedRecord, markdown: bool) -> Grid {
+    let moved: Vec<PairedCase> = rec.cases.iter().filter(|c| c.moved()).cloned().collect();
+    columns(false, true).grid(&moved, markdown)
+}
+
+/// "412 of 424 cases compared; 12 not compared (2 only in B)".
+fn suite_summary(rec: &PairedRecord) -> String {
+    let only = rec.not_compared.iter().filter(|n| n.why.starts_with("only in")).count();
+    let total = rec.cases.len() + rec.not_compared.len();
+    let mut line = format!("{} of {total} cases compared", rec.cases.len());
+    if !rec.not_compared.is_empty() {
+        let _ = write!(line, "; {} not compared", rec.not_compared.len());
+        if only > 0 {
+            let _ = write!(line, " ({only} in one build only)");
+        }
+    }
+    line
 }
 
 /// One line per case: both medians, the median ratio with its interval,
@@ -85,9 +113,20 @@ pub fn table(rec: &PairedRecord) -> String {
         super::verdict_counts(|v| rec.count(v)),
         rec.threshold * 100.0
     );
-    for c in &rec.cases {
+    // A suite's hundreds of cases: the placement of those that moved.
+    for c in rec.cases.iter().filter(|c| !rec.suite || c.moved()) {
         if let Some(line) = placement(c) {
             let _ = writeln!(out, "{}: {line}", c.benchmark_name());
+        }
+    }
+    if rec.suite {
+        let _ = writeln!(out, "{}", suite_summary(rec));
+        if rec.cases.iter().any(PairedCase::moved) {
+            let _ = writeln!(out, "moved:");
+            out.push_str(&moved(rec, false).plain());
+        }
+        for n in &rec.not_compared {
+            let _ = writeln!(out, "not compared: {}: {}", n.name, n.why);
         }
     }
     if rec.interrupted {
@@ -115,6 +154,10 @@ pub fn markdown(rec: &PairedRecord) -> String {
             "> EMULATED: the guests ran under QEMU's TCG; ns/op are the emulator's, not the hardware's.\n"
         );
     }
+    if rec.suite {
+        suite_markdown(rec, &mut out);
+        return out;
+    }
     out.push_str(&cases(rec, true).markdown());
     let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| rec.count(v)));
     let lines: Vec<String> = rec
@@ -129,6 +172,40 @@ pub fn markdown(rec: &PairedRecord) -> String {
         let _ = writeln!(out, "\nInterrupted: {INTERRUPTED}.");
     }
     out
+}
+
+/// Two builds of a suite for a pull request: the geomean, the cases that
+/// moved with their instructions, every case and those not compared
+/// folded away.
+fn suite_markdown(rec: &PairedRecord, out: &mut String) {
+    let cell = super::markdown_cell;
+    let geomean = rec
+        .geomean_ratio
+        .map_or_else(String::new, |g| format!("geomean B/A **{g:.4}** ({:+.2} %); ", (g - 1.0) * 100.0));
+    let _ = writeln!(out, "{geomean}{}; {}.\n", super::verdict_counts(|v| rec.count(v)), suite_summary(rec));
+    if rec.cases.iter().any(PairedCase::moved) {
+        let _ = writeln!(
+            out,
+            "Moved (entry instructions: the timed entry program after the verifier, A -> B; it may tail-call others):\n"
+        );
+        out.push_str(&moved(rec, true).markdown());
+    } else {
+        let _ = writeln!(out, "No case moved beyond the noise threshold.");
+    }
+    let _ = writeln!(out, "\n<details><summary>All {} cases</summary>\n", rec.cases.len());
+    out.push_str(&cases(rec, true).markdown());
+    let _ = writeln!(out, "\n</details>");
+    if !rec.not_compared.is_empty() {
+        let _ = writeln!(out, "\n<details><summary>{} not compared</summary>\n", rec.not_compared.len());
+        for n in &rec.not_compared {
+            let _ = writeln!(out, "- `{}`: {}", cell(&n.name), cell(&n.why));
+        }
+        let _ = writeln!(out, "\n</details>");
+    }
+    let _ = writeln!(out, "\n{METHOD}.");
+    if rec.interrupted {
+        let _ = writeln!(out, "\nInterrupted: {INTERRUPTED}.");
+    }
 }
 
 /// "JIT placement: rounds 0.80-1.25 (SD 2.1%); pairs within a round: SD
@@ -156,7 +233,7 @@ const INTERRUPTED: &str = "the cases above are all that was measured";
 
 /// The cases for machines: the same columns' fields, a row per case.
 pub fn csv(rec: &PairedRecord) -> Result<String> {
-    columns(false).csv(&rec.cases)
+    columns(false, false).csv(&rec.cases)
 }
 
 /// B's latency and the B/A ratio per benchmark, for Bencher's thresholds.

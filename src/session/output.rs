@@ -76,5 +76,17 @@ pub fn gate_lines(decision: &GateDecision, gate: &Gate, against: &str) -> Vec<St
 /// The cases of a paired comparison confidently slower than --fail-on-regression allows, a line each.
 pub fn paired_gate_lines(record: &PairedRecord, gate: &Gate) -> Vec<String> {
     let limit = gate.fail_on_regression.unwrap_or_default();
-    gate.paired_regressions(record).iter().map(|c| paired_table::regression_line(c, limit)).collect()
+    let mut lines: Vec<String> =
+        gate.paired_regressions(record).iter().map(|c| paired_table::regression_line(c, limit)).collect();
+    // A suite's test that B broke is a regression whatever its speed.
+    if gate.fail_on_regression.is_some() {
+        lines.extend(
+            record
+                .not_compared
+                .iter()
+                .filter(|n| n.fails_on_b_only)
+                .map(|n| format!("regression: {}: {}", n.name, n.why)),
+        );
+    }
+    lines
 }

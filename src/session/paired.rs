@@ -10,21 +10,25 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Result, bail};
 
-use crate::harness::paired::{self, Build, PairedSettings};
-use crate::harness::{LoadedWorkload, PreparedScenario, ScenarioInfo, Validation, Workload};
+use crate::harness::paired::{self, Build, CaseEnd, FailsOn, PairedSettings};
+use crate::harness::{LoadedWorkload, NotRunnable, PreparedScenario, ScenarioInfo, Validation, Workload};
 use crate::kernel::test_run::RunOutput;
 use crate::packet::diff_packets;
 use crate::record::Runtime;
-use crate::record::paired::{PAIRED_SCHEMA, PairedCase, PairedRecord};
+use crate::record::paired::{NotCompared, PAIRED_SCHEMA, PairedCase, PairedRecord};
 use crate::stats::two_sample::geomean;
 use crate::system::environment;
 
 /// What happens during a paired comparison, for the caller to show.
 pub trait PairedObserver {
     fn case_started(&mut self, _index: usize, _count: usize, _name: &str) {}
+    /// The cases of a suite's group (a test object's tests) are timed together from here.
+    fn group_started(&mut self, _group: &str, _cases: usize) {}
     /// A case the workload cannot run here, and why (nothing was timed).
     fn case_skipped(&mut self, _name: &str, _why: &str) {}
     fn case_done(&mut self, _case: &PairedCase) {}
+    /// A suite's case that is not compared (it failed on A or B, or only one has it), and why.
+    fn case_not_compared(&mut self, _name: &str, _why: &str) {}
     /// Something the user should know before the figures (on stderr unless told).
     fn note(&mut self, text: &str) {
         eprintln!("bpfbench: {text}");
@@ -46,6 +50,14 @@ pub struct PairedPlan<'a> {
     /// The CPU both run on (the caller pinned the process to it).
     pub cpu: usize,
     pub stop: &'a AtomicBool,
+    /// A and B are two builds of a suite (a project's tests, a corpus):
+    /// each group of cases shares a load per round (a test object's load
+    /// and replay take seconds), and a case that fails on either side, or
+    /// is only one's, is recorded as not compared while the others go on.
+    pub suite: bool,
+    /// Cases left out before any was timed, and why (a suite's cases only
+    /// one build has).
+    pub left_out: Vec<NotCompared>,
 }
 
 /// A workload of this process as one side of a comparison, in the kernel
@@ -86,6 +98,13 @@ impl Build for LocalBuild<'_> {
         let fresh = self.workload.setup_in(self.cpu, self.runtime)?;
         self.loaded.insert(fresh).validate(s)
     }
+
+    fn again(&mut self, s: &ScenarioInfo) -> Result<(Validation, Box<dyn PreparedScenario + '_>)> {
+        if self.loaded.is_none() {
+            return self.fresh(s);
+        }
+        self.loaded.as_mut().expect("set up").validate(s)
+    }
 }
 
 /// Where two outputs of the same packet differ, if they do.
@@ -107,6 +126,19 @@ pub fn differences(a: &Validation, b: &Validation) -> Option<String> {
     a.outputs.iter().zip(&b.outputs).enumerate().find_map(|(i, (x, y))| output_difference(i, x, y))
 }
 
+/// The groups `plan` times together: in a suite, consecutive cases of one
+/// group share each round's load; otherwise each case is its own.
+fn groups(plan: &PairedPlan<'_>) -> Vec<std::ops::Range<usize>> {
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, s) in plan.scenarios.iter().enumerate() {
+        match groups.last_mut() {
+            Some(g) if plan.suite && plan.scenarios[g.start].group == s.group => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    groups
+}
+
 /// Runs `plan` on builds `a` and `b`: each case validated on both and
 /// compared, then timed in pairs, round after round.
 pub fn run(
@@ -117,21 +149,45 @@ pub fn run(
 ) -> Result<PairedRecord> {
     let capture = environment::start(plan.cpu);
     let mut cases = Vec::new();
+    let mut not_compared = plan.left_out.clone();
     let mut interrupted = false;
-    for (i, s) in plan.scenarios.iter().enumerate() {
-        if plan.stop.load(std::sync::atomic::Ordering::Relaxed) {
+    let count = plan.scenarios.len();
+    let stopped = || plan.stop.load(std::sync::atomic::Ordering::Relaxed);
+    let index_of = |s: &ScenarioInfo| plan.scenarios.iter().position(|x| x.name == s.name).unwrap_or(0);
+    for range in groups(&plan) {
+        if stopped() {
             interrupted = true;
             break;
         }
-        observer.case_started(i, plan.scenarios.len(), &s.name);
-        if let Some(why) = a.unavailable(s).or_else(|| b.unavailable(s)) {
-            observer.case_skipped(&s.name, &why);
-            continue;
+        let mut group = Vec::new();
+        for (i, s) in plan.scenarios[range.clone()].iter().enumerate() {
+            match a.unavailable(s).or_else(|| b.unavailable(s)) {
+                Some(why) => {
+                    observer.case_started(range.start + i, count, &s.name);
+                    observer.case_skipped(&s.name, &why);
+                }
+                None => group.push(s.clone()),
+            }
         }
-        let mut timing = None;
-        let mut output = None;
-        let mut check = |va: &Validation, vb: &Validation| -> Result<()> {
-            if let Some(d) = differences(va, vb)
+        // A case of its own is announced before it is timed; a group's
+        // cases, which are timed together, as each is decided.
+        match group.as_slice() {
+            [] => continue,
+            [s] => observer.case_started(index_of(s), count, &s.name),
+            [first, ..] => observer.group_started(&first.group, group.len()),
+        }
+        // Per case: how it was timed, and what A's program did.
+        let mut seen: Vec<Option<(crate::record::Timing, String, Option<crate::record::PacketBytes>)>> =
+            vec![None; group.len()];
+        let mut check = |i: usize, va: &Validation, vb: &Validation| -> Result<()> {
+            // A suite's test judges each build's output by its own CHECK (a
+            // SNAT port is drawn afresh by every load): the builds must give
+            // the same verdict, not the same bytes.
+            let differ = match plan.suite {
+                true => (va.verdict != vb.verdict).then(|| format!("verdict: A {}, B {}", va.verdict, vb.verdict)),
+                false => differences(va, vb),
+            };
+            if let Some(d) = differ
                 && !plan.allow_different_output
             {
                 bail!("A and B do not do the same: {d}\n(--allow-different-output times them anyway)");
@@ -148,29 +204,68 @@ pub fn run(
                     vb.timing.label()
                 );
             }
-            timing = Some(va.timing.clone());
-            output = Some((va.verdict.clone(), va.outcome.as_ref().and_then(|o| o.bytes)));
+            seen[i] = Some((va.timing.clone(), va.verdict.clone(), va.outcome.as_ref().and_then(|o| o.bytes)));
             Ok(())
         };
-        let mut case = match paired::run(a, b, s, &plan.settings, plan.threshold, plan.stop, &mut check) {
-            Ok(case) => case,
-            // Ctrl-C before the case had two rounds: it is left out.
-            Err(_) if plan.stop.load(std::sync::atomic::Ordering::Relaxed) => {
-                interrupted = true;
-                break;
+        let ends = paired::run(a, b, &group, &plan.settings, plan.threshold, plan.stop, &mut check);
+        for ((s, end), seen) in group.iter().zip(ends).zip(seen) {
+            let announce = |observer: &mut dyn PairedObserver| {
+                if group.len() > 1 {
+                    observer.case_started(index_of(s), count, &s.name);
+                }
+            };
+            let mut case = match end {
+                CaseEnd::Timed(case) => *case,
+                // Ctrl-C before the case had two rounds: it is left out.
+                CaseEnd::Interrupted => {
+                    interrupted = true;
+                    continue;
+                }
+                CaseEnd::Failed(_) if stopped() => {
+                    interrupted = true;
+                    continue;
+                }
+                // Not timed on either build (no steady state to time): N/A, as in a run.
+                CaseEnd::Failed(e)
+                    if plan.suite
+                        && e.downcast_ref::<FailsOn>() == Some(&FailsOn::Both)
+                        && e.downcast_ref::<NotRunnable>().is_some() =>
+                {
+                    announce(observer);
+                    let why = e.downcast_ref::<NotRunnable>().map(|n| n.0.clone()).unwrap_or_default();
+                    observer.case_skipped(&s.name, &why);
+                    continue;
+                }
+                CaseEnd::Failed(e) if plan.suite => {
+                    // One line: an output's difference spans several.
+                    let why = crate::record::error_line(&e)
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    announce(observer);
+                    observer.case_not_compared(&s.name, &why);
+                    let fails_on_b_only = e.downcast_ref::<FailsOn>() == Some(&FailsOn::B);
+                    not_compared.push(NotCompared { name: s.name.to_string(), why, fails_on_b_only });
+                    continue;
+                }
+                CaseEnd::Failed(e) => return Err(e.context(s.name.to_string())),
+            };
+            case.workload = plan.workload.clone();
+            case.name = s.name.to_string();
+            case.facts = s.facts.clone();
+            if let Some((timing, returns, bytes)) = seen {
+                case.timing = timing;
+                if bytes.is_some() {
+                    (case.returns, case.bytes) = (Some(returns), bytes);
+                }
             }
-            Err(e) => return Err(e.context(s.name.to_string())),
-        };
-        case.workload = plan.workload.clone();
-        case.name = s.name.to_string();
-        case.facts = s.facts.clone();
-        case.timing = timing.unwrap_or_default();
-        if let Some((returns, bytes)) = output.filter(|(_, bytes)| bytes.is_some()) {
-            (case.returns, case.bytes) = (Some(returns), bytes);
+            interrupted |= case.stop == "interrupted";
+            announce(observer);
+            observer.case_done(&case);
+            cases.push(case);
         }
-        interrupted |= case.stop == "interrupted";
-        observer.case_done(&case);
-        cases.push(case);
     }
     let ratios: Vec<f64> = cases.iter().map(|c| c.ratio).collect();
     Ok(PairedRecord {
@@ -182,6 +277,8 @@ pub fn run(
         threshold: plan.threshold,
         geomean_ratio: geomean(&ratios),
         cases,
+        not_compared,
+        suite: plan.suite,
         interrupted,
         guests: Vec::new(),
     })

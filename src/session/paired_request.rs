@@ -17,7 +17,7 @@ use crate::harness::paired::PairedSettings;
 use crate::harness::runner::Profile;
 use crate::harness::timing::BodyChoice;
 use crate::harness::{ScenarioInfo, Workload};
-use crate::record::paired::PairedRecord;
+use crate::record::paired::{NotCompared, PairedRecord};
 use crate::record::{ComparisonRecord, Metric, RunRecord, Runtime};
 use crate::system::guest::{self, GuestSpec};
 use crate::system::sysctl::{SysctlGuard, SysctlPair};
@@ -39,6 +39,9 @@ pub enum Builds {
     Setting(String, SysctlPair),
     /// Two kernels (`--kernel A --kernel B`), a worker in a guest of each.
     Kernels(PathBuf, PathBuf),
+    /// Two folders: two builds of a suite (a project's test objects, a
+    /// corpus of spec files), compared case by case.
+    Suites,
 }
 
 /// A paired comparison as asked for.
@@ -100,7 +103,7 @@ pub fn options_target(ab: &clap::ArgMatches) -> Option<String> {
         return Some(w.clone());
     }
     let a = ab.get_one::<std::path::PathBuf>("a")?;
-    is_own_program(a).then(|| a.display().to_string())
+    (is_own_program(a) || a.is_dir()).then(|| a.display().to_string())
 }
 
 /// Whether `p` is one of the user's programs: a BPF object or a spec file
@@ -124,6 +127,9 @@ impl PairedRequest<'_> {
         if let Some((ra, rb)) = self.runtimes()? {
             let name = self.workload.clone().expect("runtimes() checked");
             return Ok(Builds::Runtimes(name, ra, rb));
+        }
+        if self.a.is_dir() || self.b.is_dir() {
+            return self.suites();
         }
         for p in [&self.a, &self.b] {
             if !p.exists() {
@@ -182,6 +188,25 @@ impl PairedRequest<'_> {
             (None, false) => bail!("--sysctl needs what to run: --workload W or one BPF object"),
         };
         Ok(Builds::Setting(target, pair))
+    }
+
+    /// `ab [--tests F] A_DIR B_DIR`: two builds of a suite.
+    fn suites(&self) -> Result<Builds> {
+        for p in [&self.a, &self.b] {
+            if !p.is_dir() {
+                let what = if p.exists() { "is not a folder" } else { "does not exist" };
+                bail!(
+                    "{} {what}; to compare two builds of a suite give two folders (Cilium's test objects, or a corpus of spec files)",
+                    p.display()
+                );
+            }
+        }
+        if self.workload.is_some() || !self.run_args.is_empty() {
+            bail!(
+                "two folders are two builds of a suite: give its options (--tests cilium) before A and B, not --workload or --"
+            );
+        }
+        Ok(Builds::Suites)
     }
 
     /// `ab --kernel A --kernel B -- RUN_ARGS`.
@@ -246,6 +271,8 @@ impl PairedRequest<'_> {
             tag: self.tag.clone(),
             cpu,
             stop: interrupt::flag(),
+            suite: false,
+            left_out: Vec::new(),
         }
     }
 
@@ -254,12 +281,23 @@ impl PairedRequest<'_> {
         let cpu = system::prepare_for_timing(self.cpu)?;
         let labels = (self.a.display().to_string(), self.b.display().to_string());
         match builds {
-            Builds::Objects | Builds::WorkloadObjects(_) => {
+            Builds::Objects | Builds::WorkloadObjects(_) | Builds::Suites => {
                 let (wa, wb) = (self.build(builds, &self.a)?, self.build(builds, &self.b)?);
-                let scenarios = super::select(wa.as_ref(), &self.scenarios, &self.groups)?;
-                check_same_scenarios(&scenarios, wb.name(), wb.scenarios())?;
+                let selected = super::select(wa.as_ref(), &self.scenarios, &self.groups)?;
+                let plan = if wa.is_suite() {
+                    let (both, left_out) = self.in_both(selected, wa.as_ref(), wb.as_ref())?;
+                    for c in &left_out {
+                        observer.note(&format!("{}: not compared ({})", c.name, c.why));
+                    }
+                    let mut plan = self.plan(wa.name(), labels, both, cpu);
+                    (plan.suite, plan.left_out) = (true, left_out);
+                    plan
+                } else {
+                    check_same_scenarios(&selected, wb.name(), wb.scenarios())?;
+                    self.plan(wa.name(), labels, selected, cpu)
+                };
                 let (mut la, mut lb) = (LocalBuild::new(wa.as_ref(), cpu), LocalBuild::new(wb.as_ref(), cpu));
-                run(self.plan(wa.name(), labels, scenarios, cpu), &mut la, &mut lb, observer)
+                run(plan, &mut la, &mut lb, observer)
             }
             Builds::Runtimes(name, ra, rb) => {
                 let mut w = self.workloads.build(name)?;
@@ -333,10 +371,55 @@ impl PairedRequest<'_> {
         }
     }
 
+    /// Of two builds of a suite: the selected cases B has too, and the
+    /// cases only one of them has (B's counted where its group was
+    /// selected, or all when nothing was).
+    fn in_both(
+        &self,
+        selected: Vec<ScenarioInfo>,
+        wa: &dyn Workload,
+        wb: &dyn Workload,
+    ) -> Result<(Vec<ScenarioInfo>, Vec<NotCompared>)> {
+        let has = |w: &dyn Workload, name: &str| w.scenarios().iter().any(|x| x.name == name);
+        let (both, only_a): (Vec<ScenarioInfo>, Vec<ScenarioInfo>) =
+            selected.into_iter().partition(|s| has(wb, &s.name));
+        let whole = self.scenarios.is_empty() && self.groups.is_empty();
+        let only_b = wb
+            .scenarios()
+            .iter()
+            .filter(|s| !has(wa, &s.name) && (whole || self.groups.contains(&s.group.to_string())));
+        let left_out: Vec<NotCompared> = only_a
+            .iter()
+            .map(|s| NotCompared {
+                name: s.name.to_string(),
+                why: format!("only in A ({})", self.a.display()),
+                fails_on_b_only: false,
+            })
+            .chain(only_b.map(|s| NotCompared {
+                name: s.name.to_string(),
+                why: format!("only in B ({})", self.b.display()),
+                fails_on_b_only: false,
+            }))
+            .collect();
+        if both.is_empty() {
+            bail!(
+                "A ({}) and B ({}) have no case in common; two builds of a suite are compared on the cases both have",
+                self.a.display(),
+                self.b.display()
+            );
+        }
+        Ok((both, left_out))
+    }
+
     /// Counts A's and B's instructions per packet in the userspace runtime,
     /// after the same validation (`--metric insns`). Counts are exact, so
     /// one count a side is the comparison: no pairing, no statistics.
     pub fn count(&self, builds: &Builds) -> Result<ComparisonRecord> {
+        if *builds == Builds::Suites {
+            bail!(
+                "--metric insns counts in the userspace runtime, which runs no suite's tests; two builds of a suite compare by time, each case with its entry's instructions beside it"
+            );
+        }
         if !matches!(builds, Builds::Objects | Builds::WorkloadObjects(_)) {
             bail!(
                 "--metric insns compares two BPF objects; for two bpfbench executables run each with --metric insns and use 'bpfbench compare'"

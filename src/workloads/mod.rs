@@ -104,6 +104,12 @@ fn selected(matches: Option<&clap::ArgMatches>) -> Option<&'static Registration>
     })
 }
 
+/// Whether an option given on the command line names the workload
+/// (`--tests cilium`), whatever its target is.
+pub fn chosen_by_option(matches: &clap::ArgMatches) -> bool {
+    selected(Some(matches)).is_some()
+}
+
 /// The registration that runs `target` on the command line `matches`: the
 /// one an option given selects, else as [`find`].
 fn find_given(target: &str, matches: Option<&clap::ArgMatches>) -> Result<&'static Registration> {

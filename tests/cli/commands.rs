@@ -365,7 +365,7 @@ fn shell_words(line: &str) -> Vec<String> {
 fn every_bpfbench_command_of_the_ci_workflow_examples_parses() {
     let _machine = common::machine();
     let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ci/");
-    let yaml = ["bpf-bench.yml", "kernel-matrix.yml", "aya-bench.yml"]
+    let yaml = ["bpf-bench.yml", "kernel-matrix.yml", "aya-bench.yml", "cilium-tests-bench.yml"]
         .map(|f| std::fs::read_to_string(format!("{folder}{f}")).unwrap())
         .join("\n");
     // Continuation lines joined, GitHub's expressions given a value.
@@ -387,7 +387,7 @@ fn every_bpfbench_command_of_the_ci_workflow_examples_parses() {
         assert!(o.status.success(), "bpfbench {}: {}", args.join(" "), stderr(&o));
         checked += 1;
     }
-    assert!(checked >= 6, "bpfbench commands missing from the workflows: {checked} found");
+    assert!(checked >= 7, "bpfbench commands missing from the workflows: {checked} found");
     // A misspelt option is caught the same way.
     assert!(!bpfbench(&["ab", "a.o", "b.o", "--fail-on-regresion", "2", "--help"]).status.success());
 }

@@ -312,6 +312,14 @@ fn sandbox() -> common::TempDir {
         std::fs::copy(aya, dir.join(build)).unwrap();
     }
     std::fs::write(dir.join("fibonacci.json"), r#"[{"key": "e901000a", "value": "04000000"}]"#).unwrap();
+    // The tests guide's two builds of a suite: the test object, and its
+    // build with a slower entry, under one file name in two folders.
+    for (folder, build) in
+        [("tests-before", "tc_framework_tests.bpf.o"), ("tests-after", "tc_framework_tests_slow.bpf.o")]
+    {
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+        std::fs::copy(common::test_object(build), dir.join(folder).join("tc_framework_tests.bpf.o")).unwrap();
+    }
     // The verdict own-program.md's legacy-maps example fills in.
     std::fs::write(dir.join("drop.json"), r#"[{"key": "00000000", "value": "01000000"}]"#).unwrap();
     dir

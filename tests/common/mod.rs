@@ -365,6 +365,7 @@ pub fn paired_record() -> PairedRecord {
         round_ratios: vec![1.01, 1.03],
         ratios: vec![1.0, 1.02, 1.03, 1.04],
         spread: None,
+        programs: None,
     };
     PairedRecord {
         schema: PAIRED_SCHEMA.into(),
@@ -375,6 +376,8 @@ pub fn paired_record() -> PairedRecord {
         threshold: 0.01,
         geomean_ratio: Some(1.02),
         cases: vec![case],
+        not_compared: Vec::new(),
+        suite: false,
         interrupted: false,
         guests: Vec::new(),
     }
@@ -461,7 +464,15 @@ pub fn copy_tool_specs(to: &std::path::Path) {
     }
 }
 
+/// bpfbench's corpus in `dir/examples/corpus` (its specs and maps, the
+/// tools' left out), the kernel selftests' programs built by build.sh.
 pub fn corpus_with_selftests(dir: &std::path::Path) -> PathBuf {
+    corpus_built_with(dir, "")
+}
+
+/// [`corpus_with_selftests`], the selftests' programs built with `cflags`
+/// added (build.sh's BPF_CFLAGS: `-mcpu=v2`).
+pub fn corpus_built_with(dir: &std::path::Path, cflags: &str) -> PathBuf {
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/corpus");
     let to = dir.join("examples/corpus");
     std::fs::create_dir_all(to.join("maps")).unwrap();
@@ -480,6 +491,7 @@ pub fn corpus_with_selftests(dir: &std::path::Path) -> PathBuf {
     let build = Command::new(corpus.join("build.sh"))
         .args(["--linux", LINUX_SOURCE, "--out"])
         .arg(to.join("build"))
+        .env("BPF_CFLAGS", cflags)
         .output()
         .unwrap();
     assert!(build.status.success(), "build.sh --linux: {}", String::from_utf8_lossy(&build.stderr));

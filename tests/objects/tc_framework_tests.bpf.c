@@ -18,6 +18,12 @@
  *
  * Each setup hands the entry a mark and cb[0], which the entry checks and
  * clears, as Cilium's programs pass state to their tail calls.
+ *
+ * FW_EXTRA_ALU=N adds N multiplications of work to the entry, the same
+ * outputs (tc_framework_tests_slow.bpf.c: a second build of the suite);
+ * FW_REPLY_TTL_STEP=2 lowers a reply's TTL by two, which b_reply's and
+ * e_reply_again's CHECK refuse (tc_framework_tests_broken.bpf.c: a build
+ * that breaks two tests).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -28,7 +34,15 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "extra_alu.h"
 #include "test_framework.h"
+
+#ifndef FW_EXTRA_ALU
+#define FW_EXTRA_ALU 0
+#endif
+#ifndef FW_REPLY_TTL_STEP
+#define FW_REPLY_TTL_STEP 1
+#endif
 
 #define SETUP_MARK 0x77
 #define SETUP_CB 0x42
@@ -53,13 +67,15 @@ int fw_entry(struct __sk_buff *skb)
 
 	if ((void *)(ip + 1) > end)
 		return TC_ACT_SHOT;
+	if (FW_EXTRA_ALU)
+		EXTRA_ALU(FW_EXTRA_ALU, skb->len);
 	if (skb->mark != SETUP_MARK || skb->cb[0] != SETUP_CB)
 		return TC_ACT_SHOT;
 	skb->mark = 0;
 	skb->cb[0] = 0;
 	/* The reply of a known flow. */
 	if (bpf_map_lookup_elem(&flows, &ip->daddr)) {
-		ip->ttl--;
+		ip->ttl -= FW_REPLY_TTL_STEP;
 		return TC_ACT_OK;
 	}
 	f = bpf_map_lookup_elem(&flows, &ip->saddr);

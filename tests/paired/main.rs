@@ -8,4 +8,5 @@
 mod common;
 
 mod ab;
+mod suites;
 mod sysctl;

@@ -258,7 +258,13 @@ pub fn parse_from(argv: Vec<std::ffi::OsString>) -> Parsed {
         _ => ("run", None),
     };
     let target = match command {
-        "ab" => probed.and_then(paired_request::options_target),
+        // A and B of a workload an option names (`--tests cilium A B`) take its options too.
+        "ab" => probed.and_then(|m| {
+            paired_request::options_target(m).or_else(|| {
+                let a = m.get_one::<std::path::PathBuf>("a").filter(|_| workloads::chosen_by_option(m))?;
+                Some(a.display().to_string())
+            })
+        }),
         _ => Some(
             probed
                 .and_then(|m| m.get_one::<String>("workload").cloned())

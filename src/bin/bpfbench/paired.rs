@@ -39,6 +39,20 @@ impl PairedObserver for Terminal {
         }
     }
 
+    fn group_started(&mut self, group: &str, cases: usize) {
+        if self.progress {
+            eprintln!("{group}: {cases} cases, timed together (they share each round's load) ...");
+        }
+    }
+
+    fn case_not_compared(&mut self, name: &str, why: &str) {
+        if self.progress {
+            eprintln!("not compared ({why})");
+        } else {
+            eprintln!("bpfbench: {name}: not compared ({why})");
+        }
+    }
+
     fn case_done(&mut self, c: &PairedCase) {
         if self.progress {
             eprintln!(

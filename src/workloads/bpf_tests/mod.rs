@@ -183,6 +183,10 @@ impl Workload for TestSuite {
         &self.infos
     }
 
+    fn is_suite(&self) -> bool {
+        true
+    }
+
     fn setup(&self, cpu: usize) -> Result<Box<dyn LoadedWorkload + '_>> {
         // Every file stays loaded: a descriptor per program and map of each.
         crate::system::raise_open_files(OPEN_FILES);

@@ -220,6 +220,10 @@ impl Workload for Corpus {
         &self.infos
     }
 
+    fn is_suite(&self) -> bool {
+        true
+    }
+
     fn set_timing(&mut self, choice: TimingChoice) -> Result<()> {
         self.benches_mut().try_for_each(|b| b.set_timing(choice))
     }
