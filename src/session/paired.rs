@@ -35,6 +35,56 @@ pub trait PairedObserver {
     }
 }
 
+/// Shows progress on stderr: one line per case as it is decided.
+pub struct PairedProgress {
+    /// Whether stderr is a terminal: progress on it; else only what was skipped.
+    pub progress: bool,
+}
+
+impl PairedObserver for PairedProgress {
+    fn case_started(&mut self, index: usize, count: usize, name: &str) {
+        if self.progress {
+            eprint!("[{}/{count}] {name} ... ", index + 1);
+        }
+    }
+
+    fn case_skipped(&mut self, name: &str, why: &str) {
+        if self.progress {
+            eprintln!("N/A ({why})");
+        } else {
+            eprintln!("bpfbench: {name}: N/A ({why})");
+        }
+    }
+
+    fn group_started(&mut self, group: &str, cases: usize) {
+        if self.progress {
+            eprintln!("{group}: {cases} cases, timed together (they share each round's load) ...");
+        }
+    }
+
+    fn case_not_compared(&mut self, name: &str, why: &str) {
+        if self.progress {
+            eprintln!("not compared ({why})");
+        } else {
+            eprintln!("bpfbench: {name}: not compared ({why})");
+        }
+    }
+
+    fn case_done(&mut self, c: &PairedCase) {
+        if self.progress {
+            eprintln!(
+                "B/A {:.4} [{:.4}, {:.4}] {} ({} loads, {:.1} s)",
+                c.ratio,
+                c.ratio_ci95.0,
+                c.ratio_ci95.1,
+                c.verdict.as_str(),
+                c.round_ratios.len(),
+                c.elapsed_s
+            );
+        }
+    }
+}
+
 /// Everything a paired comparison does, decided before it starts.
 pub struct PairedPlan<'a> {
     pub workload: String,

@@ -192,14 +192,19 @@ impl PairedRequest<'_> {
 
     /// `ab [--tests F] A_DIR B_DIR`: two builds of a suite.
     fn suites(&self) -> Result<Builds> {
-        for p in [&self.a, &self.b] {
-            if !p.is_dir() {
-                let what = if p.exists() { "is not a folder" } else { "does not exist" };
-                bail!(
-                    "{} {what}; to compare two builds of a suite give two folders (Cilium's test objects, or a corpus of spec files)",
-                    p.display()
-                );
-            }
+        let (dir, other) = if self.a.is_dir() { (&self.a, &self.b) } else { (&self.b, &self.a) };
+        if !other.exists() {
+            bail!(
+                "{} does not exist; to compare two builds of a suite give two folders (Cilium's test objects, or a corpus of spec files)",
+                other.display()
+            );
+        }
+        if !other.is_dir() {
+            bail!(
+                "{} is a folder and {} is not; give two folders (two builds of a suite) or two files (BPF objects, bpfbench executables)",
+                dir.display(),
+                other.display()
+            );
         }
         if self.workload.is_some() || !self.run_args.is_empty() {
             bail!(

@@ -275,7 +275,7 @@ fn ab_interleaves_two_builds_and_compares_their_runs() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("/nonexistent does not exist"), "{}", stderr(&o));
     let o = bpfbench(&["ab", "/", me]);
-    assert!(stderr(&o).contains("/ is not a file"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/ is a folder and") && stderr(&o).contains("give two folders"), "{}", stderr(&o));
     let o = bpfbench(&["ab", me, me, "--", "--format", "csv"]);
     assert!(stderr(&o).contains("--format is set by 'bpfbench ab' itself"), "{}", stderr(&o));
     // The same build against itself, 4 rounds each: never slower beyond 50%.

@@ -178,10 +178,7 @@ fn suites_refuse_what_is_not_two_builds_of_one() {
     let dir = temp_dir("ab-suites-bad");
     let a = suite(&dir, "before", "tc_framework_tests.bpf.o", &[]);
     let file = object("tc_framework_tests.bpf.o");
-    assert_one_line_error(
-        &["ab", "--tests", "cilium", &a, &file, "--no-store"],
-        "is not a folder; to compare two builds of a suite give two folders",
-    );
+    assert_one_line_error(&["ab", "--tests", "cilium", &a, &file, "--no-store"], "before is a folder and");
     let missing = dir.join("nowhere").display().to_string();
     assert_one_line_error(&["ab", &a, &missing, "--no-store"], "nowhere does not exist; to compare two builds");
     let b = suite(&dir, "after", "tc_framework_tests_slow.bpf.o", &[]);

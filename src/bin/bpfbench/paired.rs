@@ -9,64 +9,15 @@ use anyhow::{Result, bail};
 use bpfbench::history::History;
 use bpfbench::record::ComparisonRecord;
 use bpfbench::record::Metric;
-use bpfbench::record::paired::{PairedCase, PairedRecord};
+use bpfbench::record::paired::PairedRecord;
 use bpfbench::report::{check_format, render_as};
 use bpfbench::session::output::paired_gate_lines;
-use bpfbench::session::paired::PairedObserver;
+use bpfbench::session::paired::PairedProgress;
 use bpfbench::session::{self, PairedArgs, RunArgs, worker};
 use bpfbench::system;
 use bpfbench::workloads::{self, FromCommandLine};
 
 use crate::output::print_comparison;
-
-/// Shows progress on stderr: one line per case as it is decided.
-struct Terminal {
-    progress: bool,
-}
-
-impl PairedObserver for Terminal {
-    fn case_started(&mut self, index: usize, count: usize, name: &str) {
-        if self.progress {
-            eprint!("[{}/{count}] {name} ... ", index + 1);
-        }
-    }
-
-    fn case_skipped(&mut self, name: &str, why: &str) {
-        if self.progress {
-            eprintln!("N/A ({why})");
-        } else {
-            eprintln!("bpfbench: {name}: N/A ({why})");
-        }
-    }
-
-    fn group_started(&mut self, group: &str, cases: usize) {
-        if self.progress {
-            eprintln!("{group}: {cases} cases, timed together (they share each round's load) ...");
-        }
-    }
-
-    fn case_not_compared(&mut self, name: &str, why: &str) {
-        if self.progress {
-            eprintln!("not compared ({why})");
-        } else {
-            eprintln!("bpfbench: {name}: not compared ({why})");
-        }
-    }
-
-    fn case_done(&mut self, c: &PairedCase) {
-        if self.progress {
-            eprintln!(
-                "B/A {:.4} [{:.4}, {:.4}] {} ({} loads, {:.1} s)",
-                c.ratio,
-                c.ratio_ci95.0,
-                c.ratio_ci95.1,
-                c.verdict.as_str(),
-                c.round_ratios.len(),
-                c.elapsed_s
-            );
-        }
-    }
-}
 
 pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
     // Counts and whole runs are run-against-run comparisons.
@@ -93,7 +44,7 @@ pub fn ab(args: &PairedArgs, matches: &clap::ArgMatches) -> Result<ExitCode> {
         return print_comparison(&cmp, &args.out, &args.gate);
     }
     let mut history = if args.store.no_store { None } else { Some(History::open(args.store.db.location())?) };
-    let record = request.compare(&builds, &mut Terminal { progress: std::io::stderr().is_terminal() })?;
+    let record = request.compare(&builds, &mut PairedProgress { progress: std::io::stderr().is_terminal() })?;
     finish(args, &record, history.as_mut())
 }
 
