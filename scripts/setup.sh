@@ -31,10 +31,11 @@ fi
 # whose selftests' programs the corpus builds (examples/corpus/build.sh --linux);
 # libbpf-tools are the tools `bpfbench overhead` and the corpus measure as they run.
 # llvm-19's llvm-objcopy strips an object's BTF in the legacy-maps test;
-# python3-jsonschema checks BMF documents against Bencher's schema.
+# python3-jsonschema checks BMF documents against Bencher's schema;
+# gcc-bpf (GCC 12's BPF backend) builds the source the A/B guide compares by compiler.
 packages=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config libbpf-dev tshark util-linux iproute2 fonts-dejavu-core bpftool)
 if [ "$mode" = test ]; then
-  packages+=(qemu-system-x86 kmod busybox-static postgresql chromium linux-source-6.12 libbpf-tools python3-jsonschema)
+  packages+=(qemu-system-x86 kmod busybox-static postgresql chromium linux-source-6.12 libbpf-tools python3-jsonschema gcc-bpf)
 fi
 missing=()
 for p in "${packages[@]}"; do

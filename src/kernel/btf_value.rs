@@ -11,8 +11,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use anyhow::{Context, Result, bail, ensure};
-use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, Int, MemberAttr};
-use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize, TypeId};
+use libbpf_rs::btf::types::{Array, Composite, DataSec, Enum, Enum64, Int, MemberAttr, Var};
+use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize, ReferencesType, TypeId};
 use serde_json::Value;
 
 use crate::packet::spec::{hex_bytes, mac_bytes};
@@ -55,6 +55,7 @@ pub fn size_of(btf: &Btf<'_>, id: TypeId) -> Result<usize> {
         }
         BtfKind::Ptr => 8,
         BtfKind::Float => libbpf_rs::btf::types::Float::try_from(t).map(|f| f.size()).unwrap_or(0),
+        BtfKind::DataSec => DataSec::try_from(t).map(|d| d.size()).unwrap_or(0),
         other => bail!("BTF kind {other:?} has no size here"),
     })
 }
@@ -218,8 +219,37 @@ pub fn encode(btf: &Btf<'_>, id: TypeId, v: &Value, out: &mut [u8], at: &str) ->
             }
             Ok(())
         }
+        BtfKind::DataSec => {
+            // A global data section (`.bss`, `.data`, `.rodata`): an object by variable name.
+            let vars = section_variables(btf, t);
+            let names = || vars.iter().map(|(n, ..)| n.as_str()).collect::<Vec<_>>().join(", ");
+            let Value::Object(fields) = v else {
+                bail!("{at}: expected an object with variables {} (or hex bytes), got {v}", names())
+            };
+            for (key, value) in fields {
+                let (_, ty, start, size) = vars
+                    .iter()
+                    .find(|(n, ..)| n == key)
+                    .with_context(|| format!("{at}: no variable '{key}'; the section's variables are {}", names()))?;
+                ensure!(start + size <= out.len(), "{at}.{key}: the variable lies outside the section");
+                encode(btf, *ty, value, &mut out[*start..start + size], &format!("{at}.{key}"))?;
+            }
+            Ok(())
+        }
         other => bail!("{at}: a {other:?} field cannot be given in JSON; give the bytes in hex"),
     }
+}
+
+/// A data section's variables: (name, type, byte offset, size).
+fn section_variables(btf: &Btf<'_>, t: BtfType<'_>) -> Vec<(String, TypeId, usize, usize)> {
+    let Ok(sec) = DataSec::try_from(t) else { return Vec::new() };
+    sec.iter()
+        .filter_map(|v| {
+            let var: Var<'_> = btf.type_by_id(v.ty)?;
+            let name = var.name()?.to_string_lossy().into_owned();
+            Some((name, var.referenced_type_id(), v.offset as usize, v.size))
+        })
+        .collect()
 }
 
 /// Member `key` of `c` (at bit offset `base`): a named member, or one of
@@ -268,6 +298,10 @@ pub fn bytes_of(btf: Option<&Btf<'_>>, id: u32, size: usize, v: &Value, at: &str
     let mut out = vec![0u8; size];
     match (v, btf) {
         (Value::String(s), _) if hex_bytes(s).is_some_and(|b| b.len() == size) => out = hex_bytes(s).expect("checked"),
+        // A global data section's key (0), which has no BTF type.
+        (Value::Number(_), _) if id == 0 && matches!(size, 1 | 2 | 4 | 8) => {
+            write_scalar(&mut out, number(v, at)?, &Scalar { size, big_endian: false }, at)?
+        }
         (_, Some(btf)) if id != 0 => {
             let typed = size_of(btf, TypeId::from(id))?;
             ensure!(typed == size, "{at}: the map's BTF type has {typed} bytes, the map {size}");
@@ -291,7 +325,7 @@ pub fn expected_bytes(
     let want = bytes_of(btf, id, size, v, at)?;
     let given = match (v, btf) {
         (Value::String(s), _) if hex_bytes(s).is_some_and(|b| b.len() == size) => vec![true; size],
-        (_, Some(btf)) => {
+        (_, Some(btf)) if id != 0 => {
             let mut ones = vec![0xffu8; size];
             encode(btf, TypeId::from(id), v, &mut ones, at)?;
             want.iter().zip(&ones).map(|(a, b)| a == b).collect()
@@ -316,15 +350,25 @@ pub fn value_differs(btf: Option<&Btf<'_>>, id: u32, want: &[u8], got: &[u8], gi
     let by_member = || -> Option<String> {
         let btf = btf?;
         let (t, _) = resolve(btf, TypeId::from(id)).ok()?;
-        let c = Composite::try_from(t).ok()?;
+        // (name, byte offset, size) of each member, or each variable of a data section.
+        let members: Vec<(String, usize, usize)> = match Composite::try_from(t) {
+            Ok(c) => c
+                .iter()
+                .filter_map(|m| {
+                    let MemberAttr::Normal { offset } = m.attr else { return None };
+                    let (start, size) = ((offset / 8) as usize, size_of(btf, m.ty).ok()?);
+                    let name = m.name.map_or_else(
+                        || format!("bytes {start}..{}", start + size),
+                        |n| n.to_string_lossy().into_owned(),
+                    );
+                    Some((name, start, size))
+                })
+                .collect(),
+            Err(_) => section_variables(btf, t).into_iter().map(|(n, _, start, size)| (n, start, size)).collect(),
+        };
         let mut out = Vec::new();
-        for m in c.iter() {
-            let MemberAttr::Normal { offset } = m.attr else { continue };
-            let (start, size) = ((offset / 8) as usize, size_of(btf, m.ty).ok()?);
+        for (name, start, size) in members {
             if start + size <= want.len() && differs(start..start + size) {
-                let name = m
-                    .name
-                    .map_or_else(|| format!("bytes {start}..{}", start + size), |n| n.to_string_lossy().into_owned());
                 out.push(format!(
                     "{name}: expected {}, got {}",
                     hex(&want[start..start + size]),

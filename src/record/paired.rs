@@ -57,6 +57,11 @@ impl PairedCase {
         Some(if a.tag == b.tag { format!("{na} (same code)") } else { format!("{na} -> {nb}") })
     }
 
+    /// Whether the kernel loaded different code for A and B (their tags differ).
+    pub fn code_differs(&self) -> bool {
+        self.programs.as_ref().is_some_and(|[a, b]| a.tag != b.tag)
+    }
+
     /// Whether its verdict says B differs from A.
     pub fn moved(&self) -> bool {
         matches!(self.verdict, Verdict::Slower | Verdict::Faster)

@@ -61,10 +61,14 @@ fn columns(outputs: bool, instructions: bool) -> Table<PairedCase> {
 }
 
 /// The cases as one grid, for both forms, with the geometric mean; a
-/// suite's with each timed program's instructions, A's and B's.
+/// suite's, or two builds of different code, with each timed program's
+/// instructions, A's and B's.
 fn cases(rec: &PairedRecord, markdown: bool) -> Grid {
     let outputs = rec.cases.iter().any(|c| c.output().is_some());
-    let mut g = columns(outputs, rec.suite).grid(&rec.cases, markdown);
+    // Two builds of different code (two compilers, a commit): each side's
+    // instructions beside its time; sysctls or kernels compare one code.
+    let instructions = rec.suite || rec.cases.iter().any(PairedCase::code_differs);
+    let mut g = columns(outputs, instructions).grid(&rec.cases, markdown);
     if let Some(gm) = rec.geomean_ratio {
         g.row(super::geomean_cells(gm));
     }

@@ -320,6 +320,13 @@ fn sandbox() -> common::TempDir {
         std::fs::create_dir_all(dir.join(folder)).unwrap();
         std::fs::copy(common::test_object(build), dir.join(folder).join("tc_framework_tests.bpf.o")).unwrap();
     }
+    // The A/B guide's one source by two compilers, and its files.
+    for (compiler, out) in [("clang-19", "lpm-clang.o"), ("bpf-gcc", "lpm-gcc.o")] {
+        common::built_with(compiler, "xdp_lpm", &dir, out);
+    }
+    for f in ["prefixes.json", "last.json"] {
+        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compilers").join(f), dir.join(f)).unwrap();
+    }
     // The verdict own-program.md's legacy-maps example fills in.
     std::fs::write(dir.join("drop.json"), r#"[{"key": "00000000", "value": "01000000"}]"#).unwrap();
     dir

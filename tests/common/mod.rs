@@ -227,6 +227,31 @@ pub fn test_object(name: &str) -> PathBuf {
     PathBuf::from(concat!(env!("OUT_DIR"), "/test-objects")).join(name)
 }
 
+/// `tests/objects/NAME.bpf.c` built into `dir/out` as the A/B guide builds
+/// it by compiler: `clang-19`, or `bpf-gcc` (GCC 12's BPF backend, Debian's
+/// `gcc-bpf`, which `scripts/setup.sh test` installs) with BTF (`-gbtf`)
+/// and the system's headers after its own (its BPF sysroot has none).
+pub fn built_with(compiler: &str, name: &str, dir: &std::path::Path, out: &str) -> PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects").join(format!("{name}.bpf.c"));
+    let to = dir.join(out);
+    let flags: &[&str] = match compiler {
+        "clang-19" => &["-O2", "-g", "--target=bpf", "-mcpu=v3", "-I/usr/include/x86_64-linux-gnu", "-c"],
+        "bpf-gcc" => {
+            &["-O2", "-gbtf", "-mcpu=v3", "-I/usr/include/x86_64-linux-gnu", "-idirafter", "/usr/include", "-c"]
+        }
+        other => panic!("no flags for {other}"),
+    };
+    let cc = Command::new(compiler)
+        .args(flags)
+        .arg(&src)
+        .arg("-o")
+        .arg(&to)
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler}: {e}; scripts/setup.sh test installs it (gcc-bpf: bpf-gcc)"));
+    assert!(cc.status.success(), "{compiler} {name}: {}", String::from_utf8_lossy(&cc.stderr));
+    to
+}
+
 /// [`test_object`] as a command's argument.
 pub fn object(name: &str) -> String {
     test_object(name).to_string_lossy().into_owned()

@@ -225,12 +225,25 @@ fn a_stored_comparison_comes_back_as_printed() {
     let rows = common::markdown_rows(&md);
     assert_eq!(
         rows[0],
-        ["benchmark", "A ns/op", "B ns/op", "B/A", "95 % CI", "rests on", "verdict", "program output"],
+        [
+            "benchmark",
+            "A ns/op",
+            "B ns/op",
+            "B/A",
+            "95 % CI",
+            "rests on",
+            "verdict",
+            "program output",
+            "entry instructions"
+        ],
         "{md}"
     );
     assert!(rows[1].iter().all(|c| c.starts_with("---") || c.ends_with("--:")), "{md}");
     let case = rows.iter().find(|r| r[0].contains("xdp_swap")).unwrap_or_else(|| panic!("{md}"));
-    assert_eq!(case.len(), 8, "{md}");
+    assert_eq!(case.len(), 9, "{md}");
+    // Two builds of different code: each one's instructions, the slow one's more.
+    let (na, nb) = case[8].split_once(" -> ").unwrap_or_else(|| panic!("{md}"));
+    assert!(na.parse::<u32>().unwrap() < nb.parse::<u32>().unwrap(), "{md}");
     assert_eq!(case[6], format!("**{}**", printed["cases"][0]["verdict"].as_str().unwrap()), "{md}");
     // What the program did with the packet: the MAC swap sends it back, its size unchanged.
     assert_eq!(case[7], "XDP_TX, 60 -> 60", "{md}");

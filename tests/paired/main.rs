@@ -8,5 +8,6 @@
 mod common;
 
 mod ab;
+mod compilers;
 mod suites;
 mod sysctl;

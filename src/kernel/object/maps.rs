@@ -86,9 +86,27 @@ impl ObjectFile {
         walk_list(|m| unsafe { sys::bpf_object__next_map(self.obj.as_ptr(), m) })
     }
 
+    /// The map named `name`, or the one data section named so (".bss"):
+    /// libbpf names a section's map after the object's file ("lpm_clan.bss"),
+    /// which two builds of one program need not share.
     pub(super) fn map_raw(&self, name: &str) -> Option<*mut sys::bpf_map> {
-        // SAFETY: a map of this object.
-        self.maps_raw().into_iter().find(|&m| cstr(unsafe { sys::bpf_map__name(m) }) == name)
+        // SAFETY: maps of this object.
+        let named = |m: &*mut sys::bpf_map| cstr(unsafe { sys::bpf_map__name(*m) });
+        let maps = self.maps_raw();
+        maps.iter().find(|m| named(m) == name).copied().or_else(|| {
+            let mut sections = maps
+                .iter()
+                .filter(|m| name.starts_with('.') && named(m).len() > name.len() && named(m).ends_with(name));
+            match (sections.next(), sections.next()) {
+                (Some(m), None) => Some(*m),
+                _ => None,
+            }
+        })
+    }
+
+    /// Whether the object has a map `name` (as [`Self::map_raw`] finds it).
+    pub fn has_map(&self, name: &str) -> bool {
+        self.map_raw(name).is_some()
     }
 
     /// Names of the object's maps (internal ones like `.bss` included).

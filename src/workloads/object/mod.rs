@@ -87,9 +87,16 @@ impl ObjectBench {
         let object = setup.open(&setup.object)?;
         let (program, kind) = object.select(setup.program.as_deref())?;
         let maps = object.map_names();
+        let missing: Vec<&str> = setup
+            .cases
+            .iter()
+            .flat_map(|c| c.expect_maps.iter())
+            .filter(|e| !object.has_map(&e.map))
+            .map(|e| e.map.as_str())
+            .collect();
         drop(object);
         for (c, e) in setup.cases.iter().flat_map(|c| c.expect_maps.iter().map(move |e| (c, e))) {
-            if !maps.contains(&e.map) {
+            if missing.contains(&e.map.as_str()) {
                 bail!(
                     "case {}: --expect-map {}: {} has no map '{}'; its maps: {}",
                     c.name,
