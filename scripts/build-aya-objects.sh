@@ -3,8 +3,12 @@
 # Aya builds them: aya-ebpf with #[map] (0.1.1, legacy 'maps' section) and
 # #[btf_map] (0.2.1, '.maps'), bpf-linker with --btf; and with
 # fun-xdp's fibonacci feature (13 values matched) and its fib-loop (the
-# regression the Aya guide catches). The objects are kept in the tree, so
-# tests and CI never need this toolchain.
+# regression the Aya guide catches), and with its log feature (aya-log's
+# info! for every packet, into the AYA_LOGS perf event array). The objects
+# are kept in the tree, so tests and CI never need this toolchain.
+#
+# Usage: scripts/build-aya-objects.sh [OBJECT ...]  (default: every object;
+# e.g. fun-xdp-log rebuilds tests/objects/aya/fun-xdp-log.o alone)
 #
 # The toolchain, on Debian 12: Debian 13's rustc 1.85 (LLVM 19), cargo and
 # rust-src, fetched with apt-get download from a trixie entry of this
@@ -44,6 +48,9 @@ unstable=(-Zprofile-rustflags
   --config 'profile.release.package.aya-ebpf.rustflags=["-Zcrate-attr=feature(unsigned_is_multiple_of)","-Zcrate-attr=feature(integer_sign_cast)"]')
 # OBJECT CRATE [FEATURES]: each object from its crate, as cargo builds it.
 while read -r object crate crate_features; do
+  if [ "$#" -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$object"; then
+    continue
+  fi
   dir="$here/examples/aya/$crate"
   (cd "$dir" && cargo build -q --locked --ignore-rust-version -Z build-std=core "${unstable[@]}" \
     ${crate_features:+--features "$crate_features"} --target bpfel-unknown-none --release --target-dir "$work/target-$object")
@@ -54,4 +61,5 @@ fun-xdp-map fun-xdp
 fun-xdp-btf-map fun-xdp-btf
 fun-xdp-fib fun-xdp fibonacci
 fun-xdp-fib-loop fun-xdp fib-loop
+fun-xdp-log fun-xdp log
 OBJECTS

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::maps::{UserMap, UserMaps};
 use super::memory::{Memory, RegionKind};
 use super::uapi::{
-    CSUM_DIFF, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM, MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM,
-    TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL,
+    CSUM_DIFF, E2BIG, EINVAL, ENOENT, GET_PRANDOM_U32, GET_SMP_PROCESSOR_ID, KTIME_GET_NS, MAP_DELETE_ELEM,
+    MAP_LOOKUP_ELEM, MAP_UPDATE_ELEM, PERF_EVENT_OUTPUT, TAIL_CALL, XDP_ADJUST_HEAD, XDP_ADJUST_META, XDP_ADJUST_TAIL,
 };
 
 /// What `ld_imm64` of a map puts in a register: a tag the program cannot
@@ -28,6 +28,7 @@ const COMMON: &[i32] = &[
     XDP_ADJUST_TAIL,
     XDP_ADJUST_META,
     TAIL_CALL,
+    PERF_EVENT_OUTPUT,
 ];
 
 /// Whether the runtime has helper `id` (for any program type).
@@ -157,9 +158,36 @@ impl Helpers {
                 let to = if to_size == 0 { Vec::new() } else { Self::bytes(mem, a[2], to_size)? };
                 csum_diff(&from, &to, a[4] as u32)
             }
+            PERF_EVENT_OUTPUT => {
+                let m = self.map_of(maps, a[1], PERF_EVENT_OUTPUT)?;
+                perf_event_output(m.def.max_entries, a[2], self.cpu)?
+            }
             _ => return Err(unsupported(id)),
         })
     }
+}
+
+/// `bpf_perf_event_output(ctx, map, flags, data, size)` as the kernel
+/// answers it when the slot holds no perf event (no reader opened one, as
+/// under bpfbench in the kernel too): the flags checked, then -ENOENT; the
+/// record is dropped before it is copied. Copying the context's own bytes
+/// (a length in the flags' upper half) is refused: this runtime has no
+/// such copy, and a packet shorter than the length would change the answer.
+pub fn perf_event_output(max_entries: u32, flags: u64, cpu: usize) -> Result<u64, String> {
+    const INDEX_MASK: u64 = 0xffff_ffff;
+    const CURRENT_CPU: u64 = INDEX_MASK;
+    const CTXLEN_MASK: u64 = 0xf_ffff << 32;
+    if flags & !(INDEX_MASK | CTXLEN_MASK) != 0 {
+        return Ok(-EINVAL as u64);
+    }
+    if flags & CTXLEN_MASK != 0 {
+        return Err(format!("bpf_perf_event_output with context bytes (flags {flags:#x}), {LACKED}"));
+    }
+    let index = match flags & INDEX_MASK {
+        CURRENT_CPU => cpu as u64,
+        i => i,
+    };
+    Ok(if index >= u64::from(max_entries) { -E2BIG } else { -ENOENT } as u64)
 }
 
 /// Ones' complement sum of `buf` added to `seed`, in 32 bits with
@@ -309,4 +337,24 @@ pub fn kfunc_label(id: i32) -> String {
 /// The name a count table shows for helper `id`.
 pub fn name_of(id: i32) -> String {
     helper_name(id).map_or_else(|| format!("helper {id}"), str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_event_output_answers_as_the_kernel_does_with_no_perf_event_open() {
+        const CURRENT_CPU: u64 = 0xffff_ffff;
+        // Two slots (two CPUs), both empty: the record is dropped.
+        assert_eq!(perf_event_output(2, CURRENT_CPU, 1), Ok(-ENOENT as u64));
+        assert_eq!(perf_event_output(2, 1, 0), Ok(-ENOENT as u64));
+        // A slot past the array, and flags the helper does not know.
+        assert_eq!(perf_event_output(2, 2, 0), Ok(-E2BIG as u64));
+        assert_eq!(perf_event_output(2, CURRENT_CPU, 7), Ok(-E2BIG as u64));
+        assert_eq!(perf_event_output(2, 1 << 63, 0), Ok(-EINVAL as u64));
+        // The context's own bytes (XDP's packet, tc's skb): refused by name.
+        let e = perf_event_output(2, (64 << 32) | CURRENT_CPU, 0).unwrap_err();
+        assert!(e.contains("context bytes"), "{e}");
+    }
 }

@@ -306,8 +306,8 @@ fn sandbox() -> common::TempDir {
     let aya = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya/fun-xdp-map.o");
     std::fs::copy(aya, dir.join("fun-xdp-map.o")).unwrap();
     std::fs::write(dir.join("buzz.json"), r#"[{"key": "0f00000a", "value": "02000000"}]"#).unwrap();
-    // The Aya guide's two builds and the entry it expects of them.
-    for build in ["fun-xdp-fib.o", "fun-xdp-fib-loop.o"] {
+    // The Aya guide's builds and the entry it expects of them.
+    for build in ["fun-xdp-fib.o", "fun-xdp-fib-loop.o", "fun-xdp-log.o"] {
         let aya = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya").join(build);
         std::fs::copy(aya, dir.join(build)).unwrap();
     }

@@ -133,3 +133,43 @@ fn bencher_schema_check(file: &Path) -> std::process::Output {
         "import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))";
     std::process::Command::new("python3").args(["-c", validate]).arg(file).arg(schema).output().unwrap()
 }
+
+/// fun_xdp with its log feature: aya-log's `info!` for every packet, into
+/// the AYA_LOGS perf event array, as an Aya template's program logs. The
+/// object names no license (Aya's loader takes it as GPL, which the GPL-only
+/// bpf_perf_event_output needs); no reader opens AYA_LOGS here, so each
+/// record is formatted and then dropped, in both runtimes alike.
+#[test]
+fn an_aya_program_that_logs_loads_as_aya_loads_it_and_its_logging_is_timed() {
+    let _machine = common::machine();
+    let dir = temp_dir("aya-log");
+    let (map, log) = (aya_object("fun-xdp-map.o"), aya_object("fun-xdp-log.o"));
+    let (map, log) = (map.to_str().unwrap(), log.to_str().unwrap());
+    let buzz = dir.join("buzz.json");
+    std::fs::write(&buzz, r#"[{"key": "0f00000a", "value": "02000000"}]"#).unwrap();
+    let expect = format!("SOURCES={}", buzz.display());
+    let packet = "eth/ipv4(src=10.0.0.15)/udp";
+    for runtime in ["kernel", "user"] {
+        let args = [log, "--packet", packet, "--runtime", runtime, "--expect", "XDP_PASS", "--expect-map", &expect];
+        let (code, results, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{runtime}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], "XDP_PASS", "{r}");
+        if runtime == "kernel" {
+            assert_eq!(r["timing"]["mode"], "in-bpf", "{r}");
+        }
+        let notes = r["notes"].to_string();
+        assert!(notes.contains("loaded as \\\"GPL\\\", as Aya's loader takes it"), "{notes}");
+        assert!(notes.contains("map AYA_LOGS: a perf event array no reader opens here"), "{notes}");
+    }
+    // The objects without logging name no license either, and need none.
+    let (_, results, _) = run_json(&[map, "--packet", packet]);
+    assert!(results[0]["notes"].to_string().contains("loaded as"), "{}", results[0]);
+    // What logging costs a packet, paired: formatting the record is most of the program.
+    let o = bpfbench(&["ab", map, log, "--packet", packet, "--no-store", "--format", "json", "--max-time", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &rec["cases"][0];
+    assert_eq!(c["verdict"], "slower", "{c}");
+    assert!(c["ratio"].as_f64().unwrap() > 1.2, "{c}");
+}

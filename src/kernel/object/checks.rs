@@ -9,8 +9,11 @@ use object::{Architecture, Object, ObjectSection, ObjectSymbol, RelocationTarget
 /// Facts the ELF holds that libbpf does not hand out.
 #[derive(Debug, Clone)]
 pub struct ElfFacts {
-    /// The `license` section's string ("" when absent).
+    /// The `license` section's string ("" when absent), or the license
+    /// bpfbench loads the object under where it has none (`rust_license`).
     pub license: String,
+    /// No `license` section: the object loads under Aya's default ("GPL").
+    pub license_by_default: bool,
     /// Functions the object's maps point at: programs a prog array is
     /// declared with (`.values = { [1] = &prog }`), which libbpf puts in
     /// their slots only if they are loaded too.
@@ -60,7 +63,7 @@ pub fn check_bpf_elf(path: &Path) -> Result<ElfFacts> {
                 .collect()
         })
         .unwrap_or_default();
-    Ok(ElfFacts { license, prog_array_targets })
+    Ok(ElfFacts { license, license_by_default: false, prog_array_targets })
 }
 
 /// The undefined functions `file` calls that a compiler's support library

@@ -12,6 +12,7 @@ mod elf;
 mod legacy_maps;
 mod maps;
 mod mend;
+mod rust_license;
 mod verifier_log;
 pub mod verify;
 
@@ -95,15 +96,30 @@ fn errno_error(rc: i32) -> std::io::Error {
 }
 
 impl ObjectFile {
-    /// Opens `path` (checked first to be a BPF ELF object); legacy map
+    /// Opens `path` (checked first to be a BPF ELF object), in memory as
+    /// Aya's loader reads it where libbpf reads it otherwise: legacy map
     /// definitions (a `maps` section, as aya-ebpf's `#[map]` writes them)
-    /// read as BTF-defined maps, in memory (see `legacy_maps`).
+    /// as BTF-defined maps (see `legacy_maps`), and a Rust object that
+    /// names no license as "GPL" (see `rust_license`).
     pub fn open(path: &Path) -> Result<ObjectFile> {
         let elf = check_bpf_elf(path)?;
-        let image = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        if let Some((image, maps)) = legacy_maps::mend(&image)
-            .with_context(|| format!("cannot read the legacy map definitions ('maps' section) of {}", path.display()))?
-        {
+        let file = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let legacy = legacy_maps::mend(&file).with_context(|| {
+            format!("cannot read the legacy map definitions ('maps' section) of {}", path.display())
+        })?;
+        let (mended, legacy_maps) = match legacy {
+            Some((image, maps)) => (Some(image), maps),
+            None => (None, Vec::new()),
+        };
+        let licensed = rust_license::mend(mended.as_deref().unwrap_or(&file))
+            .with_context(|| format!("cannot read the sections of {}", path.display()))?;
+        let mut elf = elf;
+        if licensed.is_some() {
+            // The programs bpfbench builds around this one (the batch loop) carry its license.
+            elf.license = rust_license::AYA_DEFAULT.into();
+            elf.license_by_default = true;
+        }
+        if let Some(image) = licensed.or(mended) {
             let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let obj = open_image(&stem, &image)
                 .map_err(|why| anyhow::anyhow!("libbpf cannot open {} {why}", path.display()))?;
@@ -112,7 +128,7 @@ impl ObjectFile {
                 path: path.to_path_buf(),
                 elf,
                 log: vec![0u8; STATS_LOG_SIZE].into_boxed_slice(),
-                legacy_maps: maps,
+                legacy_maps,
             };
             return object.seeded();
         }
@@ -140,7 +156,11 @@ impl ObjectFile {
     pub fn open_memory(name: &str, bytes: &'static [u8]) -> Result<ObjectFile> {
         let obj = open_image(name, bytes)
             .map_err(|why| anyhow::anyhow!("libbpf cannot open bpfbench's own {name} object {why}"))?;
-        let elf = checks::ElfFacts { license: "Dual BSD/GPL".into(), prog_array_targets: Vec::new() };
+        let elf = checks::ElfFacts {
+            license: "Dual BSD/GPL".into(),
+            license_by_default: false,
+            prog_array_targets: Vec::new(),
+        };
         ObjectFile {
             obj,
             path: PathBuf::from(name),
@@ -197,6 +217,11 @@ impl ObjectFile {
     /// BTF-defined maps on open; empty for most objects.
     pub fn legacy_maps(&self) -> &[String] {
         &self.legacy_maps
+    }
+
+    /// Whether the object names no license and loads under Aya's default, "GPL".
+    pub fn license_by_default(&self) -> bool {
+        self.elf.license_by_default
     }
 
     /// Sets the object's read-only data (`const volatile` globals) before

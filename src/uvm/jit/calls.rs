@@ -144,6 +144,21 @@ extern "C" fn csum_diff(from: u64, from_size: u64, to: u64, to_size: u64, seed: 
     helpers::csum_diff(bytes(from, from_size), bytes(to, to_size), seed as u32)
 }
 
+extern "C" fn perf_event_output(_ctx: u64, map: u64, flags: u64, _data: u64, _size: u64) -> u64 {
+    let Some((h, maps, _)) = env() else { return (-EINVAL) as u64 };
+    let Some(i) = helpers::map_index(map, maps.maps.len()) else { return (-EINVAL) as u64 };
+    match helpers::perf_event_output(maps.maps[i].def.max_entries, flags, h.cpu) {
+        Ok(rc) => rc,
+        Err(why) => {
+            // SAFETY: set by HelperEnvGuard::set for the duration of the run.
+            if let Some(e) = unsafe { ENV.with(Cell::get).as_mut() } {
+                e.error = Some(why);
+            }
+            (-EINVAL) as u64
+        }
+    }
+}
+
 /// What the tail-call helper leaves in rax and rdx: the chain's verdict,
 /// and whether the call happened (then the caller's function returns it).
 #[repr(C)]
@@ -315,6 +330,7 @@ pub fn address(id: i32) -> Option<u64> {
         GET_PRANDOM_U32 => get_prandom_u32 as *const () as usize,
         GET_SMP_PROCESSOR_ID => get_smp_processor_id as *const () as usize,
         CSUM_DIFF => csum_diff as *const () as usize,
+        PERF_EVENT_OUTPUT => perf_event_output as *const () as usize,
         XDP_ADJUST_HEAD => xdp_adjust_head as *const () as usize,
         XDP_ADJUST_TAIL => xdp_adjust_tail as *const () as usize,
         XDP_ADJUST_META => xdp_adjust_meta as *const () as usize,

@@ -49,6 +49,10 @@ enum Store {
     Lru { stride: usize, lru: Box<LruHash> },
     /// LPM trie, with the kernel's longest-prefix match.
     Lpm(Box<Lpm>),
+    /// A perf event array: its slots would hold perf events, which only a
+    /// reader opens; here none does, so every slot is empty (as in the
+    /// kernel under bpfbench) and the program's output goes nowhere.
+    PerfEvents,
 }
 
 /// The index an array's `key` names, or the kernel's error for an update
@@ -122,6 +126,7 @@ impl UserMap {
                 let stride = if percpu(def.map_type) { def.value_size.next_multiple_of(8) } else { def.value_size };
                 Store::Lru { stride, lru: Box::new(LruHash::new(def.max_entries as usize, stride * copies, cpus)) }
             }
+            MapType::PerfEventArray => Store::PerfEvents,
             t => {
                 let why = format!("map {}: type {t:?} is not in bpfbench's userspace runtime yet", def.name);
                 return Err(super::Lacks(why).into());
@@ -157,6 +162,7 @@ impl UserMap {
                 copies[c].get_mut(i * *stride..)?.get_mut(..self.def.value_size)
             }
             Store::Hash { stride, table } => table.get_mut(key).map(|v| &mut v[c * *stride..][..self.def.value_size]),
+            Store::PerfEvents => None,
         }
     }
 
@@ -203,6 +209,7 @@ impl UserMap {
                 v[c * *stride..][..size].copy_from_slice(value);
             }),
             Store::Lpm(_) => unreachable!("an LPM trie has one copy"),
+            Store::PerfEvents => unreachable!("a perf event array has one copy"),
         }
     }
 
@@ -215,6 +222,8 @@ impl UserMap {
         let copies = self.copies();
         let value_for = |c: usize| values[c.min(values.len() - 1)];
         match &mut self.store {
+            // Its values are perf event fds, which this runtime has none of.
+            Store::PerfEvents => -EINVAL,
             Store::Lru { lru, .. } if !percpu(self.def.map_type) => lru.update(key, values[0], flags, cpu),
             Store::Lru { stride, lru } => lru.update_in_place(key, flags, cpu, |v, _| {
                 for c in 0..copies {
@@ -278,7 +287,7 @@ impl UserMap {
                 }
                 Err(e) => e,
             },
-            Store::Array { .. } => -EINVAL,
+            Store::Array { .. } | Store::PerfEvents => -EINVAL,
             Store::Hash { table, .. } => match table.remove(key) {
                 Some(old) => {
                     self.graveyard.push(old);
@@ -320,6 +329,7 @@ impl UserMap {
                 table.get(key).map(|v| v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect())
             }
             Store::Lpm(m) => m.peek(key).map(|v| vec![v.to_vec()]),
+            Store::PerfEvents => None,
         }
     }
 
@@ -330,6 +340,7 @@ impl UserMap {
             Store::Hash { table, .. } => table.len(),
             Store::Lru { lru, .. } => lru.key_count(),
             Store::Lpm(m) => m.key_count(),
+            Store::PerfEvents => 0,
         }
     }
 
@@ -354,6 +365,7 @@ impl UserMap {
                 .map(|(k, v)| (k, v.chunks(*stride).map(|c| c[..self.def.value_size].to_vec()).collect()))
                 .collect(),
             Store::Lpm(m) => m.entries().map(|(k, v)| (k.to_vec(), vec![v.to_vec()])).collect(),
+            Store::PerfEvents => Vec::new(),
         }
     }
 }
@@ -444,6 +456,10 @@ impl UserMaps {
             max_entries: m.max_entries(),
         };
         let mut um = UserMap::new(def, cpus)?;
+        if m.map_type() == MapType::PerfEventArray {
+            // Nothing to copy: a reader's perf events, and bpfbench opens none.
+            return Ok(self.place(um));
+        }
         // Plain maps come over in batches (a load balancer's rings hold
         // hundreds of thousands of values: one syscall each took seconds).
         if !percpu(m.map_type())

@@ -325,6 +325,9 @@ fn load_filled(
     if !object.legacy_maps().is_empty() {
         notes.push(legacy_maps_note(object));
     }
+    if object.license_by_default() {
+        notes.push("license: none in the object (rustc built it): loaded as \"GPL\", as Aya's loader takes it".into());
+    }
     let own_maps = object.map_names();
     for (map, file) in &setup.maps {
         if own_maps.contains(map) || !has_others {
@@ -339,6 +342,7 @@ fn load_filled(
         notes.push(format!("global {}: set before load", g.shown()));
     }
     let stats = object.load(program)?;
+    notes.extend(unread_buffer_notes(object));
     let others = fill_slots(object, setup, notes)?;
     for (map, file) in &setup.maps {
         if !own_maps.contains(map) && !others.iter().any(|o| o.map_names().contains(map)) {
@@ -350,6 +354,25 @@ fn load_filled(
         }
     }
     Ok((stats, others))
+}
+
+/// A note per ring buffer or perf event array (aya-log's `AYA_LOGS` is
+/// one): a test run has no reader, so what the program writes there is
+/// dropped, and the figures leave out what a reader's copy would cost.
+fn unread_buffer_notes(object: &ObjectFile) -> Vec<String> {
+    use crate::kernel::buffers::BufferKind;
+    object
+        .buffer_maps()
+        .into_iter()
+        .map(|(name, _, kind)| match kind {
+            BufferKind::Perf => format!(
+                "map {name}: a perf event array no reader opens here: each output finds no perf event (-ENOENT) and drops its record before copying it, as with no logger or reader running; the figures leave that copy out"
+            ),
+            BufferKind::Ring => format!(
+                "map {name}: a ring buffer nothing reads here: records are written until it is full, then refused (bpf_ringbuf_reserve gives NULL, bpf_ringbuf_output -EAGAIN), as with a reader that stopped; the figures hold both paths"
+            ),
+        })
+        .collect()
 }
 
 /// The object's own maps as the setup left them (--map files, globals),

@@ -57,6 +57,8 @@ pub fn fun_xdp(ctx: XdpContext) -> u32 {
         _ => 0,
     };
     let _ = SOURCES.insert(&src, &class, 0);
+    #[cfg(feature = "log")]
+    aya_log_ebpf::info!(&ctx, "source {:i} is class {}", src, class);
     xdp_action::XDP_PASS
 }
 
