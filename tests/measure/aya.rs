@@ -44,6 +44,16 @@ fn aya_objects_in_both_map_styles_validate_their_map_entry_and_are_timed_in_both
             }
         }
     }
+    // The same entry by the maps' types (u32 -> u32), which the #[map]
+    // build's BTF names only in its PhantomData members: a number each.
+    let typed = dir.join("buzz-typed.json");
+    std::fs::write(&typed, r#"[{"key": 167772175, "value": 2}]"#).unwrap();
+    for file in [&map, &btf_map] {
+        let args =
+            [file.to_str().unwrap(), "--packet", packet, "--expect-map", &format!("SOURCES={}", typed.display())];
+        let (code, _, err) = run_json(&args);
+        assert_eq!(code, Some(0), "{}: {err}", file.display());
+    }
     // A Fizz expected of a Buzz fails validation, naming the entry.
     let fizz = dir.join("fizz.json");
     std::fs::write(&fizz, r#"[{"key": "0f00000a", "value": "01000000"}]"#).unwrap();

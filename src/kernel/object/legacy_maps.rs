@@ -17,6 +17,15 @@
 //! The definition's fields are read in `bpf_map_def`'s order: type, key
 //! size, value size, max entries, flags, then Aya's id (unused) and
 //! pinning (1: by name, as libbpf's `LIBBPF_PIN_BY_NAME`).
+//!
+//! Key and value types, where the object's BTF has them: aya-ebpf's map
+//! types carry them only as `PhantomData<K>` members (`_k`, `_v`, an
+//! array's `_t`), empty structs whose names say the type
+//! (`PhantomData<u32>`, written by bpf-linker as `PhantomData_3C_u32_3E_`).
+//! Where a type of that name and of the definition's size is in the BTF
+//! (`u32`, or a struct the program uses), the map's definition names it as
+//! `__type(key, T)` does, so `--map` and `--expect-map` JSON lay keys and
+//! values out by it; otherwise the size alone, and hex.
 
 use anyhow::{Context, Result, bail, ensure};
 
@@ -154,6 +163,9 @@ const BTF_KIND_INT: u32 = 1;
 const BTF_KIND_PTR: u32 = 2;
 const BTF_KIND_ARRAY: u32 = 3;
 const BTF_KIND_STRUCT: u32 = 4;
+const BTF_KIND_UNION: u32 = 5;
+const BTF_KIND_ENUM: u32 = 6;
+const BTF_KIND_TYPEDEF: u32 = 8;
 const BTF_KIND_VAR: u32 = 14;
 const BTF_KIND_DATASEC: u32 = 15;
 /// A VAR's linkage that libbpf takes for a map.
@@ -226,6 +238,81 @@ impl Btf {
         self.types[at..at + 4].copy_from_slice(&value.to_le_bytes());
     }
 
+    /// The BTF ids of map `m`'s key and value types, as its variable's
+    /// `PhantomData` members name them (see the module's comment), where
+    /// a type of that name and the definition's size is in the BTF.
+    fn phantom_types(&self, m: &MapDef) -> Result<(Option<u32>, Option<u32>)> {
+        let size_of = |field: &str| m.fields.iter().find(|(f, _)| *f == field).map(|(_, v)| *v);
+        let Some(map_type) = self.variable_type(&m.name)? else { return Ok((None, None)) };
+        let (kind, at) = self.kind(map_type as usize)?;
+        if kind != BTF_KIND_STRUCT {
+            return Ok((None, None));
+        }
+        let (mut key, mut value) = (None, None);
+        let vlen = (u32_at(&self.types, at + 4)? & 0xffff) as usize;
+        for i in 0..vlen {
+            let member = at + 12 + 12 * i;
+            let name = c_str(&self.strings, u32_at(&self.types, member)? as usize)?;
+            let (slot, size) = match name.as_str() {
+                "_k" => (&mut key, size_of("key_size")),
+                "_v" | "_t" => (&mut value, size_of("value_size")),
+                _ => continue,
+            };
+            let phantom = u32_at(&self.types, member + 4)?;
+            let (_, pat) = self.kind(phantom as usize)?;
+            let Some(inner) = rust_name(&self.name(pat)?)
+                .strip_prefix("PhantomData<")
+                .and_then(|n| n.strip_suffix('>'))
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            *slot = match size {
+                Some(size) => self.type_named(&last_segment(&inner), size)?,
+                None => None,
+            };
+        }
+        Ok((key, value))
+    }
+
+    /// The type of the variable named `name`.
+    fn variable_type(&self, name: &str) -> Result<Option<u32>> {
+        for id in 1..=self.starts.len() {
+            let (kind, at) = self.kind(id)?;
+            if kind == BTF_KIND_VAR && self.name(at)? == name {
+                return Ok(Some(u32_at(&self.types, at + 8)?));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first type named `name` (as Rust writes it) of `size` bytes.
+    fn type_named(&self, name: &str, size: u32) -> Result<Option<u32>> {
+        for id in 1..=self.starts.len() {
+            let (kind, at) = self.kind(id)?;
+            let sized =
+                matches!(kind, BTF_KIND_INT | BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_ENUM | BTF_KIND_TYPEDEF);
+            if sized
+                && u32_at(&self.types, at)? != 0
+                && rust_name(&self.name(at)?) == name
+                && self.size(id)? == Some(size)
+            {
+                return Ok(Some(id as u32));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A type's size in bytes, through typedefs; None for kinds without one.
+    fn size(&self, id: usize) -> Result<Option<u32>> {
+        let (kind, at) = self.kind(id)?;
+        Ok(match kind {
+            BTF_KIND_INT | BTF_KIND_STRUCT | BTF_KIND_UNION | BTF_KIND_ENUM => Some(u32_at(&self.types, at + 8)?),
+            BTF_KIND_TYPEDEF => self.size(u32_at(&self.types, at + 8)? as usize)?,
+            _ => None,
+        })
+    }
+
     /// The blob with each map's definition as BTF-defined maps are, its
     /// variable of that type, and a `.maps` DATASEC (see the module's comment).
     fn with_maps(mut self, maps: &[MapDef]) -> Result<Vec<u8>> {
@@ -237,8 +324,21 @@ impl Btf {
         let mut pointers: Vec<(u32, u32)> = Vec::new();
         let mut definitions = Vec::new();
         for m in maps {
+            let typed = self.phantom_types(m)?;
             let mut members = Vec::new();
             for (k, (field, value)) in m.fields.iter().enumerate() {
+                // `__type(key, T)`: a pointer to T, where the size was.
+                let named = match *field {
+                    "key_size" => typed.0,
+                    "value_size" => typed.1,
+                    _ => None,
+                };
+                if let Some(ty) = named {
+                    let ptr = self.push(0, BTF_KIND_PTR, 0, ty, &[]);
+                    let name = self.string(&field[..field.len() - "_size".len()]);
+                    members.extend([name, ptr, 64 * k as u32]);
+                    continue;
+                }
                 let ptr = match pointers.iter().find(|(v, _)| v == value) {
                     Some((_, p)) => *p,
                     None => {
@@ -311,5 +411,92 @@ impl Btf {
         blob.extend_from_slice(&self.types);
         blob.extend_from_slice(&self.strings);
         Ok(blob)
+    }
+}
+
+/// A name as Rust wrote it: bpf-linker writes each character BTF does not
+/// take as `_XX_`, its code in hex (`PhantomData_3C_u32_3E_` for `PhantomData<u32>`).
+fn rust_name(btf_name: &str) -> String {
+    let b = btf_name.as_bytes();
+    let mut out = String::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex =
+            b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex, b.get(i + 3)) {
+            (b'_', Some(c), Some(b'_'))
+                if b[i + 1..i + 3].iter().all(|x| x.is_ascii_hexdigit() && !x.is_ascii_lowercase()) =>
+            {
+                out.push(c as char);
+                i += 4;
+            }
+            (c, ..) => {
+                out.push(c as char);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A type's name without its path (`fun_xdp::Key<u8>` -> `Key<u8>`); its
+/// generic arguments keep theirs.
+fn last_segment(path: &str) -> String {
+    let head = path.find('<').unwrap_or(path.len());
+    let start = path[..head].rfind("::").map_or(0, |i| i + 2);
+    path[start..].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The members of map `name`'s definition in the mended object's BTF:
+    /// (member, the name of the type its pointer points at: "" for the
+    /// anonymous arrays that carry a number).
+    fn definition(aya_object: &str, name: &str) -> Vec<(String, String)> {
+        use libbpf_rs::btf::types::{Composite, Ptr, Var};
+        use libbpf_rs::btf::{Btf, ReferencesType};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/objects/aya").join(aya_object);
+        let (mended, _) = mend(&std::fs::read(path).unwrap()).unwrap().expect("a legacy 'maps' section");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &mended).unwrap();
+        let btf = Btf::from_path(file.path()).unwrap();
+        let var: Var<'_> = btf.type_by_name(name).unwrap();
+        let def = Composite::try_from(var.referenced_type()).unwrap();
+        def.iter()
+            .map(|m| {
+                let ptr = Ptr::try_from(btf.type_by_id::<libbpf_rs::btf::BtfType<'_>>(m.ty).unwrap()).unwrap();
+                let to = ptr.referenced_type().name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                (m.name.unwrap().to_string_lossy().into_owned(), to)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_maps_key_and_value_types_come_from_its_phantom_members_where_the_btf_has_them() {
+        // HashMap<u32, u32>: u32 is in the BTF, of the definition's sizes.
+        let sources = definition("fun-xdp-map.o", "SOURCES");
+        let member = |name: &str| sources.iter().find(|(m, _)| m == name).map(|(_, t)| t.as_str());
+        assert_eq!(member("key"), Some("u32"), "{sources:?}");
+        assert_eq!(member("value"), Some("u32"), "{sources:?}");
+        assert_eq!(member("key_size"), None, "{sources:?}");
+        assert_eq!(member("type"), Some(""), "{sources:?}");
+        // PerCpuArray<LogBuf>: LogBuf is not in the BTF, so its size stays.
+        let buf = definition("fun-xdp-log.o", "AYA_LOG_BUF");
+        assert!(buf.iter().any(|(m, _)| m == "value_size") && !buf.iter().any(|(m, _)| m == "value"), "{buf:?}");
+    }
+
+    #[test]
+    fn rust_names_are_read_back_from_bpf_linkers_escapes() {
+        assert_eq!(rust_name("PhantomData_3C_u32_3E_"), "PhantomData<u32>");
+        assert_eq!(rust_name("HashMap_3C_u32_2C__20_u32_3E_"), "HashMap<u32, u32>");
+        assert_eq!(rust_name("PhantomData_3C_aya_log_ebpf_3A__3A_LogBuf_3E_"), "PhantomData<aya_log_ebpf::LogBuf>");
+        // Names with underscores of their own stay as they are.
+        assert_eq!(rust_name("bpf_map_def"), "bpf_map_def");
+        assert_eq!(rust_name("xdp_md"), "xdp_md");
+        assert_eq!(last_segment("aya_log_ebpf::LogBuf"), "LogBuf");
+        assert_eq!(last_segment("aya_ebpf::maps::lpm_trie::Key<fun::K>"), "Key<fun::K>");
+        assert_eq!(last_segment("u32"), "u32");
     }
 }
