@@ -39,7 +39,7 @@ use super::{PreparedScenario, ScenarioInfo, Validation, Variant};
 use crate::kernel::prog_info::program_record;
 use crate::record::ProgramRecord;
 use crate::record::paired::{PairedCase, RoundSpread};
-use crate::stats::paired::{combined_ratio, verdict};
+use crate::stats::paired::{combined_ratio, verdict_over};
 use crate::stats::two_sample::Verdict;
 use crate::stats::{median_ci, percentile_sorted};
 
@@ -248,7 +248,7 @@ pub fn run(
             }
             if c.rounds.len() >= c.next_look {
                 let (_, ci) = combined_ratio(&c.rounds, STOP_LEVEL);
-                if verdict(ci, threshold) != Verdict::Uncertain {
+                if verdict_over(c.rounds.len(), ci, threshold) != Verdict::Uncertain {
                     c.end = Some("decided");
                 }
                 c.next_look = c.rounds.len() + (c.rounds.len() / 8).max(1);
@@ -362,7 +362,7 @@ fn finish(
         median_b_ci95,
         ratio,
         ratio_ci95: ci,
-        verdict: verdict(ci, threshold),
+        verdict: verdict_over(rounds.len(), ci, threshold),
         stop: stopped.into(),
         elapsed_s: spent.as_secs_f64(),
         round_ratios: rounds,

@@ -117,6 +117,9 @@ pub fn table(rec: &PairedRecord) -> String {
         super::verdict_counts(|v| rec.count(v)),
         rec.threshold * 100.0
     );
+    if let Some(line) = too_few_rounds(rec) {
+        let _ = writeln!(out, "{line}");
+    }
     // A suite's hundreds of cases: the placement of those that moved.
     for c in rec.cases.iter().filter(|c| !rec.suite || c.moved()) {
         if let Some(line) = placement(c) {
@@ -164,6 +167,9 @@ pub fn markdown(rec: &PairedRecord) -> String {
     }
     out.push_str(&cases(rec, true).markdown());
     let _ = writeln!(out, "\n{}: {METHOD}.", super::verdict_counts(|v| rec.count(v)));
+    if let Some(line) = too_few_rounds(rec) {
+        let _ = writeln!(out, "\n{line}");
+    }
     let lines: Vec<String> = rec
         .cases
         .iter()
@@ -227,6 +233,18 @@ fn placement(c: &PairedCase) -> Option<String> {
 }
 
 /// " (time cap)" where sampling stopped before a decision.
+/// "2 cases ended with fewer than 4 rounds ...": cases a time cap left
+/// uncertain however narrow their interval (see `VERDICT_FLOOR`).
+fn too_few_rounds(rec: &PairedRecord) -> Option<String> {
+    use crate::stats::paired::VERDICT_FLOOR;
+    let n = rec.cases.iter().filter(|c| c.round_ratios.len() < VERDICT_FLOOR).count();
+    (n > 0).then(|| {
+        format!(
+            "{n} case(s) ended with fewer than {VERDICT_FLOOR} rounds: too few loads for a verdict (each round is one draw of where the JIT put the code), so uncertain; give them more time (--max-time)"
+        )
+    })
+}
+
 fn stopped(c: &PairedCase) -> String {
     if c.stop == "decided" { String::new() } else { format!(" ({})", c.stop) }
 }

@@ -101,6 +101,18 @@ fn autocorrelation_factor(x: &[f64], mean: f64) -> f64 {
     factor.max(1.0)
 }
 
+/// The fewest rounds a verdict rests on. Each round is one load of each
+/// build, one draw of where the JIT put its code (0.78-1.25 of the others,
+/// one in fifteen); two or three draws that landed alike give a narrow
+/// interval that says nothing of the code. Fewer rounds (a time cap that
+/// ended a slow case early) leave it uncertain.
+pub const VERDICT_FLOOR: usize = 4;
+
+/// [`verdict`] of an interval over `rounds` rounds: uncertain below [`VERDICT_FLOOR`].
+pub fn verdict_over(rounds: usize, ci: (f64, f64), threshold: f64) -> Verdict {
+    if rounds < VERDICT_FLOOR { Verdict::Uncertain } else { verdict(ci, threshold) }
+}
+
 /// slower/faster when the whole interval lies beyond ±threshold, same when
 /// it lies within, uncertain otherwise (and with no interval).
 pub fn verdict(ci: (f64, f64), threshold: f64) -> Verdict {
@@ -231,6 +243,17 @@ mod tests {
         assert!(s.between > 0.01 && s.between < 0.03, "{s:?}");
         assert!((s.within - 0.0147).abs() < 0.001, "{s:?}");
         assert!(spread(&[], &[]).is_none());
+    }
+
+    #[test]
+    fn fewer_rounds_than_the_floor_give_no_verdict_however_narrow_their_interval() {
+        // Two loads that landed alike: a narrow interval, clear of ±1 %.
+        let (_, ci) = combined_ratio(&[1.044, 1.046], 0.95);
+        assert_eq!(verdict(ci, 0.01), Verdict::Slower, "{ci:?}");
+        assert_eq!(verdict_over(2, ci, 0.01), Verdict::Uncertain);
+        let four = [1.044, 1.046, 1.045, 1.047];
+        let (_, ci) = combined_ratio(&four, 0.95);
+        assert_eq!(verdict_over(four.len(), ci, 0.01), Verdict::Slower, "{ci:?}");
     }
 
     #[test]

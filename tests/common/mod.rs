@@ -387,7 +387,7 @@ pub fn paired_record() -> PairedRecord {
         verdict: Verdict::Slower,
         stop: "decided".into(),
         elapsed_s: 4.2,
-        round_ratios: vec![1.01, 1.03],
+        round_ratios: vec![1.01, 1.03, 1.02, 1.02],
         ratios: vec![1.0, 1.02, 1.03, 1.04],
         spread: None,
         programs: None,
