@@ -480,7 +480,7 @@ fn paired_comparisons_are_stored_in_their_own_table_and_come_back_whole() {
     let id = h.store_paired(&rec).unwrap();
     assert_eq!(serde_json::to_value(h.load_paired(id).unwrap()).unwrap(), serde_json::to_value(&rec).unwrap());
     let listed = h.list_paired(10).unwrap();
-    assert_eq!((listed.len(), listed[0].0, listed[0].1.cases[0].round_ratios.len()), (1, id, 2));
+    assert_eq!((listed.len(), listed[0].0, listed[0].1.cases[0].round_ratios.len()), (1, id, 4));
     // Paired comparisons are not runs.
     assert!(h.list(&[], 10).unwrap().is_empty());
     assert!(format!("{:#}", h.load_paired(id + 1).unwrap_err()).contains("no paired comparison"));
@@ -641,7 +641,7 @@ fn changes_finds_the_step_where_it_is_and_nothing_where_there_is_none() {
     assert!(c["p_value"].as_f64().unwrap() <= 0.01, "{c}");
     assert!(c["environment_changes"].as_array().unwrap().iter().any(|e| e == "bpfbench commit: c1 -> c2"), "{c}");
     assert_eq!(c["paired"][0]["verdict"], "slower", "{c}");
-    assert_eq!((c["paired"][0]["rounds"].as_u64(), c["paired"][0]["pairs"].as_u64()), (Some(2), Some(4)), "{c}");
+    assert_eq!((c["paired"][0]["rounds"].as_u64(), c["paired"][0]["pairs"].as_u64()), (Some(4), Some(4)), "{c}");
     // The pull request's form: one row for the one change.
     let o = Command::new(env!("CARGO_BIN_EXE_bpfbench"))
         .args(["changes", "--db", db, "--format", "markdown"])
