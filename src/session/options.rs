@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Selection;
+use super::paired::PairedRules;
 use super::paired_request::{PairedRequest, WorkloadSource};
 use crate::compare::Gate;
 use crate::harness::paired::PairedSettings;
@@ -280,11 +281,12 @@ impl PairedArgs {
             sysctl: self.sysctl.clone(),
             kernels: self.kernels.clone(),
             append: (self.append.clone(), self.append_b.clone()),
-            scenarios: self.select.scenarios.clone(),
-            groups: self.select.groups.clone(),
-            settings: self.paired.clone(),
-            threshold: self.gate.threshold(),
-            allow_different_output: self.allow_different_output,
+            select: self.select.clone(),
+            rules: PairedRules {
+                settings: self.paired.clone(),
+                threshold: self.gate.threshold(),
+                allow_different_output: self.allow_different_output,
+            },
             metric: self.metric,
             cpu: self.cpu,
             tag: self.store.tag.clone(),

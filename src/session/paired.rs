@@ -85,17 +85,24 @@ impl PairedObserver for PairedProgress {
     }
 }
 
+/// How every case of a paired comparison is sampled and judged, from the
+/// command line to the plan.
+#[derive(Debug, Clone)]
+pub struct PairedRules {
+    pub settings: PairedSettings,
+    /// Relative change below which a difference counts as noise.
+    pub threshold: f64,
+    /// Time the cases even where A and B give different outputs.
+    pub allow_different_output: bool,
+}
+
 /// Everything a paired comparison does, decided before it starts.
 pub struct PairedPlan<'a> {
     pub workload: String,
     /// (A, B) as the user named them.
     pub labels: (String, String),
     pub scenarios: Vec<ScenarioInfo>,
-    pub settings: PairedSettings,
-    /// Relative change below which a difference counts as noise.
-    pub threshold: f64,
-    /// Time the cases even where A and B give different outputs.
-    pub allow_different_output: bool,
+    pub rules: PairedRules,
     pub tag: Option<String>,
     /// The CPU both run on (the caller pinned the process to it).
     pub cpu: usize,
@@ -238,7 +245,7 @@ pub fn run(
                 false => differences(va, vb),
             };
             if let Some(d) = differ
-                && !plan.allow_different_output
+                && !plan.rules.allow_different_output
             {
                 bail!("A and B do not do the same: {d}\n(--allow-different-output times them anyway)");
             }
@@ -257,7 +264,7 @@ pub fn run(
             seen[i] = Some((va.timing.clone(), va.verdict.clone(), va.outcome.as_ref().and_then(|o| o.bytes)));
             Ok(())
         };
-        let ends = paired::run(a, b, &group, &plan.settings, plan.threshold, plan.stop, &mut check);
+        let ends = paired::run(a, b, &group, &plan.rules.settings, plan.rules.threshold, plan.stop, &mut check);
         for ((s, end), seen) in group.iter().zip(ends).zip(seen) {
             let announce = |observer: &mut dyn PairedObserver| {
                 if group.len() > 1 {
@@ -324,7 +331,7 @@ pub fn run(
         b: plan.labels.1,
         tag: plan.tag,
         environment: capture.finish(),
-        threshold: plan.threshold,
+        threshold: plan.rules.threshold,
         geomean_ratio: geomean(&ratios),
         cases,
         not_compared,

@@ -8,12 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
-use super::paired::{LocalBuild, PairedObserver, PairedPlan, run};
+use super::paired::{LocalBuild, PairedObserver, PairedPlan, PairedRules, run};
 use super::setting_build::SettingBuild;
 use super::worker::{BootingWorker, Worker};
-use super::{Plan, Quiet, builds};
+use super::{Plan, Quiet, Selection, builds};
 use crate::compare::{RunNoise, compare_runs};
-use crate::harness::paired::PairedSettings;
 use crate::harness::runner::Profile;
 use crate::harness::timing::BodyChoice;
 use crate::harness::{ScenarioInfo, Workload};
@@ -57,12 +56,8 @@ pub struct PairedRequest<'m> {
     /// With kernels: more command line for both guests, and for B's only.
     pub append: (Option<String>, Option<String>),
     /// `-s` and `-g`.
-    pub scenarios: Vec<String>,
-    pub groups: Vec<String>,
-    pub settings: PairedSettings,
-    /// Relative change below which a difference counts as noise.
-    pub threshold: f64,
-    pub allow_different_output: bool,
+    pub select: Selection,
+    pub rules: PairedRules,
     pub metric: Metric,
     pub cpu: Option<usize>,
     pub tag: Option<String>,
@@ -270,9 +265,7 @@ impl PairedRequest<'_> {
             workload: workload.to_string(),
             labels,
             scenarios,
-            settings: self.settings.clone(),
-            threshold: self.threshold,
-            allow_different_output: self.allow_different_output,
+            rules: self.rules.clone(),
             tag: self.tag.clone(),
             cpu,
             stop: interrupt::flag(),
@@ -288,7 +281,7 @@ impl PairedRequest<'_> {
         match builds {
             Builds::Objects | Builds::WorkloadObjects(_) | Builds::Suites => {
                 let (wa, wb) = (self.build(builds, &self.a)?, self.build(builds, &self.b)?);
-                let selected = super::select(wa.as_ref(), &self.scenarios, &self.groups)?;
+                let selected = super::select(wa.as_ref(), &self.select.scenarios, &self.select.groups)?;
                 let plan = if wa.is_suite() {
                     let (both, left_out) = self.in_both(selected, wa.as_ref(), wb.as_ref())?;
                     for c in &left_out {
@@ -308,7 +301,7 @@ impl PairedRequest<'_> {
                 let mut w = self.workloads.build(name)?;
                 // The userspace runtime runs the body called: the kernel's side must too.
                 w.set_body(BodyChoice::Call)?;
-                let scenarios = super::select(w.as_ref(), &self.scenarios, &self.groups)?;
+                let scenarios = super::select(w.as_ref(), &self.select.scenarios, &self.select.groups)?;
                 let labels = (ra.label().to_string(), rb.label().to_string());
                 let (mut a, mut b) = (
                     LocalBuild::new(w.as_ref(), cpu).in_runtime(*ra),
@@ -318,7 +311,7 @@ impl PairedRequest<'_> {
             }
             Builds::Setting(target, pair) => {
                 let w = self.workloads.build(target)?;
-                let scenarios = super::select(w.as_ref(), &self.scenarios, &self.groups)?;
+                let scenarios = super::select(w.as_ref(), &self.select.scenarios, &self.select.groups)?;
                 let guard = SysctlGuard::take(&pair.name)?;
                 let labels = (pair.label(&pair.a), pair.label(&pair.b));
                 let (mut a, mut b) = (
@@ -347,17 +340,17 @@ impl PairedRequest<'_> {
                 let booting_a = BootingWorker::boot(&labels.0, &spec(ia, both.clone()), accel, &run_args)?;
                 let booting_b = BootingWorker::boot(&labels.1, &spec(ib, Some(append_b)), accel, &run_args)?;
                 let (mut a, mut b) = (booting_a.ready()?, booting_b.ready()?);
-                let scenarios = super::select_from(&a.workload, &a.scenarios, &self.scenarios, &self.groups)?;
+                let scenarios = super::select_from(&a.workload, &a.scenarios, &self.select.scenarios, &self.select.groups)?;
                 check_same_scenarios(&scenarios, &b.workload, &b.scenarios)?;
                 let name = a.workload.clone();
                 let mut plan = self.plan(&name, labels, scenarios, cpu);
-                if accel == guest::Accelerator::Tcg && plan.threshold < TCG_GUEST_SPREAD {
+                if accel == guest::Accelerator::Tcg && plan.rules.threshold < TCG_GUEST_SPREAD {
                     observer.note(&format!(
                         "the guests run under TCG: noise threshold raised from {:.1}% to {:.0}%, as two guests of one kernel differ by up to 4% here (docs/src/guide/kernels.md)",
-                        plan.threshold * 100.0,
+                        plan.rules.threshold * 100.0,
                         TCG_GUEST_SPREAD * 100.0
                     ));
-                    plan.threshold = TCG_GUEST_SPREAD;
+                    plan.rules.threshold = TCG_GUEST_SPREAD;
                 }
                 let mut record = run(plan, &mut a, &mut b, observer)?;
                 record.guests = [a.guest.take(), b.guest.take()].into_iter().flatten().collect();
@@ -368,7 +361,7 @@ impl PairedRequest<'_> {
                 run_args.extend(["--cpu".to_string(), cpu.to_string()]);
                 let mut a = Worker::spawn(&self.a, &run_args)?;
                 let mut b = Worker::spawn(&self.b, &run_args)?;
-                let scenarios = super::select_from(&a.workload, &a.scenarios, &self.scenarios, &self.groups)?;
+                let scenarios = super::select_from(&a.workload, &a.scenarios, &self.select.scenarios, &self.select.groups)?;
                 check_same_scenarios(&scenarios, &b.workload, &b.scenarios)?;
                 let name = a.workload.clone();
                 run(self.plan(&name, labels, scenarios, cpu), &mut a, &mut b, observer)
@@ -388,11 +381,11 @@ impl PairedRequest<'_> {
         let has = |w: &dyn Workload, name: &str| w.scenarios().iter().any(|x| x.name == name);
         let (both, only_a): (Vec<ScenarioInfo>, Vec<ScenarioInfo>) =
             selected.into_iter().partition(|s| has(wb, &s.name));
-        let whole = self.scenarios.is_empty() && self.groups.is_empty();
+        let whole = self.select.scenarios.is_empty() && self.select.groups.is_empty();
         let only_b = wb
             .scenarios()
             .iter()
-            .filter(|s| !has(wa, &s.name) && (whole || self.groups.contains(&s.group.to_string())));
+            .filter(|s| !has(wa, &s.name) && (whole || self.select.groups.contains(&s.group.to_string())));
         let left_out: Vec<NotCompared> = only_a
             .iter()
             .map(|s| NotCompared {
@@ -431,7 +424,7 @@ impl PairedRequest<'_> {
             );
         }
         let (wa, wb) = (self.build(builds, &self.a)?, self.build(builds, &self.b)?);
-        let scenarios = super::select(wa.as_ref(), &self.scenarios, &self.groups)?;
+        let scenarios = super::select(wa.as_ref(), &self.select.scenarios, &self.select.groups)?;
         check_same_scenarios(&scenarios, wb.name(), wb.scenarios())?;
         let count = |w: &dyn Workload| -> Result<RunRecord> {
             let plan = Plan {
@@ -457,7 +450,7 @@ impl PairedRequest<'_> {
             r.workload = wa.name().to_string();
         }
         let (la, lb) = (self.a.display().to_string(), self.b.display().to_string());
-        let cmp = compare_runs(&[ra], &la, &[rb], &lb, self.threshold, &RunNoise::new());
+        let cmp = compare_runs(&[ra], &la, &[rb], &lb, self.rules.threshold, &RunNoise::new());
         if cmp.counts(Metric::Insns).is_empty() {
             bail!("A and B counted no scenario in common");
         }
