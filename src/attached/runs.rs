@@ -4,7 +4,8 @@
 
 use anyhow::{Result, bail};
 
-use crate::trigger::{Expected, TriggerKind};
+use crate::record::attached::EventRuns;
+use crate::trigger::TriggerKind;
 
 /// What validation says of a program's runs: its check line, and a note
 /// where other processes added runs.
@@ -14,22 +15,16 @@ pub struct RunsJudged {
     pub note: Option<String>,
 }
 
-/// Judges `runs` of program `name` at `point` over `events` of `trigger`.
-pub fn judge(
-    name: &str,
-    point: &str,
-    trigger: &TriggerKind,
-    events: u64,
-    runs: u64,
-    expected: Expected,
-) -> Result<RunsJudged> {
+/// Judges the runs of program `name` at `point` over events of `trigger`.
+pub fn judge(name: &str, point: &str, trigger: &TriggerKind, counted: EventRuns) -> Result<RunsJudged> {
+    let EventRuns { events, runs, expected_runs_per_event: expected } = counted;
     let what = trigger.describe();
     if runs == 0 {
         bail!("'{name}' did not run: {events} events of {what} at {point} gave it no run");
     }
     let (lower, said) = match expected {
-        Expected::Runs(n) => (events * u64::from(n), format!("{n} per event")),
-        Expected::AtLeastOne => (events, "at least one per event".into()),
+        Some(n) => (events * u64::from(n), format!("{n} per event")),
+        None => (events, "at least one per event".into()),
     };
     if runs < lower {
         bail!(
@@ -37,7 +32,7 @@ pub fn judge(
         );
     }
     let note = match expected {
-        Expected::Runs(n) if runs - lower > 16 + lower / 20 => Some(format!(
+        Some(n) if runs - lower > 16 + lower / 20 => Some(format!(
             "'{name}' ran {} times more than {n} per event: other processes fire {point} too (its ns per run counts their runs alike)",
             runs - lower
         )),
@@ -57,20 +52,24 @@ mod tests {
     use super::*;
     use crate::trigger::SimpleSyscall;
 
+    fn counted(events: u64, runs: u64, expected_runs_per_event: Option<u32>) -> EventRuns {
+        EventRuns { events, runs, expected_runs_per_event }
+    }
+
     #[test]
     fn runs_below_the_events_fail_and_extra_runs_are_said() {
         let t = TriggerKind::Syscall(SimpleSyscall::Getppid);
-        assert!(judge("p", "tp/x/y", &t, 100, 0, Expected::Runs(1)).unwrap_err().to_string().contains("did not run"));
+        assert!(judge("p", "tp/x/y", &t, counted(100, 0, Some(1))).unwrap_err().to_string().contains("did not run"));
         assert!(
-            judge("p", "tp/x/y", &t, 100, 99, Expected::Runs(1))
+            judge("p", "tp/x/y", &t, counted(100, 99, Some(1)))
                 .unwrap_err()
                 .to_string()
                 .contains("fewer than the 1 per event")
         );
-        let exact = judge("p", "tp/x/y", &t, 100, 100, Expected::Runs(1)).unwrap();
+        let exact = judge("p", "tp/x/y", &t, counted(100, 100, Some(1))).unwrap();
         assert!(exact.note.is_none() && exact.check.contains("(1.00 per event"), "{}", exact.check);
-        assert!(judge("p", "tp/x/y", &t, 1000, 1200, Expected::Runs(1)).unwrap().note.is_some());
-        assert!(judge("p", "tp/x/y", &t, 100, 900, Expected::AtLeastOne).unwrap().note.is_none());
-        assert!(judge("p", "tp/x/y", &t, 100, 150, Expected::Runs(2)).is_err());
+        assert!(judge("p", "tp/x/y", &t, counted(1000, 1200, Some(1))).unwrap().note.is_some());
+        assert!(judge("p", "tp/x/y", &t, counted(100, 900, None)).unwrap().note.is_none());
+        assert!(judge("p", "tp/x/y", &t, counted(100, 150, Some(2))).is_err());
     }
 }

@@ -41,13 +41,13 @@ pub fn find_changes(
             let (before, after) = (&points[c.index - 1], &points[c.index]);
             let (seg_before, seg_after) = (&medians[bounds[k]..bounds[k + 1]], &medians[bounds[k + 1]..bounds[k + 2]]);
             let (median_before, median_after) = (median(seg_before), median(seg_after));
-            let environment_changes = match (history.load(before.run), history.load(after.run)) {
+            let environment_changes = match (history.load(before.stamp.run), history.load(after.stamp.run)) {
                 (Ok(a), Ok(b)) => super::environment_changes(&a, &b),
                 _ => Vec::new(),
             };
             let evidence = paired
                 .iter()
-                .filter(|(_, r)| (before.started_at..=after.started_at).contains(&r.environment.started_at))
+                .filter(|(_, r)| (before.stamp.started_at..=after.stamp.started_at).contains(&r.environment.started_at))
                 .flat_map(|(id, r)| {
                     r.cases.iter().filter(|c| c.benchmark_name() == benchmark).map(move |c| PairedEvidence {
                         id: *id,

@@ -16,12 +16,12 @@ const NEWEST: usize = 5;
 /// admits (trends: of the benchmarks named, where given).
 pub fn gather(history: &History, benchmarks: Option<&[String]>, selection: &RunFilter) -> Result<PageContents> {
     let runs = history.list_in(&[], usize::MAX >> 1, selection)?;
-    let latest = runs.first().map(|r| Ok::<_, anyhow::Error>((r.id, history.load(r.id)?))).transpose()?;
+    let latest = runs.first().map(|r| Ok::<_, anyhow::Error>((r.stamp.run, history.load(r.stamp.run)?))).transpose()?;
     let mut newest_per_kernel: Vec<i64> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for r in &runs {
-        if seen.insert(r.kernel.clone()) {
-            newest_per_kernel.push(r.id);
+        if seen.insert(r.stamp.kernel.clone()) {
+            newest_per_kernel.push(r.stamp.run);
         }
     }
     let kernels = newest_per_kernel.iter().map(|&id| Ok((id, history.load(id)?))).collect::<Result<Vec<_>>>()?;

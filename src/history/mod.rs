@@ -20,7 +20,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::record::changes::Point;
 use crate::record::live::{LiveRecord, parse_live};
 use crate::record::paired::PairedRecord;
-use crate::record::{BenchmarkId, Environment, RunRecord, RunSummary, parse_run};
+use crate::record::{BenchmarkId, Environment, RunRecord, RunStamp, RunSummary, parse_run};
 pub use location::{Location, default_path};
 pub use schema::DB_SCHEMA_VERSION;
 use schema::testbed_values;
@@ -335,11 +335,13 @@ impl History {
             .iter()
             .map(|r| {
                 Ok(RunSummary {
-                    id: r.int(0)?,
-                    tag: r.opt_text(1)?,
-                    started_at: r.int(2)? as u64,
-                    git_commit: r.text(3)?,
-                    kernel: r.text(4)?,
+                    stamp: RunStamp {
+                        run: r.int(0)?,
+                        tag: r.opt_text(1)?,
+                        started_at: r.int(2)? as u64,
+                        git_commit: r.text(3)?,
+                        kernel: r.text(4)?,
+                    },
                     testbed: r.opt_text(5)?,
                     benchmarks: r.int(6)? as usize,
                     median_ns: r.opt_real(7)?,
@@ -507,11 +509,13 @@ impl History {
             .iter()
             .map(|r| {
                 let point = Point {
-                    run: r.int(3)?,
-                    started_at: r.int(4)? as u64,
-                    git_commit: r.text(5)?,
-                    tag: r.opt_text(6)?,
-                    kernel: r.text(7)?,
+                    stamp: RunStamp {
+                        run: r.int(3)?,
+                        started_at: r.int(4)? as u64,
+                        git_commit: r.text(5)?,
+                        tag: r.opt_text(6)?,
+                        kernel: r.text(7)?,
+                    },
                     median_ns: r.opt_real(8)?.unwrap_or(f64::NAN),
                     ci95_ns: r.opt_real(9)?.zip(r.opt_real(10)?),
                 };

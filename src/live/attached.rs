@@ -19,7 +19,7 @@ use super::sweep::StepTraffic;
 use super::{LiveProgram, sink};
 use crate::kernel::bpf_stats::{self, RunStats, StatsEnabled};
 use crate::record::live::XdpVerdicts;
-use crate::record::live::{LiveStep, StatsOverhead, StepWindow};
+use crate::record::live::{LiveStep, StatsOverhead, StepRates, StepSpread, StepWindow};
 use crate::record::traffic::FlowOrder;
 use crate::system::ethtool;
 use crate::system::interrupt;
@@ -129,7 +129,7 @@ impl<'p> Attached<'p> {
             if let Ok(now) = RunStats::read(prog) {
                 let d = now.since(last);
                 windows.push(StepWindow {
-                    offered_pps: interval.pps,
+                    offered_pps: interval.rate.pps,
                     run_cnt: d.run_cnt,
                     ns_per_packet: d.ns_per_run(),
                 });
@@ -156,19 +156,23 @@ impl<'p> Attached<'p> {
             flows: plan.flows,
             threads: traffic.threads,
             cpus: sent.cpus.clone(),
-            elapsed_s: elapsed,
-            offered_pps: sent.pps,
-            received_pps: verdicts.packets as f64 / elapsed,
-            received_gbps: verdicts.packets as f64 * plan.template.len() as f64 * 8.0 / elapsed / 1e9,
-            send_errors: sent.errors,
+            rates: StepRates {
+                elapsed_s: elapsed,
+                offered_pps: sent.rate.pps,
+                received_pps: verdicts.packets as f64 / elapsed,
+                received_gbps: verdicts.packets as f64 * plan.template.len() as f64 * 8.0 / elapsed / 1e9,
+                send_errors: sent.rate.errors,
+            },
             verdicts,
             run_cnt: run.run_cnt,
             run_time_ns: run.run_time_ns,
             ns_per_packet: run.ns_per_run(),
-            window_s: WINDOW.as_secs_f64(),
-            offered_pps_cv: cv(full.iter().map(|w| w.offered_pps).collect()),
-            ns_per_packet_cv: cv(full.iter().filter_map(|w| w.ns_per_packet).collect()),
-            windows,
+            spread: StepSpread {
+                window_s: WINDOW.as_secs_f64(),
+                offered_pps_cv: cv(full.iter().map(|w| w.offered_pps).collect()),
+                ns_per_packet_cv: cv(full.iter().filter_map(|w| w.ns_per_packet).collect()),
+                windows,
+            },
             counters,
             ratios,
         })
@@ -204,7 +208,7 @@ impl<'p> Attached<'p> {
             for on in order {
                 self.stats = if on { Some(bpf_stats::enable()?) } else { None };
                 let r = generator.run(&settings, |_| {})?;
-                ns_per_frame[usize::from(on)] = r.elapsed_s * 1e9 / r.sent.max(1) as f64;
+                ns_per_frame[usize::from(on)] = r.elapsed_s * 1e9 / r.rate.sent.max(1) as f64;
                 if interrupt::interrupted() {
                     break;
                 }

@@ -17,11 +17,8 @@ pub struct AttachedRun {
     pub mechanism: String,
     /// What one event is ("getppid()").
     pub trigger: String,
-    /// Events fired while validating, and the program's runs meanwhile.
-    pub events: u64,
-    pub runs: u64,
-    /// Runs per event the trigger calls for (None: at least one).
-    pub expected_runs_per_event: Option<u32>,
+    #[serde(flatten)]
+    pub counted: EventRuns,
     /// Ring and perf buffer records the object's buffers delivered while
     /// validating, and those the kernel dropped (a perf buffer's lost
     /// samples, a ring buffer's failed reservations are not seen).
@@ -38,8 +35,18 @@ pub struct AttachedRun {
 
 impl AttachedRun {
     pub fn runs_per_event(&self) -> f64 {
-        self.runs as f64 / self.events.max(1) as f64
+        self.counted.runs as f64 / self.counted.events.max(1) as f64
     }
+}
+
+/// Events fired while validating, and the program's runs meanwhile, as
+/// validation judges them (stored flat in the run).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EventRuns {
+    pub events: u64,
+    pub runs: u64,
+    /// Runs per event the trigger calls for (None: at least one).
+    pub expected_runs_per_event: Option<u32>,
 }
 
 /// Records read from the object's ring and perf buffers.

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::RunStamp;
+
 pub const CHANGES_SCHEMA: &str = "bpfbench.changes/1";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,11 +37,8 @@ pub struct Series {
 /// One run's result in a series.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Point {
-    pub run: i64,
-    pub started_at: u64,
-    pub git_commit: String,
-    pub tag: Option<String>,
-    pub kernel: String,
+    #[serde(flatten)]
+    pub stamp: RunStamp,
     pub median_ns: f64,
     /// The run's own 95 % interval of its median.
     pub ci95_ns: Option<(f64, f64)>,

@@ -137,15 +137,8 @@ pub struct LiveStep {
     pub flows: u64,
     pub threads: usize,
     pub cpus: Vec<usize>,
-    pub elapsed_s: f64,
-    /// Frames the generator sent per second.
-    pub offered_pps: f64,
-    /// Frames the program under test ran on per second.
-    pub received_pps: f64,
-    /// Received frame bits per second.
-    pub received_gbps: f64,
-    /// Frames the generator's veth could not hand over (ring full).
-    pub send_errors: Option<u64>,
+    #[serde(flatten)]
+    pub rates: StepRates,
     /// What the program did with them (the veth driver's counts).
     pub verdicts: XdpVerdicts,
     /// bpf_stats over the step: runs and nanoseconds.
@@ -153,13 +146,8 @@ pub struct LiveStep {
     pub run_time_ns: u64,
     /// run_time_ns / run_cnt.
     pub ns_per_packet: Option<f64>,
-    /// The step cut into windows of `window_s`: how much the rate and
-    /// ns/packet move within it.
-    pub window_s: f64,
-    pub windows: Vec<StepWindow>,
-    /// Coefficients of variation over the windows (None: fewer than two).
-    pub offered_pps_cv: Option<f64>,
-    pub ns_per_packet_cv: Option<f64>,
+    #[serde(flatten)]
+    pub spread: StepSpread,
     /// The program's own counters over the step, by name (the load
     /// balancer's `lru_hits` and `lru_misses`).
     #[serde(default)]
@@ -174,6 +162,31 @@ impl LiveStep {
     pub fn ratio(&self, name: &str) -> Option<&StepRatio> {
         self.ratios.iter().find(|r| r.name == name)
     }
+}
+
+/// How fast frames went over a step (stored flat in the step).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepRates {
+    pub elapsed_s: f64,
+    /// Frames the generator sent per second.
+    pub offered_pps: f64,
+    /// Frames the program under test ran on per second.
+    pub received_pps: f64,
+    /// Received frame bits per second.
+    pub received_gbps: f64,
+    /// Frames the generator's veth could not hand over (ring full).
+    pub send_errors: Option<u64>,
+}
+
+/// The step cut into windows of `window_s`: how much the rate and
+/// ns/packet move within it (stored flat in the step).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepSpread {
+    pub window_s: f64,
+    pub windows: Vec<StepWindow>,
+    /// Coefficients of variation over the windows (None: fewer than two).
+    pub offered_pps_cv: Option<f64>,
+    pub ns_per_packet_cv: Option<f64>,
 }
 
 /// One window of a step (the last one may be shorter).

@@ -54,14 +54,22 @@ pub struct RunRecord {
     pub interrupted: bool,
 }
 
+/// Which stored run a row comes from, and what it ran: the history's
+/// listings and a series' points name runs so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStamp {
+    /// The run's id in the history.
+    pub run: i64,
+    pub started_at: u64,
+    pub git_commit: String,
+    pub tag: Option<String>,
+    pub kernel: String,
+}
+
 /// One stored run, as `history` lists it.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
-    pub id: i64,
-    pub tag: Option<String>,
-    pub started_at: u64,
-    pub git_commit: String,
-    pub kernel: String,
+    pub stamp: RunStamp,
     /// The testbed's name (None for runs from before testbeds).
     pub testbed: Option<String>,
     pub benchmarks: usize,

@@ -31,15 +31,11 @@ pub struct GenRecord {
     pub batch_size: u32,
     /// From the first frame to the last thread's end.
     pub elapsed_s: f64,
-    /// Frames the generator program ran on and redirected.
-    pub sent: u64,
-    pub pps: f64,
-    /// Frame bits per second (without FCS, preamble or inter-frame gap).
-    pub gbps: f64,
+    /// Over the whole run.
+    #[serde(flatten)]
+    pub rate: GenRate,
     /// The interface's own transmit count over the run (None: it has no statistics).
     pub device_tx: Option<u64>,
-    /// Frames the interface dropped or failed to send (tx_dropped + tx_errors).
-    pub errors: Option<u64>,
     pub stopped_by: StopReason,
     pub seconds: Vec<GenInterval>,
     /// TCP mode's connection (None: frames without a connection).
@@ -129,15 +125,34 @@ pub struct TcpRecord {
     pub reset_by_peer: bool,
 }
 
+/// What the generator sent over a span (the run, or one interval of it);
+/// stored flat in the record and the interval.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GenRate {
+    /// Frames the generator program ran on and redirected.
+    pub sent: u64,
+    pub pps: f64,
+    /// Frame bits per second (without FCS, preamble or inter-frame gap).
+    pub gbps: f64,
+    /// Frames the interface dropped or failed to send (tx_dropped + tx_errors).
+    pub errors: Option<u64>,
+}
+
+impl GenRate {
+    /// `frames` of `bytes` in all over `seconds`.
+    pub fn over(frames: u64, bytes: u64, seconds: f64, errors: Option<u64>) -> GenRate {
+        let seconds = seconds.max(1e-9);
+        GenRate { sent: frames, pps: frames as f64 / seconds, gbps: bytes as f64 * 8.0 / seconds / 1e9, errors }
+    }
+}
+
 /// One reporting interval (a second, the last one shorter).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GenInterval {
     /// Seconds since the start, at the interval's end.
     pub t_s: f64,
-    pub sent: u64,
-    pub pps: f64,
-    pub gbps: f64,
-    pub errors: Option<u64>,
+    #[serde(flatten)]
+    pub rate: GenRate,
     /// TCP mode: acknowledged stream bits per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_gbps: Option<f64>,

@@ -94,9 +94,9 @@ pub fn render(results: &[ScenarioRecord]) -> String {
                 out,
                 "{}: {:.2} buffer records per event ({} of {} events, {} lost) from {}",
                 r.name,
-                b.records as f64 / a.events.max(1) as f64,
+                b.records as f64 / a.counted.events.max(1) as f64,
                 b.records,
-                a.events,
+                a.counted.events,
                 b.lost,
                 b.maps.join(", ")
             );

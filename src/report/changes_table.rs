@@ -6,9 +6,9 @@ use crate::record::changes::{Change, ChangesRecord, Point};
 
 /// "run 17 (abc123, tag main)".
 fn run_label(p: &Point) -> String {
-    match &p.tag {
-        Some(t) => format!("run {} ({}, tag {t})", p.run, p.git_commit),
-        None => format!("run {} ({})", p.run, p.git_commit),
+    match &p.stamp.tag {
+        Some(t) => format!("run {} ({}, tag {t})", p.stamp.run, p.stamp.git_commit),
+        None => format!("run {} ({})", p.stamp.run, p.stamp.git_commit),
     }
 }
 
@@ -68,7 +68,7 @@ pub fn render(rec: &ChangesRecord) -> String {
             );
             for p in [&c.before, &c.after] {
                 if let Some((lo, hi)) = p.ci95_ns {
-                    let _ = writeln!(out, "    run {}: {:.2} [{lo:.2}, {hi:.2}] ns/op", p.run, p.median_ns);
+                    let _ = writeln!(out, "    run {}: {:.2} [{lo:.2}, {hi:.2}] ns/op", p.stamp.run, p.median_ns);
                 }
             }
             for line in c.environment_changes.iter().map(|e| format!("changed: {e}")).chain(paired_line(c)) {

@@ -36,7 +36,7 @@ pub fn interval_head(tcp: bool) -> &'static str {
 /// One per-second line.
 pub fn interval_line(i: &GenInterval) -> String {
     let mut line =
-        format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.pps.round() as u64), i.gbps, errors(i.errors));
+        format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.rate.pps.round() as u64), i.rate.gbps, errors(i.rate.errors));
     if let Some(g) = i.goodput_gbps {
         let _ = write!(line, " {g:>15.3}");
     }
@@ -77,14 +77,14 @@ pub fn summary(r: &GenRecord) -> String {
     let _ = writeln!(
         out,
         "sent {} frames in {:.2} s: {} pps, {:.3} Gbit/s (frame bytes, without FCS), stopped by {}",
-        grouped(r.sent),
+        grouped(r.rate.sent),
         r.elapsed_s,
-        grouped(r.pps.round() as u64),
-        r.gbps,
+        grouped(r.rate.pps.round() as u64),
+        r.rate.gbps,
         r.stopped_by.as_str()
     );
     if let Some(asked) = r.rate_asked_pps {
-        let _ = writeln!(out, "{}", rate_line(asked, r.pps));
+        let _ = writeln!(out, "{}", rate_line(asked, r.rate.pps));
     }
     let cpus = r.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
     let _ = writeln!(
@@ -93,7 +93,7 @@ pub fn summary(r: &GenRecord) -> String {
         r.interface,
         r.ifindex,
         r.device_tx.map_or_else(|| "n/a".into(), grouped),
-        errors(r.errors),
+        errors(r.rate.errors),
         grouped(r.flows),
         r.batch_size
     );
@@ -134,17 +134,17 @@ const DROPPED_SHARE: f64 = 0.01;
 /// peer has a program counts as dropped what found the peer's ring full,
 /// because the peer took frames more slowly than they came.
 fn dropped_warning(r: &GenRecord) -> String {
-    if r.sent > 0 && r.device_tx == Some(0) && r.errors.unwrap_or(0) == 0 {
+    if r.rate.sent > 0 && r.device_tx == Some(0) && r.rate.errors.unwrap_or(0) == 0 {
         return format!(
             "warning: {} took none of the frames; a veth takes XDP frames only when its peer has an XDP program (or GRO) on\n",
             r.interface
         );
     }
-    match r.errors.filter(|&e| r.sent > 0 && e as f64 >= DROPPED_SHARE * r.sent as f64) {
+    match r.rate.errors.filter(|&e| r.rate.sent > 0 && e as f64 >= DROPPED_SHARE * r.rate.sent as f64) {
         Some(errors) => format!(
             "warning: {} dropped {:.1}% of the frames: its peer took them more slowly than they came and its ring was full; lower --rate, or give the peer's program less to do\n",
             r.interface,
-            100.0 * errors as f64 / r.sent as f64
+            100.0 * errors as f64 / r.rate.sent as f64
         ),
         None => String::new(),
     }
@@ -179,11 +179,11 @@ pub fn csv(r: &GenRecord) -> Result<String> {
         r.frame_bytes.iter().map(|b| b.to_string()).collect::<Vec<_>>().join("/"),
         r.rate_asked_pps.map(|v| format!("{v}")).unwrap_or_default(),
         format!("{:.4}", r.elapsed_s),
-        r.sent.to_string(),
-        format!("{:.1}", r.pps),
-        format!("{:.4}", r.gbps),
+        r.rate.sent.to_string(),
+        format!("{:.1}", r.rate.pps),
+        format!("{:.4}", r.rate.gbps),
         opt(r.device_tx),
-        opt(r.errors),
+        opt(r.rate.errors),
         r.stopped_by.as_str().to_string(),
         opt(tcp.map(|t| t.bytes_acked)),
         tcp.map(|t| format!("{:.4}", t.goodput_gbps)).unwrap_or_default(),

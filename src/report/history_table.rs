@@ -17,7 +17,7 @@ pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
         _ => columns.extend([grid::left("benchmark"), grid::left("p50 ns/op [95% CI] n")]),
     }
     let rows = runs.iter().map(|r| {
-        let mut cells = vec![r.git_commit.clone(), r.kernel.clone(), r.testbed.clone().unwrap_or_else(|| "-".into())];
+        let mut cells = vec![r.stamp.git_commit.clone(), r.stamp.kernel.clone(), r.testbed.clone().unwrap_or_else(|| "-".into())];
         let median = match (r.median_ns, r.ci95_ns, r.samples) {
             (Some(m), Some((lo, hi)), Some(n)) => format!("{m:.2} [{lo:.2}, {hi:.2}] n={n}"),
             (Some(m), _, _) => format!("{m:.2}"),
@@ -28,7 +28,7 @@ pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
             [_] => cells.push(median),
             _ => cells.extend([r.benchmark.clone().unwrap_or_default(), median]),
         }
-        (r.id, r.started_at, r.tag.as_ref(), cells)
+        (r.stamp.run, r.stamp.started_at, r.stamp.tag.as_ref(), cells)
     });
     listing("run", columns, rows)
 }
@@ -55,7 +55,7 @@ pub fn live(rows: &[(i64, LiveRecord)]) -> String {
             r.program.clone(),
             r.sweep.map_or("-", |v| v.name()).to_string(),
             r.steps.len().to_string(),
-            r.steps.first().map_or("-".into(), |s| format!("{:.3}", s.received_pps / 1e6)),
+            r.steps.first().map_or("-".into(), |s| format!("{:.3}", s.rates.received_pps / 1e6)),
         ];
         (*id, r.environment.started_at, r.tag.as_ref(), cells)
     });

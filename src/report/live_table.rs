@@ -97,14 +97,14 @@ pub fn render(rec: &LiveRecord) -> String {
             grouped(s.flows),
             s.frame_bytes,
             s.threads,
-            s.offered_pps / 1e6,
-            s.received_pps / 1e6,
-            s.received_gbps,
+            s.rates.offered_pps / 1e6,
+            s.rates.received_pps / 1e6,
+            s.rates.received_gbps,
             opt(s.ns_per_packet, 1),
-            percent(s.ns_per_packet_cv),
-            percent(s.offered_pps_cv),
-            s.windows.len(),
-            s.send_errors.map_or_else(|| "-".into(), grouped)
+            percent(s.spread.ns_per_packet_cv),
+            percent(s.spread.offered_pps_cv),
+            s.spread.windows.len(),
+            s.rates.send_errors.map_or_else(|| "-".into(), grouped)
         );
         for name in &ratios {
             let w = name.len().max(8);
@@ -119,7 +119,7 @@ pub fn render(rec: &LiveRecord) -> String {
         }
         let _ = writeln!(out, "  {}", verdict_shares(&s.verdicts));
     }
-    if rec.steps.iter().any(|s| s.received_pps < s.offered_pps / 2.0) {
+    if rec.steps.iter().any(|s| s.rates.received_pps < s.rates.offered_pps / 2.0) {
         let _ = writeln!(
             out,
             "warning: the program ran on fewer than half the frames sent in some step; see errors and TX failed"
@@ -136,7 +136,7 @@ pub fn render(rec: &LiveRecord) -> String {
             let _ = writeln!(out, "\nbpf_stats cost: {}", o.note);
         }
     }
-    let window_ms = rec.steps.first().map_or(0.0, |s| s.window_s * 1e3);
+    let window_ms = rec.steps.first().map_or(0.0, |s| s.spread.window_s * 1e3);
     let _ = writeln!(
         out,
         "ns/pkt is bpf_stats' run_time_ns / run_cnt over the step (the statistics were on only for this run); \
@@ -227,11 +227,11 @@ pub fn csv(rec: &LiveRecord) -> Result<String> {
             s.flows.to_string(),
             s.frame_bytes.to_string(),
             s.threads.to_string(),
-            format!("{:.4}", s.elapsed_s),
-            format!("{:.1}", s.offered_pps),
-            format!("{:.1}", s.received_pps),
-            format!("{:.4}", s.received_gbps),
-            s.send_errors.map(|v| v.to_string()).unwrap_or_default(),
+            format!("{:.4}", s.rates.elapsed_s),
+            format!("{:.1}", s.rates.offered_pps),
+            format!("{:.1}", s.rates.received_pps),
+            format!("{:.4}", s.rates.received_gbps),
+            s.rates.send_errors.map(|v| v.to_string()).unwrap_or_default(),
             s.run_cnt.to_string(),
             s.run_time_ns.to_string(),
             f(s.ns_per_packet),

@@ -18,7 +18,7 @@ use super::tcp::TcpConnection;
 use crate::kernel::netdev::{TxCounters, ifindex};
 use crate::kernel::skeleton::{self, map_handle, prog_fd};
 use crate::kernel::test_run::run_live_frames;
-use crate::record::traffic::{FlowOrder, GEN_SCHEMA, GenInterval, GenRecord, StopReason};
+use crate::record::traffic::{FlowOrder, GEN_SCHEMA, GenInterval, GenRate, GenRecord, StopReason};
 use crate::system::{cpu, environment, interrupt};
 
 crate::bpf_skeleton!("traffic_gen");
@@ -455,10 +455,12 @@ impl Generator {
                     if !done || (frames > last_frames && dt >= 0.05) {
                         let interval = GenInterval {
                             t_s: at.as_secs_f64(),
-                            sent: frames - last_frames,
-                            pps: (frames - last_frames) as f64 / dt,
-                            gbps: (bytes - last_bytes) as f64 * 8.0 / dt / 1e9,
-                            errors: tx.zip(last_tx).map(|(now, then)| now.since(then).failed),
+                            rate: GenRate::over(
+                                frames - last_frames,
+                                bytes - last_bytes,
+                                dt,
+                                tx.zip(last_tx).map(|(now, then)| now.since(then).failed),
+                            ),
                             goodput_gbps: progress.map(|p| {
                                 let g = (p.bytes_acked - acked_before) as f64 * 8.0 / dt / 1e9;
                                 acked_before = p.bytes_acked;
@@ -507,11 +509,8 @@ impl Generator {
             rate_asked_pps: s.rate_pps,
             batch_size: s.batch_size,
             elapsed_s: elapsed,
-            sent,
-            pps: sent as f64 / elapsed,
-            gbps: bytes as f64 * 8.0 / elapsed / 1e9,
+            rate: GenRate::over(sent, bytes, elapsed, tx.map(|t| t.failed)),
             device_tx: tx.map(|t| t.packets),
-            errors: tx.map(|t| t.failed),
             stopped_by,
             seconds,
             tcp: self.tcp.as_ref().map(|t| t.record(elapsed)).transpose()?,

@@ -17,6 +17,16 @@ pub enum Expected {
     AtLeastOne,
 }
 
+impl Expected {
+    /// As records keep it: None for at least one.
+    pub fn runs_per_event(self) -> Option<u32> {
+        match self {
+            Expected::Runs(n) => Some(n),
+            Expected::AtLeastOne => None,
+        }
+    }
+}
+
 /// The trigger that fires `point`, and what validation expects of it;
 /// None where bpfbench knows none (then `--trigger` names one).
 pub fn for_point(point: &AttachPoint) -> Option<(TriggerKind, Expected)> {

@@ -6,7 +6,7 @@
 use crate::common;
 
 use bpfbench::compare::compare_runs;
-use bpfbench::record::RunSummary;
+use bpfbench::record::{RunStamp, RunSummary};
 use bpfbench::record::{Body, LoopConstruct, RunRecord, Runtime, Timing};
 use bpfbench::report::{Format, compare_table, history_table, paired_table, render};
 use common::{assert_boxed_aligned, assert_plain_aligned, paired_record, record, run_of, samples};
@@ -124,11 +124,13 @@ fn comparison_csv_has_the_table_columns_a_row_each() {
 #[test]
 fn history_listings_line_up() {
     let summary = |id: i64, tag: &str, kernel: &str| RunSummary {
-        id,
-        tag: Some(tag.into()),
-        started_at: 1_795_464_000,
-        git_commit: "0123456789abcdef0123".into(),
-        kernel: kernel.into(),
+        stamp: RunStamp {
+            run: id,
+            tag: Some(tag.into()),
+            started_at: 1_795_464_000,
+            git_commit: "0123456789abcdef0123".into(),
+            kernel: kernel.into(),
+        },
         testbed: Some("a-testbed-with-a-long-name".into()),
         benchmarks: 24,
         benchmark: Some("xdp-lb/tcp-v4-lru-hit@inline".into()),

@@ -50,7 +50,7 @@ fn runs_come_back_whole_and_select_by_testbed_kernel_and_cpu() {
             kernel: kernel.map(Into::into),
             cpu_model: cpu.map(Into::into),
         };
-        let ids = |s: &RunFilter| h.list_in(&[], 10, s).unwrap().iter().map(|r| r.id).collect::<Vec<_>>();
+        let ids = |s: &RunFilter| h.list_in(&[], 10, s).unwrap().iter().map(|r| r.stamp.run).collect::<Vec<_>>();
         assert_eq!(ids(&RunFilter::default()), vec![b, a], "{db}");
         assert_eq!(ids(&select(Some("lab-1"), None, None)), vec![a], "{db}: by name");
         assert_eq!(ids(&select(Some("id-ci-runner"), None, None)), vec![b], "{db}: by id");
@@ -98,7 +98,7 @@ fn an_older_schema_is_migrated_and_keeps_its_runs() {
         let runs = h.list(&[], 10).unwrap();
         assert_eq!(runs.len(), 1, "{db}");
         assert_eq!(runs[0].testbed, None, "{db}: a run from before testbeds has none");
-        assert_eq!(json(&h.load(runs[0].id).unwrap()), json(&old), "{db}");
+        assert_eq!(json(&h.load(runs[0].stamp.run).unwrap()), json(&old), "{db}");
         // The tables of versions 2 to 4 are there and take records.
         h.store(&on_testbed(run(Some("new"), 1.0), "lab-1")).unwrap();
         let mut conn = Connection::open(&db).unwrap();
@@ -195,7 +195,7 @@ fn a_writer_killed_mid_transaction_leaves_nothing_half_stored() {
     }
     let mut h = History::open(&db).unwrap();
     let runs = h.list(&[], 10).unwrap();
-    assert_eq!(runs.iter().map(|r| r.tag.as_deref()).collect::<Vec<_>>(), vec![Some("before")]);
+    assert_eq!(runs.iter().map(|r| r.stamp.tag.as_deref()).collect::<Vec<_>>(), vec![Some("before")]);
     let orphans = watch.query("SELECT count(*) FROM results WHERE run_id NOT IN (SELECT id FROM runs)", &[]).unwrap();
     assert_eq!(orphans[0].get::<_, i64>(0), 0);
     h.store(&run(Some("after"), 1.0)).unwrap();
@@ -429,11 +429,11 @@ fn a_machines_history_is_imported_into_the_shared_one_once() {
     let runs = shared.list(&[], 10).unwrap();
     assert_eq!(runs.len(), 4);
     // Oldest first, each with its own time and testbed (none from before testbeds).
-    assert_eq!(runs[3].started_at, 1_800_000_000);
+    assert_eq!(runs[3].stamp.started_at, 1_800_000_000);
     assert_eq!(runs[0].testbed.as_deref(), Some("lab-1"));
     assert_eq!(runs[1].testbed, None);
     assert_eq!(
-        json(&shared.load(runs[3].id).unwrap())["results"],
+        json(&shared.load(runs[3].stamp.run).unwrap())["results"],
         json(&History::open(&local).unwrap().load(1).unwrap())["results"]
     );
     common::assert_one_line_error(&["import", &url, "--db", &url], "is the history to import into too");

@@ -316,8 +316,8 @@ fn a_writer_killed_mid_write_leaves_the_database_consistent() {
     let mut h = History::open(&path).unwrap();
     let runs = h.list(&[], 10).unwrap();
     assert_eq!(runs.len(), 1, "only the committed run is visible");
-    assert_eq!(runs[0].tag.as_deref(), Some("before"));
-    assert!(h.load(runs[0].id).is_ok());
+    assert_eq!(runs[0].stamp.tag.as_deref(), Some("before"));
+    assert!(h.load(runs[0].stamp.run).is_ok());
     // And the database takes new runs again (no lock left behind).
     h.store(&run(Some("after"), 1.0)).unwrap();
 }
@@ -501,7 +501,7 @@ fn a_version_1_database_gains_the_paired_table_and_keeps_its_runs() {
     assert!(conn.execute("SELECT * FROM paired", &[]).is_err(), "no paired table at version 1");
     drop(conn);
     let mut h = History::open(&path).unwrap();
-    let run_id = h.list(&[], 1).unwrap()[0].id;
+    let run_id = h.list(&[], 1).unwrap()[0].stamp.run;
     assert_eq!(h.load(run_id).unwrap().tag.as_deref(), Some("main"));
     h.store_paired(&paired_record()).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -582,7 +582,7 @@ fn a_version_4_database_gives_its_map_runs_their_full_identity() {
     // A new run is stored under the name the migration gave its kind.
     h.store(&map_run(16, 64)).unwrap();
     let listed = h.list(&[names[0].clone()], 10).unwrap();
-    assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), [3, 2]);
+    assert_eq!(listed.iter().map(|r| r.stamp.run).collect::<Vec<_>>(), [3, 2]);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let indexed: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_by_start'", [], |r| {

@@ -117,8 +117,8 @@ fn frames_dropped_are_blamed_on_what_dropped_them() {
     let counter = Counter::attach(&t);
     let mut rec: bpfbench::record::traffic::GenRecord =
         serde_json::from_value(gen_json(&[&t.outer, "--count", "20000"])).unwrap();
-    assert_eq!((rec.device_tx, rec.errors, counter.totals().frames), (Some(20000), Some(0), 20000));
-    (rec.device_tx, rec.errors) = (Some(12000), Some(8000));
+    assert_eq!((rec.device_tx, rec.rate.errors, counter.totals().frames), (Some(20000), Some(0), 20000));
+    (rec.device_tx, rec.rate.errors) = (Some(12000), Some(8000));
     let out = bpfbench::report::gen_table::summary(&rec);
     assert!(!out.contains("only when its peer has an XDP program"), "{out}");
     assert!(out.contains("dropped 40.0% of the frames: its peer took them more slowly than they came"), "{out}");

@@ -276,13 +276,13 @@ fn trends(c: &PageContents, out: &mut String) -> Result<()> {
             let _ = write!(
                 out,
                 "; change at run {} ({:+.1} %, p = {:.3}, {} | {} runs, {} &rarr; {})",
-                ch.after.run,
+                ch.after.stamp.run,
                 (ch.ratio - 1.0) * 100.0,
                 ch.p_value,
                 ch.runs_before,
                 ch.runs_after,
-                esc(&ch.before.git_commit),
-                esc(&ch.after.git_commit)
+                esc(&ch.before.stamp.git_commit),
+                esc(&ch.after.stamp.git_commit)
             );
         }
         out.push_str("</h3>");

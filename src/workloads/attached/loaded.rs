@@ -20,9 +20,9 @@ use crate::kernel::object::ObjectFile;
 use crate::kernel::object::attach::{AttachContext, IN_A_GUEST, Link, MissingMechanism};
 use crate::kernel::sockmap::SockMap;
 use crate::record::Timing;
-use crate::record::attached::{AttachedRun, BufferRecords};
+use crate::record::attached::{AttachedRun, BufferRecords, EventRuns};
 use crate::system::cgroup::OwnCgroup;
-use crate::trigger::{Expected, TRIGGER_FUNCTION, TRIGGER_USDT, TriggerKind};
+use crate::trigger::{TRIGGER_FUNCTION, TRIGGER_USDT, TriggerKind};
 
 /// Wall time validation fires events for (at most 2,000 events).
 const VALIDATION_NS: f64 = 100e6;
@@ -317,7 +317,8 @@ impl<'b> Loaded<'b> {
         };
         let own = runs[i];
         let name = &self.bench.programs[i].name;
-        let judged = judge_runs(name, &point.to_string(), &kind, events, own.run_cnt, expected)?;
+        let counted = EventRuns { events, runs: own.run_cnt, expected_runs_per_event: expected.runs_per_event() };
+        let judged = judge_runs(name, &point.to_string(), &kind, counted)?;
         let mut checks = vec![judged.check];
         for (j, r) in runs.iter().enumerate().filter(|(j, _)| *j != i) {
             checks.push(format!(
@@ -359,12 +360,7 @@ impl<'b> Loaded<'b> {
             point: point.to_string(),
             mechanism: point.mechanism().into(),
             trigger: kind.describe(),
-            events,
-            runs: own.run_cnt,
-            expected_runs_per_event: match expected {
-                Expected::Runs(n) => Some(n),
-                Expected::AtLeastOne => None,
-            },
+            counted,
             records,
             slowdown,
             tool: None,

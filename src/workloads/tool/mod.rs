@@ -23,7 +23,7 @@ use crate::kernel::object::attach::AttachContext;
 use crate::kernel::prog_type::ProgKind;
 use crate::kernel::running::{RunningProgram, programs_of};
 use crate::record::Timing;
-use crate::record::attached::{AttachedRun, Slowdown, ToolCost};
+use crate::record::attached::{AttachedRun, EventRuns, Slowdown, ToolCost};
 use crate::stats::Summary;
 use crate::system::tool::{Tool, cpu_ns};
 use crate::trigger::{Expected, TRIGGER_FUNCTION, TRIGGER_USDT, TriggerKind};
@@ -498,7 +498,9 @@ impl LoadedWorkload for Loaded<'_> {
             })?;
             Ok(())
         })?;
-        let judged = judge_runs(&p.name, &p.point.to_string(), &p.trigger, events, all_runs[i].run_cnt, p.expected)?;
+        let counted =
+            EventRuns { events, runs: all_runs[i].run_cnt, expected_runs_per_event: p.expected.runs_per_event() };
+        let judged = judge_runs(&p.name, &p.point.to_string(), &p.trigger, counted)?;
         let mut checks = vec![judged.check];
         for (j, r) in all_runs.iter().enumerate().filter(|(j, _)| *j != i) {
             checks.push(format!(
@@ -553,12 +555,7 @@ impl LoadedWorkload for Loaded<'_> {
             point: p.point.to_string(),
             mechanism: p.point.mechanism().into(),
             trigger: p.trigger.describe(),
-            events,
-            runs: all_runs[i].run_cnt,
-            expected_runs_per_event: match p.expected {
-                Expected::Runs(n) => Some(n),
-                Expected::AtLeastOne => None,
-            },
+            counted,
             records: None,
             slowdown,
             tool: first.then_some(cost),
