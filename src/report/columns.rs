@@ -100,23 +100,19 @@ pub fn ratio_fields<R: 'static>(
     ci: fn(&R) -> (f64, f64),
 ) -> Vec<Field<R>> {
     use super::grid::{left, right};
+    // Shown to `places` decimals, written for machines with one more.
+    let number = |head: &'static str, key: &'static str, places: usize, f: fn(&R) -> f64| {
+        Field::shown(
+            right(head),
+            move |r, _| format!("{:.places$}", f(r)),
+            vec![value(key, move |r| format!("{:.1$}", f(r), places + 1))],
+        )
+    };
     vec![
         Field::shown(left("benchmark"), move |r, _| name(r), vec![value("benchmark", name)]),
-        Field::shown(
-            right("A ns/op"),
-            move |r, _| format!("{:.2}", a(r)),
-            vec![value("median_a_ns", move |r| format!("{:.3}", a(r)))],
-        ),
-        Field::shown(
-            right("B ns/op"),
-            move |r, _| format!("{:.2}", b(r)),
-            vec![value("median_b_ns", move |r| format!("{:.3}", b(r)))],
-        ),
-        Field::shown(
-            right("B/A"),
-            move |r, _| format!("{:.4}", ratio(r)),
-            vec![value("ratio", move |r| format!("{:.5}", ratio(r)))],
-        ),
+        number("A ns/op", "median_a_ns", 2, a),
+        number("B ns/op", "median_b_ns", 2, b),
+        number("B/A", "ratio", 4, ratio),
         Field::shown(
             left("95 % CI"),
             move |r, _| format!("[{:.4}, {:.4}]", ci(r).0, ci(r).1),

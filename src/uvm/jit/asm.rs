@@ -132,6 +132,14 @@ impl Asm {
         }
     }
 
+    /// An `opcode r/m, reg` instruction between two registers: `dst` in
+    /// ModRM's r/m field, `src` in its reg field.
+    fn rr(&mut self, opcode: u8, w: bool, dst: u8, src: u8) {
+        self.rex(w, src, dst, false);
+        self.byte(opcode);
+        self.modrm_reg(src, dst);
+    }
+
     fn modrm_reg(&mut self, reg: u8, rm: u8) {
         self.byte(0xc0 | (reg & 7) << 3 | (rm & 7));
     }
@@ -152,9 +160,7 @@ impl Asm {
 
     /// `op dst, src` (64- or 32-bit).
     pub fn alu_rr(&mut self, op: Op, w: bool, dst: u8, src: u8) {
-        self.rex(w, src, dst, false);
-        self.byte(op.rm_r());
-        self.modrm_reg(src, dst);
+        self.rr(op.rm_r(), w, dst, src);
     }
 
     /// `op dst, imm` (a 64-bit operation sign-extends the immediate).
@@ -173,9 +179,7 @@ impl Asm {
 
     /// `test dst, src`.
     pub fn test_rr(&mut self, w: bool, dst: u8, src: u8) {
-        self.rex(w, src, dst, false);
-        self.byte(0x85);
-        self.modrm_reg(src, dst);
+        self.rr(0x85, w, dst, src);
     }
 
     /// `test dst, imm`.
@@ -188,9 +192,7 @@ impl Asm {
 
     /// `mov dst, src`; the 32-bit form zero-extends.
     pub fn mov_rr(&mut self, w: bool, dst: u8, src: u8) {
-        self.rex(w, src, dst, false);
-        self.byte(0x89);
-        self.modrm_reg(src, dst);
+        self.rr(0x89, w, dst, src);
     }
 
     /// `mov dst, imm`: 64-bit sign-extends the immediate, 32-bit zero-extends.
