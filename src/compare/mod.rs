@@ -78,7 +78,7 @@ fn environment_changes(a: &RunRecord, b: &RunRecord) -> Vec<String> {
         {
             let line = format!(
                 "program {} changed (tag {} -> {}, jited {} -> {} bytes)",
-                pb.name, pa.tag, pb.tag, pa.jited_bytes, pb.jited_bytes
+                pb.name, pa.tag, pb.tag, pa.size.jited_bytes, pb.size.jited_bytes
             );
             match programs.iter_mut().find(|(l, _)| *l == line) {
                 Some((_, n)) => *n += 1,

@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use anyhow::{Result, bail};
 use libbpf_rs::libbpf_sys;
 
-use crate::record::{ProgramRecord, VerifierStats};
+use crate::record::{ProgramRecord, ProgramSize, VerifierStats};
 
 pub(crate) fn prog_info(fd: BorrowedFd<'_>) -> Result<libbpf_sys::bpf_prog_info> {
     // SAFETY: zero is a valid bpf_prog_info; the kernel fills at most `len` bytes.
@@ -54,8 +54,7 @@ pub fn program_record(fd: BorrowedFd<'_>, stats: Option<VerifierStats>) -> Resul
     Ok(ProgramRecord {
         name: String::from_utf8_lossy(&name).into_owned(),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
-        xlated_bytes: info.xlated_prog_len,
-        jited_bytes: info.jited_prog_len,
+        size: ProgramSize { xlated_bytes: info.xlated_prog_len, jited_bytes: info.jited_prog_len },
         verifier: Some(verifier),
     })
 }

@@ -598,11 +598,19 @@ pub struct ProgramRecord {
     pub name: String,
     /// The kernel's tag (hash of the program's instructions), hex.
     pub tag: String,
-    pub xlated_bytes: u32,
-    pub jited_bytes: u32,
+    #[serde(flatten)]
+    pub size: ProgramSize,
     /// What the verifier reported when it loaded the program, where known.
     #[serde(default)]
     pub verifier: Option<VerifierStats>,
+}
+
+/// A loaded program's size: its instructions as the verifier left them,
+/// and its native code (stored flat where it is kept).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ProgramSize {
+    pub xlated_bytes: u32,
+    pub jited_bytes: u32,
 }
 
 /// The verifier's statistics for one program (its log at level

@@ -53,7 +53,7 @@ impl PairedCase {
     /// verifier (xlated); "412 (same code)" where the kernel gave both one tag.
     pub fn instructions(&self) -> Option<String> {
         let [a, b] = self.programs.as_ref()?;
-        let (na, nb) = (a.xlated_bytes / 8, b.xlated_bytes / 8);
+        let (na, nb) = (a.size.xlated_bytes / 8, b.size.xlated_bytes / 8);
         Some(if a.tag == b.tag { format!("{na} (same code)") } else { format!("{na} -> {nb}") })
     }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::VerifierStats;
+use super::{ProgramSize, VerifierStats};
 
 pub const VERIFIER_SCHEMA: &str = "bpfbench.verifier/1";
 
@@ -32,6 +32,7 @@ pub struct ProgramVerification {
     pub error: Option<String>,
     /// The verifier's figures (also for a refusal, as far as it got).
     pub stats: VerifierStats,
-    pub xlated_bytes: Option<u32>,
-    pub jited_bytes: Option<u32>,
+    /// Where it loaded.
+    #[serde(flatten)]
+    pub size: Option<ProgramSize>,
 }

@@ -268,7 +268,7 @@ fn programs(m: &MatrixRecord) -> String {
                         Some(p) => {
                             let processed = p.verifier.as_ref().and_then(|v| v.processed_insns);
                             let processed = processed.map_or("-".into(), |n| n.to_string());
-                            format!("{} / {} / {processed}", p.xlated_bytes, p.jited_bytes)
+                            format!("{} / {} / {processed}", p.size.xlated_bytes, p.size.jited_bytes)
                         }
                     }
                 })
@@ -341,8 +341,8 @@ pub fn csv(m: &MatrixRecord) -> Result<String> {
                 opt(s.map(|s| format!("{:.3}", s.median))),
                 opt(s.map(|s| format!("{:.3}", s.median_ci95.0))),
                 opt(s.map(|s| format!("{:.3}", s.median_ci95.1))),
-                opt(p.map(|p| p.xlated_bytes.to_string())),
-                opt(p.map(|p| p.jited_bytes.to_string())),
+                opt(p.map(|p| p.size.xlated_bytes.to_string())),
+                opt(p.map(|p| p.size.jited_bytes.to_string())),
                 opt(p.and_then(|p| p.verifier.as_ref()?.processed_insns).map(|n| n.to_string())),
                 opt(r.instructions().map(|c| format!("{:.4}", c.per_packet()))),
                 opt(r.error.clone().or_else(|| r.unavailable.clone())),

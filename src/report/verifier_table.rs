@@ -21,8 +21,8 @@ const METRICS: [Metric; 7] = [
     Metric { name: "peak states", get: |p| p.stats.peak_states },
     Metric { name: "stack", get: |p| p.stats.stack_depth.as_ref().map(|d| d.iter().map(|&x| u64::from(x)).sum()) },
     Metric { name: "time us", get: |p| p.stats.verification_time_us },
-    Metric { name: "xlated", get: |p| p.xlated_bytes.map(u64::from) },
-    Metric { name: "jited", get: |p| p.jited_bytes.map(u64::from) },
+    Metric { name: "xlated", get: |p| p.size.map(|s| u64::from(s.xlated_bytes)) },
+    Metric { name: "jited", get: |p| p.size.map(|s| u64::from(s.jited_bytes)) },
 ];
 
 fn verdict(p: &ProgramVerification) -> &'static str {
@@ -135,8 +135,8 @@ pub fn csv(report: &VerifierReport) -> Result<String> {
                     .map(|d| d.iter().map(u32::to_string).collect::<Vec<_>>().join("+"))
                     .unwrap_or_default(),
                 verification_time_us: p.stats.verification_time_us,
-                xlated_bytes: p.xlated_bytes,
-                jited_bytes: p.jited_bytes,
+                xlated_bytes: p.size.map(|s| s.xlated_bytes),
+                jited_bytes: p.size.map(|s| s.jited_bytes),
             })?;
         }
     }

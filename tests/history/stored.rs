@@ -8,7 +8,7 @@ use std::process::Command;
 
 use bpfbench::compare::{Gate, RunNoise, compare_runs};
 use bpfbench::history::{DB_SCHEMA_VERSION, History};
-use bpfbench::record::{Layout, Metric, ProgramRecord, RunRecord, Unit, parse_run};
+use bpfbench::record::{Layout, Metric, ProgramRecord, ProgramSize, RunRecord, Unit, parse_run};
 use bpfbench::report::compare_table;
 use bpfbench::report::export::{BmfMeasure, bmf};
 use bpfbench::stats::two_sample::Verdict;
@@ -196,8 +196,7 @@ fn run_to_run_noise_of_identical_code_widens_the_comparison() {
             s.program = Some(ProgramRecord {
                 name: "xdp_lb".into(),
                 tag: tag.into(),
-                xlated_bytes: 1,
-                jited_bytes: 1,
+                size: ProgramSize { xlated_bytes: 1, jited_bytes: 1 },
                 verifier: None,
             });
         }

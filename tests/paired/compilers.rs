@@ -55,7 +55,7 @@ fn clang_and_gcc_builds_of_one_source_compare_paired() {
     // Two compilers, two programs: each side's instructions, as the kernel loaded them.
     assert!(c.code_differs(), "{:?}", c.programs);
     let [a, b] = c.programs.as_ref().unwrap();
-    assert!(a.xlated_bytes > 0 && b.xlated_bytes > 0);
+    assert!(a.size.xlated_bytes > 0 && b.size.xlated_bytes > 0);
     let shown = c.instructions().unwrap();
     assert!(shown.contains(" -> "), "{shown}");
 

@@ -71,7 +71,7 @@ fn two_builds_of_a_suite_compare_every_entry_both_have() {
         }
         // The entry's instructions after the verifier, each build's own code.
         let [pa, pb] = c.programs.as_ref().expect("the entry's programs are recorded");
-        assert!(pa.xlated_bytes < pb.xlated_bytes && pa.tag != pb.tag, "{pa:?} {pb:?}");
+        assert!(pa.size.xlated_bytes < pb.size.xlated_bytes && pa.tag != pb.tag, "{pa:?} {pb:?}");
         assert!(c.instructions().is_some_and(|i| i.contains(" -> ")), "{c:?}");
         assert!(c.round_ratios.len() >= 2, "{c:?}");
     }

@@ -37,15 +37,13 @@ pub fn verify(path: &Path, open: Opener<'_>) -> Result<ObjectVerification> {
             loaded: outcome.is_ok(),
             error: None,
             stats: Default::default(),
-            xlated_bytes: None,
-            jited_bytes: None,
+            size: None,
         };
         match outcome {
             Ok(stats) => {
                 let record = program_record(obj.prog_fd(&p.name)?, Some(stats))?;
                 v.stats = record.verifier.unwrap_or_default();
-                v.xlated_bytes = Some(record.xlated_bytes);
-                v.jited_bytes = Some(record.jited_bytes);
+                v.size = Some(record.size);
             }
             Err(e) => {
                 v.stats = obj.last_stats();
