@@ -133,13 +133,12 @@ struct CsvRow<'a> {
 
 /// One row per scenario with its summary statistics.
 pub fn csv(report: &RunRecord) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in &report.results {
+    super::csv_of(report.results.iter().map(|r| {
         let m = r.measurement();
         let s = m.map(|m| &m.summary);
         let a = r.attached.as_ref();
         let slowdown = a.and_then(|a| a.slowdown.as_ref());
-        w.serialize(CsvRow {
+        CsvRow {
             workload: &r.workload,
             scenario: &r.name,
             params: r.facts.describe().iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
@@ -168,9 +167,8 @@ pub fn csv(report: &RunRecord) -> Result<String> {
             slowdown_ci95_high_ns: slowdown.map(|s| s.differences.median_ci95.1),
             trigger_alone_ns: slowdown.map(|s| s.detached.median),
             tool_cpu_ns_per_event: a.and_then(|a| Some(a.tool.as_ref()?.cpu_ns_per_event)),
-        })?;
-    }
-    Ok(String::from_utf8(w.into_inner()?)?)
+        }
+    }))
 }
 
 #[cfg(test)]

@@ -35,8 +35,13 @@ pub fn interval_head(tcp: bool) -> &'static str {
 
 /// One per-second line.
 pub fn interval_line(i: &GenInterval) -> String {
-    let mut line =
-        format!("{:>7.1} s {:>12} {:>8.3} {:>8}", i.t_s, grouped(i.rate.pps.round() as u64), i.rate.gbps, errors(i.rate.errors));
+    let mut line = format!(
+        "{:>7.1} s {:>12} {:>8.3} {:>8}",
+        i.t_s,
+        grouped(i.rate.pps.round() as u64),
+        i.rate.gbps,
+        errors(i.rate.errors)
+    );
     if let Some(g) = i.goodput_gbps {
         let _ = write!(line, " {g:>15.3}");
     }

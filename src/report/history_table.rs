@@ -17,7 +17,8 @@ pub fn runs(runs: &[RunSummary], benchmarks: &[String]) -> String {
         _ => columns.extend([grid::left("benchmark"), grid::left("p50 ns/op [95% CI] n")]),
     }
     let rows = runs.iter().map(|r| {
-        let mut cells = vec![r.stamp.git_commit.clone(), r.stamp.kernel.clone(), r.testbed.clone().unwrap_or_else(|| "-".into())];
+        let mut cells =
+            vec![r.stamp.git_commit.clone(), r.stamp.kernel.clone(), r.testbed.clone().unwrap_or_else(|| "-".into())];
         let median = match (r.median_ns, r.ci95_ns, r.samples) {
             (Some(m), Some((lo, hi)), Some(n)) => format!("{m:.2} [{lo:.2}, {hi:.2}] n={n}"),
             (Some(m), _, _) => format!("{m:.2}"),

@@ -52,8 +52,16 @@ fn panels(rec: &LiveRecord) -> Vec<Panel> {
         title: "Packet rate".into(),
         y_label: "Mpps",
         series: vec![
-            ("offered (generator)".into(), BLUE, steps.iter().map(|s| (x(s.value), s.rates.offered_pps / 1e6)).collect()),
-            ("received (program)".into(), RED, steps.iter().map(|s| (x(s.value), s.rates.received_pps / 1e6)).collect()),
+            (
+                "offered (generator)".into(),
+                BLUE,
+                steps.iter().map(|s| (x(s.value), s.rates.offered_pps / 1e6)).collect(),
+            ),
+            (
+                "received (program)".into(),
+                RED,
+                steps.iter().map(|s| (x(s.value), s.rates.received_pps / 1e6)).collect(),
+            ),
         ],
     }];
     let mut ns = Vec::new();

@@ -93,6 +93,15 @@ pub fn json<R: Serialize>(record: &R) -> Result<String> {
     Ok(serde_json::to_string_pretty(record)? + "\n")
 }
 
+/// `rows` as CSV, a heading line of their fields first (nothing for none).
+pub fn csv_of<T: Serialize>(rows: impl IntoIterator<Item = T>) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r)?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
 /// `record` in `format`, or one line naming the forms it has.
 pub fn render_as<R: Rendered>(record: &R, format: Format) -> Result<String> {
     check_format::<R>(format)?;

@@ -114,31 +114,27 @@ struct Row<'a> {
 
 /// One CSV row per object and program.
 pub fn csv(report: &VerifierReport) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for o in &report.objects {
-        for p in &o.programs {
-            w.serialize(Row {
-                object: &o.path,
-                program: &p.name,
-                section: &p.section,
-                prog_type: &p.prog_type,
-                loaded: p.loaded,
-                error: p.error.as_deref().unwrap_or(""),
-                processed_insns: p.stats.processed_insns,
-                total_states: p.stats.total_states,
-                peak_states: p.stats.peak_states,
-                max_states_per_insn: p.stats.max_states_per_insn,
-                stack_depth: p
-                    .stats
-                    .stack_depth
-                    .as_ref()
-                    .map(|d| d.iter().map(u32::to_string).collect::<Vec<_>>().join("+"))
-                    .unwrap_or_default(),
-                verification_time_us: p.stats.verification_time_us,
-                xlated_bytes: p.size.map(|s| s.xlated_bytes),
-                jited_bytes: p.size.map(|s| s.jited_bytes),
-            })?;
-        }
-    }
-    Ok(String::from_utf8(w.into_inner()?)?)
+    super::csv_of(report.objects.iter().flat_map(|o| {
+        o.programs.iter().map(move |p| Row {
+            object: &o.path,
+            program: &p.name,
+            section: &p.section,
+            prog_type: &p.prog_type,
+            loaded: p.loaded,
+            error: p.error.as_deref().unwrap_or(""),
+            processed_insns: p.stats.processed_insns,
+            total_states: p.stats.total_states,
+            peak_states: p.stats.peak_states,
+            max_states_per_insn: p.stats.max_states_per_insn,
+            stack_depth: p
+                .stats
+                .stack_depth
+                .as_ref()
+                .map(|d| d.iter().map(u32::to_string).collect::<Vec<_>>().join("+"))
+                .unwrap_or_default(),
+            verification_time_us: p.stats.verification_time_us,
+            xlated_bytes: p.size.map(|s| s.xlated_bytes),
+            jited_bytes: p.size.map(|s| s.jited_bytes),
+        })
+    }))
 }

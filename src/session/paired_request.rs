@@ -340,7 +340,8 @@ impl PairedRequest<'_> {
                 let booting_a = BootingWorker::boot(&labels.0, &spec(ia, both.clone()), accel, &run_args)?;
                 let booting_b = BootingWorker::boot(&labels.1, &spec(ib, Some(append_b)), accel, &run_args)?;
                 let (mut a, mut b) = (booting_a.ready()?, booting_b.ready()?);
-                let scenarios = super::select_from(&a.workload, &a.scenarios, &self.select.scenarios, &self.select.groups)?;
+                let scenarios =
+                    super::select_from(&a.workload, &a.scenarios, &self.select.scenarios, &self.select.groups)?;
                 check_same_scenarios(&scenarios, &b.workload, &b.scenarios)?;
                 let name = a.workload.clone();
                 let mut plan = self.plan(&name, labels, scenarios, cpu);
@@ -361,7 +362,8 @@ impl PairedRequest<'_> {
                 run_args.extend(["--cpu".to_string(), cpu.to_string()]);
                 let mut a = Worker::spawn(&self.a, &run_args)?;
                 let mut b = Worker::spawn(&self.b, &run_args)?;
-                let scenarios = super::select_from(&a.workload, &a.scenarios, &self.select.scenarios, &self.select.groups)?;
+                let scenarios =
+                    super::select_from(&a.workload, &a.scenarios, &self.select.scenarios, &self.select.groups)?;
                 check_same_scenarios(&scenarios, &b.workload, &b.scenarios)?;
                 let name = a.workload.clone();
                 run(self.plan(&name, labels, scenarios, cpu), &mut a, &mut b, observer)

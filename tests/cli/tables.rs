@@ -6,8 +6,8 @@
 use crate::common;
 
 use bpfbench::compare::compare_runs;
-use bpfbench::record::{RunStamp, RunSummary};
 use bpfbench::record::{Body, LoopConstruct, RunRecord, Runtime, Timing};
+use bpfbench::record::{RunStamp, RunSummary};
 use bpfbench::report::{Format, compare_table, history_table, paired_table, render};
 use common::{assert_boxed_aligned, assert_plain_aligned, paired_record, record, run_of, samples};
 
