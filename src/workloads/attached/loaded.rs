@@ -114,10 +114,10 @@ impl<'b> Loaded<'b> {
         if !object.legacy_maps().is_empty() {
             notes.push(crate::workloads::object::legacy_maps_note(&object));
         }
-        for (map, file) in &setup.maps {
+        for (map, file) in &setup.user.maps {
             notes.push(format!("map {map}: filled from {}", file.display()));
         }
-        for g in &setup.globals {
+        for g in &setup.user.globals {
             notes.push(format!("global {}: set before load", g.shown()));
         }
         let buffers: Vec<_> = object.buffer_maps();
@@ -383,7 +383,7 @@ impl<'b> Loaded<'b> {
 fn load(bench: &AttachedBench, skip: &[&str]) -> Result<ObjectFile> {
     let setup = &bench.setup;
     let mut object = setup.open()?;
-    object.reuse_pinned(&setup.pins)?;
+    object.reuse_pinned(&setup.user.pins)?;
     for p in &bench.programs {
         if skip.contains(&p.name.as_str()) {
             object.skip_loading(&p.name)?;
@@ -392,7 +392,7 @@ fn load(bench: &AttachedBench, skip: &[&str]) -> Result<ObjectFile> {
         }
     }
     object.prepare()?;
-    for (map, file) in &setup.maps {
+    for (map, file) in &setup.user.maps {
         crate::workloads::object::map_json::fill(&object, map, file)?;
     }
     object.load_every_program()?;

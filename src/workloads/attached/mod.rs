@@ -41,7 +41,7 @@ pub const REGISTRATION: Registration = Registration {
     with_object: Some(|target, matches, object| {
         let args = AttachedArgs::from_arg_matches(matches).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut setup = AttachedSetup::from_args(Path::new(target), &args)?;
-        setup.object = object.to_path_buf();
+        setup.user.object = object.to_path_buf();
         Ok(Box::new(AttachedBench::new(setup)?))
     }),
 };
@@ -85,14 +85,14 @@ impl AttachedBench {
     /// input is refused before anything is loaded.
     pub fn new(setup: AttachedSetup) -> Result<AttachedBench> {
         let object = setup.open()?;
-        let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = setup.user.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let mut programs = Vec::new();
         for p in object.programs() {
             let Some(kind) = p.kind else {
                 bail!(
                     "program '{}' in {} is a {} program (section {}), which bpfbench does not run; it runs {}",
                     p.name,
-                    setup.object.display(),
+                    setup.user.object.display(),
                     p.type_name,
                     p.section,
                     ProgKind::names(|_| true)
@@ -119,21 +119,21 @@ impl AttachedBench {
             let expected = setup.expect_runs.map_or(expected, Expected::Runs);
             programs.push(Attachable { name: p.name, kind, point, trigger, expected });
         }
-        if let Some(only) = &setup.program
+        if let Some(only) = &setup.user.program
             && !programs.iter().any(|p| &p.name == only)
         {
             bail!(
                 "{} has no program '{only}'; it has {}",
-                setup.object.display(),
+                setup.user.object.display(),
                 programs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
             );
         }
         if programs.is_empty() {
-            bail!("{} holds no BPF program", setup.object.display());
+            bail!("{} holds no BPF program", setup.user.object.display());
         }
         let infos = programs
             .iter()
-            .filter(|p| setup.program.as_ref().is_none_or(|only| &p.name == only))
+            .filter(|p| setup.user.program.as_ref().is_none_or(|only| &p.name == only))
             .map(|p| ScenarioInfo {
                 name: p.name.clone().into(),
                 group: format!("{file}, fired by {}", p.trigger.describe()).into(),
@@ -152,7 +152,7 @@ impl AttachedBench {
 
 impl Workload for AttachedBench {
     fn name(&self) -> &str {
-        &self.setup.name
+        &self.setup.user.name
     }
 
     fn scenarios(&self) -> &[ScenarioInfo] {

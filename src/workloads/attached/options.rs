@@ -3,15 +3,14 @@
 //! attach (`--attach`), what fires it (`--trigger`) and how often a
 //! program must run per event (`--expect-runs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
 use clap::Args;
 
 use crate::kernel::object::ObjectFile;
-use crate::kernel::prog_type::ProgKind;
 use crate::trigger::TriggerKind;
-use crate::workloads::object::{GlobalValue, LoadArgs};
+use crate::workloads::object::{LoadArgs, UserObject};
 
 // Options for attached programs. A plain comment: a doc comment here
 // would become the help text of the `run` command it joins.
@@ -40,15 +39,8 @@ pub struct AttachedArgs {
 /// Everything bpfbench needs to know about an object of attached programs.
 #[derive(Debug, Clone)]
 pub struct AttachedSetup {
-    /// The workload's name in results: the object's.
-    pub name: String,
-    pub object: PathBuf,
-    /// The one program to measure (all are loaded and attached).
-    pub program: Option<String>,
-    pub maps: Vec<(String, PathBuf)>,
-    pub pins: Vec<(String, PathBuf)>,
-    pub globals: Vec<GlobalValue>,
-    pub program_type: Option<ProgKind>,
+    /// Its `program` is the one to measure (all are loaded and attached).
+    pub user: UserObject,
     /// `--attach`: Some("") attaches where the sections say.
     pub attach: Option<String>,
     pub trigger: Option<TriggerKind>,
@@ -72,15 +64,8 @@ impl AttachedSetup {
             (None, false) => bail!("a command after -- is a trigger: write --trigger -- {}", args.command.join(" ")),
             (None, true) => None,
         };
-        let file = object.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         Ok(AttachedSetup {
-            name: file.trim_end_matches(".o").trim_end_matches(".bpf").to_string(),
-            object: object.to_path_buf(),
-            program: args.load.program.clone(),
-            maps: args.load.map_files()?,
-            pins: args.load.map_pins()?,
-            globals: args.load.global_values()?,
-            program_type: args.load.program_type,
+            user: UserObject::from_args(object, &args.load)?,
             attach: args.attach.clone(),
             trigger,
             expect_runs: args.expect_runs,
@@ -91,11 +76,6 @@ impl AttachedSetup {
     /// Opens the object, its programs of unknown sections typed as
     /// --program-type says, its globals set.
     pub fn open(&self) -> Result<ObjectFile> {
-        let mut object = ObjectFile::open(&self.object)?;
-        if let Some(kind) = self.program_type {
-            object.assume_type(kind)?;
-        }
-        crate::workloads::object::set_globals(&mut object, &self.globals)?;
-        Ok(object)
+        self.user.open(&self.user.object)
     }
 }

@@ -92,8 +92,8 @@ fn object_member(path: &Path, args: &ObjectArgs, stem: &str) -> (Member, Option<
             Some("unreadable specs".to_string()),
         ),
         Ok(setup) => {
-            let project = setup.project.clone();
-            let member = if setup.object.exists() {
+            let project = setup.user.project.clone();
+            let member = if setup.user.object.exists() {
                 match ObjectBench::new(setup) {
                     Ok(bench) => Member::Built(Box::new(bench.rows_named_under(stem))),
                     Err(e) => {
@@ -103,8 +103,8 @@ fn object_member(path: &Path, args: &ObjectArgs, stem: &str) -> (Member, Option<
             } else {
                 Member::NotBuilt(format!(
                     "not built: {} is missing; {}",
-                    setup.object.display(),
-                    setup.build.as_deref().map_or_else(
+                    setup.user.object.display(),
+                    setup.user.build.as_deref().map_or_else(
                         || format!("build it as {} says", path.display()),
                         |b| format!("build it with {b}")
                     )

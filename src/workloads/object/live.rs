@@ -26,8 +26,8 @@ pub struct LiveObject {
 
 impl LiveObject {
     pub fn load(setup: &ObjectSetup) -> Result<LiveObject> {
-        let mut user = setup.open(&setup.object)?;
-        let (program, kind) = user.select(setup.program.as_deref())?;
+        let mut user = setup.user.open(&setup.user.object)?;
+        let (program, kind) = user.select(setup.user.program.as_deref())?;
         if kind.desc().hook != Hook::Interface {
             bail!(
                 "'{}' is a {} program; bpfbench live attaches programs to an interface's XDP hook (time {} with 'bpfbench run')",
@@ -36,12 +36,12 @@ impl LiveObject {
                 kind.desc().plural
             );
         }
-        user.configure(&program.name, &setup.pins)?;
+        user.configure(&program.name, &setup.user.pins)?;
         user.also_load(&super::own_slot_programs(&setup.tail_calls))?;
         user.prepare()?;
         let mut notes = Vec::new();
         let (_, others) = super::load_filled(&mut user, &program.name, setup, &mut notes)?;
-        let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = setup.user.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         // The first packet the spec file names, if it names one.
         let packet = setup
             .cases

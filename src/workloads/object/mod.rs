@@ -38,7 +38,7 @@ use crate::record::{LoopConstruct, Runtime, VerifierStats};
 use crate::workloads::{Claim, Registration};
 pub use cases::{Case, CaseInput, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, ForProgram};
 pub use globals::set as set_globals;
-pub use options::{EMPTY_SLOT, GlobalValue, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, VerifierArgs};
+pub use options::{EMPTY_SLOT, GlobalValue, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, UserObject, VerifierArgs};
 pub const REGISTRATION: Registration = Registration {
     names: &[],
     about: "your own XDP or tc program: an object file (FILE.bpf.o) or a spec file (FILE.toml)",
@@ -81,11 +81,11 @@ impl ObjectBench {
     /// Checks the object, picks the program and resolves every case, so
     /// bad input is refused before anything reaches the kernel.
     pub fn new(mut setup: ObjectSetup) -> Result<ObjectBench> {
-        if let Some(build) = setup.build.as_deref().filter(|_| !setup.object.exists()) {
-            bail!("{} is not built; build it with: {build}", setup.object.display());
+        if let Some(build) = setup.user.build.as_deref().filter(|_| !setup.user.object.exists()) {
+            bail!("{} is not built; build it with: {build}", setup.user.object.display());
         }
-        let object = setup.open(&setup.object)?;
-        let (program, kind) = object.select(setup.program.as_deref())?;
+        let object = setup.user.open(&setup.user.object)?;
+        let (program, kind) = object.select(setup.user.program.as_deref())?;
         let maps = object.map_names();
         let missing: Vec<&str> = setup
             .cases
@@ -101,18 +101,18 @@ impl ObjectBench {
                     "case {}: --expect-map {}: {} has no map '{}'; its maps: {}",
                     c.name,
                     e.map,
-                    setup.object.display(),
+                    setup.user.object.display(),
                     e.map,
                     maps.join(", ")
                 );
             }
         }
-        if setup.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
+        if setup.user.program.is_none() && setup.cases.len() == 1 && setup.cases[0].name == "default" {
             setup.cases[0].name = program.name.clone();
         }
         let for_program = ForProgram { kind, name: &program.name, type_name: &program.type_name };
         let cases = setup.cases.iter().map(|c| c.resolve(for_program)).collect::<Result<Vec<_>>>()?;
-        let file = setup.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = setup.user.object.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let infos = cases
             .iter()
             .map(|c| ScenarioInfo {
@@ -159,7 +159,7 @@ impl ObjectBench {
 
 impl Workload for ObjectBench {
     fn name(&self) -> &str {
-        &self.setup.name
+        &self.setup.user.name
     }
 
     fn scenarios(&self) -> &[ScenarioInfo] {
@@ -217,8 +217,8 @@ impl Workload for ObjectBench {
                 );
             }
         }
-        let mut object = self.setup.open(&self.setup.object)?;
-        object.configure(name, &self.setup.pins)?;
+        let mut object = self.setup.user.open(&self.setup.user.object)?;
+        object.configure(name, &self.setup.user.pins)?;
         object.also_load(&own_slot_programs(&self.setup.tail_calls))?;
         object.prepare()?;
         // The final instructions, before loading takes them over.
@@ -244,7 +244,7 @@ impl Workload for ObjectBench {
         let empty = empty_program(self.kind, attach, flags)?;
         let construct = self.loop_construct(runtime)?;
         let maps_as_set_up = match self.cases.iter().any(|c| !c.expect_maps.is_empty()) {
-            true => snapshot_own_maps(&object, &self.setup.pins)?,
+            true => snapshot_own_maps(&object, &self.setup.user.pins)?,
             false => Vec::new(),
         };
         Ok(Box::new(Loaded {
@@ -276,7 +276,7 @@ impl ObjectBench {
         flags: u32,
         notes: &mut Vec<String>,
     ) -> Result<SlotTraps> {
-        let pinned: Vec<String> = self.setup.pins.iter().map(|(map, _)| map.clone()).collect();
+        let pinned: Vec<String> = self.setup.user.pins.iter().map(|(map, _)| map.clone()).collect();
         let leave: Vec<Slot> = self
             .setup
             .tail_calls
@@ -329,27 +329,27 @@ fn load_filled(
         notes.push("license: none in the object (rustc built it): loaded as \"GPL\", as Aya's loader takes it".into());
     }
     let own_maps = object.map_names();
-    for (map, file) in &setup.maps {
+    for (map, file) in &setup.user.maps {
         if own_maps.contains(map) || !has_others {
             let n = map_json::fill(object, map, file)?;
             notes.push(format!("map {map}: {n} entries from {}", file.display()));
         }
     }
-    for (map, path) in &setup.pins {
+    for (map, path) in &setup.user.pins {
         notes.push(format!("map {map}: the map pinned at {}", path.display()));
     }
-    for g in &setup.globals {
+    for g in &setup.user.globals {
         notes.push(format!("global {}: set before load", g.shown()));
     }
     let stats = object.load(program)?;
     notes.extend(unread_buffer_notes(object));
     let others = fill_slots(object, setup, notes)?;
-    for (map, file) in &setup.maps {
+    for (map, file) in &setup.user.maps {
         if !own_maps.contains(map) && !others.iter().any(|o| o.map_names().contains(map)) {
             bail!(
                 "--map {map}={}: neither {} nor the objects of --tail-call have a map '{map}'",
                 file.display(),
-                setup.object.display()
+                setup.user.object.display()
             );
         }
     }
@@ -418,11 +418,11 @@ fn fill_slots(object: &ObjectFile, setup: &ObjectSetup, notes: &mut Vec<String>)
         let (fd, from) = match &f.object {
             None => (object.prog_fd(&f.program).with_context(|| what.clone())?, String::new()),
             Some(path) => {
-                let mut other = setup.open(path).with_context(|| what.clone())?;
+                let mut other = setup.user.open(path).with_context(|| what.clone())?;
                 other.configure(&f.program, &[]).with_context(|| what.clone())?;
                 other.prepare().with_context(|| what.clone())?;
                 let theirs = other.map_names();
-                for (map, file) in setup.maps.iter().filter(|(m, _)| theirs.contains(m)) {
+                for (map, file) in setup.user.maps.iter().filter(|(m, _)| theirs.contains(m)) {
                     let n = map_json::fill(&other, map, file)?;
                     notes.push(format!("map {map} of {}: {n} entries from {}", path.display(), file.display()));
                 }

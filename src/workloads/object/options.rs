@@ -173,9 +173,11 @@ impl SlotFill {
 /// The program name that leaves a slot empty on purpose.
 pub const EMPTY_SLOT: &str = "none";
 
-/// Everything bpfbench needs to know about a user's object.
+/// The user's object as its test-run and its attached workloads both load
+/// it: where it is and comes from, which program, and what is set before
+/// load.
 #[derive(Debug, Clone)]
-pub struct ObjectSetup {
+pub struct UserObject {
     /// The workload's name in results: the object's or the spec file's.
     pub name: String,
     pub object: PathBuf,
@@ -192,18 +194,26 @@ pub struct ObjectSetup {
     pub pins: Vec<(String, PathBuf)>,
     /// The object's global variables to set before load.
     pub globals: Vec<GlobalValue>,
-    /// Prog array slots to fill before validation.
-    pub tail_calls: Vec<SlotFill>,
     /// The type of programs whose section libbpf does not know.
     pub program_type: Option<ProgKind>,
-    pub cases: Vec<CaseSpec>,
-    pub record: Option<PathBuf>,
-    pub per_call: bool,
-    /// Inline, called, or inline where the verifier accepts it.
-    pub body: BodyChoice,
 }
 
-impl ObjectSetup {
+impl UserObject {
+    /// `object` as the command line's load options say.
+    pub fn from_args(object: &Path, load: &LoadArgs) -> Result<UserObject> {
+        Ok(UserObject {
+            name: stem(object),
+            object: object.to_path_buf(),
+            project: None,
+            build: None,
+            program: load.program.clone(),
+            maps: load.map_files()?,
+            pins: load.map_pins()?,
+            globals: load.global_values()?,
+            program_type: load.program_type,
+        })
+    }
+
     /// Opens `path` (the user's object, or one a --tail-call names), its
     /// programs of unknown sections typed as --program-type says, the
     /// user's object with its globals set.
@@ -217,6 +227,19 @@ impl ObjectSetup {
         }
         Ok(object)
     }
+}
+
+/// Everything bpfbench needs to know about a user's object.
+#[derive(Debug, Clone)]
+pub struct ObjectSetup {
+    pub user: UserObject,
+    /// Prog array slots to fill before validation.
+    pub tail_calls: Vec<SlotFill>,
+    pub cases: Vec<CaseSpec>,
+    pub record: Option<PathBuf>,
+    pub per_call: bool,
+    /// Inline, called, or inline where the verifier accepts it.
+    pub body: BodyChoice,
 }
 
 /// `NAME=VALUE` of option `flag`.
@@ -277,21 +300,13 @@ impl ObjectSetup {
             flow_flags: args.flow_flags.clone(),
         };
         Ok(ObjectSetup {
-            name: stem(object),
-            object: object.to_path_buf(),
-            project: None,
-            build: None,
-            program: args.load.program.clone(),
-            maps: args.load.map_files()?,
-            pins: args.load.map_pins()?,
-            globals: args.load.global_values()?,
+            user: UserObject::from_args(object, &args.load)?,
             tail_calls: args
                 .load
                 .tail_calls
                 .iter()
                 .map(|t| SlotFill::parse(t, Path::new("")))
                 .collect::<Result<_>>()?,
-            program_type: args.load.program_type,
             cases: vec![case],
             record: args.record.clone(),
             per_call: args.per_call,
@@ -389,7 +404,7 @@ impl ObjectSetup {
                 flow_flags: c.flow_flags,
             });
         }
-        Ok(ObjectSetup {
+        let user = UserObject {
             name: file.name.unwrap_or_else(|| stem(path)),
             object: at(&file.object),
             project: file.project,
@@ -406,13 +421,16 @@ impl ObjectSetup {
                     Ok(GlobalValue { name, value })
                 })
                 .collect::<Result<_>>()?,
-            tail_calls: file.tail_calls.iter().map(|t| SlotFill::parse(t, dir)).collect::<Result<_>>()?,
             program_type: file
                 .program_type
                 .as_deref()
                 .map(ProgKind::parse)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{}: program-type {e}", path.display()))?,
+        };
+        Ok(ObjectSetup {
+            user,
+            tail_calls: file.tail_calls.iter().map(|t| SlotFill::parse(t, dir)).collect::<Result<_>>()?,
             cases,
             record: args.record.clone(),
             per_call: args.per_call || file.per_call.unwrap_or(false),
