@@ -3,8 +3,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 
@@ -187,17 +187,7 @@ impl State {
                     unsafe { libc::syscall(nr, &mut uts as *mut libc::utsname) };
                 }
             }
-            State::OpenClose { path } => {
-                let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
-                for _ in 0..events {
-                    // SAFETY: a valid path; the descriptor is closed at once.
-                    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-                    if fd < 0 {
-                        bail!("opening {}: {}", path.display(), std::io::Error::last_os_error());
-                    }
-                    unsafe { libc::close(fd) };
-                }
-            }
+            State::OpenClose { path } => open_close(path, events)?,
             State::Pipe { read, write } => {
                 let mut b = [7u8];
                 for _ in 0..events {
@@ -211,19 +201,7 @@ impl State {
                     }
                 }
             }
-            State::ForkExec => {
-                for _ in 0..events {
-                    let status = Command::new("/bin/true")
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status()
-                        .context("running /bin/true")?;
-                    if !status.success() {
-                        bail!("/bin/true failed: {status}");
-                    }
-                }
-            }
+            State::ForkExec => run_each(&["/bin/true".to_string()], events, Stdio::null)?,
             State::PingPong { to_peer, from_peer, .. } => {
                 let mut b = [1u8];
                 for _ in 0..events {
@@ -252,30 +230,7 @@ impl State {
                     drop(UdpSocket::bind("127.0.0.1:0").context("making a UDP socket")?);
                 }
             }
-            State::Sockopt { socket } => {
-                let fd = socket.as_raw_fd();
-                let mut v: libc::c_int = 0;
-                for _ in 0..events {
-                    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                    // SAFETY: an int option of the socket's own.
-                    unsafe {
-                        libc::setsockopt(
-                            fd,
-                            libc::SOL_SOCKET,
-                            libc::SO_PRIORITY,
-                            (&v as *const libc::c_int).cast(),
-                            len,
-                        );
-                        libc::getsockopt(
-                            fd,
-                            libc::SOL_SOCKET,
-                            libc::SO_PRIORITY,
-                            (&mut v as *mut libc::c_int).cast(),
-                            &mut len,
-                        );
-                    }
-                }
-            }
+            State::Sockopt { socket } => set_and_get_priority(socket.as_raw_fd(), events),
             State::SysctlRead { file } => {
                 let mut buf = [0u8; 64];
                 for _ in 0..events {
@@ -285,17 +240,7 @@ impl State {
                     }
                 }
             }
-            State::Stat { path } => {
-                let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
-                let mut st: libc::statx = unsafe { std::mem::zeroed() };
-                for _ in 0..events {
-                    // SAFETY: a valid path and a statx buffer to fill.
-                    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut st) };
-                    if rc != 0 {
-                        bail!("statx of {}: {}", path.display(), std::io::Error::last_os_error());
-                    }
-                }
-            }
+            State::Stat { path } => stat(path, events)?,
             State::Kill => {
                 // SAFETY: SIGURG's default action is to ignore it; this process sets no handler.
                 unsafe {
@@ -333,22 +278,73 @@ impl State {
                     server.read_exact(&mut buf).context("receiving on loopback")?;
                 }
             }
+            // The command's errors stay on the terminal: the user's to read.
             State::Command(argv) => {
-                for _ in 0..events {
-                    let status = Command::new(&argv[0])
-                        .args(&argv[1..])
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::null())
-                        .status()
-                        .with_context(|| format!("running {}", argv[0]))?;
-                    if !status.success() {
-                        bail!("--trigger -- {}: the command failed ({status})", argv.join(" "));
-                    }
-                }
+                run_each(argv, events, Stdio::inherit).with_context(|| format!("--trigger -- {}", argv.join(" ")))?
             }
         }
         Ok(())
     }
+}
+
+/// `path` opened and closed `events` times.
+fn open_close(path: &Path, events: u64) -> Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
+    for _ in 0..events {
+        // SAFETY: a valid path; the descriptor is closed at once.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            bail!("opening {}: {}", path.display(), std::io::Error::last_os_error());
+        }
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
+}
+
+/// `path`'s statx `events` times.
+fn stat(path: &Path, events: u64) -> Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("no NUL in the path");
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    for _ in 0..events {
+        // SAFETY: a valid path and a statx buffer to fill.
+        let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut st) };
+        if rc != 0 {
+            bail!("statx of {}: {}", path.display(), std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// SO_PRIORITY of socket `fd` set and read back, `events` times.
+fn set_and_get_priority(fd: RawFd, events: u64) {
+    let mut v: libc::c_int = 0;
+    for _ in 0..events {
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let at = (libc::SOL_SOCKET, libc::SO_PRIORITY);
+        // SAFETY: an int option of the socket's own.
+        unsafe {
+            libc::setsockopt(fd, at.0, at.1, (&v as *const libc::c_int).cast(), len);
+            libc::getsockopt(fd, at.0, at.1, (&mut v as *mut libc::c_int).cast(), &mut len);
+        }
+    }
+}
+
+/// `argv` run to its end `events` times, its input and output null, its
+/// errors to `stderr`; an error says which failed.
+fn run_each(argv: &[String], events: u64, stderr: fn() -> Stdio) -> Result<()> {
+    for _ in 0..events {
+        let status = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr())
+            .status()
+            .with_context(|| format!("running {}", argv[0]))?;
+        if !status.success() {
+            bail!("{} failed ({status})", argv[0]);
+        }
+    }
+    Ok(())
 }
 
 impl Drop for State {

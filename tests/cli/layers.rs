@@ -198,6 +198,42 @@ fn the_binary_stays_thin() {
     assert!(lines < 900, "src/bin has {lines} lines: move what is not parsing or printing into the library");
 }
 
+/// Files under 800 lines, functions under 150, but for the two switches
+/// over every BPF instruction (the JIT's translate, the interpreter's
+/// execute): a function is counted from its `fn` line to the `}` at its
+/// own indentation, as rustfmt writes it.
+#[test]
+fn files_and_functions_stay_readable() {
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    let switches = ["translate", "execute"];
+    let mut long = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() >= 800 {
+            long.push(format!("{}: {} lines", f.display(), lines.len()));
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.trim_start();
+            let indent = &line[..line.len() - code.len()];
+            let after_fn =
+                ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn ", "const fn ", "pub const fn ", "unsafe fn "]
+                    .iter()
+                    .find_map(|p| code.strip_prefix(p));
+            let Some(after_fn) = after_fn.filter(|_| !code.ends_with(';')) else { continue };
+            let name: String = after_fn.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let closing = format!("{indent}}}");
+            let Some(len) = lines[i + 1..].iter().position(|l| *l == closing).map(|n| n + 2) else { continue };
+            if len > 150 && !switches.contains(&name.as_str()) {
+                long.push(format!("{}:{}: fn {name} is {len} lines", f.display(), i + 1));
+            }
+        }
+    }
+    assert!(files.len() > 100, "the tree was not read");
+    assert!(long.is_empty(), "split these where their parts have names of their own:\n{}", long.join("\n"));
+}
+
 /// The plain layers know no command line: no clap in `stats`, `packet`,
 /// `insn` or `record` (the command lines spell record's enums themselves).
 #[test]
