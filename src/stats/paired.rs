@@ -25,6 +25,15 @@ use super::two_sample::Verdict;
 /// The share of rounds trimmed at each end.
 pub const TRIM: f64 = 0.2;
 
+/// A round's ratio: the median of its pair ratios taken in logs, so that
+/// B/A and A/B give inverse figures (an even count's middle two meet at
+/// their geometric mean, not their arithmetic one, which leans above 1
+/// when the pairs fall in two groups either side of it).
+pub fn round_ratio(pair_ratios: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = pair_ratios.iter().map(|r| r.ln()).collect();
+    super::median(&logs).map(f64::exp)
+}
+
 /// The rounds' combined ratio (the trimmed mean of their log medians) and
 /// its two-sided interval at `level`; the interval is NaN with fewer than
 /// two rounds.
@@ -135,6 +144,17 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+
+    #[test]
+    fn a_rounds_ratio_inverts_when_a_and_b_swap() {
+        let pairs = [0.909, 1.1, 0.909, 1.1, 1.02, 0.95];
+        let swapped: Vec<f64> = pairs.iter().map(|r| 1.0 / r).collect();
+        let (r, s) = (round_ratio(&pairs).unwrap(), round_ratio(&swapped).unwrap());
+        assert!((r * s - 1.0).abs() < 1e-12, "{r} {s}");
+        // Two groups either side of 1: they meet at 1, not at 1.0045.
+        assert!((round_ratio(&[1.0 / 1.1, 1.1]).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(round_ratio(&[]), None);
+    }
 
     /// Round medians around `center` with log-normal spread `cv` (the
     /// placement of each load), as Box-Muller draws.
