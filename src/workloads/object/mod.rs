@@ -37,7 +37,6 @@ use crate::packet::pcap;
 use crate::record::{LoopConstruct, Runtime, VerifierStats};
 use crate::workloads::{Claim, Registration};
 pub use cases::{Case, CaseInput, CaseSpec, DEFAULT_PACKET, ExpectedVerdict, ForProgram};
-pub use globals::set as set_globals;
 pub use options::{EMPTY_SLOT, GlobalValue, LoadArgs, ObjectArgs, ObjectSetup, SlotFill, UserObject, VerifierArgs};
 pub const REGISTRATION: Registration = Registration {
     names: &[],
